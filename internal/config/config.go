@@ -1,0 +1,152 @@
+// Package config reads hmid's configuration from the environment.
+//
+// The variable names are fixed (outside scripts rely on them); see
+// docs/decisions.md and README.md for the full table.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"strings"
+)
+
+// Config is the validated service configuration.
+type Config struct {
+	Addr             string         // HMID_ADDR, listen address
+	PublicURL        string         // HMID_PUBLIC_URL, issuer and base of every _links URL, without trailing slash
+	DatabaseURL      string         // HMID_DATABASE_URL: sqlite:PATH, memory, or postgres://…
+	RedisURL         string         // HMID_REDIS_URL; empty means in-process cache and limiter
+	SecretKey        string         // HMID_SECRET_KEY, 32 bytes as base64 or hex
+	LoginURL         string         // HMID_LOGIN_URL; empty means the built-in /login page
+	SystemAPIKey     string         // HMID_SYSTEM_API_KEY
+	AdminEmail       string         // HMID_ADMIN_EMAIL
+	AdminPassword    string         // HMID_ADMIN_PASSWORD
+	SMTPURL          string         // HMID_SMTP_URL
+	MailFrom         string         // HMID_MAIL_FROM, sender address of outgoing mail
+	PegelURL         string         // HMID_PEGEL_URL
+	GeoIPDB          string         // HMID_GEOIP_DB
+	TrustedProxies   []netip.Prefix // HMID_TRUSTED_PROXIES, comma-separated CIDRs
+	LogLevel         string         // HMID_LOG_LEVEL: debug, info, warn, error
+	StreamPlatform   ProviderConfig // HMID_STREAMPLATFORM_* (Twitch-like integration)
+	ChatPlatformCDN  string         // HMID_CHATPLATFORM_CDN_URL, base of guild icon and avatar URLs
+	DisableAccessLog bool           // HMID_ACCESS_LOG=off silences per-request log lines (benchmarks)
+}
+
+// ProviderConfig holds the endpoints and credentials of an external OAuth provider.
+type ProviderConfig struct {
+	ClientID     string
+	ClientSecret string
+	AuthURL      string
+	TokenURL     string
+	APIURL       string
+}
+
+// Defaults used when a variable is unset.
+const (
+	DefaultAddr        = ":8080"
+	DefaultPublicURL   = "http://localhost:8080"
+	DefaultDatabaseURL = "sqlite:./data/hmid.db"
+)
+
+// FromEnv builds a Config from getenv and validates it.
+func FromEnv(getenv func(string) string) (Config, error) {
+	get := func(name, def string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		return def
+	}
+	c := Config{
+		Addr:            get("HMID_ADDR", DefaultAddr),
+		PublicURL:       strings.TrimRight(get("HMID_PUBLIC_URL", DefaultPublicURL), "/"),
+		DatabaseURL:     get("HMID_DATABASE_URL", DefaultDatabaseURL),
+		RedisURL:        get("HMID_REDIS_URL", ""),
+		SecretKey:       get("HMID_SECRET_KEY", ""),
+		LoginURL:        get("HMID_LOGIN_URL", ""),
+		SystemAPIKey:    get("HMID_SYSTEM_API_KEY", ""),
+		AdminEmail:      get("HMID_ADMIN_EMAIL", ""),
+		AdminPassword:   getenv("HMID_ADMIN_PASSWORD"),
+		SMTPURL:         get("HMID_SMTP_URL", ""),
+		MailFrom:        get("HMID_MAIL_FROM", ""),
+		PegelURL:        strings.TrimRight(get("HMID_PEGEL_URL", ""), "/"),
+		GeoIPDB:         get("HMID_GEOIP_DB", ""),
+		LogLevel:        get("HMID_LOG_LEVEL", "info"),
+		ChatPlatformCDN: strings.TrimRight(get("HMID_CHATPLATFORM_CDN_URL", "https://cdn.discordapp.com"), "/"),
+		StreamPlatform: ProviderConfig{
+			ClientID:     get("HMID_STREAMPLATFORM_CLIENT_ID", ""),
+			ClientSecret: get("HMID_STREAMPLATFORM_CLIENT_SECRET", ""),
+			AuthURL:      get("HMID_STREAMPLATFORM_AUTH_URL", "https://id.twitch.tv/oauth2/authorize"),
+			TokenURL:     get("HMID_STREAMPLATFORM_TOKEN_URL", "https://id.twitch.tv/oauth2/token"),
+			APIURL:       strings.TrimRight(get("HMID_STREAMPLATFORM_API_URL", "https://api.twitch.tv/helix"), "/"),
+		},
+		DisableAccessLog: strings.EqualFold(get("HMID_ACCESS_LOG", "on"), "off"),
+	}
+	if c.MailFrom == "" {
+		host := "localhost"
+		if u, err := url.Parse(c.PublicURL); err == nil && u.Hostname() != "" {
+			host = u.Hostname()
+		}
+		c.MailFrom = "hmid@" + host
+	}
+	for _, part := range strings.Split(getenv("HMID_TRUSTED_PROXIES"), ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(part)
+		if err != nil {
+			// A bare address means a single host.
+			a, aerr := netip.ParseAddr(part)
+			if aerr != nil {
+				return c, fmt.Errorf("HMID_TRUSTED_PROXIES: %q is not a CIDR or address", part)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		c.TrustedProxies = append(c.TrustedProxies, p.Masked())
+	}
+	return c, c.Validate()
+}
+
+// Validate checks values that can be checked without touching the outside world.
+func (c Config) Validate() error {
+	u, err := url.Parse(c.PublicURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("HMID_PUBLIC_URL must be an absolute http(s) URL, got %q", c.PublicURL)
+	}
+	switch {
+	case c.DatabaseURL == "memory",
+		strings.HasPrefix(c.DatabaseURL, "sqlite:"),
+		strings.HasPrefix(c.DatabaseURL, "postgres://"),
+		strings.HasPrefix(c.DatabaseURL, "postgresql://"):
+	default:
+		return fmt.Errorf("HMID_DATABASE_URL must be sqlite:PATH, memory or postgres://…, got %q", c.DatabaseURL)
+	}
+	if c.IsPostgres() && c.SecretKey == "" {
+		return errors.New("HMID_SECRET_KEY is required with PostgreSQL: set it to 32 random bytes in base64 or hex (e.g. `openssl rand -base64 32`) and give every instance the same value")
+	}
+	if c.RedisURL != "" && !strings.HasPrefix(c.RedisURL, "redis://") && !strings.HasPrefix(c.RedisURL, "rediss://") {
+		return fmt.Errorf("HMID_REDIS_URL must start with redis:// or rediss://, got %q", c.RedisURL)
+	}
+	if (c.AdminEmail == "") != (c.AdminPassword == "") {
+		return errors.New("HMID_ADMIN_EMAIL and HMID_ADMIN_PASSWORD must be set together")
+	}
+	if c.AdminPassword != "" && len(c.AdminPassword) < 8 {
+		return errors.New("HMID_ADMIN_PASSWORD must be at least 8 characters")
+	}
+	return nil
+}
+
+// IsPostgres reports whether the database is PostgreSQL.
+func (c Config) IsPostgres() bool {
+	return strings.HasPrefix(c.DatabaseURL, "postgres://") || strings.HasPrefix(c.DatabaseURL, "postgresql://")
+}
+
+// SQLitePath returns the database file path for a sqlite: URL, or "" otherwise.
+func (c Config) SQLitePath() string {
+	if p, ok := strings.CutPrefix(c.DatabaseURL, "sqlite:"); ok {
+		return p
+	}
+	return ""
+}

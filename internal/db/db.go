@@ -1,0 +1,218 @@
+// Package db opens hmid's database (SQLite or PostgreSQL), applies the embedded
+// migrations, and offers the few helpers every area shares: transactions,
+// time encoding and error classification.
+//
+// SQL is written once in the PostgreSQL dialect with $1 placeholders and runs
+// unchanged on SQLite ≥ 3.35 (RETURNING, ON CONFLICT … DO UPDATE). The schema
+// is kept portable instead of translated: ids are TEXT (UUID strings or role_<name>),
+// timestamps are BIGINT Unix microseconds in UTC, booleans are BOOLEAN, arrays
+// and free JSON are TEXT holding JSON.
+//
+// On SQLite the database runs in WAL mode with a single writer connection and a
+// pool of query-only readers (the PocketBase layout), so writes never fight for
+// the file lock inside one process. Callers therefore follow one rule: a
+// statement that writes, including INSERT … RETURNING, goes through ExecContext,
+// Writer or Tx; QueryContext and QueryRowContext read. Inside Tx, use only the
+// transaction: asking the DB for the writer again would wait for the connection
+// the transaction holds.
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	_ "modernc.org/sqlite"             // registers the "sqlite" driver
+)
+
+// Flavor names the database engine.
+type Flavor string
+
+// The supported engines.
+const (
+	SQLite   Flavor = "sqlite"
+	Postgres Flavor = "postgres"
+)
+
+// Querier is what both *DB and *sql.Tx offer; area code takes it so the same
+// function runs inside or outside a transaction.
+type Querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+var (
+	_ Querier = (*DB)(nil)
+	_ Querier = (*sql.Tx)(nil)
+)
+
+// DB is an open database with its flavor.
+type DB struct {
+	Flavor Flavor
+	w      *sql.DB // writer: one connection on SQLite
+	r      *sql.DB // readers; the same pool as w on PostgreSQL and in-memory SQLite
+
+	locksMu sync.Mutex
+	locks   map[string]*sync.Mutex // in-process job locks for SQLite
+}
+
+// Open opens the database named by url: "sqlite:PATH", "memory" or "postgres://…".
+// It does not migrate; call Migrate.
+func Open(ctx context.Context, url string) (*DB, error) {
+	d := &DB{locks: map[string]*sync.Mutex{}}
+	switch {
+	case url == "memory":
+		d.Flavor = SQLite
+		w, err := sql.Open("sqlite", "file::memory:?_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)")
+		if err != nil {
+			return nil, err
+		}
+		// An in-memory database lives as long as its one connection.
+		w.SetMaxOpenConns(1)
+		w.SetMaxIdleConns(1)
+		w.SetConnMaxIdleTime(0)
+		w.SetConnMaxLifetime(0)
+		d.w, d.r = w, w
+	case strings.HasPrefix(url, "sqlite:"):
+		d.Flavor = SQLite
+		path := strings.TrimPrefix(url, "sqlite:")
+		if path == "" {
+			return nil, errors.New("db: sqlite URL needs a path, as in sqlite:./data/hmid.db")
+		}
+		if dir := filepath.Dir(path); dir != "." {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("db: create %s: %w", dir, err)
+			}
+		}
+		base := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
+		w, err := sql.Open("sqlite", base+"&_txlock=immediate")
+		if err != nil {
+			return nil, err
+		}
+		w.SetMaxOpenConns(1)
+		w.SetMaxIdleConns(1)
+		w.SetConnMaxIdleTime(0)
+		r, err := sql.Open("sqlite", base+"&_pragma=query_only(1)")
+		if err != nil {
+			w.Close()
+			return nil, err
+		}
+		n := max(4, 2*runtime.GOMAXPROCS(0))
+		r.SetMaxOpenConns(n)
+		r.SetMaxIdleConns(n)
+		d.w, d.r = w, r
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		d.Flavor = Postgres
+		p, err := sql.Open("pgx", url)
+		if err != nil {
+			return nil, err
+		}
+		p.SetMaxOpenConns(32)
+		p.SetMaxIdleConns(32)
+		p.SetConnMaxIdleTime(5 * time.Minute)
+		d.w, d.r = p, p
+	default:
+		return nil, fmt.Errorf("db: unsupported database URL %q", url)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := d.w.PingContext(pctx); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("db: connect: %w", err)
+	}
+	return d, nil
+}
+
+// Close closes every pool.
+func (d *DB) Close() error {
+	err := d.w.Close()
+	if d.r != d.w {
+		err = errors.Join(err, d.r.Close())
+	}
+	return err
+}
+
+// Ping checks that the database answers.
+func (d *DB) Ping(ctx context.Context) error {
+	if err := d.w.PingContext(ctx); err != nil {
+		return err
+	}
+	var one int
+	return d.r.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+}
+
+// ExecContext runs a writing statement on the writer.
+func (d *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return d.w.ExecContext(ctx, query, args...)
+}
+
+// QueryContext runs a reading query on the reader pool.
+func (d *DB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return d.r.QueryContext(ctx, query, args...)
+}
+
+// QueryRowContext runs a reading single-row query on the reader pool.
+func (d *DB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return d.r.QueryRowContext(ctx, query, args...)
+}
+
+// Writer returns the writing pool, for a single INSERT/UPDATE … RETURNING
+// outside a transaction.
+func (d *DB) Writer() *sql.DB { return d.w }
+
+// Tx runs fn in a transaction on the writer, committing when fn returns nil
+// and rolling back otherwise. On SQLite the transaction starts IMMEDIATE, so
+// read-modify-write sequences inside it are serialized.
+func (d *DB) Tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := d.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// TryLock takes a named, non-blocking lock shared by every instance on the same
+// database, for background jobs that must run on one instance at a time. On
+// PostgreSQL it is a session-level advisory lock held on a dedicated connection;
+// on SQLite, which one process owns, an in-process mutex. ok is false when
+// another holder has it. Call release when done.
+func (d *DB) TryLock(ctx context.Context, name string) (release func(), ok bool, err error) {
+	if d.Flavor == SQLite {
+		d.locksMu.Lock()
+		m := d.locks[name]
+		if m == nil {
+			m = &sync.Mutex{}
+			d.locks[name] = m
+		}
+		d.locksMu.Unlock()
+		if !m.TryLock() {
+			return nil, false, nil
+		}
+		return m.Unlock, true, nil
+	}
+	conn, err := d.w.Conn(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock(hashtext($1))", name).Scan(&ok); err != nil || !ok {
+		conn.Close()
+		return nil, false, err
+	}
+	return func() {
+		_, _ = conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock(hashtext($1))", name)
+		conn.Close()
+	}, true, nil
+}

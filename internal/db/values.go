@@ -1,0 +1,142 @@
+package db
+
+import (
+	"database/sql/driver"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// TS encodes t for a BIGINT timestamp column (Unix microseconds, UTC).
+func TS(t time.Time) int64 { return t.UnixMicro() }
+
+// FromTS decodes a BIGINT timestamp column value.
+func FromTS(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+// NullTS encodes an optional time: nil or the zero time become SQL NULL.
+func NullTS(t *time.Time) any {
+	if t == nil || t.IsZero() {
+		return nil
+	}
+	return t.UnixMicro()
+}
+
+// NullTime scans a nullable BIGINT timestamp column.
+type NullTime struct {
+	Time  time.Time
+	Valid bool
+}
+
+// Scan implements sql.Scanner.
+func (n *NullTime) Scan(v any) error {
+	switch x := v.(type) {
+	case nil:
+		*n = NullTime{}
+	case int64:
+		*n = NullTime{Time: FromTS(x), Valid: true}
+	default:
+		return fmt.Errorf("db: cannot scan %T into NullTime", v)
+	}
+	return nil
+}
+
+// Value implements driver.Valuer.
+func (n NullTime) Value() (driver.Value, error) {
+	if !n.Valid {
+		return nil, nil
+	}
+	return n.Time.UnixMicro(), nil
+}
+
+// Ptr returns the time or nil.
+func (n NullTime) Ptr() *time.Time {
+	if !n.Valid {
+		return nil
+	}
+	t := n.Time
+	return &t
+}
+
+// JSON encodes v as JSON text for a TEXT column holding JSON.
+func JSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only values that cannot be JSON (channels, functions) fail; area code never stores those.
+		panic(fmt.Sprintf("db: JSON of %T: %v", v, err))
+	}
+	return string(b)
+}
+
+// Strings scans a TEXT column holding a JSON array of strings; NULL or "" give an empty slice.
+type Strings []string
+
+// Scan implements sql.Scanner.
+func (s *Strings) Scan(v any) error {
+	var raw []byte
+	switch x := v.(type) {
+	case nil:
+		*s = Strings{}
+		return nil
+	case string:
+		raw = []byte(x)
+	case []byte:
+		raw = x
+	default:
+		return fmt.Errorf("db: cannot scan %T into Strings", v)
+	}
+	if len(raw) == 0 {
+		*s = Strings{}
+		return nil
+	}
+	var out []string
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return fmt.Errorf("db: Strings: %w", err)
+	}
+	if out == nil {
+		out = []string{}
+	}
+	*s = out
+	return nil
+}
+
+// Value implements driver.Valuer.
+func (s Strings) Value() (driver.Value, error) {
+	if s == nil {
+		return "[]", nil
+	}
+	return JSON([]string(s)), nil
+}
+
+// IsUniqueViolation reports whether err is a unique or primary-key constraint failure.
+func IsUniqueViolation(err error) bool {
+	if err == nil {
+		return false
+	}
+	var coded interface{ SQLState() string }
+	if errors.As(err, &coded) {
+		return coded.SQLState() == "23505"
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "PRIMARY KEY constraint failed") || strings.Contains(msg, "SQLSTATE 23505")
+}
+
+// IsForeignKeyViolation reports whether err is a foreign-key constraint failure.
+func IsForeignKeyViolation(err error) bool {
+	if err == nil {
+		return false
+	}
+	var coded interface{ SQLState() string }
+	if errors.As(err, &coded) {
+		return coded.SQLState() == "23503"
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "FOREIGN KEY constraint failed") || strings.Contains(msg, "SQLSTATE 23503")
+}
+
+// Like escapes s for use inside a LIKE pattern with ESCAPE '\'.
+func Like(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return r.Replace(s)
+}
