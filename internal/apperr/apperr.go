@@ -68,7 +68,9 @@ func Forbiddenf(format string, args ...any) *Error { return newf(Forbidden, form
 func Unauthorizedf(format string, args ...any) *Error { return newf(Unauthorized, format, args...) }
 
 // Unavailablef returns a 503 ServiceUnavailable.
-func Unavailablef(format string, args ...any) *Error { return newf(ServiceUnavailable, format, args...) }
+func Unavailablef(format string, args ...any) *Error {
+	return newf(ServiceUnavailable, format, args...)
+}
 
 // RateLimited returns a 429 TooManyRequests telling when to retry.
 func RateLimited(retryAfter time.Duration, format string, args ...any) *Error {

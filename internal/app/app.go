@@ -1,0 +1,218 @@
+// Package app builds the hmid server from its configuration: it opens the
+// database and cache, migrates and seeds, constructs every area with explicit
+// dependencies, and mounts the routes listed in routes.go.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"hmid/internal/access"
+	"hmid/internal/audit"
+	"hmid/internal/authn"
+	"hmid/internal/cache"
+	"hmid/internal/clock"
+	"hmid/internal/config"
+	"hmid/internal/db"
+	"hmid/internal/httpx"
+	"hmid/internal/secretbox"
+	"hmid/internal/users"
+)
+
+// Version is the service version reported by health and info (<major>.<minor>.<patch>).
+const Version = "1.0.0"
+
+// Options are the parts of a Server that tests replace.
+type Options struct {
+	Clock       clock.Clock // default: the system clock
+	Logger      *slog.Logger
+	Stdout      io.Writer // where the first-start system key is printed
+	CachePrefix string    // prefix of every Redis key (tests isolate themselves with it)
+}
+
+// Server is a built hmid service.
+type Server struct {
+	Config  config.Config
+	DB      *db.DB
+	Cache   cache.Cache
+	Clock   clock.Clock
+	Log     *slog.Logger
+	Box     *secretbox.Box
+	Epoch   authn.Epoch
+	Guard   *authn.Guard
+	Audit   *audit.Writer
+	Limiter *cache.Limiter
+	Metrics *httpx.Metrics
+	areaHandlers
+	Started time.Time
+
+	Access *access.Service
+
+	// SystemKey is the system API key created at this start, if one was ("" otherwise).
+	SystemKey string
+
+	handler http.Handler
+	closers []func() error
+}
+
+// New builds a Server: opens stores, migrates, seeds and mounts routes.
+func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
+	if opt.Clock == nil {
+		opt.Clock = clock.System{}
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	if opt.Stdout == nil {
+		opt.Stdout = io.Discard
+	}
+	if opt.CachePrefix == "" {
+		opt.CachePrefix = "hmid:"
+	}
+	s := &Server{Config: cfg, Clock: opt.Clock, Log: opt.Logger, Started: time.Now()}
+	ok := false
+	defer func() {
+		if !ok {
+			s.Close()
+		}
+	}()
+
+	database, err := db.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	s.DB = database
+	s.closers = append(s.closers, database.Close)
+	if err := database.Migrate(ctx); err != nil {
+		return nil, err
+	}
+
+	key, err := loadSecretKey(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if s.Box, err = secretbox.New(key); err != nil {
+		return nil, err
+	}
+
+	switch {
+	case cfg.RedisURL != "":
+		rc, err := cache.NewRedis(ctx, cfg.RedisURL, opt.CachePrefix)
+		if err != nil {
+			return nil, err
+		}
+		s.Cache = rc
+		s.closers = append(s.closers, rc.Close)
+		s.Epoch = authn.CacheEpoch{Cache: rc}
+	case database.Flavor == db.Postgres:
+		s.Cache = cache.NewMemory(s.Clock.Now)
+		s.Epoch = authn.DBEpoch{DB: database}
+	default:
+		s.Cache = cache.NewMemory(s.Clock.Now)
+		s.Epoch = &authn.MemoryEpoch{}
+	}
+	s.Limiter = &cache.Limiter{Cache: s.Cache, Now: s.Clock.Now}
+	s.Audit = &audit.Writer{DB: database, Clock: s.Clock}
+	s.Guard = &authn.Guard{Resolver: &authn.Resolver{DB: database, Clock: s.Clock, Epoch: s.Epoch}}
+	s.Metrics = httpx.NewMetrics()
+
+	s.Access = &access.Service{DB: database, Clock: s.Clock, Epoch: s.Epoch, Audit: s.Audit}
+
+	if err := s.seed(ctx, opt.Stdout); err != nil {
+		return nil, err
+	}
+	if err := s.buildAreas(ctx); err != nil {
+		return nil, err
+	}
+	s.handler = httpx.Base(httpx.BaseConfig{
+		PublicURL:      cfg.PublicURL,
+		TrustedProxies: cfg.TrustedProxies,
+		Logger:         s.Log,
+		AccessLog:      !cfg.DisableAccessLog,
+		Metrics:        s.Metrics,
+	}, s.routes())
+	ok = true
+	return s, nil
+}
+
+// ServeHTTP serves a request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// Close releases every resource, newest first.
+func (s *Server) Close() error {
+	var errs []error
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		errs = append(errs, s.closers[i]())
+	}
+	s.closers = nil
+	return errors.Join(errs...)
+}
+
+// onClose registers a function run by Close (background jobs, connections).
+func (s *Server) onClose(f func() error) { s.closers = append(s.closers, f) }
+
+// seed runs every area's idempotent start-up seeding.
+func (s *Server) seed(ctx context.Context, stdout io.Writer) error {
+	if err := s.Access.Seed(ctx); err != nil {
+		return fmt.Errorf("seed access: %w", err)
+	}
+	if err := users.SeedPlatforms(ctx, s.DB, s.Clock); err != nil {
+		return err
+	}
+	if s.Config.AdminEmail != "" {
+		if err := users.EnsureAdmin(ctx, s.DB, s.Clock, s.Config.AdminEmail, s.Config.AdminPassword); err != nil {
+			return fmt.Errorf("super admin: %w", err)
+		}
+	}
+	created, err := s.Access.EnsureSystemKey(ctx, s.Config.SystemAPIKey)
+	if err != nil {
+		return fmt.Errorf("system API key: %w", err)
+	}
+	if created != "" {
+		s.SystemKey = created
+		fmt.Fprintf(stdout, "\nhmid created a system API key. It is shown this once; store it now:\n\n    %s\n\n"+
+			"Use it as a bearer token for service-to-service calls, for example:\n\n"+
+			"    curl -H 'Authorization: Bearer %s' %s/v1/users\n\n"+
+			"Set HMID_SYSTEM_API_KEY to pin a key of your own choice instead.\n\n", created, created, s.Config.PublicURL)
+	}
+	return nil
+}
+
+// loadSecretKey returns the 32-byte server key: HMID_SECRET_KEY, or with SQLite
+// the key in secret.key beside the database file, generated on first start.
+func loadSecretKey(cfg config.Config) ([]byte, error) {
+	if cfg.SecretKey != "" {
+		k, err := secretbox.ParseKey(cfg.SecretKey)
+		if err != nil {
+			return nil, fmt.Errorf("HMID_SECRET_KEY: %w", err)
+		}
+		return k, nil
+	}
+	path := cfg.SQLitePath()
+	if path == "" {
+		// In-memory SQLite: the data dies with the process, and so may the key.
+		return secretbox.GenerateKey()
+	}
+	keyPath := filepath.Join(filepath.Dir(path), "secret.key")
+	if b, err := os.ReadFile(keyPath); err == nil {
+		return secretbox.ParseKey(strings.TrimSpace(string(b)))
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("read %s: %w", keyPath, err)
+	}
+	k, err := secretbox.GenerateKey()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(keyPath, []byte(secretbox.EncodeKey(k)+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("write %s: %w", keyPath, err)
+	}
+	return k, nil
+}

@@ -1,0 +1,141 @@
+// Package audit records and serves the audit log (spec 2, Audit log).
+//
+// Writer is the one place events are stored; every area calls it where the
+// operation happens, inside the same transaction when there is one, so an
+// event exists exactly when its operation committed.
+package audit
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/google/uuid"
+
+	"hmid/internal/clock"
+	"hmid/internal/db"
+	"hmid/internal/httpx"
+)
+
+// Event types of spec 2 (Events).
+const (
+	Login                   = "login"
+	LoginFailed             = "login_failed"
+	Logout                  = "logout"
+	SessionCreated          = "session_created"
+	SessionRevoked          = "session_revoked"
+	TwoFAEnabled            = "2fa_enabled"
+	TwoFADisabled           = "2fa_disabled"
+	TwoFAVerified           = "2fa_verified"
+	TwoFABackupRegenerated  = "2fa_backup_codes_regenerated"
+	PasswordChanged         = "password_changed"
+	PasswordResetRequested  = "password_reset_requested"
+	UserCreated             = "user_created"
+	UserUpdated             = "user_updated"
+	UserDeleted             = "user_deleted"
+	AccountLinked           = "account_linked"
+	AccountUnlinked         = "account_unlinked"
+	AccountReconnected      = "account_reconnected"
+	DataExported            = "data_exported"
+	ClientCreated           = "client_created"
+	ClientUpdated           = "client_updated"
+	ClientSecretRegenerated = "client_secret_regenerated"
+	ClientDeleted           = "client_deleted"
+	ConsentGranted          = "consent_granted"
+	ConsentRevoked          = "consent_revoked"
+	APIKeyCreated           = "api_key_created"
+	APIKeyRevoked           = "api_key_revoked"
+	BotCommandExecuted      = "bot_command_executed"
+	BotGuildConfigured      = "bot_guild_configured"
+)
+
+// Event is one audit record to write.
+type Event struct {
+	UserID        string // "" for none
+	EventType     string
+	ResourceType  string
+	ResourceID    string
+	ActorID       string // when someone else acted on the user
+	IPAddress     string
+	UserAgent     string
+	Description   string
+	Metadata      map[string]any
+	Failed        bool // status "failure" instead of "success"
+	ErrorMessage  string
+	SourceService string // default "api"
+}
+
+// Locator resolves an IP address to a place (geoip.Resolver implements it).
+type Locator interface {
+	Lookup(ip string) (countryCode, countryName, city, region string)
+}
+
+// Notifier is told about each stored event (the real-time channel's audit.me topic).
+type Notifier interface {
+	AuditRecorded(ctx context.Context, userID string, event map[string]any)
+}
+
+// Writer stores audit events.
+type Writer struct {
+	DB     *db.DB
+	Clock  clock.Clock
+	Locate func(ip string) (countryCode, countryName, city, region string) // optional
+	Notify Notifier                                                        // optional
+}
+
+// FromRequest fills IP address and user agent of e from the request.
+func FromRequest(r *http.Request, e Event) Event {
+	if e.IPAddress == "" {
+		e.IPAddress = httpx.ClientIP(r.Context())
+	}
+	if e.UserAgent == "" {
+		e.UserAgent = r.UserAgent()
+	}
+	return e
+}
+
+// Record stores e through q (the DB, or the transaction of the operation).
+// It returns the new event id.
+func (w *Writer) Record(ctx context.Context, q db.Querier, e Event) (string, error) {
+	id := uuid.NewString()
+	status := "success"
+	if e.Failed {
+		status = "failure"
+	}
+	source := e.SourceService
+	if source == "" {
+		source = "api"
+	}
+	meta := e.Metadata
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	var cc, cn, city, region string
+	if w.Locate != nil && e.IPAddress != "" {
+		cc, cn, city, region = w.Locate(e.IPAddress)
+	}
+	now := w.Clock.Now()
+	_, err := q.ExecContext(ctx, `INSERT INTO audit_events (id, user_id, event_type, resource_type, resource_id, actor_id,
+		ip_address, user_agent, description, metadata, status, error_message, country_code, country_name, city, region,
+		source_service, created_at, is_reported)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, FALSE)`,
+		id, nullable(e.UserID), e.EventType, nullable(e.ResourceType), nullable(e.ResourceID), nullable(e.ActorID),
+		nullable(e.IPAddress), nullable(e.UserAgent), nullable(e.Description), db.JSON(meta), status, nullable(e.ErrorMessage),
+		nullable(cc), nullable(cn), nullable(city), nullable(region), source, db.TS(now))
+	if err != nil {
+		return "", err
+	}
+	if w.Notify != nil && e.UserID != "" {
+		w.Notify.AuditRecorded(ctx, e.UserID, map[string]any{
+			"id": id, "event_type": e.EventType, "resource_type": e.ResourceType, "resource_id": e.ResourceID,
+			"status": status, "created_at": now, "metadata": meta,
+		})
+	}
+	return id, nil
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

@@ -1,0 +1,159 @@
+package authn
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"hmid/internal/apperr"
+	"hmid/internal/httpx"
+)
+
+// Rule is the access rule of one route, as listed in internal/app/routes.go.
+type Rule struct {
+	public      bool
+	optional    bool   // public, but a valid bearer is resolved when sent
+	perm        string // required permission ("" = authenticated is enough)
+	selfParam   string // URL parameter holding a user id: that user may act without perm
+	systemOnly  bool   // only a system API key
+	sessionOnly bool   // only a user session token
+	oauth       bool   // OAuth access tokens are accepted
+	oauthScope  string // …and must carry this scope ("" = any)
+}
+
+// Public routes need no authentication (spec 1, Authentication 2).
+func Public() Rule { return Rule{public: true} }
+
+// Optional routes are public but see the caller when a valid token is sent.
+func Optional() Rule { return Rule{public: true, optional: true} }
+
+// Authenticated routes need any valid session token or API key.
+func Authenticated() Rule { return Rule{} }
+
+// Perm routes need the permission (or *:*, a system key, a super admin).
+func Perm(p string) Rule { return Rule{perm: p} }
+
+// PermOrSelf routes need the permission, or the caller acting on the user
+// whose id is in URL parameter param ("users:read (or self)").
+func PermOrSelf(p, param string) Rule { return Rule{perm: p, selfParam: param} }
+
+// SystemKey routes are for system API keys only (service-to-service calls).
+func SystemKey() Rule { return Rule{systemOnly: true} }
+
+// Session routes need a user session token (not an API key).
+func Session() Rule { return Rule{sessionOnly: true} }
+
+// WithOAuth also accepts OAuth access tokens carrying scope ("" for any scope);
+// such tokens only ever act for their own user.
+func (r Rule) WithOAuth(scope string) Rule {
+	r.oauth = true
+	r.oauthScope = scope
+	return r
+}
+
+// String describes the rule for route listings.
+func (r Rule) String() string {
+	s := ""
+	switch {
+	case r.optional:
+		s = "none (bearer optional)"
+	case r.public:
+		return "none"
+	case r.systemOnly:
+		s = "system API key"
+	case r.sessionOnly:
+		s = "session token"
+	case r.perm != "" && r.selfParam != "":
+		s = r.perm + " (or self)"
+	case r.perm != "":
+		s = r.perm
+	default:
+		s = "authenticated"
+	}
+	if r.oauth {
+		s += "; OAuth token"
+		if r.oauthScope != "" {
+			s += " with scope " + r.oauthScope
+		}
+	}
+	return s
+}
+
+// Guard applies rules using a Resolver.
+type Guard struct {
+	Resolver *Resolver
+}
+
+// Require returns middleware enforcing rule: 401 for a missing or bad token,
+// 403 for a token that lacks what the rule needs.
+func (g *Guard) Require(rule Rule) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if rule.public && !rule.optional {
+				next.ServeHTTP(w, r)
+				return
+			}
+			header := r.Header.Get("Authorization")
+			if header == "" {
+				if rule.optional {
+					next.ServeHTTP(w, r)
+					return
+				}
+				httpx.Error(w, r, apperr.Unauthorizedf("authentication required: send Authorization: Bearer <token>"))
+				return
+			}
+			tok, ok := ParseBearer(header)
+			if !ok {
+				httpx.Error(w, r, apperr.Unauthorizedf("malformed Authorization header: expected Bearer <token>"))
+				return
+			}
+			p, err := g.Resolver.Resolve(r.Context(), tok)
+			if err != nil {
+				httpx.Error(w, r, err)
+				return
+			}
+			if err := rule.check(p, r); err != nil {
+				httpx.Error(w, r, err)
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
+		})
+	}
+}
+
+func (rule Rule) check(p *Principal, r *http.Request) error {
+	if p.Kind == KindOAuth {
+		if !rule.oauth {
+			return apperr.Forbiddenf("OAuth access tokens are not accepted on this endpoint; use a session token or an API key")
+		}
+		if rule.oauthScope != "" && !p.HasOAuthScope(rule.oauthScope) {
+			return apperr.Forbiddenf("the access token lacks the %s scope", rule.oauthScope)
+		}
+		// An OAuth token acts only for its own user.
+		if rule.selfParam != "" && !p.IsSelf(chi.URLParam(r, rule.selfParam)) {
+			return apperr.Forbiddenf("an OAuth access token may only read its own user")
+		}
+		return nil
+	}
+	switch {
+	case rule.optional:
+		return nil
+	case rule.systemOnly:
+		if !p.SystemKey {
+			return apperr.Forbiddenf("this endpoint needs a system API key")
+		}
+		return nil
+	case rule.sessionOnly:
+		if p.Kind != KindSession {
+			return apperr.Forbiddenf("this endpoint needs a user session token")
+		}
+		return nil
+	}
+	if rule.perm == "" || p.Can(rule.perm) {
+		return nil
+	}
+	if rule.selfParam != "" && p.IsSelf(chi.URLParam(r, rule.selfParam)) {
+		return nil
+	}
+	return apperr.Forbiddenf("missing permission %s", rule.perm)
+}

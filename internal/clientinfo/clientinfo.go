@@ -1,0 +1,42 @@
+// Package clientinfo derives the device type, browser and operating system
+// shown on sessions and on the API info endpoint from a User-Agent header.
+package clientinfo
+
+import (
+	"strings"
+
+	"github.com/mssola/useragent"
+)
+
+// Info is what a User-Agent tells about the client.
+type Info struct {
+	DeviceType string // desktop, mobile or tablet
+	Browser    string
+	OS         string
+}
+
+// Parse reads a User-Agent string. Unknown agents give DeviceType "desktop"
+// and empty names; no input makes it fail.
+func Parse(ua string) Info {
+	if len(ua) > 1024 {
+		ua = ua[:1024]
+	}
+	if strings.TrimSpace(ua) == "" {
+		return Info{DeviceType: "desktop"}
+	}
+	p := useragent.New(ua)
+	name, _ := p.Browser()
+	info := Info{DeviceType: "desktop", Browser: name, OS: p.OSInfo().Name}
+	lower := strings.ToLower(ua)
+	switch {
+	case strings.Contains(lower, "ipad") || strings.Contains(lower, "tablet") ||
+		(strings.Contains(lower, "android") && !strings.Contains(lower, "mobile")):
+		info.DeviceType = "tablet"
+	case p.Mobile() || strings.Contains(lower, "mobile") || strings.Contains(lower, "iphone"):
+		info.DeviceType = "mobile"
+	}
+	if p.Bot() {
+		info.DeviceType = "desktop"
+	}
+	return info
+}
