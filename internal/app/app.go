@@ -22,7 +22,10 @@ import (
 	"hmid/internal/clock"
 	"hmid/internal/config"
 	"hmid/internal/db"
+	"hmid/internal/events"
+	"hmid/internal/geoip"
 	"hmid/internal/httpx"
+	"hmid/internal/mail"
 	"hmid/internal/secretbox"
 	"hmid/internal/users"
 )
@@ -53,6 +56,10 @@ type Server struct {
 	Metrics *httpx.Metrics
 	areaHandlers
 	Started time.Time
+
+	Mail   mail.Sender
+	GeoIP  *geoip.Resolver  // nil without HMID_GEOIP_DB
+	Events events.Publisher // the real-time channel, once wired
 
 	Access *access.Service
 
@@ -121,6 +128,23 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 	}
 	s.Limiter = &cache.Limiter{Cache: s.Cache, Now: s.Clock.Now}
 	s.Audit = &audit.Writer{DB: database, Clock: s.Clock}
+	if cfg.GeoIPDB != "" {
+		if s.GeoIP, err = geoip.Open(cfg.GeoIPDB); err != nil {
+			return nil, fmt.Errorf("HMID_GEOIP_DB: %w", err)
+		}
+		s.closers = append(s.closers, s.GeoIP.Close)
+		s.Audit.Locate = func(ip string) (string, string, string, string) {
+			l := s.GeoIP.Lookup(ip)
+			return l.CountryCode, l.CountryName, l.City, l.Region
+		}
+	}
+	if cfg.SMTPURL != "" {
+		if s.Mail, err = mail.NewSMTPSender(cfg.SMTPURL, cfg.MailFrom); err != nil {
+			return nil, err
+		}
+	} else {
+		s.Mail = mail.NewOutboxSender(database, s.Log, s.Clock.Now)
+	}
 	s.Guard = &authn.Guard{Resolver: &authn.Resolver{DB: database, Clock: s.Clock, Epoch: s.Epoch}}
 	s.Metrics = httpx.NewMetrics()
 

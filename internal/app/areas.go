@@ -11,6 +11,15 @@ import (
 type areaHandlers struct {
 	health        *health.Handler
 	accessHandler access.Handler
+	usersArea
+	oauthArea
+	webArea
+	accountsArea
+	twofactorArea
+	auditArea
+	trackingArea
+	settingsArea
+	realtimeArea
 }
 
 // buildAreas constructs each area's services and handlers with explicit
@@ -22,23 +31,48 @@ func (s *Server) buildAreas(ctx context.Context) error {
 	// ---- Access: roles, permissions, API keys ----
 	s.accessHandler = access.Handler{S: s.Access}
 
+	// ---- Real-time channel, chat platform, integrations, GraphQL ----
+	// Built first: other areas publish through s.Events.
+	if err := s.buildRealtime(ctx); err != nil {
+		return err
+	}
+
 	// ---- Users and sessions ----
+	if err := s.buildUsers(ctx); err != nil {
+		return err
+	}
 
 	// ---- OAuth and the built-in pages ----
+	if err := s.buildOAuth(ctx); err != nil {
+		return err
+	}
+	if err := s.buildWeb(ctx); err != nil {
+		return err
+	}
 
 	// ---- Accounts ----
+	if err := s.buildAccounts(ctx); err != nil {
+		return err
+	}
+	if err := s.buildTwoFactor(ctx); err != nil {
+		return err
+	}
 
 	// ---- Audit and export ----
+	if err := s.buildAuditExport(ctx); err != nil {
+		return err
+	}
 
 	// ---- Tracking ----
+	if err := s.buildTracking(ctx); err != nil {
+		return err
+	}
 
 	// ---- Settings, config, statistics, water levels ----
+	if err := s.buildSettings(ctx); err != nil {
+		return err
+	}
 
-	// ---- Chat platform ----
-
-	// ---- Integrations ----
-
-	// ---- Real-time channel and GraphQL ----
 
 	return nil
 }

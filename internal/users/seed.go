@@ -69,18 +69,12 @@ func EnsureAdmin(ctx context.Context, d *db.DB, c clock.Clock, email, pass strin
 	}
 	return d.Tx(ctx, func(tx *sql.Tx) error {
 		if userID == "" {
-			userID = uuid.NewString()
-			username, err := FreeUsername(ctx, tx, UsernameFrom(email))
+			var err error
+			userID, _, err = Create(ctx, tx, now, NewAccount{
+				PlatformSlug: "email", PlatformUserID: email, Email: email,
+				PasswordHash: hash, EmailVerified: true, SuperAdmin: true,
+			})
 			if err != nil {
-				return err
-			}
-			accountID := uuid.NewString()
-			if _, err := tx.ExecContext(ctx, `INSERT INTO users (id, username, email, name, is_super_admin, primary_platform_account_id, created_at, updated_at)
-				VALUES ($1, $2, $3, $2, TRUE, $4, $5, $5)`, userID, username, email, accountID, now); err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO platform_accounts (id, user_id, platform_id, platform_user_id, username, email, password_hash, email_verified, is_primary, created_at, updated_at)
-				VALUES ($1, $2, $3, $4, $5, $4, $6, TRUE, TRUE, $7, $7)`, accountID, userID, PlatformID("email"), email, username, hash, now); err != nil {
 				return err
 			}
 		}

@@ -1,0 +1,68 @@
+package users
+
+import (
+	"context"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"hmid/internal/access"
+	"hmid/internal/db"
+)
+
+// NewAccount describes a user to create together with their first platform account.
+type NewAccount struct {
+	PlatformSlug   string // email, discord, …
+	PlatformUserID string // provider's user id; for email, the lower-cased address
+	Username       string // wanted username; made valid and unique
+	Name           string // display name
+	Email          string
+	AvatarURL      string
+	PasswordHash   string // email platform only
+	EmailVerified  bool
+	SuperAdmin     bool
+}
+
+// Create inserts a user, their primary platform account and the default
+// User role inside q (a transaction), at time now (Unix microseconds). It
+// returns the user and account ids. A taken platform account gives a unique
+// violation (check with db.IsUniqueViolation).
+func Create(ctx context.Context, q db.Querier, now int64, a NewAccount) (userID, accountID string, err error) {
+	userID, accountID = uuid.NewString(), uuid.NewString()
+	base := a.Username
+	if base == "" {
+		base = a.Name
+	}
+	if base == "" {
+		base = a.Email
+	}
+	username, err := FreeUsername(ctx, q, UsernameFrom(base))
+	if err != nil {
+		return "", "", err
+	}
+	name := strings.TrimSpace(a.Name)
+	if name == "" {
+		name = username
+	}
+	if _, err := q.ExecContext(ctx, `INSERT INTO users (id, username, email, name, avatar_url, is_super_admin, primary_platform_account_id, last_login_provider, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)`,
+		userID, username, nullable(strings.ToLower(a.Email)), name, nullable(a.AvatarURL), a.SuperAdmin, accountID, a.PlatformSlug, now); err != nil {
+		return "", "", err
+	}
+	if _, err := q.ExecContext(ctx, `INSERT INTO platform_accounts (id, user_id, platform_id, platform_user_id, username, email, avatar_url, password_hash, email_verified, is_primary, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, TRUE, $10, $10)`,
+		accountID, userID, PlatformID(a.PlatformSlug), a.PlatformUserID, username, nullable(strings.ToLower(a.Email)), nullable(a.AvatarURL), nullable(a.PasswordHash), a.EmailVerified, now); err != nil {
+		return "", "", err
+	}
+	if _, err := q.ExecContext(ctx, `INSERT INTO user_roles (user_id, role_id, created_at) VALUES ($1, $2, $3)`, userID, access.DefaultUserRole, now); err != nil {
+		return "", "", err
+	}
+	return userID, accountID, nil
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
