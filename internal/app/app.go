@@ -17,6 +17,7 @@ import (
 
 	"hmid/internal/access"
 	"hmid/internal/audit"
+	"hmid/internal/authflow"
 	"hmid/internal/authn"
 	"hmid/internal/cache"
 	"hmid/internal/clock"
@@ -60,6 +61,10 @@ type Server struct {
 	Mail   mail.Sender
 	GeoIP  *geoip.Resolver  // nil without HMID_GEOIP_DB
 	Events events.Publisher // the real-time channel, once wired
+
+	// Contracts between areas of the sign-in (set by the areas that implement them).
+	SecondFactor authflow.SecondFactor // two-factor authentication, for the login step
+	Consents     authflow.Consents     // the OAuth provider, for the consent page
 
 	Access *access.Service
 

@@ -42,19 +42,19 @@ func (s *Server) buildAreas(ctx context.Context) error {
 		return err
 	}
 
+	// ---- Accounts (before the pages: the login uses two-factor) ----
+	if err := s.buildAccounts(ctx); err != nil {
+		return err
+	}
+	if err := s.buildTwoFactor(ctx); err != nil {
+		return err
+	}
+
 	// ---- OAuth and the built-in pages ----
 	if err := s.buildOAuth(ctx); err != nil {
 		return err
 	}
 	if err := s.buildWeb(ctx); err != nil {
-		return err
-	}
-
-	// ---- Accounts ----
-	if err := s.buildAccounts(ctx); err != nil {
-		return err
-	}
-	if err := s.buildTwoFactor(ctx); err != nil {
 		return err
 	}
 
@@ -72,7 +72,6 @@ func (s *Server) buildAreas(ctx context.Context) error {
 	if err := s.buildSettings(ctx); err != nil {
 		return err
 	}
-
 
 	return nil
 }
