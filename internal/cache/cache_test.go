@@ -1,0 +1,104 @@
+package cache_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"hmid/internal/cache"
+	"hmid/internal/clock"
+	"hmid/internal/dbtest"
+)
+
+func caches(t *testing.T, clk *clock.Fake) map[string]cache.Cache {
+	out := map[string]cache.Cache{"memory": cache.NewMemory(clk.Now)}
+	if u := dbtest.RedisURL(); u != "" {
+		r, err := cache.NewRedis(context.Background(), u, dbtest.Key())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		out["redis"] = r
+	}
+	return out
+}
+
+func TestCacheBasics(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	for name, c := range caches(t, clk) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			if _, err := c.Get(ctx, "a"); !errors.Is(err, cache.ErrMiss) {
+				t.Fatalf("miss: %v", err)
+			}
+			if err := c.Set(ctx, "a", []byte("1"), time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if v, err := c.Get(ctx, "a"); err != nil || string(v) != "1" {
+				t.Fatalf("get = %q, %v", v, err)
+			}
+			ok, err := c.SetNX(ctx, "a", []byte("2"), time.Minute)
+			if err != nil || ok {
+				t.Fatalf("SetNX on present key = %v, %v", ok, err)
+			}
+			if err := c.Delete(ctx, "a"); err != nil {
+				t.Fatal(err)
+			}
+			if ok, _ := c.SetNX(ctx, "a", []byte("2"), time.Minute); !ok {
+				t.Fatal("SetNX on absent key refused")
+			}
+			if err := c.Ping(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestIncrIsAtomic(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	for name, c := range caches(t, clk) {
+		t.Run(name, func(t *testing.T) {
+			var wg sync.WaitGroup
+			for range 50 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if _, err := c.Incr(context.Background(), "n", 1, time.Minute); err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+			wg.Wait()
+			if n, _ := c.Incr(context.Background(), "n", 0, time.Minute); n != 50 {
+				t.Fatalf("n = %d", n)
+			}
+		})
+	}
+}
+
+func TestLimiterWindows(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC))
+	for name, c := range caches(t, clk) {
+		t.Run(name, func(t *testing.T) {
+			l := &cache.Limiter{Cache: c, Now: clk.Now}
+			ctx := context.Background()
+			key := "k-" + name
+			for i := 1; i <= 3; i++ {
+				d, err := l.Allow(ctx, key, 3, time.Minute)
+				if err != nil || !d.Allowed || d.Remaining != 3-i {
+					t.Fatalf("hit %d: %+v %v", i, d, err)
+				}
+			}
+			d, _ := l.Allow(ctx, key, 3, time.Minute)
+			if d.Allowed || d.Reset != 50*time.Second {
+				t.Fatalf("4th hit: %+v", d)
+			}
+			clk.Advance(time.Minute)
+			if d, _ := l.Allow(ctx, key, 3, time.Minute); !d.Allowed {
+				t.Fatalf("new window refused: %+v", d)
+			}
+		})
+	}
+}

@@ -1,0 +1,42 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestDefaults(t *testing.T) {
+	c, err := FromEnv(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr != ":8080" || c.DatabaseURL != "sqlite:./data/hmid.db" || c.PublicURL != "http://localhost:8080" || c.SQLitePath() != "./data/hmid.db" {
+		t.Fatalf("defaults = %+v", c)
+	}
+}
+
+func TestValidation(t *testing.T) {
+	cases := []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"HMID_DATABASE_URL": "postgres://x/y"}, "HMID_SECRET_KEY is required"},
+		{map[string]string{"HMID_DATABASE_URL": "mysql://x"}, "HMID_DATABASE_URL"},
+		{map[string]string{"HMID_PUBLIC_URL": "ftp://x"}, "HMID_PUBLIC_URL"},
+		{map[string]string{"HMID_ADMIN_EMAIL": "a@b.c"}, "set together"},
+		{map[string]string{"HMID_TRUSTED_PROXIES": "10.0.0.0/8, nonsense"}, "HMID_TRUSTED_PROXIES"},
+		{map[string]string{"HMID_REDIS_URL": "http://x"}, "HMID_REDIS_URL"},
+	}
+	for _, c := range cases {
+		_, err := FromEnv(env(c.env))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err = %v, want %q", c.env, err, c.want)
+		}
+	}
+	c, err := FromEnv(env(map[string]string{"HMID_TRUSTED_PROXIES": "10.0.0.0/8,127.0.0.1", "HMID_PUBLIC_URL": "https://id.example.org/"}))
+	if err != nil || len(c.TrustedProxies) != 2 || c.PublicURL != "https://id.example.org" || c.MailFrom != "hmid@id.example.org" {
+		t.Fatalf("parsed = %+v, %v", c, err)
+	}
+}
