@@ -66,6 +66,18 @@ func (s *Server) routes() http.Handler {
 	// ---- Tracking: GPS, devices, trips, locations, geofences, categories, templates (spec 3) ----
 
 	// ---- Settings, system config, statistics, water levels (spec 3) ----
+	st := &s.settingHandler
+	route("GET", "/v1/settings", Perm("settings:read"), st.List)
+	route("GET", "/v1/settings/public", Public(), st.ListPublic)
+	route("GET", "/v1/settings/{key}", Perm("settings:read"), st.GetOne)
+	route("POST", "/v1/settings", Perm("settings:write"), st.Create)
+	route("PUT", "/v1/settings/{key}", Perm("settings:write"), st.Update)
+	route("DELETE", "/v1/settings/{key}", Perm("settings:delete"), st.Delete)
+	route("GET", "/v1/system-config", Perm("settings:read"), st.ListConfig)
+	route("GET", "/v1/system-config/{key}", Perm("settings:read"), st.GetConfig)
+	route("PATCH", "/v1/system-config/{key}", Perm("settings:write"), st.UpdateConfig)
+	route("GET", "/v1/pegel/stations", Perm("pegel:read"), s.pegelHandler.Stations)
+	route("GET", "/v1/pegel/nearest", Perm("pegel:read"), s.pegelHandler.Nearest)
 
 	// ---- Chat-platform bot management (spec 3) ----
 

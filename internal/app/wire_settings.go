@@ -1,9 +1,35 @@
 package app
 
-import "context"
+import (
+	"context"
+	"net/http"
+	"time"
 
-// settingsArea holds the handlers of this area (built by buildSettings).
-type settingsArea struct{}
+	"hmid/internal/pegel"
+	"hmid/internal/settings"
+)
 
-// buildSettings constructs the area with explicit dependencies.
-func (s *Server) buildSettings(ctx context.Context) error { return nil }
+// settingsArea holds the settings, system config, statistics and water-level handlers.
+type settingsArea struct {
+	Settings       *settings.Service
+	settingHandler settings.Handler
+	pegelHandler   pegel.Handler
+}
+
+// buildSettings constructs the settings area and seeds the system config.
+func (s *Server) buildSettings(ctx context.Context) error {
+	s.Settings = &settings.Service{DB: s.DB, Clock: s.Clock}
+	if err := s.Settings.SeedConfig(ctx); err != nil {
+		return err
+	}
+	s.settingHandler = settings.Handler{S: s.Settings}
+	s.pegelHandler = pegel.Handler{S: &pegel.Service{
+		BaseURL: s.Config.PegelURL,
+		HTTP:    &http.Client{Timeout: 15 * time.Second},
+		Clock:   s.Clock,
+		TTL: func(ctx context.Context) time.Duration {
+			return s.Settings.Seconds(ctx, settings.KeyPegelCacheTTL, 5*time.Minute)
+		},
+	}}
+	return nil
+}

@@ -1,0 +1,199 @@
+package settings
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"hmid/internal/apperr"
+	"hmid/internal/db"
+	"hmid/internal/httpx"
+)
+
+// ConfigEntry is a system config entry.
+type ConfigEntry struct {
+	Key         string          `json:"key"`
+	Value       json.RawMessage `json:"value"`
+	Description string          `json:"description"`
+	UpdatedAt   time.Time       `json:"updated_at"`
+}
+
+// Config keys read by hmid.
+const (
+	KeySupportedLocales = "email.supported_locales"
+	KeyPegelCacheTTL    = "pegel.cache_ttl_seconds"
+	KeyStatsCacheTTL    = "stats.cache_ttl_seconds"
+)
+
+// Defaults are the pre-seeded system config entries with their first values.
+var Defaults = []struct {
+	Key, Description string
+	Value            any
+}{
+	{KeySupportedLocales, "Locales users may choose for mails and pages", []string{"en", "de"}},
+	{KeyPegelCacheTTL, "How long water-level stations are cached, in seconds", 300},
+	{KeyStatsCacheTTL, "How long public statistics are cached, in seconds", 60},
+}
+
+// SeedConfig inserts missing default entries; existing values are kept.
+func (s *Service) SeedConfig(ctx context.Context) error {
+	now := db.TS(s.Clock.Now())
+	for _, d := range Defaults {
+		if _, err := s.DB.ExecContext(ctx, `INSERT INTO system_config (key, value, description, updated_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+			d.Key, db.JSON(d.Value), d.Description, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func scanEntry(row interface{ Scan(...any) error }) (ConfigEntry, error) {
+	var e ConfigEntry
+	var v string
+	var u int64
+	err := row.Scan(&e.Key, &v, &e.Description, &u)
+	e.Value = json.RawMessage(v)
+	e.UpdatedAt = db.FromTS(u)
+	return e, err
+}
+
+// Entry returns one config entry.
+func (s *Service) Entry(ctx context.Context, key string) (ConfigEntry, error) {
+	e, err := scanEntry(s.DB.QueryRowContext(ctx, `SELECT key, value, description, updated_at FROM system_config WHERE key = $1`, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return e, apperr.NotFoundf("system config entry %q not found", key)
+	}
+	return e, err
+}
+
+// ConfigValue decodes the value of key into dst.
+func (s *Service) ConfigValue(ctx context.Context, key string, dst any) error {
+	e, err := s.Entry(ctx, key)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(e.Value, dst)
+}
+
+// SupportedLocales returns the locales of email.supported_locales.
+func (s *Service) SupportedLocales(ctx context.Context) ([]string, error) {
+	var out []string
+	err := s.ConfigValue(ctx, KeySupportedLocales, &out)
+	return out, err
+}
+
+// Seconds returns an integer config value as a duration, or def when unset or invalid.
+func (s *Service) Seconds(ctx context.Context, key string, def time.Duration) time.Duration {
+	var n float64
+	if err := s.ConfigValue(ctx, key, &n); err != nil || n <= 0 {
+		return def
+	}
+	return time.Duration(n * float64(time.Second))
+}
+
+// ListConfig serves GET /v1/system-config?prefix=…: a bare array ordered by key.
+func (h *Handler) ListConfig(w http.ResponseWriter, r *http.Request) {
+	prefix := r.URL.Query().Get("prefix")
+	rows, err := h.S.DB.QueryContext(r.Context(), `SELECT key, value, description, updated_at FROM system_config WHERE key LIKE $1 ESCAPE '\' ORDER BY key`, db.Like(prefix)+"%")
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	defer rows.Close()
+	out := []ConfigEntry{}
+	for rows.Next() {
+		e, err := scanEntry(rows)
+		if err != nil {
+			httpx.Error(w, r, err)
+			return
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, out)
+}
+
+// GetConfig serves GET /v1/system-config/{key}: the entry itself.
+func (h *Handler) GetConfig(w http.ResponseWriter, r *http.Request) {
+	e, err := h.S.Entry(r.Context(), chi.URLParam(r, "key"))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, e)
+}
+
+// UpdateConfig serves PATCH /v1/system-config/{key} {value}: the new value must
+// have the JSON type of the current one (an array stays an array), so a typo
+// cannot break the areas that read it.
+func (h *Handler) UpdateConfig(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		Value httpx.Opt[json.RawMessage] `json:"value"`
+	}
+	if err := httpx.Decode(r, &b); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if !b.Value.Set || b.Value.Null {
+		httpx.Error(w, r, apperr.Invalid("value is required"))
+		return
+	}
+	ctx := r.Context()
+	key := chi.URLParam(r, "key")
+	e, err := h.S.Entry(ctx, key)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if jsonKind(e.Value) != jsonKind(b.Value.Value) {
+		httpx.Error(w, r, apperr.Invalid("value of %s must be %s", key, jsonKind(e.Value)))
+		return
+	}
+	if key == KeySupportedLocales {
+		var locales []string
+		if err := json.Unmarshal(b.Value.Value, &locales); err != nil || len(locales) == 0 {
+			httpx.Error(w, r, apperr.Invalid("%s must be a non-empty array of locale strings", key))
+			return
+		}
+	}
+	if _, err := h.S.DB.ExecContext(ctx, `UPDATE system_config SET value = $1, updated_at = $2 WHERE key = $3`,
+		string(bytes.TrimSpace(b.Value.Value)), db.TS(h.S.Clock.Now()), key); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if e, err = h.S.Entry(ctx, key); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, e)
+}
+
+// jsonKind names the JSON type of a value: object, array, string, number, boolean or null.
+func jsonKind(raw []byte) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "empty"
+	}
+	switch raw[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
