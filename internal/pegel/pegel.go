@@ -279,4 +279,3 @@ func (h *Handler) position(r *http.Request) (float64, float64, error) {
 	}
 	return lat, lon, nil
 }
-

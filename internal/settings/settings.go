@@ -224,4 +224,3 @@ func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
 	}
 	httpx.NoContent(w)
 }
-
