@@ -1,0 +1,183 @@
+// Command bench is hmid's load generator. It starts hmid in process (SQLite
+// in a temporary directory, or the PostgreSQL and Redis given by flags) or
+// targets a running server, prepares the data a scenario needs through the
+// API, and prints requests/s, p50, p99 and errors per scenario.
+//
+//	go run ./bench                                   # every scenario on SQLite
+//	go run ./bench -scenario users-me,roles -c 64 -d 10s
+//	go run ./bench -db 'postgres://…' -redis 'redis://…'
+//	go run ./bench -target http://host:8080 -key hm_…   # a running server
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"sort"
+	"strings"
+	"time"
+
+	"hmid/bench/loadgen"
+	"hmid/internal/app"
+	"hmid/internal/config"
+)
+
+// Env is what a scenario gets: the server's base URL, a system API key and a
+// tuned HTTP client.
+type Env struct {
+	URL         string
+	SystemKey   string
+	Client      *http.Client
+	Concurrency int
+}
+
+// Scenario is one benchmark: Setup prepares data and returns the operation
+// each worker runs in a loop.
+type Scenario struct {
+	Name  string
+	About string
+	Setup func(ctx context.Context, e *Env) (op func(ctx context.Context, worker int) error, err error)
+}
+
+var scenarios []Scenario
+
+// register adds scenarios; each scenario file calls it from init.
+func register(s ...Scenario) { scenarios = append(scenarios, s...) }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	var (
+		names  = fs.String("scenario", "", "comma-separated scenarios (default: all); -list shows them")
+		list   = fs.Bool("list", false, "list scenarios and exit")
+		conc   = fs.Int("c", 64, "concurrent clients")
+		dur    = fs.Duration("d", 10*time.Second, "duration of each scenario")
+		warm   = fs.Duration("warmup", 2*time.Second, "warm-up before measuring")
+		target = fs.String("target", "", "base URL of a running hmid (default: start one in process)")
+		key    = fs.String("key", "", "system API key of the target server")
+		dbURL  = fs.String("db", "", "database URL for the in-process server (default: SQLite in a temp dir)")
+		redis  = fs.String("redis", "", "Redis URL for the in-process server")
+		prof   = fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *prof != "" {
+		f, err := os.Create(*prof)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	sort.SliceStable(scenarios, func(i, j int) bool { return scenarios[i].Name < scenarios[j].Name })
+	if *list {
+		for _, s := range scenarios {
+			fmt.Fprintf(out, "%-24s %s\n", s.Name, s.About)
+		}
+		return nil
+	}
+	chosen := scenarios
+	if *names != "" {
+		chosen = nil
+		for _, n := range strings.Split(*names, ",") {
+			found := false
+			for _, s := range scenarios {
+				if s.Name == strings.TrimSpace(n) {
+					chosen, found = append(chosen, s), true
+				}
+			}
+			if !found {
+				return fmt.Errorf("unknown scenario %q (see -list)", n)
+			}
+		}
+	}
+
+	env := &Env{URL: *target, SystemKey: *key, Client: loadgen.NewHTTPClient(*conc), Concurrency: *conc}
+	engine := "target " + *target
+	if *target == "" {
+		base, sysKey, closeFn, err := startServer(ctx, *dbURL, *redis)
+		if err != nil {
+			return err
+		}
+		defer closeFn()
+		env.URL, env.SystemKey = base, sysKey
+		engine = "sqlite"
+		if *dbURL != "" {
+			engine = "postgres"
+		}
+		if *redis != "" {
+			engine += "+redis"
+		}
+	} else if *key == "" {
+		return fmt.Errorf("-target needs -key (a system API key of that server)")
+	}
+	fmt.Fprintf(out, "hmid bench: %s, %d clients, %s per scenario\n", engine, *conc, *dur)
+	for _, s := range chosen {
+		op, err := s.Setup(ctx, env)
+		if err != nil {
+			return fmt.Errorf("%s: setup: %w", s.Name, err)
+		}
+		res := loadgen.Run(ctx, loadgen.Config{Concurrency: *conc, Duration: *dur, Warmup: *warm}, op)
+		res.Name = s.Name
+		fmt.Fprintln(out, res.String())
+		for _, e := range res.ErrorSamples {
+			fmt.Fprintln(out, "    error:", e)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// startServer runs hmid in process on a loopback port.
+func startServer(ctx context.Context, dbURL, redisURL string) (base, sysKey string, closeFn func(), err error) {
+	dir, err := os.MkdirTemp("", "hmid-bench-")
+	if err != nil {
+		return "", "", nil, err
+	}
+	if dbURL == "" {
+		dbURL = "sqlite:" + dir + "/hmid.db"
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", "", nil, err
+	}
+	base = "http://" + ln.Addr().String()
+	cfg := config.Config{
+		Addr: ln.Addr().String(), PublicURL: base, DatabaseURL: dbURL, RedisURL: redisURL,
+		SecretKey: "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", MailFrom: "bench@localhost",
+		LogLevel: "error", DisableAccessLog: true,
+		SystemAPIKey: "hm_benchSystemKey0123456789abcdefghijklmnopqrstuv",
+	}
+	srv, err := app.New(ctx, cfg, app.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		return "", "", nil, err
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln)
+	return base, cfg.SystemAPIKey, func() {
+		hs.Close()
+		srv.Close()
+		os.RemoveAll(dir)
+	}, nil
+}
