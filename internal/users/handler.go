@@ -413,7 +413,7 @@ func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
 		_, err = h.S.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
 			UserID: id, ActorID: actorIfOther(p, id), EventType: audit.UserDeleted, ResourceType: "user", ResourceID: id,
 			Description: "user deleted; permanent deletion scheduled",
-			Metadata: map[string]any{"scheduled_deletion_at": now.Add(DeletionGrace), "sessions_revoked": sessions, "api_keys_deleted": keys},
+			Metadata:    map[string]any{"scheduled_deletion_at": now.Add(DeletionGrace), "sessions_revoked": sessions, "api_keys_deleted": keys},
 		}))
 		return err
 	})
