@@ -54,8 +54,30 @@ func (s *Server) routes() http.Handler {
 	route("DELETE", "/v1/api-keys/{id}/roles/{role_id}", Perm("api_keys:write"), ac.RemoveKeyRole)
 
 	// ---- Users (spec 2 Users) ----
+	us := s.usersArea.users
+	route("GET", "/v1/users", Perm("users:read"), us.List)
+	route("GET", "/v1/users/me", Authenticated().WithOAuth(""), us.Me)
+	route("POST", "/v1/users/oauth", SystemKey(), us.OAuthLogin)
+	route("GET", "/v1/users/email/{email}", Authenticated(), us.ByEmail)
+	route("GET", "/v1/users/{id}", PermOrSelf("users:read", "id"), us.Get)
+	route("PATCH", "/v1/users/{id}", PermOrSelf("users:write", "id"), us.Update)
+	route("DELETE", "/v1/users/{id}", Perm("users:delete"), us.Delete)
+	route("GET", "/v1/users/{id}/profile", PermOrSelf("users:read", "id").WithOAuth("profile"), us.GetProfile)
+	route("PATCH", "/v1/users/{id}/locale", PermOrSelf("users:write", "id"), us.UpdateLocale)
+	route("PATCH", "/v1/users/{id}/username", PermOrSelf("users:write", "id"), us.UpdateUsername)
+	route("GET", "/v1/users/{id}/permissions", PermOrSelf("users:read", "id").WithOAuth("permissions"), us.Permissions)
+	route("GET", "/v1/users/{id}/roles", PermOrSelf("users:read", "id").WithOAuth("roles"), us.Roles)
+	route("POST", "/v1/users/{id}/roles", Perm("users:write"), us.AddRole)
+	route("DELETE", "/v1/users/{id}/roles/{role_id}", Perm("users:write"), us.RemoveRole)
 
 	// ---- Sessions (spec 2 Sessions) ----
+	se := s.usersArea.sessions
+	route("GET", "/v1/users/me/sessions", Session(), se.List)
+	route("DELETE", "/v1/users/me/sessions", Session(), se.RevokeOthers)
+	route("DELETE", "/v1/users/me/sessions/{session_id}", Session(), se.Revoke)
+	route("POST", "/v1/sessions", SystemKey(), se.CreateInternal)
+	route("GET", "/v1/sessions/{token}", SystemKey(), se.GetInternal)
+	route("DELETE", "/v1/sessions/{token}", SystemKey(), se.DeleteInternal)
 
 	// ---- OAuth 2.0 / OpenID Connect and the built-in pages (spec 1) ----
 

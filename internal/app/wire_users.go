@@ -1,9 +1,21 @@
 package app
 
-import "context"
+import (
+	"context"
 
-// usersArea holds the handlers of this area (built by buildUsers).
-type usersArea struct{}
+	"hmid/internal/sessions"
+	"hmid/internal/users"
+)
 
-// buildUsers constructs the area with explicit dependencies.
-func (s *Server) buildUsers(ctx context.Context) error { return nil }
+// usersArea holds the handlers of the users and sessions area (built by buildUsers).
+type usersArea struct {
+	users    *users.Handler
+	sessions *sessions.Handler
+}
+
+// buildUsers constructs the users and sessions handlers with explicit dependencies.
+func (s *Server) buildUsers(ctx context.Context) error {
+	s.users = &users.Handler{S: &users.Service{DB: s.DB, Clock: s.Clock, Epoch: s.Epoch, Audit: s.Audit}}
+	s.sessions = &sessions.Handler{DB: s.DB, Clock: s.Clock, Epoch: s.Epoch, Audit: s.Audit}
+	return nil
+}

@@ -1,0 +1,227 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"hmid/internal/apptest"
+	"hmid/internal/authn"
+	"hmid/internal/db"
+	"hmid/internal/sessions"
+)
+
+func TestMySessions(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		u := e.NewUser(t, apptest.UserSpec{})
+		other := e.NewUser(t, apptest.UserSpec{})
+		ctx := context.Background()
+		phone, err := sessions.Create(ctx, e.Server.DB, e.Clock.Now(), sessions.New{UserID: u.ID, Provider: "discord", IPAddress: "198.51.100.7",
+			UserAgent: "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		third, thirdID := e.NewSession(t, u.ID)
+		// An expired and a revoked session are not listed.
+		_, err = sessions.Create(ctx, e.Server.DB, e.Clock.Now(), sessions.New{UserID: u.ID, ExpiresAt: e.Clock.Now().Add(time.Minute)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, revokedID := e.NewSession(t, u.ID)
+		exec(t, e, `UPDATE sessions SET revoked_at = $1 WHERE id = $2`, db.TS(e.Clock.Now()), revokedID)
+		e.Clock.Advance(2 * time.Minute)
+
+		e.Call(t, "GET", "/v1/users/me/sessions", "", nil, http.StatusUnauthorized)
+		key, _ := e.NewAPIKey(t, u.ID)
+		e.Call(t, "GET", "/v1/users/me/sessions", key, nil, http.StatusForbidden)
+		e.Call(t, "GET", "/v1/users/me/sessions", e.SystemKey, nil, http.StatusForbidden)
+
+		var list struct {
+			Sessions []sessions.Session    `json:"sessions"`
+			Current  string                `json:"current_session_id"`
+			Links    struct{ Self string } `json:"_links"`
+		}
+		e.Call(t, "GET", "/v1/users/me/sessions", u.Token, nil, http.StatusOK).Decode(t, &list)
+		if list.Current != u.SessionID || len(list.Sessions) != 3 || list.Links.Self != e.URL+"/v1/users/me/sessions" {
+			t.Fatalf("list = %+v", list)
+		}
+		var sawPhone, sawCurrent bool
+		for _, s := range list.Sessions {
+			if s.ID == phone.ID {
+				sawPhone = s.DeviceType == "mobile" && s.Provider == "discord" && s.ProviderName == "Discord" && s.IPAddress == "198.51.100.7" &&
+					s.BrowserName != "" && s.OSName != "" && !s.IsCurrent && s.ExpiresAt.Equal(apptest.Start.Add(sessions.DefaultTTL))
+			}
+			if s.ID == u.SessionID {
+				sawCurrent = s.IsCurrent && s.ProviderName == "Email"
+			}
+		}
+		if !sawPhone || !sawCurrent {
+			t.Fatalf("sessions = %+v", list.Sessions)
+		}
+
+		// The current session cannot be revoked here: 400 {success: false, message}.
+		r := e.Call(t, "DELETE", "/v1/users/me/sessions/"+u.SessionID, u.Token, nil, http.StatusBadRequest)
+		if m := r.JSON(); m["success"] != false || m["message"] == "" {
+			t.Fatalf("current = %s", r.Body)
+		}
+		_, otherSession := e.NewSession(t, other.ID)
+		e.Call(t, "DELETE", "/v1/users/me/sessions/"+otherSession, u.Token, nil, http.StatusNotFound)
+		e.Call(t, "DELETE", "/v1/users/me/sessions/"+uuid.NewString(), u.Token, nil, http.StatusNotFound)
+		e.Call(t, "DELETE", "/v1/users/me/sessions/"+revokedID, u.Token, nil, http.StatusNotFound)
+
+		e.Call(t, "GET", "/v1/users/me", phone.Token, nil, http.StatusOK)
+		r = e.Call(t, "DELETE", "/v1/users/me/sessions/"+phone.ID, u.Token, nil, http.StatusOK)
+		if m := r.JSON(); m["success"] != true {
+			t.Fatalf("revoke = %s", r.Body)
+		}
+		// The revoked token dies at once, even though it was cached.
+		e.Call(t, "GET", "/v1/users/me", phone.Token, nil, http.StatusUnauthorized)
+		e.Call(t, "DELETE", "/v1/users/me/sessions/"+phone.ID, u.Token, nil, http.StatusNotFound)
+		if n := auditCount(t, e, u.ID, "session_revoked"); n != 1 {
+			t.Fatalf("session_revoked = %d", n)
+		}
+
+		// Revoke all others: the third session goes, the current one stays.
+		e.Call(t, "GET", "/v1/users/me", third, nil, http.StatusOK)
+		m := e.Call(t, "DELETE", "/v1/users/me/sessions", u.Token, nil, http.StatusOK).JSON()
+		if m["success"] != true || m["revoked_count"] != 1.0 || m["message"] == "" {
+			t.Fatalf("revoke all = %v", m)
+		}
+		e.Call(t, "GET", "/v1/users/me", third, nil, http.StatusUnauthorized)
+		e.Call(t, "GET", "/v1/users/me", u.Token, nil, http.StatusOK)
+		m = e.Call(t, "DELETE", "/v1/users/me/sessions", u.Token, nil, http.StatusOK).JSON()
+		if m["revoked_count"] != 0.0 {
+			t.Fatalf("second revoke all = %v", m)
+		}
+		e.Call(t, "GET", "/v1/users/me/sessions", u.Token, nil, http.StatusOK).Decode(t, &list)
+		if len(list.Sessions) != 1 || list.Sessions[0].ID != u.SessionID {
+			t.Fatalf("left = %+v", list.Sessions)
+		}
+		_ = thirdID
+		e.Call(t, "DELETE", "/v1/users/me/sessions", key, nil, http.StatusForbidden)
+		e.Call(t, "DELETE", "/v1/users/me/sessions/"+u.SessionID, "", nil, http.StatusUnauthorized)
+	})
+}
+
+func TestInternalSessions(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		u := e.NewUser(t, apptest.UserSpec{})
+		exp := apptest.Start.Add(48 * time.Hour).Format(time.RFC3339)
+		body := map[string]any{"userId": u.ID, "expires": exp}
+		e.Call(t, "POST", "/v1/sessions", "", body, http.StatusUnauthorized)
+		e.Call(t, "POST", "/v1/sessions", u.Token, body, http.StatusForbidden)
+		e.Call(t, "POST", "/v1/sessions", e.SystemKey, map[string]any{"userId": uuid.NewString(), "expires": exp}, http.StatusNotFound)
+		for _, bad := range []any{
+			map[string]any{"userId": u.ID, "expires": "tomorrow"},
+			map[string]any{"userId": u.ID, "expires": apptest.Start.Add(-time.Hour).Format(time.RFC3339)},
+			map[string]any{"userId": u.ID, "expires": apptest.Start.Add(400 * 24 * time.Hour).Format(time.RFC3339)},
+			map[string]any{"userId": u.ID, "expires": 12},
+			map[string]any{"expires": exp},
+			"[]",
+		} {
+			e.Call(t, "POST", "/v1/sessions", e.SystemKey, bad, http.StatusBadRequest)
+		}
+
+		var rec sessions.Record
+		e.Call(t, "POST", "/v1/sessions", e.SystemKey, body, http.StatusCreated).Decode(t, &rec)
+		if rec.UserID != u.ID || rec.Expires.Format(time.RFC3339) != exp || !rec.CreatedAt.Equal(apptest.Start) || rec.ID == "" {
+			t.Fatalf("record = %+v", rec)
+		}
+		if auditCount(t, e, u.ID, "session_created") != 1 {
+			t.Fatal("session_created not audited")
+		}
+		// The token works as a bearer token.
+		if data(t, e.Call(t, "GET", "/v1/users/me", rec.SessionToken, nil, http.StatusOK))["id"] != u.ID {
+			t.Fatal("session token is not the user")
+		}
+		var got sessions.Record
+		e.Call(t, "GET", "/v1/sessions/"+rec.SessionToken, e.SystemKey, nil, http.StatusOK).Decode(t, &got)
+		if got != rec {
+			t.Fatalf("get = %+v, want %+v", got, rec)
+		}
+		e.Call(t, "GET", "/v1/sessions/"+rec.SessionToken, u.Token, nil, http.StatusForbidden)
+		e.Call(t, "GET", "/v1/sessions/hm_st_unknown", e.SystemKey, nil, http.StatusNotFound)
+		e.Call(t, "GET", "/v1/sessions/not-a-token", e.SystemKey, nil, http.StatusNotFound)
+
+		e.Call(t, "DELETE", "/v1/sessions/"+rec.SessionToken+"?reason=bored", e.SystemKey, nil, http.StatusBadRequest)
+		e.Call(t, "DELETE", "/v1/sessions/"+rec.SessionToken, u.Token, nil, http.StatusForbidden)
+		r := e.Do(t, apptest.Req{Method: "DELETE", Path: "/v1/sessions/" + rec.SessionToken + "?reason=no_access", Token: e.SystemKey,
+			Header: map[string]string{"X-Source-Service": "backend"}})
+		if r.Status != http.StatusNoContent {
+			t.Fatalf("delete: %d %s", r.Status, r.Body)
+		}
+		e.Call(t, "GET", "/v1/users/me", rec.SessionToken, nil, http.StatusUnauthorized)
+		e.Call(t, "GET", "/v1/sessions/"+rec.SessionToken, e.SystemKey, nil, http.StatusNotFound)
+		e.Call(t, "DELETE", "/v1/sessions/"+rec.SessionToken, e.SystemKey, nil, http.StatusNotFound)
+		var meta string
+		var src string
+		if err := e.Server.DB.QueryRowContext(context.Background(), `SELECT metadata, source_service FROM audit_events WHERE user_id = $1 AND event_type = 'logout'`, u.ID).
+			Scan(&meta, &src); err != nil {
+			t.Fatal(err)
+		}
+		var md map[string]any
+		_ = json.Unmarshal([]byte(meta), &md)
+		if md["reason"] != "no_access" || md["session_id"] != rec.ID || md["app"] != "backend" || src != "backend" {
+			t.Fatalf("logout metadata = %v, source %s", md, src)
+		}
+
+		// Default reason, no app header; a session without expires lasts the default lifetime.
+		e.Call(t, "POST", "/v1/sessions", e.SystemKey, map[string]any{"userId": u.ID}, http.StatusCreated).Decode(t, &rec)
+		if !rec.Expires.Equal(apptest.Start.Add(sessions.DefaultTTL)) {
+			t.Fatalf("default expiry = %v", rec.Expires)
+		}
+		e.Call(t, "DELETE", "/v1/sessions/"+rec.SessionToken, e.SystemKey, nil, http.StatusNoContent)
+		n := scalar[int](t, e, `SELECT COUNT(*) FROM audit_events WHERE user_id = $1 AND event_type = 'logout' AND metadata LIKE '%"reason":"user_initiated"%'`, u.ID)
+		if n != 1 {
+			t.Fatalf("default-reason logouts = %d", n)
+		}
+
+		// An expired session is not found; a deleted user gets no new session.
+		e.Call(t, "POST", "/v1/sessions", e.SystemKey, body, http.StatusCreated).Decode(t, &rec)
+		e.Clock.Advance(49 * time.Hour)
+		e.Call(t, "GET", "/v1/sessions/"+rec.SessionToken, e.SystemKey, nil, http.StatusNotFound)
+		e.Call(t, "DELETE", "/v1/users/"+u.ID, e.SystemKey, nil, http.StatusNoContent)
+		e.Call(t, "POST", "/v1/sessions", e.SystemKey, map[string]any{"userId": u.ID}, http.StatusNotFound)
+	})
+}
+
+// fakeOAuth resolves hm_at_ tokens to fixed principals, standing in for the
+// OAuth area.
+type fakeOAuth map[string]*authn.Principal
+
+func (f fakeOAuth) ResolveAccessToken(_ context.Context, tok string) (*authn.Principal, error) {
+	if p, ok := f[tok]; ok {
+		return p, nil
+	}
+	return nil, authn.ErrInvalidToken
+}
+
+func TestOAuthTokensOnUserRoutes(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		u := e.NewUser(t, apptest.UserSpec{})
+		other := e.NewUser(t, apptest.UserSpec{})
+		token := func(scopes ...string) string {
+			return "hm_at_" + uuid.NewString()[:8] + scopes[0]
+		}
+		all, openid := token("all"), token("openid")
+		e.Server.Guard.Resolver.OAuth = fakeOAuth{
+			all:    authn.NewPrincipal(authn.Principal{Kind: authn.KindOAuth, UserID: u.ID, OAuthScopes: []string{"openid", "profile", "roles", "permissions"}}, nil),
+			openid: authn.NewPrincipal(authn.Principal{Kind: authn.KindOAuth, UserID: u.ID, OAuthScopes: []string{"openid"}}, nil),
+		}
+		e.Call(t, "GET", "/v1/users/me", openid, nil, http.StatusOK)
+		for _, p := range []string{"/profile", "/roles", "/permissions"} {
+			e.Call(t, "GET", "/v1/users/"+u.ID+p, all, nil, http.StatusOK)
+			e.Call(t, "GET", "/v1/users/"+u.ID+p, openid, nil, http.StatusForbidden)
+			e.Call(t, "GET", "/v1/users/"+other.ID+p, all, nil, http.StatusForbidden)
+		}
+		// Nothing else accepts OAuth access tokens.
+		e.Call(t, "GET", "/v1/users/"+u.ID, all, nil, http.StatusForbidden)
+		e.Call(t, "PATCH", "/v1/users/"+u.ID, all, map[string]any{"privacy_mode": true}, http.StatusForbidden)
+		e.Call(t, "GET", "/v1/users/me/sessions", all, nil, http.StatusForbidden)
+		e.Call(t, "GET", "/v1/users/me", "hm_at_unknown", nil, http.StatusUnauthorized)
+	})
+}
