@@ -234,10 +234,12 @@ func (s *Service) purgeOne(ctx context.Context, userID string, ev audit.Event) e
 				return fmt.Errorf("%s.%s: %w", r.table, r.column, err)
 			}
 		}
-		// Mails kept in the outbox for the user's addresses.
+		// Mails kept in the outbox for the user's addresses, pending ones included.
 		if _, err := tx.ExecContext(ctx, `DELETE FROM mail_outbox WHERE LOWER(to_addr) IN (
 				SELECT LOWER(email) FROM users WHERE id = $1 AND email IS NOT NULL
-				UNION SELECT LOWER(email) FROM platform_accounts WHERE user_id = $1 AND email IS NOT NULL)`, userID); err != nil {
+				UNION SELECT LOWER(email) FROM platform_accounts WHERE user_id = $1 AND email IS NOT NULL
+				UNION SELECT new_email FROM email_change_requests WHERE user_id = $1
+				UNION SELECT email FROM email_link_requests WHERE user_id = $1)`, userID); err != nil {
 			return err
 		}
 		// Audit events stay as anonymous records: event type, status,
