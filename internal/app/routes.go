@@ -82,6 +82,30 @@ func (s *Server) routes() http.Handler {
 	// ---- OAuth 2.0 / OpenID Connect and the built-in pages (spec 1) ----
 
 	// ---- Accounts: email change and link, platform accounts, platforms, two-factor, bans, deletion (spec 2) ----
+	acc, pf, bn, del := &s.accountsHandler, &s.platformsHandler, &s.bansHandler, &s.deletionHandler
+	route("POST", "/v1/users/{id}/email/request-change", PermOrSelf("users:write", "id"), acc.RequestEmailChange)
+	route("POST", "/v1/users/email/verify", Authenticated(), acc.VerifyEmailChange)
+	route("GET", "/v1/users/{id}/email/pending", PermOrSelf("users:read", "id"), acc.PendingEmailChange)
+	route("DELETE", "/v1/users/{id}/email/pending", PermOrSelf("users:write", "id"), acc.CancelEmailChange)
+	route("POST", "/v1/users/{id}/email-link/request", PermOrSelf("users:write", "id"), acc.RequestEmailLink)
+	route("POST", "/v1/users/email-link/verify", Authenticated(), acc.VerifyEmailLink)
+	route("GET", "/v1/users/{id}/email-link/pending", PermOrSelf("users:read", "id"), acc.PendingEmailLink)
+	route("DELETE", "/v1/users/{id}/email-link/pending", PermOrSelf("users:write", "id"), acc.CancelEmailLink)
+	route("GET", "/v1/users/{id}/accounts", PermOrSelf("users:read", "id"), acc.ListAccounts)
+	route("PUT", "/v1/users/{id}/accounts/{account_id}/primary", PermOrSelf("users:write", "id"), acc.SetPrimary)
+	route("DELETE", "/v1/users/{id}/accounts/{account_id}", PermOrSelf("users:write", "id"), acc.Unlink)
+	route("GET", "/v1/platforms", Public(), pf.List)
+	route("GET", "/v1/platforms/enabled", Public(), pf.ListEnabled)
+	route("GET", "/v1/platforms/{id_or_slug}", Public(), pf.Get)
+	route("PATCH", "/v1/platforms/{id_or_slug}/enabled", Perm("settings:write"), pf.SetEnabled)
+	route("PATCH", "/v1/platforms/{id_or_slug}/settings", Perm("settings:write"), pf.UpdateSettings)
+	route("GET", "/v1/users/{id}/ban", PermOrSelf("users:read", "id"), bn.Status)
+	route("POST", "/v1/users/{id}/ban", Perm("users:ban"), bn.Create)
+	route("DELETE", "/v1/users/{id}/ban", Perm("users:ban"), bn.Lift)
+	route("GET", "/v1/users/{id}/bans", Perm("users:read"), bn.History)
+	route("GET", "/v1/admin/users/{id}/deletion-status", Perm("users:read"), del.Status)
+	route("POST", "/v1/admin/users/{id}/force-delete", Perm("users:delete"), del.ForceDelete)
+	route("POST", "/v1/admin/users/{id}/cancel-deletion", Perm("users:write"), del.CancelDeletion)
 
 	// ---- Audit log, reports, internal audit, data export (spec 2) ----
 

@@ -1,0 +1,283 @@
+package accounts
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"hmid/internal/apperr"
+	"hmid/internal/audit"
+	"hmid/internal/authn"
+	"hmid/internal/db"
+	"hmid/internal/httpx"
+	hmail "hmid/internal/mail"
+	"hmid/internal/token"
+)
+
+// Handler serves the endpoints of this package.
+type Handler struct {
+	S *Service
+}
+
+type requested struct {
+	Message   string    `json:"message"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+type result struct {
+	Success bool   `json:"success"`
+	Message string `json:"message"`
+}
+
+type tokenBody struct {
+	Token string `json:"token"`
+}
+
+func (s *Service) link(page, tok string) string {
+	return strings.TrimRight(s.PublicURL, "/") + page + "?token=" + url.QueryEscape(tok)
+}
+
+// RequestEmailChange starts an email change of userID to addr: it stores a
+// pending request (replacing an earlier one) and mails the token to addr.
+// Errors: NotFound (user), Invalid (address, or the user has no email
+// account, or addr is already theirs), Conflict (addr in use), TooManyRequests.
+func (s *Service) RequestEmailChange(ctx context.Context, userID, addr string) (time.Time, error) {
+	u, err := loadUser(ctx, s.DB, userID)
+	if err != nil {
+		return time.Time{}, err
+	}
+	cur, err := emailAccount(ctx, s.DB, userID)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if cur == "" {
+		return time.Time{}, apperr.Invalid("this account was not created with email; only email accounts can change their address (link an email account instead)")
+	}
+	if addr, err = normalizeEmail(addr); err != nil {
+		return time.Time{}, err
+	}
+	if addr == cur {
+		return time.Time{}, apperr.Invalid("%s is already the email address of this account", addr)
+	}
+	if used, err := emailInUse(ctx, s.DB, addr, userID); err != nil {
+		return time.Time{}, err
+	} else if used {
+		return time.Time{}, apperr.Conflictf("email address is already in use")
+	}
+	if err := s.limitMail(ctx, userID); err != nil {
+		return time.Time{}, err
+	}
+	now := s.Clock.Now()
+	exp := now.Add(TokenTTL)
+	tok := token.New("")
+	id := uuid.NewString()
+	err = s.DB.Tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM email_change_requests WHERE user_id = $1`, userID); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO email_change_requests (id, user_id, new_email, token_hash, requested_by, created_at, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`, id, userID, addr, token.Hash(tok), nullable(authn.From(ctx).UserID), db.TS(now), db.TS(exp))
+		return err
+	})
+	if err != nil {
+		return time.Time{}, err
+	}
+	err = s.send(ctx, hmail.KindEmailChangeVerify, addr, u.Locale, hmail.Data{
+		Name: u.Name, NewEmail: addr, Link: s.link(EmailChangePage, tok), Token: tok, ExpiresAt: exp,
+	})
+	if err != nil {
+		_, _ = s.DB.ExecContext(ctx, `DELETE FROM email_change_requests WHERE id = $1`, id)
+		return time.Time{}, err
+	}
+	return exp, nil
+}
+
+// VerifyEmailChange completes the email change that tok confirms: the user's
+// email and the login of their email platform account become the new
+// address. The token is used up. Errors: Invalid (unknown, expired or
+// foreign token), Conflict (address taken since the request).
+func (s *Service) VerifyEmailChange(ctx context.Context, r *http.Request, tok string) error {
+	p := authn.From(ctx)
+	now := s.Clock.Now()
+	return s.DB.Tx(ctx, func(tx *sql.Tx) error {
+		var id, userID, addr, cur string
+		err := tx.QueryRowContext(ctx, `SELECT id, user_id, new_email FROM email_change_requests WHERE token_hash = $1 AND expires_at > $2`,
+			token.Hash(tok), db.TS(now)).Scan(&id, &userID, &addr)
+		if errors.Is(err, sql.ErrNoRows) || (err == nil && !mayVerify(p, userID)) {
+			return errBadToken
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := loadUser(ctx, tx, userID); err != nil {
+			return errBadToken
+		}
+		if cur, err = emailAccount(ctx, tx, userID); err != nil {
+			return err
+		} else if cur == "" {
+			return apperr.Invalid("this account no longer has an email account")
+		}
+		if used, err := emailInUse(ctx, tx, addr, userID); err != nil {
+			return err
+		} else if used {
+			return apperr.Conflictf("email address is already in use")
+		}
+		// Single use: of two racing verifications only one deletes the row.
+		res, err := tx.ExecContext(ctx, `DELETE FROM email_change_requests WHERE id = $1`, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return errBadToken
+		}
+		ts := db.TS(now)
+		if _, err := tx.ExecContext(ctx, `UPDATE users SET email = $1, updated_at = $2 WHERE id = $3`, addr, ts, userID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE platform_accounts SET platform_user_id = $1, email = $1, email_verified = TRUE, updated_at = $2
+			WHERE user_id = $3 AND platform_id = $4`, addr, ts, userID, emailPlatformID); err != nil {
+			if db.IsUniqueViolation(err) {
+				return apperr.Conflictf("email address is already in use")
+			}
+			return err
+		}
+		_, err = s.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
+			UserID: userID, ActorID: actor(p, userID), EventType: audit.UserUpdated, ResourceType: "user", ResourceID: userID,
+			Description: "Email address changed", Metadata: map[string]any{"field": "email", "old_email": cur, "new_email": addr},
+		}))
+		return err
+	})
+}
+
+// actor is the ActorID of an audit event: the caller when acting on someone else.
+func actor(p *authn.Principal, userID string) string {
+	if p == nil || p.UserID == userID {
+		return ""
+	}
+	return p.UserID
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// pending is a pending request as read from one of the request tables.
+type pending struct {
+	Email     string
+	ExpiresAt time.Time
+}
+
+// pendingRequest returns the user's unexpired request in table, or nil.
+func (s *Service) pendingRequest(ctx context.Context, table, column, userID string) (*pending, error) {
+	var p pending
+	var exp int64
+	err := s.DB.QueryRowContext(ctx, `SELECT `+column+`, expires_at FROM `+table+` WHERE user_id = $1 AND expires_at > $2`, userID, db.TS(s.Clock.Now())).Scan(&p.Email, &exp)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	p.ExpiresAt = db.FromTS(exp)
+	return &p, nil
+}
+
+// cancelRequest removes the user's request in table; NotFound when there was
+// no unexpired one (an expired row is removed as well).
+func (s *Service) cancelRequest(ctx context.Context, table, userID, what string) error {
+	if _, err := loadUser(ctx, s.DB, userID); err != nil {
+		return err
+	}
+	res, err := s.DB.ExecContext(ctx, `DELETE FROM `+table+` WHERE user_id = $1 AND expires_at > $2`, userID, db.TS(s.Clock.Now()))
+	if err != nil {
+		return err
+	}
+	n, _ := res.RowsAffected()
+	if _, err := s.DB.ExecContext(ctx, `DELETE FROM `+table+` WHERE user_id = $1`, userID); err != nil {
+		return err
+	}
+	if n == 0 {
+		return apperr.NotFoundf("no pending %s", what)
+	}
+	return nil
+}
+
+// RequestEmailChange serves POST /v1/users/{id}/email/request-change with {email}.
+func (h *Handler) RequestEmailChange(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		Email string `json:"email"`
+	}
+	if err := httpx.Decode(r, &b); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	exp, err := h.S.RequestEmailChange(r.Context(), chi.URLParam(r, "id"), b.Email)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, requested{Message: "A verification email was sent to the new address; the change takes effect once it is confirmed", ExpiresAt: exp})
+}
+
+// VerifyEmailChange serves POST /v1/users/email/verify with {token}.
+func (h *Handler) VerifyEmailChange(w http.ResponseWriter, r *http.Request) {
+	var b tokenBody
+	if err := httpx.Decode(r, &b); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if strings.TrimSpace(b.Token) == "" {
+		httpx.Error(w, r, apperr.Invalid("token is required"))
+		return
+	}
+	if err := h.S.VerifyEmailChange(r.Context(), r, strings.TrimSpace(b.Token)); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, result{Success: true, Message: "Email address changed"})
+}
+
+type pendingChange struct {
+	Pending   bool       `json:"pending"`
+	NewEmail  *string    `json:"new_email"`
+	ExpiresAt *time.Time `json:"expires_at"`
+}
+
+// PendingEmailChange serves GET /v1/users/{id}/email/pending.
+func (h *Handler) PendingEmailChange(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id := chi.URLParam(r, "id")
+	if _, err := loadUser(ctx, h.S.DB, id); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	p, err := h.S.pendingRequest(ctx, "email_change_requests", "new_email", id)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	out := pendingChange{}
+	if p != nil {
+		out = pendingChange{Pending: true, NewEmail: &p.Email, ExpiresAt: &p.ExpiresAt}
+	}
+	httpx.JSON(w, http.StatusOK, out)
+}
+
+// CancelEmailChange serves DELETE /v1/users/{id}/email/pending.
+func (h *Handler) CancelEmailChange(w http.ResponseWriter, r *http.Request) {
+	if err := h.S.cancelRequest(r.Context(), "email_change_requests", chi.URLParam(r, "id"), "email change"); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, result{Success: true, Message: "Pending email change cancelled"})
+}

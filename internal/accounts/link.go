@@ -1,0 +1,227 @@
+package accounts
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"hmid/internal/apperr"
+	"hmid/internal/audit"
+	"hmid/internal/authn"
+	"hmid/internal/db"
+	"hmid/internal/httpx"
+	hmail "hmid/internal/mail"
+	"hmid/internal/token"
+)
+
+// RequestEmailLink starts linking an email account (addr and password) to a
+// user who has none: the password is hashed with Argon2id now, and the token
+// is mailed to addr. Errors: NotFound, Invalid (address, password, or the
+// user already has an email account), Conflict (addr in use), TooManyRequests.
+func (s *Service) RequestEmailLink(ctx context.Context, userID, addr, pass string) (time.Time, error) {
+	u, err := loadUser(ctx, s.DB, userID)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if cur, err := emailAccount(ctx, s.DB, userID); err != nil {
+		return time.Time{}, err
+	} else if cur != "" {
+		return time.Time{}, apperr.Invalid("this user already has an email account")
+	}
+	if addr, err = normalizeEmail(addr); err != nil {
+		return time.Time{}, err
+	}
+	if utf8.RuneCountInString(pass) < MinPassword {
+		return time.Time{}, apperr.Invalid("password must be at least %d characters", MinPassword)
+	}
+	if len(pass) > MaxPassword {
+		return time.Time{}, apperr.Invalid("password must be at most %d bytes", MaxPassword)
+	}
+	if used, err := emailInUse(ctx, s.DB, addr, userID); err != nil {
+		return time.Time{}, err
+	} else if used {
+		return time.Time{}, apperr.Conflictf("email address is already in use")
+	}
+	if err := s.limitMail(ctx, userID); err != nil {
+		return time.Time{}, err
+	}
+	hash, err := s.HashPassword(pass)
+	if err != nil {
+		return time.Time{}, err
+	}
+	now := s.Clock.Now()
+	exp := now.Add(TokenTTL)
+	tok := token.New("")
+	id := uuid.NewString()
+	err = s.DB.Tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM email_link_requests WHERE user_id = $1`, userID); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO email_link_requests (id, user_id, email, password_hash, token_hash, requested_by, created_at, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, id, userID, addr, hash, token.Hash(tok), nullable(authn.From(ctx).UserID), db.TS(now), db.TS(exp))
+		return err
+	})
+	if err != nil {
+		return time.Time{}, err
+	}
+	err = s.send(ctx, hmail.KindEmailLinkVerify, addr, u.Locale, hmail.Data{
+		Name: u.Name, Email: addr, Link: s.link(EmailLinkPage, tok), Token: tok, ExpiresAt: exp,
+	})
+	if err != nil {
+		_, _ = s.DB.ExecContext(ctx, `DELETE FROM email_link_requests WHERE id = $1`, id)
+		return time.Time{}, err
+	}
+	return exp, nil
+}
+
+// VerifyEmailLink completes the link that tok confirms: an email platform
+// account is created with the address (lower-cased, also its login) and the
+// password hash chosen at request time, and the user's email is set when it
+// had none. It returns the new platform account id. Errors: Invalid
+// (unknown, expired or foreign token; an email account exists by now),
+// Conflict (address taken since the request).
+func (s *Service) VerifyEmailLink(ctx context.Context, r *http.Request, tok string) (string, error) {
+	p := authn.From(ctx)
+	now := s.Clock.Now()
+	accountID := uuid.NewString()
+	err := s.DB.Tx(ctx, func(tx *sql.Tx) error {
+		var id, userID, addr, hash string
+		err := tx.QueryRowContext(ctx, `SELECT id, user_id, email, password_hash FROM email_link_requests WHERE token_hash = $1 AND expires_at > $2`,
+			token.Hash(tok), db.TS(now)).Scan(&id, &userID, &addr, &hash)
+		if errors.Is(err, sql.ErrNoRows) || (err == nil && !mayVerify(p, userID)) {
+			return errBadToken
+		}
+		if err != nil {
+			return err
+		}
+		u, err := loadUser(ctx, tx, userID)
+		if err != nil {
+			return errBadToken
+		}
+		if cur, err := emailAccount(ctx, tx, userID); err != nil {
+			return err
+		} else if cur != "" {
+			return apperr.Invalid("this user already has an email account")
+		}
+		if used, err := emailInUse(ctx, tx, addr, userID); err != nil {
+			return err
+		} else if used {
+			return apperr.Conflictf("email address is already in use")
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM email_link_requests WHERE id = $1`, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return errBadToken
+		}
+		ts := db.TS(now)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO platform_accounts (id, user_id, platform_id, platform_user_id, username, email, password_hash, email_verified, is_primary, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $4, $6, TRUE, FALSE, $7, $7)`, accountID, userID, emailPlatformID, addr, u.Username, hash, ts); err != nil {
+			if db.IsUniqueViolation(err) {
+				return apperr.Conflictf("email address is already in use")
+			}
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE users SET email = $1, updated_at = $2 WHERE id = $3 AND (email IS NULL OR email = '')`, addr, ts, userID); err != nil {
+			return err
+		}
+		_, err = s.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
+			UserID: userID, ActorID: actor(p, userID), EventType: audit.AccountLinked, ResourceType: "platform_account", ResourceID: accountID,
+			Description: "Email account linked", Metadata: map[string]any{"platform": "email", "email": addr},
+		}))
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return accountID, nil
+}
+
+// RequestEmailLink serves POST /v1/users/{id}/email-link/request with {email, password}.
+func (h *Handler) RequestEmailLink(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		Email    string `json:"email"`
+		Password string `json:"password"`
+	}
+	if err := httpx.Decode(r, &b); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	exp, err := h.S.RequestEmailLink(r.Context(), chi.URLParam(r, "id"), b.Email, b.Password)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, requested{Message: "A verification email was sent; the email account is linked once it is confirmed", ExpiresAt: exp})
+}
+
+type linked struct {
+	Message           string `json:"message"`
+	PlatformAccountID string `json:"platform_account_id"`
+}
+
+// VerifyEmailLink serves POST /v1/users/email-link/verify with {token}.
+func (h *Handler) VerifyEmailLink(w http.ResponseWriter, r *http.Request) {
+	var b tokenBody
+	if err := httpx.Decode(r, &b); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if strings.TrimSpace(b.Token) == "" {
+		httpx.Error(w, r, apperr.Invalid("token is required"))
+		return
+	}
+	id, err := h.S.VerifyEmailLink(r.Context(), r, strings.TrimSpace(b.Token))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, linked{Message: "Email account linked; you can now sign in with this email address and password", PlatformAccountID: id})
+}
+
+type pendingLink struct {
+	Pending   bool       `json:"pending"`
+	Email     *string    `json:"email"`
+	ExpiresAt *time.Time `json:"expires_at"`
+}
+
+// PendingEmailLink serves GET /v1/users/{id}/email-link/pending.
+func (h *Handler) PendingEmailLink(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id := chi.URLParam(r, "id")
+	if _, err := loadUser(ctx, h.S.DB, id); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	p, err := h.S.pendingRequest(ctx, "email_link_requests", "email", id)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	out := pendingLink{}
+	if p != nil {
+		out = pendingLink{Pending: true, Email: &p.Email, ExpiresAt: &p.ExpiresAt}
+	}
+	httpx.JSON(w, http.StatusOK, out)
+}
+
+type message struct {
+	Message string `json:"message"`
+}
+
+// CancelEmailLink serves DELETE /v1/users/{id}/email-link/pending.
+func (h *Handler) CancelEmailLink(w http.ResponseWriter, r *http.Request) {
+	if err := h.S.cancelRequest(r.Context(), "email_link_requests", chi.URLParam(r, "id"), "email link"); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, message{Message: "Pending email link cancelled"})
+}

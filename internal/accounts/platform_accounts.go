@@ -1,0 +1,195 @@
+package accounts
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"hmid/internal/apperr"
+	"hmid/internal/audit"
+	"hmid/internal/authn"
+	"hmid/internal/db"
+	"hmid/internal/httpx"
+)
+
+// PlatformAccount is a login account of a user on one platform.
+type PlatformAccount struct {
+	ID             string    `json:"id"`
+	PlatformID     string    `json:"platform_id"`
+	PlatformName   string    `json:"platform_name"`
+	PlatformSlug   string    `json:"platform_slug"`
+	PlatformUserID string    `json:"platform_user_id"`
+	IsOAuth        bool      `json:"is_oauth"`
+	IsPrimary      bool      `json:"is_primary"`
+	Username       *string   `json:"username"`
+	Email          *string   `json:"email"`
+	AvatarURL      *string   `json:"avatar_url"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
+}
+
+// accountSQL selects platform accounts with their platform; the primary
+// account is the one users.primary_platform_account_id names (the column
+// is_primary is the fallback for users without one).
+const accountSQL = `SELECT pa.id, pa.platform_id, p.name, p.slug, pa.platform_user_id, p.is_oauth,
+	CASE WHEN u.primary_platform_account_id IS NULL THEN pa.is_primary ELSE pa.id = u.primary_platform_account_id END,
+	pa.username, pa.email, pa.avatar_url, pa.created_at, pa.updated_at
+	FROM platform_accounts pa JOIN platforms p ON p.id = pa.platform_id JOIN users u ON u.id = pa.user_id`
+
+func scanAccount(row interface{ Scan(...any) error }) (PlatformAccount, error) {
+	var a PlatformAccount
+	var name, email, avatar sql.NullString
+	var c, u int64
+	err := row.Scan(&a.ID, &a.PlatformID, &a.PlatformName, &a.PlatformSlug, &a.PlatformUserID, &a.IsOAuth, &a.IsPrimary, &name, &email, &avatar, &c, &u)
+	if name.Valid {
+		a.Username = &name.String
+	}
+	if email.Valid {
+		a.Email = &email.String
+	}
+	if avatar.Valid {
+		a.AvatarURL = &avatar.String
+	}
+	a.CreatedAt, a.UpdatedAt = db.FromTS(c), db.FromTS(u)
+	return a, err
+}
+
+// Accounts lists the platform accounts of a user, primary first, then by age.
+func (s *Service) Accounts(ctx context.Context, userID string) ([]PlatformAccount, error) {
+	if _, err := loadUser(ctx, s.DB, userID); err != nil {
+		return nil, err
+	}
+	rows, err := s.DB.QueryContext(ctx, accountSQL+` WHERE pa.user_id = $1 ORDER BY pa.created_at, pa.id`, userID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []PlatformAccount{}
+	for rows.Next() {
+		a, err := scanAccount(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// account returns one account of the user, or NotFound (also when the
+// account belongs to someone else, so account ids cannot be probed).
+func account(ctx context.Context, q db.Querier, userID, accountID string) (PlatformAccount, error) {
+	a, err := scanAccount(q.QueryRowContext(ctx, accountSQL+` WHERE pa.user_id = $1 AND pa.id = $2`, userID, accountID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return a, apperr.NotFoundf("platform account not found")
+	}
+	return a, err
+}
+
+// SetPrimary makes accountID the primary account of userID.
+func (s *Service) SetPrimary(ctx context.Context, r *http.Request, userID, accountID string) (PlatformAccount, error) {
+	p := authn.From(ctx)
+	var out PlatformAccount
+	err := s.DB.Tx(ctx, func(tx *sql.Tx) error {
+		if _, err := loadUser(ctx, tx, userID); err != nil {
+			return err
+		}
+		a, err := account(ctx, tx, userID, accountID)
+		if err != nil {
+			return err
+		}
+		if !a.IsPrimary {
+			ts := db.TS(s.Clock.Now())
+			if _, err := tx.ExecContext(ctx, `UPDATE platform_accounts SET is_primary = (id = $2), updated_at = $3 WHERE user_id = $1`, userID, accountID, ts); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE users SET primary_platform_account_id = $2, updated_at = $3 WHERE id = $1`, userID, accountID, ts); err != nil {
+				return err
+			}
+			if _, err := s.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
+				UserID: userID, ActorID: actor(p, userID), EventType: audit.UserUpdated, ResourceType: "platform_account", ResourceID: accountID,
+				Description: "Primary account changed to " + a.PlatformName,
+				Metadata:    map[string]any{"field": "primary_platform_account_id", "platform": a.PlatformSlug},
+			})); err != nil {
+				return err
+			}
+		}
+		out, err = account(ctx, tx, userID, accountID)
+		return err
+	})
+	return out, err
+}
+
+// Unlink removes a platform account of the user. The email platform account,
+// the primary account and the last remaining account cannot be removed
+// (Invalid, with a message saying which rule applies).
+func (s *Service) Unlink(ctx context.Context, r *http.Request, userID, accountID string) error {
+	p := authn.From(ctx)
+	return s.DB.Tx(ctx, func(tx *sql.Tx) error {
+		if _, err := loadUser(ctx, tx, userID); err != nil {
+			return err
+		}
+		a, err := account(ctx, tx, userID, accountID)
+		if err != nil {
+			return err
+		}
+		if a.PlatformSlug == "email" {
+			return apperr.Invalid("the email account cannot be unlinked; it holds the account's email address and password")
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM platform_accounts WHERE user_id = $1`, userID).Scan(&n); err != nil {
+			return err
+		}
+		if n <= 1 {
+			return apperr.Invalid("the last remaining account cannot be unlinked; the user could no longer sign in")
+		}
+		if a.IsPrimary {
+			return apperr.Invalid("the primary account cannot be unlinked; make another account primary first")
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM platform_accounts WHERE id = $1 AND user_id = $2`, accountID, userID); err != nil {
+			return err
+		}
+		_, err = s.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
+			UserID: userID, ActorID: actor(p, userID), EventType: audit.AccountUnlinked, ResourceType: "platform_account", ResourceID: accountID,
+			Description: a.PlatformName + " account unlinked", Metadata: map[string]any{"platform": a.PlatformSlug},
+		}))
+		return err
+	})
+}
+
+type accountList struct {
+	Data  []PlatformAccount `json:"data"`
+	Links httpx.Links       `json:"_links"`
+}
+
+// ListAccounts serves GET /v1/users/{id}/accounts.
+func (h *Handler) ListAccounts(w http.ResponseWriter, r *http.Request) {
+	out, err := h.S.Accounts(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, accountList{Data: out, Links: httpx.Links{Self: httpx.SelfURL(r)}})
+}
+
+// SetPrimary serves PUT /v1/users/{id}/accounts/{account_id}/primary.
+func (h *Handler) SetPrimary(w http.ResponseWriter, r *http.Request) {
+	a, err := h.S.SetPrimary(r.Context(), r, chi.URLParam(r, "id"), chi.URLParam(r, "account_id"))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.WriteResource(w, r, http.StatusOK, a)
+}
+
+// Unlink serves DELETE /v1/users/{id}/accounts/{account_id}.
+func (h *Handler) Unlink(w http.ResponseWriter, r *http.Request) {
+	if err := h.S.Unlink(r.Context(), r, chi.URLParam(r, "id"), chi.URLParam(r, "account_id")); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.NoContent(w)
+}

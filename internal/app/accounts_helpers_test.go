@@ -1,0 +1,100 @@
+package app_test
+
+import (
+	"context"
+	"database/sql"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"hmid/internal/access"
+	"hmid/internal/apptest"
+	"hmid/internal/db"
+	"hmid/internal/mail"
+	"hmid/internal/users"
+)
+
+// exec runs a fixture statement.
+func exec(t testing.TB, e *apptest.Env, q string, args ...any) {
+	t.Helper()
+	if _, err := e.Server.DB.ExecContext(context.Background(), q, args...); err != nil {
+		t.Fatalf("exec %s: %v", q, err)
+	}
+}
+
+// count returns the integer a COUNT query answers.
+func count(t testing.TB, e *apptest.Env, q string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := e.Server.DB.QueryRowContext(context.Background(), q, args...).Scan(&n); err != nil {
+		t.Fatalf("query %s: %v", q, err)
+	}
+	return n
+}
+
+// roleUser makes a user holding a new role with exactly perms (plus the User role).
+func roleUser(t testing.TB, e *apptest.Env, perms ...string) apptest.User {
+	t.Helper()
+	id := "role_t_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
+	now := db.TS(e.Clock.Now())
+	exec(t, e, `INSERT INTO roles (id, name, description, is_system, requires_two_factor, created_at, updated_at) VALUES ($1, $1, '', FALSE, FALSE, $2, $2)`, id, now)
+	for _, p := range perms {
+		res, act, _ := strings.Cut(p, ":")
+		exec(t, e, `INSERT INTO role_permissions (role_id, permission_id, created_at) VALUES ($1, $2, $3)`, id, access.PermissionID(res, act), now)
+	}
+	return e.NewUser(t, apptest.UserSpec{Roles: []string{id, "role_user"}})
+}
+
+// providerUser makes a user who signed up through slug (no email account),
+// with a session; it returns the user and their platform account id.
+func providerUser(t testing.TB, e *apptest.Env, slug string) (apptest.User, string) {
+	t.Helper()
+	ctx := context.Background()
+	var uid, aid string
+	name := "p_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
+	err := e.Server.DB.Tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		uid, aid, err = users.Create(ctx, tx, db.TS(e.Clock.Now()), users.NewAccount{
+			PlatformSlug: slug, PlatformUserID: uuid.NewString(), Username: name, Name: name,
+		})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := apptest.User{ID: uid, Username: name}
+	u.Token, u.SessionID = e.NewSession(t, uid)
+	return u, aid
+}
+
+// addAccount links another platform account to a user directly.
+func addAccount(t testing.TB, e *apptest.Env, userID, slug string) string {
+	t.Helper()
+	id := uuid.NewString()
+	now := db.TS(e.Clock.Now())
+	exec(t, e, `INSERT INTO platform_accounts (id, user_id, platform_id, platform_user_id, username, is_primary, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, 'someone', FALSE, $5, $5)`, id, userID, users.PlatformID(slug), uuid.NewString(), now)
+	return id
+}
+
+var mailToken = regexp.MustCompile(`token=([0-9A-Za-z]+)`)
+
+// tokenFrom reads the newest mail to addr, checks its kind and returns the token of its link.
+func tokenFrom(t testing.TB, e *apptest.Env, addr, kind string) (string, mail.Message) {
+	t.Helper()
+	msgs, err := mail.Outbox(context.Background(), e.Server.DB, addr)
+	if err != nil || len(msgs) == 0 {
+		t.Fatalf("no mail to %s: %v", addr, err)
+	}
+	m := msgs[0]
+	if m.Kind != kind {
+		t.Fatalf("mail to %s is %s, want %s", addr, m.Kind, kind)
+	}
+	sub := mailToken.FindStringSubmatch(m.Text)
+	if sub == nil || strings.Count(m.Text, sub[1]) < 2 {
+		t.Fatalf("mail without link and code: %s", m.Text)
+	}
+	return sub[1], m
+}

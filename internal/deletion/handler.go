@@ -1,0 +1,109 @@
+package deletion
+
+import (
+	"bytes"
+	"database/sql"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"hmid/internal/apperr"
+	"hmid/internal/audit"
+	"hmid/internal/authn"
+	"hmid/internal/httpx"
+)
+
+// MaxReason is the longest force-delete reason accepted, in bytes.
+const MaxReason = 1000
+
+// Handler serves the admin deletion endpoints.
+type Handler struct {
+	S *Service
+}
+
+type resultBody struct {
+	Success bool   `json:"success"`
+	Message string `json:"message"`
+}
+
+// Status serves GET /v1/admin/users/{id}/deletion-status.
+func (h *Handler) Status(w http.ResponseWriter, r *http.Request) {
+	st, err := h.S.GetStatus(r.Context(), h.S.DB, chi.URLParam(r, "id"))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, st)
+}
+
+// ForceDelete serves POST /v1/admin/users/{id}/force-delete with an optional
+// {reason}: the user is purged at once, irreversibly. Nobody force-deletes
+// themselves, and only a super admin (or system key) deletes a super admin.
+func (h *Handler) ForceDelete(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	var b struct {
+		Reason httpx.Opt[string] `json:"reason"`
+	}
+	if err := decodeOptional(r, &b); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	reason := strings.TrimSpace(b.Reason.Value)
+	if len(reason) > MaxReason {
+		httpx.Error(w, r, apperr.Invalid("reason must be at most %d bytes", MaxReason))
+		return
+	}
+	id := chi.URLParam(r, "id")
+	p := authn.From(ctx)
+	if p.IsSelf(id) {
+		httpx.Error(w, r, apperr.Invalid("you cannot force-delete your own account"))
+		return
+	}
+	var super bool
+	err := h.S.DB.QueryRowContext(ctx, `SELECT is_super_admin FROM users WHERE id = $1`, id).Scan(&super)
+	if errors.Is(err, sql.ErrNoRows) {
+		httpx.Error(w, r, apperr.NotFoundf("user not found"))
+		return
+	}
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if super && !p.IsAdmin() {
+		httpx.Error(w, r, apperr.Forbiddenf("only a super admin can delete a super admin"))
+		return
+	}
+	if err := h.S.ForceDelete(ctx, audit.FromRequest(r, audit.Event{ActorID: p.UserID}), id, reason); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, resultBody{Success: true, Message: "User permanently deleted"})
+}
+
+// CancelDeletion serves POST /v1/admin/users/{id}/cancel-deletion.
+func (h *Handler) CancelDeletion(w http.ResponseWriter, r *http.Request) {
+	p := authn.From(r.Context())
+	if err := h.S.Cancel(r.Context(), audit.FromRequest(r, audit.Event{ActorID: p.UserID}), chi.URLParam(r, "id")); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, resultBody{Success: true, Message: "Scheduled deletion cancelled; the account is active again"})
+}
+
+// decodeOptional decodes a JSON body that may be absent or empty.
+func decodeOptional(r *http.Request, dst any) error {
+	if r.Body == nil {
+		return nil
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, httpx.MaxBodyBytes+1))
+	if err != nil {
+		return apperr.Bad("request body could not be read")
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	return httpx.DecodeBytes(body, dst)
+}
