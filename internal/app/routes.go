@@ -107,6 +107,20 @@ func (s *Server) routes() http.Handler {
 	route("POST", "/v1/admin/users/{id}/force-delete", Perm("users:delete"), del.ForceDelete)
 	route("POST", "/v1/admin/users/{id}/cancel-deletion", Perm("users:write"), del.CancelDeletion)
 
+	// Two-factor authentication (REST)
+	// Access rule (enforced by twofactor.Service.Authorize): a user on themself
+	// with a session token needs no permission; an API key needs
+	// two_factor:read (status, requirement) or two_factor:write (the rest);
+	// another user (user_id) needs two_factor:manage or super admin; a system
+	// key must pass user_id.
+	tf := s.twoFactorHandler
+	route("GET", "/v1/users/me/2fa/status", Authenticated(), tf.Status)
+	route("GET", "/v1/users/me/2fa/requirement", Authenticated(), tf.Requirement)
+	route("POST", "/v1/users/me/2fa/setup", Authenticated(), tf.Setup)
+	route("POST", "/v1/users/me/2fa/verify", Authenticated(), tf.Verify)
+	route("DELETE", "/v1/users/me/2fa", Authenticated(), tf.Disable)
+	route("POST", "/v1/users/me/2fa/backup-codes/regenerate", Authenticated(), tf.RegenerateBackupCodes)
+
 	// ---- Audit log, reports, internal audit, data export (spec 2) ----
 
 	// ---- Tracking: GPS, devices, trips, locations, geofences, categories, templates (spec 3) ----

@@ -16,14 +16,6 @@ import (
 	"hmid/internal/db"
 )
 
-// exec runs a fixture statement on the env's database.
-func exec(t *testing.T, e *apptest.Env, q string, args ...any) {
-	t.Helper()
-	if _, err := e.Server.DB.ExecContext(context.Background(), q, args...); err != nil {
-		t.Fatalf("fixture: %v\n%s", err, q)
-	}
-}
-
 // scalar reads one value from the env's database.
 func scalar[T any](t *testing.T, e *apptest.Env, q string, args ...any) T {
 	t.Helper()

@@ -1,0 +1,322 @@
+package twofactor
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/pquerna/otp"
+	"github.com/pquerna/otp/totp"
+
+	"hmid/internal/apperr"
+	"hmid/internal/audit"
+	"hmid/internal/db"
+	"hmid/internal/password"
+)
+
+// TOTP parameters (RFC 6238 §4: time step X = 30 s, T0 = 0; RFC 4226 §5.3
+// 6-digit truncation; HMAC-SHA1, the algorithm every authenticator app supports).
+const (
+	period = 30 * time.Second
+	digits = otp.DigitsSix
+)
+
+var totpOpts = totp.ValidateOpts{Period: uint(period / time.Second), Skew: 0, Digits: digits, Algorithm: otp.AlgorithmSHA1}
+
+// step returns the RFC 6238 §4.2 time counter T of t.
+func step(t time.Time) int64 { return t.Unix() / int64(period/time.Second) }
+
+// matchTOTP reports whether code is the TOTP of secret at now or one step
+// either side (RFC 6238 §5.2 recommends at most one step of network delay),
+// and for which time step. Each step is checked on its own (Skew 0) so the
+// matching step is known and can be recorded against replay.
+func matchTOTP(code, secret string, now time.Time) (int64, bool) {
+	for _, off := range []int{0, -1, 1} {
+		t := now.Add(time.Duration(off) * period)
+		ok, err := totp.ValidateCustom(code, secret, t, totpOpts)
+		if err == nil && ok {
+			return step(t), true
+		}
+	}
+	return 0, false
+}
+
+// isTOTP reports whether code has the shape of a TOTP code: 6 ASCII digits.
+func isTOTP(code string) bool {
+	if len(code) != digits.Length() {
+		return false
+	}
+	for i := 0; i < len(code); i++ {
+		if code[i] < '0' || code[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// Backup codes (DECISIONS.md, Accounts): three hyphen-separated groups of four
+// lowercase base32 characters (RFC 4648 §6 alphabet), 60 random bits each.
+const (
+	backupAlphabet = "abcdefghijklmnopqrstuvwxyz234567"
+	backupLen      = 12
+	backupGroup    = 4
+)
+
+// backupParams are the Argon2id parameters of backup-code hashes: 8 MiB, one
+// pass. A backup code carries 60 random bits, so unlike a password it cannot
+// be found by trying likely values; the hash only has to make each guess cost
+// something, and a login may verify up to ten hashes, which at the password
+// parameters (19 MiB, two passes) would cost a noticeable fraction of a second.
+var backupParams = password.Params{Memory: 8 * 1024, Time: 1, Threads: 1, KeyLen: 32, SaltLen: 16}
+
+// newBackupCode returns a fresh code in its display form, xxxx-xxxx-xxxx.
+func newBackupCode() string {
+	var b [backupLen]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	var sb strings.Builder
+	for i, c := range b {
+		if i > 0 && i%backupGroup == 0 {
+			sb.WriteByte('-')
+		}
+		// 256 is a multiple of 32, so the low five bits are uniform.
+		sb.WriteByte(backupAlphabet[c&31])
+	}
+	return sb.String()
+}
+
+// normalizeBackup returns the canonical form of a typed backup code (lower
+// case, without hyphens or spaces), and false when it cannot be one.
+func normalizeBackup(code string) (string, bool) {
+	code = strings.ToLower(strings.NewReplacer("-", "", " ", "").Replace(code))
+	if len(code) != backupLen {
+		return "", false
+	}
+	for i := 0; i < len(code); i++ {
+		if strings.IndexByte(backupAlphabet, code[i]) < 0 {
+			return "", false
+		}
+	}
+	return code, true
+}
+
+// newBackupCodes returns BackupCodeCount codes in display form and the
+// Argon2id hashes of their canonical forms.
+func newBackupCodes() (codes, hashes []string, err error) {
+	for range BackupCodeCount {
+		c := newBackupCode()
+		canon, _ := normalizeBackup(c)
+		h, err := password.HashWith(backupParams, canon)
+		if err != nil {
+			return nil, nil, err
+		}
+		codes = append(codes, c)
+		hashes = append(hashes, h)
+	}
+	return codes, hashes, nil
+}
+
+// replaceBackupCodes deletes every backup code of the user and stores hashes
+// instead, inside tx.
+func replaceBackupCodes(ctx context.Context, tx *sql.Tx, userID string, hashes []string, now time.Time) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM two_factor_backup_codes WHERE user_id = $1`, userID); err != nil {
+		return err
+	}
+	for _, h := range hashes {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO two_factor_backup_codes (id, user_id, code_hash, created_at) VALUES ($1, $2, $3, $4)`,
+			uuid.NewString(), userID, h, db.TS(now)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Methods of a second factor, as recorded in audit metadata.
+const (
+	methodTOTP   = "totp"
+	methodBackup = "backup_code"
+)
+
+// proof is a code that checked out, not yet spent: the TOTP time step or the
+// backup code row. spend makes it used.
+type proof struct {
+	method   string
+	step     int64
+	backupID string
+}
+
+// errReplay is returned by spend when the code was spent already, by an
+// earlier request or a parallel one that won the conditional UPDATE.
+var errReplay = errors.New("twofactor: code already used")
+
+// spend marks the proof used inside tx with a conditional UPDATE, so two
+// requests with the same code cannot both succeed: a TOTP step must be later
+// than the last accepted one, a backup code must be unused.
+func spend(ctx context.Context, tx *sql.Tx, userID string, pr proof, now time.Time) error {
+	var res sql.Result
+	var err error
+	if pr.method == methodTOTP {
+		res, err = tx.ExecContext(ctx, `UPDATE two_factor SET last_totp_step = $1, updated_at = $2
+			WHERE user_id = $3 AND status = $4 AND (last_totp_step IS NULL OR last_totp_step < $1)`,
+			pr.step, db.TS(now), userID, stateEnabled)
+	} else {
+		res, err = tx.ExecContext(ctx, `UPDATE two_factor_backup_codes SET used_at = $1 WHERE id = $2 AND user_id = $3 AND used_at IS NULL`,
+			db.TS(now), pr.backupID, userID)
+	}
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return errReplay
+	}
+	return nil
+}
+
+// attempt describes a code check for throttling and the audit log.
+type attempt struct {
+	userID      string
+	actorID     string // who acted, when not the user
+	client      Client
+	operation   string // verify, disable, regenerate, login
+	allowBackup bool
+}
+
+// throttleKey is the limiter key of a user's failed attempts; REST operations
+// and the login step share it, so the limit is per user, not per endpoint.
+func throttleKey(userID string) string { return "2fa:fail:" + userID }
+
+// blocked returns a 429 when the user has used up the failed attempts of the
+// current window. The refused attempt is counted and audited like a failure,
+// so every attempt with a code is counted exactly once.
+func (s *Service) blocked(ctx context.Context, at attempt) error {
+	n, err := s.Limiter.Count(ctx, throttleKey(at.userID), FailureWindow)
+	if err != nil {
+		return apperr.Unavailablef("rate-limit state is unavailable")
+	}
+	if n < MaxFailures {
+		return nil
+	}
+	return s.failed(ctx, at, "")
+}
+
+// failed counts one failed attempt (Limiter.Allow is an atomic increment on
+// memory and Redis), audits it, and returns the answer: 400 for the first
+// MaxFailures failures of a window, 429 with Retry-After after them. With N
+// wrong codes sent in parallel the counter ends at N, MaxFailures of them are
+// answered 400 and the rest 429.
+func (s *Service) failed(ctx context.Context, at attempt, method string) error {
+	d, err := s.Limiter.Allow(ctx, throttleKey(at.userID), MaxFailures, FailureWindow)
+	if err != nil {
+		return apperr.Unavailablef("rate-limit state is unavailable")
+	}
+	msg := "invalid two-factor code"
+	if !d.Allowed {
+		msg = "too many failed two-factor attempts; try again later"
+	}
+	ev := audit.Event{
+		UserID: at.userID, ActorID: at.actorID, EventType: audit.TwoFAVerified, ResourceType: "two_factor", ResourceID: at.userID,
+		IPAddress: at.client.IPAddress, UserAgent: at.client.UserAgent, SourceService: at.client.SourceService,
+		Description: "Two-factor code rejected", Failed: true, ErrorMessage: msg,
+		Metadata: map[string]any{"operation": at.operation, "method": method, "throttled": !d.Allowed},
+	}
+	if at.operation == opLogin {
+		ev.EventType = audit.LoginFailed
+		ev.ResourceType, ev.ResourceID = "user", at.userID
+		ev.Description = "Login failed at the two-factor step"
+	}
+	if _, err := s.Audit.Record(ctx, s.DB, ev); err != nil {
+		return err
+	}
+	if !d.Allowed {
+		return apperr.RateLimited(d.Reset, "%s", msg)
+	}
+	return apperr.Invalid("%s", msg)
+}
+
+// Operations, as recorded in audit metadata.
+const (
+	opVerify     = "verify"
+	opDisable    = "disable"
+	opRegenerate = "regenerate_backup_codes"
+	opLogin      = "login"
+)
+
+// check verifies code for the enabled state st: a TOTP code, or (when
+// at.allowBackup) a backup code in any case, with or without hyphens. A
+// wrong code is counted and audited (see failed). The proof it returns still
+// has to be spent inside the operation's transaction.
+func (s *Service) check(ctx context.Context, st *state, code string, at attempt) (proof, error) {
+	code = strings.TrimSpace(code)
+	if code == "" {
+		return proof{}, apperr.Invalid("code is required")
+	}
+	if err := s.blocked(ctx, at); err != nil {
+		return proof{}, err
+	}
+	now := s.Clock.Now()
+	if compact := strings.ReplaceAll(code, " ", ""); isTOTP(compact) {
+		secret, err := s.secret(st)
+		if err != nil {
+			return proof{}, err
+		}
+		stp, ok := matchTOTP(compact, secret, now)
+		if !ok || st.LastStep != nil && stp <= *st.LastStep {
+			return proof{}, s.failed(ctx, at, methodTOTP)
+		}
+		return proof{method: methodTOTP, step: stp}, nil
+	}
+	canon, ok := normalizeBackup(code)
+	if !ok {
+		return proof{}, s.failed(ctx, at, "")
+	}
+	if !at.allowBackup {
+		// Not an attempt at the TOTP: refused without checking, not counted.
+		return proof{}, apperr.Invalid("backup codes are not accepted here; enter the code from your authenticator app")
+	}
+	id, err := s.matchBackup(ctx, st.UserID, canon)
+	if err != nil {
+		return proof{}, err
+	}
+	if id == "" {
+		return proof{}, s.failed(ctx, at, methodBackup)
+	}
+	return proof{method: methodBackup, backupID: id}, nil
+}
+
+// matchBackup returns the id of the unused backup code of the user matching
+// canon, or "".
+func (s *Service) matchBackup(ctx context.Context, userID, canon string) (string, error) {
+	rows, err := s.DB.QueryContext(ctx, `SELECT id, code_hash FROM two_factor_backup_codes WHERE user_id = $1 AND used_at IS NULL ORDER BY id`, userID)
+	if err != nil {
+		return "", err
+	}
+	type row struct{ id, hash string }
+	var all []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.id, &r.hash); err != nil {
+			rows.Close()
+			return "", err
+		}
+		all = append(all, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return "", err
+	}
+	for _, r := range all {
+		ok, err := password.Verify(canon, r.hash)
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			return r.id, nil
+		}
+	}
+	return "", nil
+}

@@ -1,0 +1,136 @@
+package twofactor
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+
+	"hmid/internal/apperr"
+	"hmid/internal/authn"
+	"hmid/internal/httpx"
+)
+
+// Handler serves the REST endpoints under /v1/users/me/2fa. Every route is
+// Authenticated() in routes.go; the access rule is Service.Authorize.
+type Handler struct {
+	S *Service
+}
+
+// codeBody is the body of verify, disable and regenerate.
+type codeBody struct {
+	Code   string `json:"code"`
+	UserID string `json:"user_id"`
+}
+
+// client returns the request's origin for the audit log. The optional
+// X-Source-Service header names the calling app (spec 2, source_service).
+func client(r *http.Request) Client {
+	return Client{IPAddress: httpx.ClientIP(r.Context()), UserAgent: r.UserAgent(), SourceService: sourceService(r)}
+}
+
+// sourceServices are the source_service values of spec 2 (Events).
+var sourceServices = map[string]bool{"api": true, "id": true, "backend": true, "policies": true, "chat_platform_bot": true, "stream_platform_bot": true}
+
+func sourceService(r *http.Request) string {
+	if v := r.Header.Get("X-Source-Service"); sourceServices[v] {
+		return v
+	}
+	return ""
+}
+
+// userIDOf returns the body's user_id, else the query's.
+func userIDOf(r *http.Request, body string) string {
+	if body != "" {
+		return body
+	}
+	return r.URL.Query().Get("user_id")
+}
+
+// Status serves GET /v1/users/me/2fa/status.
+func (h *Handler) Status(w http.ResponseWriter, r *http.Request) {
+	out, err := h.S.Status(r.Context(), authn.From(r.Context()), r.URL.Query().Get("user_id"))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, out)
+}
+
+// Requirement serves GET /v1/users/me/2fa/requirement.
+func (h *Handler) Requirement(w http.ResponseWriter, r *http.Request) {
+	out, err := h.S.Requirement(r.Context(), authn.From(r.Context()), r.URL.Query().Get("user_id"))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, out)
+}
+
+// Setup serves POST /v1/users/me/2fa/setup. The body is optional: without
+// one the email platform and the caller's own user are meant.
+func (h *Handler) Setup(w http.ResponseWriter, r *http.Request) {
+	var in SetupInput
+	body, err := io.ReadAll(io.LimitReader(r.Body, httpx.MaxBodyBytes+1))
+	if err != nil {
+		httpx.Error(w, r, apperr.Bad("request body could not be read"))
+		return
+	}
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := httpx.DecodeBytes(body, &in); err != nil {
+			httpx.Error(w, r, err)
+			return
+		}
+	}
+	in.UserID = userIDOf(r, in.UserID)
+	out, err := h.S.Setup(r.Context(), authn.From(r.Context()), in)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, out)
+}
+
+// Verify serves POST /v1/users/me/2fa/verify.
+func (h *Handler) Verify(w http.ResponseWriter, r *http.Request) {
+	var b codeBody
+	if err := httpx.Decode(r, &b); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	out, err := h.S.Verify(r.Context(), authn.From(r.Context()), userIDOf(r, b.UserID), b.Code, client(r))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, out)
+}
+
+// Disable serves DELETE /v1/users/me/2fa.
+func (h *Handler) Disable(w http.ResponseWriter, r *http.Request) {
+	var b codeBody
+	if err := httpx.Decode(r, &b); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	out, err := h.S.Disable(r.Context(), authn.From(r.Context()), userIDOf(r, b.UserID), b.Code, client(r))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, out)
+}
+
+// RegenerateBackupCodes serves POST /v1/users/me/2fa/backup-codes/regenerate.
+func (h *Handler) RegenerateBackupCodes(w http.ResponseWriter, r *http.Request) {
+	var b codeBody
+	if err := httpx.Decode(r, &b); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	out, err := h.S.RegenerateBackupCodes(r.Context(), authn.From(r.Context()), userIDOf(r, b.UserID), b.Code, client(r))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, out)
+}
