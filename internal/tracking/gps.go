@@ -182,12 +182,13 @@ func (s *Service) CreatePoint(ctx context.Context, p *authn.Principal, in PointI
 		SpeedMph: *in.SpeedMph, SpeedKnots: *in.SpeedKnots, PDOP: in.PDOP, HDOP: in.HDOP, VDOP: in.VDOP,
 		CreatedAt: db.FromTS(db.TS(now)),
 	}
-	err := s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	ins, count, err := s.ingestStmts(ctx)
+	if err != nil {
+		return Point{}, err
+	}
+	err = s.DB.Tx(ctx, func(tx *sql.Tx) error {
 		var trip sql.NullString
-		err := tx.QueryRowContext(ctx, `INSERT INTO gps_points (`+pointCols+`) VALUES ($1, $2,
-			(SELECT t.id FROM trips t WHERE t.device_id = $2 AND t.status = 'active' AND t.gps_logging_enabled = TRUE LIMIT 1),
-			$3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING trip_id`,
-			pt.ID, nullS(device), pt.Latitude, pt.Longitude, pt.Altitude, pt.Heading, db.TS(pt.Timestamp),
+		err := tx.StmtContext(ctx, ins).QueryRowContext(ctx, pt.ID, nullS(device), pt.Latitude, pt.Longitude, pt.Altitude, pt.Heading, db.TS(pt.Timestamp),
 			pt.SpeedKmh, pt.SpeedMps, pt.SpeedMph, pt.SpeedKnots, nullF(pt.PDOP), nullF(pt.HDOP), nullF(pt.VDOP), db.TS(now)).Scan(&trip)
 		if err != nil {
 			if db.IsForeignKeyViolation(err) {
@@ -196,7 +197,7 @@ func (s *Service) CreatePoint(ctx context.Context, p *authn.Principal, in PointI
 			return err
 		}
 		pt.TripID = sptr(trip)
-		_, err = tx.ExecContext(ctx, `UPDATE gps_point_count SET n = n + 1 WHERE slot = $1`, countSlot(pt.ID))
+		_, err = tx.StmtContext(ctx, count).ExecContext(ctx, 1, countSlot(pt.ID))
 		return err
 	})
 	if err != nil {
@@ -207,6 +208,31 @@ func (s *Service) CreatePoint(ctx context.Context, p *authn.Principal, in PointI
 		events.Publish(ctx, s.Events, events.GPSDevice(*device), pt)
 	}
 	return pt, nil
+}
+
+// The ingestion statements, prepared once on the writer: parsing the SQL
+// costs more than running it on SQLite, and GPS ingestion is the hot write path.
+const (
+	insertPointSQL = `INSERT INTO gps_points (` + pointCols + `) VALUES ($1, $2,
+		(SELECT t.id FROM trips t WHERE t.device_id = $2 AND t.status = 'active' AND t.gps_logging_enabled = TRUE LIMIT 1),
+		$3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING trip_id`
+	countPointSQL = `UPDATE gps_point_count SET n = n + $1 WHERE slot = $2`
+)
+
+func (s *Service) ingestStmts(ctx context.Context) (ins, count *sql.Stmt, err error) {
+	s.prep.Lock()
+	defer s.prep.Unlock()
+	if s.prep.insert == nil {
+		if s.prep.insert, err = s.DB.Writer().PrepareContext(ctx, insertPointSQL); err != nil {
+			return nil, nil, err
+		}
+	}
+	if s.prep.count == nil {
+		if s.prep.count, err = s.DB.Writer().PrepareContext(ctx, countPointSQL); err != nil {
+			return nil, nil, err
+		}
+	}
+	return s.prep.insert, s.prep.count, nil
 }
 
 // countSlot spreads counter updates over the slots by point id.
@@ -416,7 +442,7 @@ func (h *Handler) DeleteGPS(w http.ResponseWriter, r *http.Request) {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return apperr.Conflictf("the GPS point was linked to a trip or deleted meanwhile")
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE gps_point_count SET n = n - 1 WHERE slot = $1`, countSlot(id))
+		_, err = tx.ExecContext(ctx, countPointSQL, -1, countSlot(id))
 		return err
 	})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -36,6 +37,11 @@ type Service struct {
 	Limiter *cache.Limiter // the POST /v1/gps rate limit
 	Clock   clock.Clock
 	Events  events.Publisher // may be nil
+
+	prep struct { // prepared ingestion statements (see ingestStmts)
+		sync.Mutex
+		insert, count *sql.Stmt
+	}
 }
 
 // Handler serves the tracking routes.
