@@ -1,9 +1,20 @@
 package app
 
-import "context"
+import (
+	"context"
+
+	"hmid/internal/tracking"
+)
 
 // trackingArea holds the handlers of this area (built by buildTracking).
-type trackingArea struct{}
+type trackingArea struct {
+	tracking *tracking.Handler
+}
 
 // buildTracking constructs the area with explicit dependencies.
-func (s *Server) buildTracking(ctx context.Context) error { return nil }
+func (s *Server) buildTracking(ctx context.Context) error {
+	s.tracking = &tracking.Handler{S: &tracking.Service{
+		DB: s.DB, Cache: s.Cache, Limiter: s.Limiter, Clock: s.Clock, Events: s.Events,
+	}}
+	return nil
+}

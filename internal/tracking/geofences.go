@@ -1,0 +1,238 @@
+package tracking
+
+import (
+	"bytes"
+	"database/sql"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"hmid/internal/apperr"
+	"hmid/internal/db"
+	"hmid/internal/httpx"
+)
+
+// Geofence is a circular area: a centre and a radius in kilometres.
+type Geofence struct {
+	ID          string          `json:"id"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Latitude    float64         `json:"latitude"`
+	Longitude   float64         `json:"longitude"`
+	RadiusKm    float64         `json:"radius_km"`
+	IsActive    bool            `json:"is_active"`
+	Metadata    json.RawMessage `json:"metadata"`
+	CreatedAt   time.Time       `json:"created_at"`
+	UpdatedAt   time.Time       `json:"updated_at"`
+}
+
+const geofenceCols = `id, name, description, latitude, longitude, radius_km, is_active, metadata, created_at, updated_at`
+
+func scanGeofence(row interface{ Scan(...any) error }) (Geofence, error) {
+	var g Geofence
+	var meta string
+	var c, u int64
+	err := row.Scan(&g.ID, &g.Name, &g.Description, &g.Latitude, &g.Longitude, &g.RadiusKm, &g.IsActive, &meta, &c, &u)
+	g.Metadata = json.RawMessage(meta)
+	g.CreatedAt, g.UpdatedAt = db.FromTS(c), db.FromTS(u)
+	return g, err
+}
+
+type geofenceBody struct {
+	Name        httpx.Opt[string]          `json:"name"`
+	Description httpx.Opt[string]          `json:"description"`
+	Latitude    httpx.Opt[float64]         `json:"latitude"`
+	Longitude   httpx.Opt[float64]         `json:"longitude"`
+	RadiusKm    httpx.Opt[float64]         `json:"radius_km"`
+	IsActive    httpx.Opt[bool]            `json:"is_active"`
+	Metadata    httpx.Opt[json.RawMessage] `json:"metadata"`
+}
+
+// apply validates and applies the fields present in the body.
+func (b *geofenceBody) apply(g *Geofence) error {
+	if b.Name.Set {
+		name, err := requiredName("name", b.Name.Value)
+		if err != nil {
+			return err
+		}
+		g.Name = name
+	}
+	if b.Description.Set {
+		g.Description = b.Description.Value
+	}
+	if b.Latitude.Set {
+		if b.Latitude.Null {
+			return apperr.Invalid("latitude is required")
+		}
+		if err := checkLat("latitude", b.Latitude.Ptr()); err != nil {
+			return err
+		}
+		g.Latitude = b.Latitude.Value
+	}
+	if b.Longitude.Set {
+		if b.Longitude.Null {
+			return apperr.Invalid("longitude is required")
+		}
+		if err := checkLon("longitude", b.Longitude.Ptr()); err != nil {
+			return err
+		}
+		g.Longitude = b.Longitude.Value
+	}
+	if b.RadiusKm.Set {
+		if v := b.RadiusKm.Value; b.RadiusKm.Null || !finite(v) || v <= 0 {
+			return apperr.Invalid("radius_km must be a number greater than 0")
+		}
+		g.RadiusKm = b.RadiusKm.Value
+	}
+	if b.IsActive.Set {
+		g.IsActive = b.IsActive.Value
+	}
+	if b.Metadata.Set {
+		m := bytes.TrimSpace(b.Metadata.Value)
+		if b.Metadata.Null || len(m) == 0 || m[0] != '{' {
+			return apperr.Invalid("metadata must be a JSON object")
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, m); err != nil {
+			return apperr.Invalid("metadata must be a JSON object")
+		}
+		g.Metadata = compact.Bytes()
+	}
+	return nil
+}
+
+// ListGeofences serves GET /v1/geofences, newest first.
+func (h *Handler) ListGeofences(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	pg := httpx.ParsePage(r, 10)
+	var total int
+	if err := h.S.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM geofences`).Scan(&total); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	rows, err := h.S.DB.QueryContext(ctx, `SELECT `+geofenceCols+` FROM geofences ORDER BY created_at DESC, id DESC LIMIT $1 OFFSET $2`, pg.Limit, pg.Offset())
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	defer rows.Close()
+	out := []Geofence{}
+	for rows.Next() {
+		g, err := scanGeofence(rows)
+		if err != nil {
+			httpx.Error(w, r, err)
+			return
+		}
+		out = append(out, g)
+	}
+	if err := rows.Err(); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.WriteList(w, r, out, pg, total)
+}
+
+// GetGeofence serves GET /v1/geofences/{id}.
+func (h *Handler) GetGeofence(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	g, err := scanGeofence(h.S.DB.QueryRowContext(r.Context(), `SELECT `+geofenceCols+` FROM geofences WHERE id = $1`, id))
+	if err != nil {
+		httpx.Error(w, r, notFoundOr(err, "geofence"))
+		return
+	}
+	httpx.WriteResource(w, r, http.StatusOK, g)
+}
+
+// CreateGeofence serves POST /v1/geofences.
+func (h *Handler) CreateGeofence(w http.ResponseWriter, r *http.Request) {
+	var b geofenceBody
+	if err := httpx.Decode(r, &b); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"latitude", b.Latitude.Set}, {"longitude", b.Longitude.Set}, {"radius_km", b.RadiusKm.Set}} {
+		if !f.set {
+			httpx.Error(w, r, apperr.Invalid("%s is required", f.name))
+			return
+		}
+	}
+	now := db.FromTS(db.TS(h.S.Clock.Now()))
+	g := Geofence{ID: newID(), IsActive: true, Metadata: json.RawMessage("{}"), CreatedAt: now, UpdatedAt: now}
+	b.Name.Set = true
+	if err := b.apply(&g); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if _, err := h.S.DB.ExecContext(r.Context(), `INSERT INTO geofences (`+geofenceCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)`,
+		g.ID, g.Name, g.Description, g.Latitude, g.Longitude, g.RadiusKm, g.IsActive, string(g.Metadata), db.TS(now)); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.WriteResourceAt(w, r, http.StatusCreated, g, "/v1/geofences/"+g.ID)
+}
+
+// UpdateGeofence serves PATCH /v1/geofences/{id}.
+func (h *Handler) UpdateGeofence(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id, err := pathID(r, "id")
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	var b geofenceBody
+	if err := httpx.Decode(r, &b); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if !b.Name.Set && !b.Description.Set && !b.Latitude.Set && !b.Longitude.Set && !b.RadiusKm.Set && !b.IsActive.Set && !b.Metadata.Set {
+		httpx.Error(w, r, apperr.Invalid("give at least one of name, description, latitude, longitude, radius_km, is_active, metadata"))
+		return
+	}
+	var g Geofence
+	err = h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		g, err = scanGeofence(tx.QueryRowContext(ctx, `SELECT `+geofenceCols+` FROM geofences WHERE id = $1`, id))
+		if err != nil {
+			return notFoundOr(err, "geofence")
+		}
+		if err := b.apply(&g); err != nil {
+			return err
+		}
+		now := h.S.Clock.Now()
+		g.UpdatedAt = db.FromTS(db.TS(now))
+		_, err = tx.ExecContext(ctx, `UPDATE geofences SET name = $1, description = $2, latitude = $3, longitude = $4, radius_km = $5, is_active = $6,
+			metadata = $7, updated_at = $8 WHERE id = $9`, g.Name, g.Description, g.Latitude, g.Longitude, g.RadiusKm, g.IsActive, string(g.Metadata), db.TS(now), id)
+		return err
+	})
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.WriteResource(w, r, http.StatusOK, g)
+}
+
+// DeleteGeofence serves DELETE /v1/geofences/{id}.
+func (h *Handler) DeleteGeofence(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	res, err := h.S.DB.ExecContext(r.Context(), `DELETE FROM geofences WHERE id = $1`, id)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		httpx.Error(w, r, apperr.NotFoundf("geofence not found"))
+		return
+	}
+	httpx.NoContent(w)
+}

@@ -1,0 +1,454 @@
+package tracking
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"hash/fnv"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"hmid/internal/apperr"
+	"hmid/internal/authn"
+	"hmid/internal/cache"
+	"hmid/internal/db"
+	"hmid/internal/events"
+	"hmid/internal/httpx"
+)
+
+// Limits of POST /v1/gps (spec 3, Limits).
+const (
+	GPSRateLimit  = 30
+	GPSRateWindow = time.Minute
+	// CurrentTTL bounds how old a served latest point may be (spec 3, Limits).
+	CurrentTTL = 5 * time.Minute
+	// countSlots is the number of rows of gps_point_count (see the migration).
+	countSlots = 16
+)
+
+// Point is a GPS point.
+type Point struct {
+	ID         string    `json:"id"`
+	DeviceID   *string   `json:"device_id"`
+	TripID     *string   `json:"trip_id"`
+	Latitude   float64   `json:"latitude"`
+	Longitude  float64   `json:"longitude"`
+	Altitude   float64   `json:"altitude"`
+	Heading    float64   `json:"heading"`
+	Timestamp  time.Time `json:"timestamp"`
+	SpeedKmh   float64   `json:"speed_kmh"`
+	SpeedMps   float64   `json:"speed_mps"`
+	SpeedMph   float64   `json:"speed_mph"`
+	SpeedKnots float64   `json:"speed_knots"`
+	PDOP       *float64  `json:"pdop"`
+	HDOP       *float64  `json:"hdop"`
+	VDOP       *float64  `json:"vdop"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+const pointCols = `id, device_id, trip_id, latitude, longitude, altitude, heading, ts, speed_kmh, speed_mps, speed_mph, speed_knots, pdop, hdop, vdop, created_at`
+
+func scanPoint(row interface{ Scan(...any) error }) (Point, error) {
+	var p Point
+	var dev, trip sql.NullString
+	var pd, hd, vd sql.NullFloat64
+	var ts, c int64
+	err := row.Scan(&p.ID, &dev, &trip, &p.Latitude, &p.Longitude, &p.Altitude, &p.Heading, &ts,
+		&p.SpeedKmh, &p.SpeedMps, &p.SpeedMph, &p.SpeedKnots, &pd, &hd, &vd, &c)
+	p.DeviceID, p.TripID = sptr(dev), sptr(trip)
+	p.PDOP, p.HDOP, p.VDOP = fptr(pd), fptr(hd), fptr(vd)
+	p.Timestamp, p.CreatedAt = db.FromTS(ts), db.FromTS(c)
+	return p, err
+}
+
+func scanPoints(rows *sql.Rows, err error) ([]Point, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []Point{}
+	for rows.Next() {
+		p, err := scanPoint(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// PointInput is the body of POST /v1/gps.
+type PointInput struct {
+	Latitude   *float64 `json:"latitude"`
+	Longitude  *float64 `json:"longitude"`
+	Altitude   *float64 `json:"altitude"`
+	Heading    *float64 `json:"heading"`
+	Timestamp  *int64   `json:"timestamp"` // Unix seconds
+	SpeedKmh   *float64 `json:"speed_kmh"`
+	SpeedMps   *float64 `json:"speed_mps"`
+	SpeedMph   *float64 `json:"speed_mph"`
+	SpeedKnots *float64 `json:"speed_knots"`
+	PDOP       *float64 `json:"pdop"`
+	HDOP       *float64 `json:"hdop"`
+	VDOP       *float64 `json:"vdop"`
+	DeviceID   *string  `json:"device_id"`
+}
+
+// maxUnixSeconds is 9999-12-31T23:59:59Z, the last instant ISO 8601 years of four digits can show.
+const maxUnixSeconds = 253402300799
+
+func (in *PointInput) validate() error {
+	required := []struct {
+		name string
+		v    *float64
+	}{{"latitude", in.Latitude}, {"longitude", in.Longitude}, {"altitude", in.Altitude}, {"heading", in.Heading},
+		{"speed_kmh", in.SpeedKmh}, {"speed_mps", in.SpeedMps}, {"speed_mph", in.SpeedMph}, {"speed_knots", in.SpeedKnots}}
+	for _, f := range required {
+		if f.v == nil {
+			return apperr.Invalid("%s is required", f.name)
+		}
+	}
+	if in.Timestamp == nil {
+		return apperr.Invalid("timestamp is required (integer Unix seconds)")
+	}
+	if *in.Timestamp < 0 || *in.Timestamp > maxUnixSeconds {
+		return apperr.Invalid("timestamp must be Unix seconds between 0 and %d", maxUnixSeconds)
+	}
+	if err := checkLat("latitude", in.Latitude); err != nil {
+		return err
+	}
+	if err := checkLon("longitude", in.Longitude); err != nil {
+		return err
+	}
+	if !finite(*in.Altitude) {
+		return apperr.Invalid("altitude must be a number")
+	}
+	if h := *in.Heading; !finite(h) || h < 0 || h > 360 {
+		return apperr.Invalid("heading must be between 0 and 360 degrees")
+	}
+	for _, f := range []struct {
+		name string
+		v    *float64
+	}{{"speed_kmh", in.SpeedKmh}, {"speed_mps", in.SpeedMps}, {"speed_mph", in.SpeedMph}, {"speed_knots", in.SpeedKnots},
+		{"pdop", in.PDOP}, {"hdop", in.HDOP}, {"vdop", in.VDOP}} {
+		if err := checkNonNegative(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	var err error
+	in.DeviceID, err = optUUID("device_id", in.DeviceID)
+	return err
+}
+
+// Cache keys of the latest point, globally and per device.
+const currentKey = "gps:current"
+
+func currentDeviceKey(deviceID string) string { return currentKey + ":device:" + deviceID }
+
+// rateKey names the principal a POST /v1/gps counts against: the API key
+// when one is used, else the user (DECISIONS.md, REST conventions).
+func rateKey(p *authn.Principal) string {
+	if p.APIKeyID != "" {
+		return "gps:key:" + p.APIKeyID
+	}
+	return "gps:user:" + p.UserID
+}
+
+// CreatePoint records a GPS point. A point of a device that has an active
+// trip with GPS logging is linked to that trip in the same statement, so a
+// status change racing the insert sees either the linked point or none.
+func (s *Service) CreatePoint(ctx context.Context, p *authn.Principal, in PointInput) (Point, error) {
+	if err := in.validate(); err != nil {
+		return Point{}, err
+	}
+	device := in.DeviceID
+	if device == nil && p.APIKeyID != "" {
+		// A key linked to a device records for that device when the body names none.
+		var id string
+		err := s.DB.QueryRowContext(ctx, `SELECT id FROM devices WHERE api_key_id = $1`, p.APIKeyID).Scan(&id)
+		if err == nil {
+			device = &id
+		} else if !errors.Is(err, sql.ErrNoRows) {
+			return Point{}, err
+		}
+	}
+	now := s.Clock.Now()
+	pt := Point{
+		ID: newID(), DeviceID: device, Latitude: *in.Latitude, Longitude: *in.Longitude, Altitude: *in.Altitude,
+		Heading: *in.Heading, Timestamp: time.Unix(*in.Timestamp, 0).UTC(), SpeedKmh: *in.SpeedKmh, SpeedMps: *in.SpeedMps,
+		SpeedMph: *in.SpeedMph, SpeedKnots: *in.SpeedKnots, PDOP: in.PDOP, HDOP: in.HDOP, VDOP: in.VDOP,
+		CreatedAt: db.FromTS(db.TS(now)),
+	}
+	ins, count, err := s.ingestStmts(ctx)
+	if err != nil {
+		return Point{}, err
+	}
+	err = s.DB.Tx(ctx, func(tx *sql.Tx) error {
+		var trip sql.NullString
+		err := tx.StmtContext(ctx, ins).QueryRowContext(ctx, pt.ID, nullS(device), pt.Latitude, pt.Longitude, pt.Altitude, pt.Heading, db.TS(pt.Timestamp),
+			pt.SpeedKmh, pt.SpeedMps, pt.SpeedMph, pt.SpeedKnots, nullF(pt.PDOP), nullF(pt.HDOP), nullF(pt.VDOP), db.TS(now)).Scan(&trip)
+		if err != nil {
+			if db.IsForeignKeyViolation(err) {
+				return apperr.Invalid("device_id %s does not exist", *device)
+			}
+			return err
+		}
+		pt.TripID = sptr(trip)
+		_, err = tx.StmtContext(ctx, count).ExecContext(ctx, 1, countSlot(pt.ID))
+		return err
+	})
+	if err != nil {
+		return Point{}, err
+	}
+	s.refreshCurrent(ctx, pt)
+	if device != nil {
+		events.Publish(ctx, s.Events, events.GPSDevice(*device), pt)
+	}
+	return pt, nil
+}
+
+// The ingestion statements, prepared once on the writer: parsing the SQL
+// costs more than running it on SQLite, and GPS ingestion is the hot write path.
+const (
+	insertPointSQL = `INSERT INTO gps_points (` + pointCols + `) VALUES ($1, $2,
+		(SELECT t.id FROM trips t WHERE t.device_id = $2 AND t.status = 'active' AND t.gps_logging_enabled = TRUE LIMIT 1),
+		$3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING trip_id`
+	countPointSQL = `UPDATE gps_point_count SET n = n + $1 WHERE slot = $2`
+)
+
+func (s *Service) ingestStmts(ctx context.Context) (ins, count *sql.Stmt, err error) {
+	s.prep.Lock()
+	defer s.prep.Unlock()
+	if s.prep.insert == nil {
+		if s.prep.insert, err = s.DB.Writer().PrepareContext(ctx, insertPointSQL); err != nil {
+			return nil, nil, err
+		}
+	}
+	if s.prep.count == nil {
+		if s.prep.count, err = s.DB.Writer().PrepareContext(ctx, countPointSQL); err != nil {
+			return nil, nil, err
+		}
+	}
+	return s.prep.insert, s.prep.count, nil
+}
+
+// countSlot spreads counter updates over the slots by point id.
+func countSlot(id string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	return int(h.Sum32() % countSlots)
+}
+
+// newer reports whether a is later than b in the newest-first order (timestamp, then id).
+func newer(a, b Point) bool {
+	if !a.Timestamp.Equal(b.Timestamp) {
+		return a.Timestamp.After(b.Timestamp)
+	}
+	return a.ID > b.ID
+}
+
+// refreshCurrent replaces the cached latest points with pt when pt is newer.
+// An absent entry is left absent: the next read loads the true latest point
+// from the database, which a late point with an old timestamp could not be.
+// Cache failures only make the next read go to the database.
+func (s *Service) refreshCurrent(ctx context.Context, pt Point) {
+	keys := []string{currentKey}
+	if pt.DeviceID != nil {
+		keys = append(keys, currentDeviceKey(*pt.DeviceID))
+	}
+	raw, err := json.Marshal(pt)
+	if err != nil {
+		return
+	}
+	for _, k := range keys {
+		b, err := s.Cache.Get(ctx, k)
+		if err != nil {
+			continue
+		}
+		var cur Point
+		if json.Unmarshal(b, &cur) == nil && !newer(pt, cur) {
+			continue
+		}
+		_ = s.Cache.Set(ctx, k, raw, CurrentTTL)
+	}
+}
+
+// forgetCurrent drops cached latest points that may show a deleted or changed point.
+func (s *Service) forgetCurrent(ctx context.Context, deviceID *string) {
+	keys := []string{currentKey}
+	if deviceID != nil {
+		keys = append(keys, currentDeviceKey(*deviceID))
+	}
+	_ = s.Cache.Delete(ctx, keys...)
+}
+
+// Current returns the latest point, of one device when deviceID is set,
+// from the cache when it holds one (at most CurrentTTL old).
+func (s *Service) Current(ctx context.Context, deviceID *string) (Point, error) {
+	key := currentKey
+	where, args := "", []any{}
+	if deviceID != nil {
+		key = currentDeviceKey(*deviceID)
+		where, args = " WHERE device_id = $1", []any{*deviceID}
+	}
+	if b, err := s.Cache.Get(ctx, key); err == nil {
+		var p Point
+		if json.Unmarshal(b, &p) == nil {
+			return p, nil
+		}
+	} else if !errors.Is(err, cache.ErrMiss) {
+		return Point{}, err
+	}
+	p, err := scanPoint(s.DB.QueryRowContext(ctx, `SELECT `+pointCols+` FROM gps_points`+where+` ORDER BY ts DESC, id DESC LIMIT 1`, args...))
+	if err != nil {
+		return Point{}, notFoundOr(err, "GPS point")
+	}
+	if raw, err := json.Marshal(p); err == nil {
+		_ = s.Cache.Set(ctx, key, raw, CurrentTTL)
+	}
+	return p, nil
+}
+
+// ListPoints returns one page of points, newest first, and the total. The
+// page's ids come from the (ts, id) index alone, so a deep OFFSET skips index
+// entries rather than rows, and the total is the sum of the maintained
+// counter instead of a COUNT over every point.
+func (s *Service) ListPoints(ctx context.Context, pg httpx.Page) ([]Point, int, error) {
+	var total int64
+	if err := s.DB.QueryRowContext(ctx, `SELECT COALESCE(SUM(n), 0) FROM gps_point_count`).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	if pg.Offset() >= int(total) {
+		return []Point{}, int(total), nil
+	}
+	pts, err := scanPoints(s.DB.QueryContext(ctx, `SELECT `+pointCols+` FROM gps_points WHERE id IN
+		(SELECT id FROM gps_points ORDER BY ts DESC, id DESC LIMIT $1 OFFSET $2) ORDER BY ts DESC, id DESC`, pg.Limit, pg.Offset()))
+	return pts, int(total), err
+}
+
+// ListGPS serves GET /v1/gps.
+func (h *Handler) ListGPS(w http.ResponseWriter, r *http.Request) {
+	pg := httpx.ParsePage(r, 10)
+	pts, total, err := h.S.ListPoints(r.Context(), pg)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.WriteList(w, r, pts, pg, total)
+}
+
+// CurrentGPS serves GET /v1/gps/current with optional device_id.
+func (h *Handler) CurrentGPS(w http.ResponseWriter, r *http.Request) {
+	var device *string
+	if v := r.URL.Query().Get("device_id"); v != "" {
+		id, err := parseUUID("device_id", v)
+		if err != nil {
+			httpx.Error(w, r, err)
+			return
+		}
+		device = &id
+	}
+	p, err := h.S.Current(r.Context(), device)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.WriteResource(w, r, http.StatusOK, p)
+}
+
+// CurrentByDevice serves GET /v1/gps/current/devices: the latest point of
+// every device that has one, newest first, as a bare array.
+func (h *Handler) CurrentByDevice(w http.ResponseWriter, r *http.Request) {
+	pts, err := scanPoints(h.S.DB.QueryContext(r.Context(), `SELECT `+pointCols+` FROM gps_points g WHERE g.id IN
+		(SELECT (SELECT p.id FROM gps_points p WHERE p.device_id = d.id ORDER BY p.ts DESC, p.id DESC LIMIT 1) FROM devices d)
+		ORDER BY g.ts DESC, g.id DESC`))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, pts)
+}
+
+// GetGPS serves GET /v1/gps/{id}.
+func (h *Handler) GetGPS(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	p, err := scanPoint(h.S.DB.QueryRowContext(r.Context(), `SELECT `+pointCols+` FROM gps_points WHERE id = $1`, id))
+	if err != nil {
+		httpx.Error(w, r, notFoundOr(err, "GPS point"))
+		return
+	}
+	httpx.WriteResource(w, r, http.StatusOK, p)
+}
+
+// CreateGPS serves POST /v1/gps: rate limited per principal, with the
+// RateLimit-* headers on every answer and Retry-After on 429.
+func (h *Handler) CreateGPS(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	p := authn.From(ctx)
+	d, err := h.S.Limiter.Allow(ctx, rateKey(p), GPSRateLimit, GPSRateWindow)
+	if err != nil {
+		httpx.Error(w, r, apperr.Unavailablef("the rate limiter is unavailable"))
+		return
+	}
+	hd := w.Header()
+	hd.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
+	hd.Set("RateLimit-Remaining", strconv.Itoa(d.Remaining))
+	hd.Set("RateLimit-Reset", strconv.Itoa(int(math.Ceil(d.Reset.Seconds()))))
+	if !d.Allowed {
+		httpx.Error(w, r, apperr.RateLimited(d.Reset, "at most %d GPS points per %s; retry later", GPSRateLimit, GPSRateWindow))
+		return
+	}
+	var in PointInput
+	if err := httpx.Decode(r, &in); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	pt, err := h.S.CreatePoint(ctx, p, in)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.WriteResourceAt(w, r, http.StatusCreated, pt, "/v1/gps/"+pt.ID)
+}
+
+// DeleteGPS serves DELETE /v1/gps/{id}; a point linked to a trip answers 409.
+func (h *Handler) DeleteGPS(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id, err := pathID(r, "id")
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	var device sql.NullString
+	err = h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+		var trip sql.NullString
+		if err := tx.QueryRowContext(ctx, `SELECT device_id, trip_id FROM gps_points WHERE id = $1`, id).Scan(&device, &trip); err != nil {
+			return notFoundOr(err, "GPS point")
+		}
+		if trip.Valid {
+			return apperr.Conflictf("the GPS point is linked to trip %s", trip.String)
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM gps_points WHERE id = $1 AND trip_id IS NULL`, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return apperr.Conflictf("the GPS point was linked to a trip or deleted meanwhile")
+		}
+		_, err = tx.ExecContext(ctx, countPointSQL, -1, countSlot(id))
+		return err
+	})
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	h.S.forgetCurrent(ctx, sptr(device))
+	httpx.NoContent(w)
+}

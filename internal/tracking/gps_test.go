@@ -1,0 +1,232 @@
+package tracking_test
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"hmid/internal/apptest"
+	"hmid/internal/db"
+)
+
+func TestGPSCreateGetListDelete(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		sys := e.SystemKey
+		reader := operator(t, e, "gps:read")
+		e.Call(t, "GET", "/v1/gps", "", nil, http.StatusUnauthorized)
+		e.Call(t, "POST", "/v1/gps", reader.Token, point(1, nil), http.StatusForbidden)
+
+		// No point yet.
+		e.Call(t, "GET", "/v1/gps/current", sys, nil, http.StatusNotFound)
+		if a := e.Call(t, "GET", "/v1/gps/current/devices", sys, nil, http.StatusOK).Array(); len(a) != 0 {
+			t.Fatalf("current/devices = %v", a)
+		}
+
+		dev := create(t, e, "/v1/devices", sys, map[string]any{"name": "truck 1"})
+		devID := dev["id"].(string)
+		base := apptest.Start.Unix()
+		r := e.Call(t, "POST", "/v1/gps", sys, point(base, map[string]any{"device_id": devID, "pdop": 1.5, "hdop": 0.9, "vdop": 1.1}), http.StatusCreated)
+		p := data(r)
+		if p["timestamp"] != apptest.Start.Format(time.RFC3339) || p["device_id"] != devID || p["trip_id"] != nil || p["pdop"] != 1.5 || p["speed_knots"] != 19.44 {
+			t.Fatalf("created point = %v", p)
+		}
+		if r.Header.Get("RateLimit-Limit") != "30" || r.Header.Get("RateLimit-Remaining") != "29" || r.Header.Get("RateLimit-Reset") == "" {
+			t.Fatalf("rate headers = %v", r.Header)
+		}
+		if self := r.JSON()["_links"].(map[string]any)["self"]; self != e.URL+"/v1/gps/"+p["id"].(string) {
+			t.Fatalf("self = %v", self)
+		}
+		for i := 1; i <= 11; i++ {
+			e.Call(t, "POST", "/v1/gps", sys, point(base+int64(i), nil), http.StatusCreated)
+		}
+
+		got := e.Call(t, "GET", "/v1/gps/"+p["id"].(string), reader.Token, nil, http.StatusOK)
+		if data(got)["id"] != p["id"] || data(got)["hdop"] != 0.9 {
+			t.Fatalf("get = %s", got.Body)
+		}
+		e.Call(t, "GET", "/v1/gps/"+uuid.NewString(), sys, nil, http.StatusNotFound)
+		e.Call(t, "GET", "/v1/gps/not-a-uuid", sys, nil, http.StatusBadRequest)
+
+		// Newest first, 10 per page by default, 100 at most.
+		l := e.Call(t, "GET", "/v1/gps", reader.Token, nil, http.StatusOK).JSON()
+		pg := l["pagination"].(map[string]any)
+		list := l["data"].([]any)
+		if pg["total"] != 12.0 || pg["limit"] != 10.0 || pg["total_pages"] != 2.0 || len(list) != 10 {
+			t.Fatalf("list pagination = %v (%d items)", pg, len(list))
+		}
+		if first := list[0].(map[string]any); first["timestamp"] != apptest.Start.Add(11*time.Second).Format(time.RFC3339) {
+			t.Fatalf("first = %v", first)
+		}
+		l2 := e.Call(t, "GET", "/v1/gps?page=2", sys, nil, http.StatusOK).JSON()
+		last := l2["data"].([]any)
+		if len(last) != 2 || last[1].(map[string]any)["id"] != p["id"] {
+			t.Fatalf("page 2 = %v", last)
+		}
+		if n := len(e.Call(t, "GET", "/v1/gps?page=99", sys, nil, http.StatusOK).JSON()["data"].([]any)); n != 0 {
+			t.Fatalf("page 99 has %d", n)
+		}
+		if lim := e.Call(t, "GET", "/v1/gps?limit=1000", sys, nil, http.StatusOK).JSON()["pagination"].(map[string]any)["limit"]; lim != 100.0 {
+			t.Fatalf("limit = %v", lim)
+		}
+
+		cur := data(e.Call(t, "GET", "/v1/gps/current", reader.Token, nil, http.StatusOK))
+		if cur["timestamp"] != apptest.Start.Add(11*time.Second).Format(time.RFC3339) {
+			t.Fatalf("current = %v", cur)
+		}
+		if cd := data(e.Call(t, "GET", "/v1/gps/current?device_id="+devID, sys, nil, http.StatusOK)); cd["id"] != p["id"] {
+			t.Fatalf("current of device = %v", cd)
+		}
+		e.Call(t, "GET", "/v1/gps/current?device_id="+uuid.NewString(), sys, nil, http.StatusNotFound)
+		e.Call(t, "GET", "/v1/gps/current?device_id=nope", sys, nil, http.StatusBadRequest)
+		devs := e.Call(t, "GET", "/v1/gps/current/devices", sys, nil, http.StatusOK).Array()
+		if len(devs) != 1 || devs[0].(map[string]any)["id"] != p["id"] {
+			t.Fatalf("current/devices = %v", devs)
+		}
+
+		// Delete: permission, 404, 400, 204 and the total goes down.
+		e.Call(t, "DELETE", "/v1/gps/"+p["id"].(string), reader.Token, nil, http.StatusForbidden)
+		e.Call(t, "DELETE", "/v1/gps/"+uuid.NewString(), sys, nil, http.StatusNotFound)
+		e.Call(t, "DELETE", "/v1/gps/zzz", sys, nil, http.StatusBadRequest)
+		e.Call(t, "DELETE", "/v1/gps/"+p["id"].(string), sys, nil, http.StatusNoContent)
+		e.Call(t, "GET", "/v1/gps/"+p["id"].(string), sys, nil, http.StatusNotFound)
+		if tot := e.Call(t, "GET", "/v1/gps", sys, nil, http.StatusOK).JSON()["pagination"].(map[string]any)["total"]; tot != 11.0 {
+			t.Fatalf("total after delete = %v", tot)
+		}
+		e.Call(t, "GET", "/v1/gps/current?device_id="+devID, sys, nil, http.StatusNotFound)
+	})
+}
+
+func TestGPSValidation(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		sys := e.SystemKey
+		ok := point(1_700_000_000, nil)
+		cases := []struct {
+			name string
+			body any
+		}{
+			{"no speed_kmh", without(ok, "speed_kmh")},
+			{"no speed_mps", without(ok, "speed_mps")},
+			{"no speed_mph", without(ok, "speed_mph")},
+			{"no speed_knots", without(ok, "speed_knots")},
+			{"no latitude", without(ok, "latitude")},
+			{"no longitude", without(ok, "longitude")},
+			{"no altitude", without(ok, "altitude")},
+			{"no heading", without(ok, "heading")},
+			{"no timestamp", without(ok, "timestamp")},
+			{"latitude 90.1", point(1, map[string]any{"latitude": 90.1})},
+			{"latitude -91", point(1, map[string]any{"latitude": -91})},
+			{"longitude 180.5", point(1, map[string]any{"longitude": 180.5})},
+			{"longitude -181", point(1, map[string]any{"longitude": -181})},
+			{"timestamp fraction", point(1, map[string]any{"timestamp": 1.5})},
+			{"timestamp string", point(1, map[string]any{"timestamp": "2026-01-01T00:00:00Z"})},
+			{"timestamp negative", point(-1, nil)},
+			{"heading 400", point(1, map[string]any{"heading": 400})},
+			{"negative speed", point(1, map[string]any{"speed_kmh": -1})},
+			{"device not uuid", point(1, map[string]any{"device_id": "abc"})},
+			{"unknown device", point(1, map[string]any{"device_id": uuid.NewString()})},
+			{"malformed", `{"latitude":`},
+			{"array", `[]`},
+		}
+		for _, c := range cases {
+			r := e.Do(t, apptest.Req{Method: "POST", Path: "/v1/gps", Token: sys, Body: c.body})
+			if r.Status != http.StatusBadRequest {
+				t.Errorf("%s: status %d, body %s", c.name, r.Status, r.Body)
+			}
+			if r.Header.Get("RateLimit-Limit") != "30" {
+				t.Errorf("%s: no rate-limit headers", c.name)
+			}
+		}
+		// Edges are inside the ranges.
+		e.Call(t, "POST", "/v1/gps", sys, point(0, map[string]any{"latitude": -90, "longitude": 180}), http.StatusCreated)
+		if n := e.Call(t, "GET", "/v1/gps", sys, nil, http.StatusOK).JSON()["pagination"].(map[string]any)["total"]; n != 1.0 {
+			t.Fatalf("total = %v, bad points were stored", n)
+		}
+	})
+}
+
+func TestGPSRateLimit(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		admin := e.Admin(t)
+		key, _ := e.NewAPIKey(t, admin.ID, "gps:write")
+		for i := range 30 {
+			r := e.Call(t, "POST", "/v1/gps", key, point(int64(i), nil), http.StatusCreated)
+			if got := r.Header.Get("RateLimit-Remaining"); got != fmt.Sprint(29-i) {
+				t.Fatalf("request %d: remaining %s", i+1, got)
+			}
+		}
+		r := e.Call(t, "POST", "/v1/gps", key, point(31, nil), http.StatusTooManyRequests)
+		if r.Header.Get("Retry-After") == "" || r.Header.Get("RateLimit-Limit") != "30" || r.Header.Get("RateLimit-Remaining") != "0" || r.Header.Get("RateLimit-Reset") == "" {
+			t.Fatalf("429 headers = %v", r.Header)
+		}
+		if r.JSON()["error"] != "TooManyRequests" {
+			t.Fatalf("429 body = %s", r.Body)
+		}
+		// Another principal (the owner's session) has its own window.
+		e.Call(t, "POST", "/v1/gps", admin.Token, point(32, nil), http.StatusCreated)
+		e.Clock.Advance(time.Minute)
+		r = e.Call(t, "POST", "/v1/gps", key, point(33, nil), http.StatusCreated)
+		if r.Header.Get("RateLimit-Remaining") != "29" {
+			t.Fatalf("new window remaining = %s", r.Header.Get("RateLimit-Remaining"))
+		}
+	})
+}
+
+func TestGPSCurrentCache(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		sys := e.SystemKey
+		dev := create(t, e, "/v1/devices", sys, map[string]any{"name": "van"})["id"].(string)
+		base := apptest.Start.Unix()
+		p1 := create(t, e, "/v1/gps", sys, point(base, map[string]any{"device_id": dev}))
+		if c := data(e.Call(t, "GET", "/v1/gps/current", sys, nil, http.StatusOK)); c["id"] != p1["id"] {
+			t.Fatalf("current = %v", c)
+		}
+		data(e.Call(t, "GET", "/v1/gps/current?device_id="+dev, sys, nil, http.StatusOK))
+
+		// A new point refreshes both cached entries at once.
+		p2 := create(t, e, "/v1/gps", sys, point(base+10, map[string]any{"device_id": dev}))
+		if c := data(e.Call(t, "GET", "/v1/gps/current", sys, nil, http.StatusOK)); c["id"] != p2["id"] {
+			t.Fatalf("current after new point = %v", c)
+		}
+		if c := data(e.Call(t, "GET", "/v1/gps/current?device_id="+dev, sys, nil, http.StatusOK)); c["id"] != p2["id"] {
+			t.Fatalf("device current after new point = %v", c)
+		}
+		// A late point with an older timestamp does not replace the latest.
+		create(t, e, "/v1/gps", sys, point(base+5, map[string]any{"device_id": dev}))
+		if c := data(e.Call(t, "GET", "/v1/gps/current", sys, nil, http.StatusOK)); c["id"] != p2["id"] {
+			t.Fatalf("current after late point = %v", c)
+		}
+
+		// Answers come from the cache: a row written behind the service's back
+		// shows only once the cached entry is older than five minutes.
+		hidden := uuid.NewString()
+		if _, err := e.Server.DB.ExecContext(t.Context(), `INSERT INTO gps_points (id, latitude, longitude, altitude, heading, ts, speed_kmh, speed_mps, speed_mph, speed_knots, created_at)
+			VALUES ($1, 1, 1, 1, 1, $2, 1, 1, 1, 1, $2)`, hidden, db.TS(apptest.Start.Add(time.Hour))); err != nil {
+			t.Fatal(err)
+		}
+		if c := data(e.Call(t, "GET", "/v1/gps/current", sys, nil, http.StatusOK)); c["id"] != p2["id"] {
+			t.Fatalf("current not from cache: %v", c)
+		}
+		if e.Server.Cache.Name() != "memory" {
+			return // Redis expires keys on its own clock, not the test's.
+		}
+		e.Clock.Advance(5*time.Minute + time.Second)
+		if c := data(e.Call(t, "GET", "/v1/gps/current", sys, nil, http.StatusOK)); c["id"] != hidden {
+			t.Fatalf("current after expiry = %v", c)
+		}
+	})
+}
+
+func TestGPSDeviceFromAPIKey(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		admin := e.Admin(t)
+		key, keyID := e.NewAPIKey(t, admin.ID, "gps:write", "gps:read")
+		dev := create(t, e, "/v1/devices", admin.Token, map[string]any{"name": "tracker", "api_key_id": keyID})
+		p := create(t, e, "/v1/gps", key, point(100, nil))
+		if p["device_id"] != dev["id"] {
+			t.Fatalf("point of a linked key = %v", p)
+		}
+	})
+}

@@ -1,0 +1,456 @@
+package tracking
+
+import (
+	"context"
+	"database/sql"
+	"net/http"
+	"strings"
+	"time"
+
+	"hmid/internal/apperr"
+	"hmid/internal/db"
+	"hmid/internal/httpx"
+)
+
+// Location is a reusable place; Contacts is set on single-location answers.
+type Location struct {
+	ID        string     `json:"id"`
+	Name      string     `json:"name"`
+	Street    string     `json:"street"`
+	Zip       string     `json:"zip"`
+	City      string     `json:"city"`
+	Country   string     `json:"country"`
+	Latitude  *float64   `json:"latitude"`
+	Longitude *float64   `json:"longitude"`
+	Notes     string     `json:"notes"`
+	IsActive  bool       `json:"is_active"`
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
+	Contacts  *[]Contact `json:"contacts,omitempty"`
+}
+
+// Contact is a contact person of a location.
+type Contact struct {
+	ID         string    `json:"id"`
+	LocationID string    `json:"location_id"`
+	Name       string    `json:"name"`
+	Phone      string    `json:"phone"`
+	Email      string    `json:"email"`
+	Role       string    `json:"role"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+const locationCols = `id, name, street, zip, city, country, latitude, longitude, notes, is_active, created_at, updated_at`
+
+func scanLocation(row interface{ Scan(...any) error }) (Location, error) {
+	var l Location
+	var la, lo sql.NullFloat64
+	var c, u int64
+	err := row.Scan(&l.ID, &l.Name, &l.Street, &l.Zip, &l.City, &l.Country, &la, &lo, &l.Notes, &l.IsActive, &c, &u)
+	l.Latitude, l.Longitude = fptr(la), fptr(lo)
+	l.CreatedAt, l.UpdatedAt = db.FromTS(c), db.FromTS(u)
+	return l, err
+}
+
+const contactCols = `id, location_id, name, phone, email, role, created_at`
+
+func scanContact(row interface{ Scan(...any) error }) (Contact, error) {
+	var c Contact
+	var at int64
+	err := row.Scan(&c.ID, &c.LocationID, &c.Name, &c.Phone, &c.Email, &c.Role, &at)
+	c.CreatedAt = db.FromTS(at)
+	return c, err
+}
+
+// getLocation loads a location with its contacts.
+func getLocation(ctx context.Context, q db.Querier, id string) (Location, error) {
+	l, err := scanLocation(q.QueryRowContext(ctx, `SELECT `+locationCols+` FROM locations WHERE id = $1`, id))
+	if err != nil {
+		return l, notFoundOr(err, "location")
+	}
+	rows, err := q.QueryContext(ctx, `SELECT `+contactCols+` FROM location_contacts WHERE location_id = $1 ORDER BY created_at, id`, id)
+	if err != nil {
+		return l, err
+	}
+	defer rows.Close()
+	cs := []Contact{}
+	for rows.Next() {
+		c, err := scanContact(rows)
+		if err != nil {
+			return l, err
+		}
+		cs = append(cs, c)
+	}
+	l.Contacts = &cs
+	return l, rows.Err()
+}
+
+type locationBody struct {
+	Name      httpx.Opt[string]  `json:"name"`
+	Street    httpx.Opt[string]  `json:"street"`
+	Zip       httpx.Opt[string]  `json:"zip"`
+	City      httpx.Opt[string]  `json:"city"`
+	Country   httpx.Opt[string]  `json:"country"`
+	Latitude  httpx.Opt[float64] `json:"latitude"`
+	Longitude httpx.Opt[float64] `json:"longitude"`
+	Notes     httpx.Opt[string]  `json:"notes"`
+	IsActive  httpx.Opt[bool]    `json:"is_active"`
+	Contacts  []contactBody      `json:"contacts"`
+}
+
+type contactBody struct {
+	Name  httpx.Opt[string] `json:"name"`
+	Phone httpx.Opt[string] `json:"phone"`
+	Email httpx.Opt[string] `json:"email"`
+	Role  httpx.Opt[string] `json:"role"`
+}
+
+// country checks an ISO 3166-1 alpha-2 code ("" clears it) and returns it upper-case.
+func country(v string) (string, error) {
+	v = strings.ToUpper(strings.TrimSpace(v))
+	if v == "" {
+		return "", nil
+	}
+	if len(v) != 2 || v[0] < 'A' || v[0] > 'Z' || v[1] < 'A' || v[1] > 'Z' {
+		return "", apperr.Invalid("country must be a two-letter ISO 3166-1 code")
+	}
+	return v, nil
+}
+
+// apply validates and applies the location fields present in the body.
+func (b *locationBody) apply(l *Location) error {
+	if b.Name.Set {
+		name, err := requiredName("name", b.Name.Value)
+		if err != nil {
+			return err
+		}
+		l.Name = name
+	}
+	if b.Street.Set {
+		l.Street = strings.TrimSpace(b.Street.Value)
+	}
+	if b.Zip.Set {
+		l.Zip = strings.TrimSpace(b.Zip.Value)
+	}
+	if b.City.Set {
+		l.City = strings.TrimSpace(b.City.Value)
+	}
+	if b.Country.Set {
+		c, err := country(b.Country.Value)
+		if err != nil {
+			return err
+		}
+		l.Country = c
+	}
+	if b.Latitude.Set {
+		if err := checkLat("latitude", b.Latitude.Ptr()); err != nil {
+			return err
+		}
+		l.Latitude = b.Latitude.Ptr()
+	}
+	if b.Longitude.Set {
+		if err := checkLon("longitude", b.Longitude.Ptr()); err != nil {
+			return err
+		}
+		l.Longitude = b.Longitude.Ptr()
+	}
+	if b.Notes.Set {
+		l.Notes = b.Notes.Value
+	}
+	if b.IsActive.Set {
+		l.IsActive = b.IsActive.Value
+	}
+	return nil
+}
+
+// apply validates and applies the contact fields present in the body.
+func (b *contactBody) apply(c *Contact) error {
+	if b.Name.Set {
+		name, err := requiredName("contact name", b.Name.Value)
+		if err != nil {
+			return err
+		}
+		c.Name = name
+	}
+	if b.Phone.Set {
+		c.Phone = strings.TrimSpace(b.Phone.Value)
+	}
+	if b.Email.Set {
+		e := strings.TrimSpace(b.Email.Value)
+		if e != "" && (!strings.Contains(e, "@") || strings.HasPrefix(e, "@") || strings.HasSuffix(e, "@") || len(e) > 254) {
+			return apperr.Invalid("email %q is not an email address", e)
+		}
+		c.Email = e
+	}
+	if b.Role.Set {
+		c.Role = strings.TrimSpace(b.Role.Value)
+	}
+	return nil
+}
+
+func insertContact(ctx context.Context, tx *sql.Tx, c Contact) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO location_contacts (`+contactCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		c.ID, c.LocationID, c.Name, c.Phone, c.Email, c.Role, db.TS(c.CreatedAt))
+	return err
+}
+
+// ListLocations serves GET /v1/locations, ordered by name.
+func (h *Handler) ListLocations(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	pg := httpx.ParsePage(r, 10)
+	var total int
+	if err := h.S.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM locations`).Scan(&total); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	rows, err := h.S.DB.QueryContext(ctx, `SELECT `+locationCols+` FROM locations ORDER BY name, id LIMIT $1 OFFSET $2`, pg.Limit, pg.Offset())
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	defer rows.Close()
+	out := []Location{}
+	for rows.Next() {
+		l, err := scanLocation(rows)
+		if err != nil {
+			httpx.Error(w, r, err)
+			return
+		}
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.WriteList(w, r, out, pg, total)
+}
+
+// GetLocation serves GET /v1/locations/{id} with the location's contacts.
+func (h *Handler) GetLocation(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	l, err := getLocation(r.Context(), h.S.DB, id)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.WriteResource(w, r, http.StatusOK, l)
+}
+
+// CreateLocation serves POST /v1/locations: the location and its contacts
+// are written in one transaction, so a bad contact leaves nothing behind.
+func (h *Handler) CreateLocation(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	var b locationBody
+	if err := httpx.Decode(r, &b); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	now := db.FromTS(db.TS(h.S.Clock.Now()))
+	l := Location{ID: newID(), IsActive: true, CreatedAt: now, UpdatedAt: now}
+	b.Name.Set = true
+	if err := b.apply(&l); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	contacts := make([]Contact, 0, len(b.Contacts))
+	for _, cb := range b.Contacts {
+		c := Contact{ID: newID(), LocationID: l.ID, CreatedAt: now}
+		cb.Name.Set = true
+		if err := cb.apply(&c); err != nil {
+			httpx.Error(w, r, err)
+			return
+		}
+		contacts = append(contacts, c)
+	}
+	err := h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO locations (`+locationCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)`,
+			l.ID, l.Name, l.Street, l.Zip, l.City, l.Country, nullF(l.Latitude), nullF(l.Longitude), l.Notes, l.IsActive, db.TS(now)); err != nil {
+			return err
+		}
+		for _, c := range contacts {
+			if err := insertContact(ctx, tx, c); err != nil {
+				return err
+			}
+		}
+		var err error
+		l, err = getLocation(ctx, tx, l.ID)
+		return err
+	})
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.WriteResourceAt(w, r, http.StatusCreated, l, "/v1/locations/"+l.ID)
+}
+
+// UpdateLocation serves PATCH /v1/locations/{id}; contacts have their own routes.
+func (h *Handler) UpdateLocation(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id, err := pathID(r, "id")
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	var b locationBody
+	if err := httpx.Decode(r, &b); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if b.Contacts != nil {
+		httpx.Error(w, r, apperr.Invalid("contacts are changed through /v1/locations/{id}/contacts"))
+		return
+	}
+	if !b.Name.Set && !b.Street.Set && !b.Zip.Set && !b.City.Set && !b.Country.Set && !b.Latitude.Set && !b.Longitude.Set && !b.Notes.Set && !b.IsActive.Set {
+		httpx.Error(w, r, apperr.Invalid("give at least one of name, street, zip, city, country, latitude, longitude, notes, is_active"))
+		return
+	}
+	var l Location
+	err = h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if l, err = getLocation(ctx, tx, id); err != nil {
+			return err
+		}
+		if err := b.apply(&l); err != nil {
+			return err
+		}
+		now := h.S.Clock.Now()
+		if _, err := tx.ExecContext(ctx, `UPDATE locations SET name = $1, street = $2, zip = $3, city = $4, country = $5, latitude = $6, longitude = $7,
+			notes = $8, is_active = $9, updated_at = $10 WHERE id = $11`, l.Name, l.Street, l.Zip, l.City, l.Country, nullF(l.Latitude), nullF(l.Longitude),
+			l.Notes, l.IsActive, db.TS(now), id); err != nil {
+			return err
+		}
+		l.UpdatedAt = db.FromTS(db.TS(now))
+		return nil
+	})
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.WriteResource(w, r, http.StatusOK, l)
+}
+
+// DeleteLocation serves DELETE /v1/locations/{id}; its contacts go with it,
+// trips and templates keep their other fields with origin/destination null.
+func (h *Handler) DeleteLocation(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	res, err := h.S.DB.ExecContext(r.Context(), `DELETE FROM locations WHERE id = $1`, id)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		httpx.Error(w, r, apperr.NotFoundf("location not found"))
+		return
+	}
+	httpx.NoContent(w)
+}
+
+// CreateContact serves POST /v1/locations/{id}/contacts.
+func (h *Handler) CreateContact(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id, err := pathID(r, "id")
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	var b contactBody
+	if err := httpx.Decode(r, &b); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	c := Contact{ID: newID(), LocationID: id, CreatedAt: db.FromTS(db.TS(h.S.Clock.Now()))}
+	b.Name.Set = true
+	if err := b.apply(&c); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	err = h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM locations WHERE id = $1`, id).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return apperr.NotFoundf("location not found")
+		}
+		return insertContact(ctx, tx, c)
+	})
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.WriteResourceAt(w, r, http.StatusCreated, c, "/v1/locations/"+id+"/contacts/"+c.ID)
+}
+
+// UpdateContact serves PATCH /v1/locations/{id}/contacts/{cid}.
+func (h *Handler) UpdateContact(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id, err := pathID(r, "id")
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	cid, err := pathID(r, "cid")
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	var b contactBody
+	if err := httpx.Decode(r, &b); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if !b.Name.Set && !b.Phone.Set && !b.Email.Set && !b.Role.Set {
+		httpx.Error(w, r, apperr.Invalid("give at least one of name, phone, email, role"))
+		return
+	}
+	var c Contact
+	err = h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		c, err = scanContact(tx.QueryRowContext(ctx, `SELECT `+contactCols+` FROM location_contacts WHERE id = $1 AND location_id = $2`, cid, id))
+		if err != nil {
+			return notFoundOr(err, "contact")
+		}
+		if err := b.apply(&c); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE location_contacts SET name = $1, phone = $2, email = $3, role = $4 WHERE id = $5`, c.Name, c.Phone, c.Email, c.Role, cid)
+		return err
+	})
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.WriteResource(w, r, http.StatusOK, c)
+}
+
+// DeleteContact serves DELETE /v1/locations/{id}/contacts/{cid}.
+func (h *Handler) DeleteContact(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	cid, err := pathID(r, "cid")
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	res, err := h.S.DB.ExecContext(r.Context(), `DELETE FROM location_contacts WHERE id = $1 AND location_id = $2`, cid, id)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		httpx.Error(w, r, apperr.NotFoundf("contact not found"))
+		return
+	}
+	httpx.NoContent(w)
+}

@@ -1,0 +1,211 @@
+// Package tracking implements the tracking and logistics data of spec 3: GPS
+// points (ingestion with a per-principal rate limit, newest-first listing that
+// stays fast at any page depth, a cached latest point), devices and their API
+// keys, trips with the draft/active/paused/completed lifecycle and its history,
+// locations with contacts, geofences, hierarchical trip categories and trip
+// templates.
+//
+// Path ids must be UUIDs: anything else answers 400 ValidationError before the
+// database is asked, on every tracking route alike.
+package tracking
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"hmid/internal/apperr"
+	"hmid/internal/cache"
+	"hmid/internal/clock"
+	"hmid/internal/db"
+	"hmid/internal/events"
+)
+
+// Service holds the dependencies of the tracking area.
+type Service struct {
+	DB      *db.DB
+	Cache   cache.Cache    // the latest-point cache, shared across instances with Redis
+	Limiter *cache.Limiter // the POST /v1/gps rate limit
+	Clock   clock.Clock
+	Events  events.Publisher // may be nil
+
+	prep struct { // prepared ingestion statements (see ingestStmts)
+		sync.Mutex
+		insert, count *sql.Stmt
+	}
+}
+
+// Handler serves the tracking routes.
+type Handler struct {
+	S *Service
+}
+
+// newID returns a time-ordered UUID (version 7, RFC 9562 section 5.7): rows
+// written one after another get increasing ids, which keeps B-tree inserts at
+// the right edge and breaks ties of equal timestamps in insertion order.
+func newID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// pathID reads a UUID path parameter, answering 400 when it is not one.
+func pathID(r *http.Request, name string) (string, error) {
+	return parseUUID(name, chi.URLParam(r, name))
+}
+
+// parseUUID returns the canonical form of a UUID field, or a 400 naming it.
+func parseUUID(field, v string) (string, error) {
+	u, err := uuid.Parse(v)
+	if err != nil {
+		return "", apperr.Invalid("%s must be a UUID", field)
+	}
+	return u.String(), nil
+}
+
+// optUUID validates an optional UUID field in place (nil stays nil).
+func optUUID(field string, v *string) (*string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	id, err := parseUUID(field, *v)
+	if err != nil {
+		return nil, err
+	}
+	return &id, nil
+}
+
+// refTables names the table each reference field points to.
+var refTables = map[string]string{
+	"device_id":      "devices",
+	"category_id":    "trip_categories",
+	"origin_id":      "locations",
+	"destination_id": "locations",
+	"parent_id":      "trip_categories",
+}
+
+// checkRef answers 400 when an optional reference names no row.
+func checkRef(ctx context.Context, q db.Querier, field string, id *string) error {
+	if id == nil {
+		return nil
+	}
+	var n int
+	if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+refTables[field]+` WHERE id = $1`, *id).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return apperr.Invalid("%s %s does not exist", field, *id)
+	}
+	return nil
+}
+
+// requiredName trims and checks a required name (1 to 255 characters).
+func requiredName(field, v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if v == "" || len(v) > 255 {
+		return "", apperr.Invalid("%s is required and at most 255 characters", field)
+	}
+	return v, nil
+}
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+// checkLat and checkLon enforce WGS 84 ranges.
+func checkLat(field string, v *float64) error {
+	if v != nil && (!finite(*v) || *v < -90 || *v > 90) {
+		return apperr.Invalid("%s must be between -90 and 90", field)
+	}
+	return nil
+}
+
+func checkLon(field string, v *float64) error {
+	if v != nil && (!finite(*v) || *v < -180 || *v > 180) {
+		return apperr.Invalid("%s must be between -180 and 180", field)
+	}
+	return nil
+}
+
+func checkNonNegative(field string, v *float64) error {
+	if v != nil && (!finite(*v) || *v < 0) {
+		return apperr.Invalid("%s must be a number of at least 0", field)
+	}
+	return nil
+}
+
+func notFoundOr(err error, what string) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return apperr.NotFoundf("%s not found", what)
+	}
+	return err
+}
+
+// Nullable column helpers.
+
+func fptr(n sql.NullFloat64) *float64 {
+	if !n.Valid {
+		return nil
+	}
+	v := n.Float64
+	return &v
+}
+
+func sptr(n sql.NullString) *string {
+	if !n.Valid {
+		return nil
+	}
+	v := n.String
+	return &v
+}
+
+func nullF(v *float64) any {
+	if v == nil {
+		return nil
+	}
+	return *v
+}
+
+func nullS(v *string) any {
+	if v == nil {
+		return nil
+	}
+	return *v
+}
+
+func tags(v []string) []string {
+	if v == nil {
+		return []string{}
+	}
+	return v
+}
+
+// ph returns the SQL placeholder $n.
+func ph(n int) string { return "$" + strconv.Itoa(n) }
+
+// setList accumulates the "col = $n" parts of an UPDATE.
+type setList struct {
+	parts []string
+	args  []any
+}
+
+func (s *setList) add(col string, v any) {
+	s.args = append(s.args, v)
+	s.parts = append(s.parts, col+" = "+ph(len(s.args)))
+}
+
+// exec runs UPDATE table SET … , updated_at = now WHERE id = id and reports
+// whether a row matched.
+func (s *setList) exec(ctx context.Context, q db.Querier, table, id string, now time.Time) (bool, error) {
+	s.add("updated_at", db.TS(now))
+	s.args = append(s.args, id)
+	res, err := q.ExecContext(ctx, `UPDATE `+table+` SET `+strings.Join(s.parts, ", ")+` WHERE id = `+ph(len(s.args)), s.args...)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}

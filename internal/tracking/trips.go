@@ -1,0 +1,527 @@
+package tracking
+
+import (
+	"context"
+	"database/sql"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"hmid/internal/apperr"
+	"hmid/internal/authn"
+	"hmid/internal/db"
+	"hmid/internal/events"
+	"hmid/internal/httpx"
+)
+
+// Trip statuses (spec 3, States and transitions).
+const (
+	StatusDraft     = "draft"
+	StatusActive    = "active"
+	StatusPaused    = "paused"
+	StatusCompleted = "completed"
+)
+
+// Transitions is the trip status table: every move not listed, including
+// staying in the same status, is a 400.
+var Transitions = map[string][]string{
+	StatusDraft:  {StatusActive},
+	StatusActive: {StatusPaused, StatusCompleted},
+	StatusPaused: {StatusActive, StatusCompleted},
+}
+
+// CanMove reports whether a trip may move from one status to another.
+func CanMove(from, to string) bool { return slices.Contains(Transitions[from], to) }
+
+func validStatus(s string) bool {
+	return s == StatusDraft || s == StatusActive || s == StatusPaused || s == StatusCompleted
+}
+
+// Trip is a trip.
+type Trip struct {
+	ID                string     `json:"id"`
+	Name              string     `json:"name"`
+	Description       string     `json:"description"`
+	Status            string     `json:"status"`
+	GPSLoggingEnabled bool       `json:"gps_logging_enabled"`
+	DeviceID          *string    `json:"device_id"`
+	CategoryID        *string    `json:"category_id"`
+	OriginID          *string    `json:"origin_id"`
+	DestinationID     *string    `json:"destination_id"`
+	WeightKg          *float64   `json:"weight_kg"`
+	Notes             string     `json:"notes"`
+	Tags              []string   `json:"tags"`
+	StartLatitude     *float64   `json:"start_latitude"`
+	StartLongitude    *float64   `json:"start_longitude"`
+	EndLatitude       *float64   `json:"end_latitude"`
+	EndLongitude      *float64   `json:"end_longitude"`
+	StartedAt         *time.Time `json:"started_at"`
+	EndedAt           *time.Time `json:"ended_at"`
+	CreatedAt         time.Time  `json:"created_at"`
+	UpdatedAt         time.Time  `json:"updated_at"`
+}
+
+const tripCols = `id, name, description, status, gps_logging_enabled, device_id, category_id, origin_id, destination_id, weight_kg, notes, tags,
+	start_latitude, start_longitude, end_latitude, end_longitude, started_at, ended_at, created_at, updated_at`
+
+func scanTrip(row interface{ Scan(...any) error }) (Trip, error) {
+	var t Trip
+	var dev, cat, orig, dest sql.NullString
+	var w, sla, slo, ela, elo sql.NullFloat64
+	var tg db.Strings
+	var st, en db.NullTime
+	var c, u int64
+	err := row.Scan(&t.ID, &t.Name, &t.Description, &t.Status, &t.GPSLoggingEnabled, &dev, &cat, &orig, &dest, &w, &t.Notes, &tg,
+		&sla, &slo, &ela, &elo, &st, &en, &c, &u)
+	t.DeviceID, t.CategoryID, t.OriginID, t.DestinationID = sptr(dev), sptr(cat), sptr(orig), sptr(dest)
+	t.WeightKg = fptr(w)
+	t.Tags = tags(tg)
+	t.StartLatitude, t.StartLongitude, t.EndLatitude, t.EndLongitude = fptr(sla), fptr(slo), fptr(ela), fptr(elo)
+	t.StartedAt, t.EndedAt = st.Ptr(), en.Ptr()
+	t.CreatedAt, t.UpdatedAt = db.FromTS(c), db.FromTS(u)
+	return t, err
+}
+
+func getTrip(ctx context.Context, q db.Querier, id string) (Trip, error) {
+	t, err := scanTrip(q.QueryRowContext(ctx, `SELECT `+tripCols+` FROM trips WHERE id = $1`, id))
+	return t, notFoundOr(err, "trip")
+}
+
+// HistoryEntry is one trip status change.
+type HistoryEntry struct {
+	ID        string    `json:"id"`
+	TripID    string    `json:"trip_id"`
+	OldStatus string    `json:"old_status"`
+	NewStatus string    `json:"new_status"`
+	ChangedBy *string   `json:"changed_by"`
+	Latitude  *float64  `json:"latitude"`
+	Longitude *float64  `json:"longitude"`
+	ChangedAt time.Time `json:"changed_at"`
+}
+
+type tripBody struct {
+	Name              httpx.Opt[string]   `json:"name"`
+	Description       httpx.Opt[string]   `json:"description"`
+	GPSLoggingEnabled httpx.Opt[bool]     `json:"gps_logging_enabled"`
+	DeviceID          httpx.Opt[string]   `json:"device_id"`
+	CategoryID        httpx.Opt[string]   `json:"category_id"`
+	OriginID          httpx.Opt[string]   `json:"origin_id"`
+	DestinationID     httpx.Opt[string]   `json:"destination_id"`
+	WeightKg          httpx.Opt[float64]  `json:"weight_kg"`
+	Notes             httpx.Opt[string]   `json:"notes"`
+	Tags              httpx.Opt[[]string] `json:"tags"`
+
+	// PATCH only.
+	Status         httpx.Opt[string]  `json:"status"`
+	StartLatitude  httpx.Opt[float64] `json:"start_latitude"`
+	StartLongitude httpx.Opt[float64] `json:"start_longitude"`
+	EndLatitude    httpx.Opt[float64] `json:"end_latitude"`
+	EndLongitude   httpx.Opt[float64] `json:"end_longitude"`
+	// Where the status change happened, recorded in the history only.
+	Latitude  httpx.Opt[float64] `json:"latitude"`
+	Longitude httpx.Opt[float64] `json:"longitude"`
+}
+
+// refs validates the reference fields present in the body and applies them to t.
+func (b *tripBody) refs(ctx context.Context, q db.Querier, t *Trip) error {
+	for _, f := range []struct {
+		name string
+		opt  httpx.Opt[string]
+		dst  **string
+	}{{"device_id", b.DeviceID, &t.DeviceID}, {"category_id", b.CategoryID, &t.CategoryID},
+		{"origin_id", b.OriginID, &t.OriginID}, {"destination_id", b.DestinationID, &t.DestinationID}} {
+		if !f.opt.Set {
+			continue
+		}
+		id, err := optUUID(f.name, f.opt.Ptr())
+		if err != nil {
+			return err
+		}
+		if err := checkRef(ctx, q, f.name, id); err != nil {
+			return err
+		}
+		*f.dst = id
+	}
+	return nil
+}
+
+// apply validates and applies the plain fields present in the body to t.
+func (b *tripBody) apply(t *Trip) error {
+	if b.Name.Set {
+		name, err := requiredName("name", b.Name.Value)
+		if err != nil {
+			return err
+		}
+		t.Name = name
+	}
+	if b.Description.Set {
+		t.Description = b.Description.Value
+	}
+	if b.GPSLoggingEnabled.Set {
+		t.GPSLoggingEnabled = b.GPSLoggingEnabled.Value
+	}
+	if b.WeightKg.Set {
+		if err := checkNonNegative("weight_kg", b.WeightKg.Ptr()); err != nil {
+			return err
+		}
+		t.WeightKg = b.WeightKg.Ptr()
+	}
+	if b.Notes.Set {
+		t.Notes = b.Notes.Value
+	}
+	if b.Tags.Set {
+		t.Tags = cleanTags(b.Tags.Value)
+	}
+	return nil
+}
+
+// cleanTags trims tags and drops empty ones and repeats, keeping their order.
+func cleanTags(in []string) []string {
+	out := []string{}
+	for _, t := range in {
+		t = strings.TrimSpace(t)
+		if t != "" && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func insertTrip(ctx context.Context, tx *sql.Tx, t Trip) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO trips (`+tripCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $19)`,
+		t.ID, t.Name, t.Description, t.Status, t.GPSLoggingEnabled, nullS(t.DeviceID), nullS(t.CategoryID), nullS(t.OriginID), nullS(t.DestinationID),
+		nullF(t.WeightKg), t.Notes, db.JSON(tags(t.Tags)), nullF(t.StartLatitude), nullF(t.StartLongitude), nullF(t.EndLatitude), nullF(t.EndLongitude),
+		db.NullTS(t.StartedAt), db.NullTS(t.EndedAt), db.TS(t.CreatedAt))
+	return err
+}
+
+// ListTrips serves GET /v1/trips, newest first, optionally by status.
+func (h *Handler) ListTrips(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	pg := httpx.ParsePage(r, 20)
+	where, args := "", []any{}
+	if st := r.URL.Query().Get("status"); st != "" {
+		if !validStatus(st) {
+			httpx.Error(w, r, apperr.Invalid("status must be one of draft, active, paused, completed"))
+			return
+		}
+		where, args = " WHERE status = $1", []any{st}
+	}
+	var total int
+	if err := h.S.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM trips`+where, args...).Scan(&total); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	n := len(args)
+	rows, err := h.S.DB.QueryContext(ctx, `SELECT `+tripCols+` FROM trips`+where+` ORDER BY created_at DESC, id DESC LIMIT `+ph(n+1)+` OFFSET `+ph(n+2),
+		append(args, pg.Limit, pg.Offset())...)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	defer rows.Close()
+	out := []Trip{}
+	for rows.Next() {
+		t, err := scanTrip(rows)
+		if err != nil {
+			httpx.Error(w, r, err)
+			return
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.WriteList(w, r, out, pg, total)
+}
+
+// GetTrip serves GET /v1/trips/{id}.
+func (h *Handler) GetTrip(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	t, err := getTrip(r.Context(), h.S.DB, id)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.WriteResource(w, r, http.StatusOK, t)
+}
+
+// CreateTrip serves POST /v1/trips: a new trip is a draft.
+func (h *Handler) CreateTrip(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	var b tripBody
+	if err := httpx.Decode(r, &b); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if b.Status.Set || b.StartLatitude.Set || b.StartLongitude.Set || b.EndLatitude.Set || b.EndLongitude.Set {
+		httpx.Error(w, r, apperr.Invalid("status and start/end coordinates are set by PATCH; a new trip is a draft"))
+		return
+	}
+	now := db.FromTS(db.TS(h.S.Clock.Now()))
+	t := Trip{ID: newID(), Status: StatusDraft, Tags: []string{}, CreatedAt: now, UpdatedAt: now}
+	b.Name.Set = true
+	if err := b.apply(&t); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	err := h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+		if err := b.refs(ctx, tx, &t); err != nil {
+			return err
+		}
+		return insertTrip(ctx, tx, t)
+	})
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.WriteResourceAt(w, r, http.StatusCreated, t, "/v1/trips/"+t.ID)
+}
+
+// UpdateTrip serves PATCH /v1/trips/{id}. A status change follows the
+// transition table, sets started_at on the first activation and ended_at on
+// completion, writes a history entry and is announced on the trip's topic.
+// The change is a conditional UPDATE on the status read, inside the
+// transaction; the partial unique index on active GPS-logging trips per device
+// makes two racing activations on one device end with one 409.
+func (h *Handler) UpdateTrip(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id, err := pathID(r, "id")
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	var b tripBody
+	if err := httpx.Decode(r, &b); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if !b.Name.Set && !b.Description.Set && !b.GPSLoggingEnabled.Set && !b.DeviceID.Set && !b.CategoryID.Set && !b.OriginID.Set &&
+		!b.DestinationID.Set && !b.WeightKg.Set && !b.Notes.Set && !b.Tags.Set && !b.Status.Set && !b.StartLatitude.Set &&
+		!b.StartLongitude.Set && !b.EndLatitude.Set && !b.EndLongitude.Set {
+		httpx.Error(w, r, apperr.Invalid("give at least one trip field to change"))
+		return
+	}
+	for _, c := range []struct {
+		name string
+		v    *float64
+		lat  bool
+	}{{"start_latitude", b.StartLatitude.Ptr(), true}, {"start_longitude", b.StartLongitude.Ptr(), false},
+		{"end_latitude", b.EndLatitude.Ptr(), true}, {"end_longitude", b.EndLongitude.Ptr(), false},
+		{"latitude", b.Latitude.Ptr(), true}, {"longitude", b.Longitude.Ptr(), false}} {
+		check := checkLon
+		if c.lat {
+			check = checkLat
+		}
+		if err := check(c.name, c.v); err != nil {
+			httpx.Error(w, r, err)
+			return
+		}
+	}
+	if b.Status.Set && !validStatus(b.Status.Value) {
+		httpx.Error(w, r, apperr.Invalid("status must be one of draft, active, paused, completed"))
+		return
+	}
+	p := authn.From(ctx)
+	now := db.FromTS(db.TS(h.S.Clock.Now()))
+	var t Trip
+	var change *HistoryEntry
+	err = h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if t, err = getTrip(ctx, tx, id); err != nil {
+			return err
+		}
+		old := t.Status
+		if err := b.apply(&t); err != nil {
+			return err
+		}
+		if err := b.refs(ctx, tx, &t); err != nil {
+			return err
+		}
+		if b.StartLatitude.Set {
+			t.StartLatitude = b.StartLatitude.Ptr()
+		}
+		if b.StartLongitude.Set {
+			t.StartLongitude = b.StartLongitude.Ptr()
+		}
+		if b.EndLatitude.Set {
+			t.EndLatitude = b.EndLatitude.Ptr()
+		}
+		if b.EndLongitude.Set {
+			t.EndLongitude = b.EndLongitude.Ptr()
+		}
+		if b.Status.Set {
+			if !CanMove(old, b.Status.Value) {
+				return apperr.Invalid("a trip cannot move from %s to %s", old, b.Status.Value)
+			}
+			t.Status = b.Status.Value
+			switch t.Status {
+			case StatusActive:
+				if t.StartedAt == nil {
+					t.StartedAt = &now
+				}
+			case StatusCompleted:
+				t.EndedAt = &now
+			}
+		}
+		if t.Status == StatusActive && t.GPSLoggingEnabled && t.DeviceID != nil {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM trips WHERE device_id = $1 AND status = 'active' AND gps_logging_enabled = TRUE AND id <> $2`,
+				*t.DeviceID, t.ID).Scan(&n); err != nil {
+				return err
+			}
+			if n > 0 {
+				return apperr.Conflictf("another trip with GPS logging is active on device %s", *t.DeviceID)
+			}
+		}
+		t.UpdatedAt = now
+		res, err := tx.ExecContext(ctx, `UPDATE trips SET name = $1, description = $2, status = $3, gps_logging_enabled = $4, device_id = $5,
+			category_id = $6, origin_id = $7, destination_id = $8, weight_kg = $9, notes = $10, tags = $11, start_latitude = $12, start_longitude = $13,
+			end_latitude = $14, end_longitude = $15, started_at = $16, ended_at = $17, updated_at = $18 WHERE id = $19 AND status = $20`,
+			t.Name, t.Description, t.Status, t.GPSLoggingEnabled, nullS(t.DeviceID), nullS(t.CategoryID), nullS(t.OriginID), nullS(t.DestinationID),
+			nullF(t.WeightKg), t.Notes, db.JSON(tags(t.Tags)), nullF(t.StartLatitude), nullF(t.StartLongitude), nullF(t.EndLatitude), nullF(t.EndLongitude),
+			db.NullTS(t.StartedAt), db.NullTS(t.EndedAt), db.TS(now), t.ID, old)
+		if err != nil {
+			if db.IsUniqueViolation(err) {
+				return apperr.Conflictf("another trip with GPS logging is active on device %s", *t.DeviceID)
+			}
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return apperr.Conflictf("the trip changed meanwhile; read it again")
+		}
+		if t.Status == old {
+			return nil
+		}
+		change = &HistoryEntry{ID: newID(), TripID: t.ID, OldStatus: old, NewStatus: t.Status, Latitude: b.Latitude.Ptr(), Longitude: b.Longitude.Ptr(), ChangedAt: now}
+		if p != nil && p.UserID != "" {
+			change.ChangedBy = &p.UserID
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO trip_status_history (id, trip_id, old_status, new_status, changed_by, latitude, longitude, changed_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, change.ID, change.TripID, change.OldStatus, change.NewStatus, nullS(change.ChangedBy),
+			nullF(change.Latitude), nullF(change.Longitude), db.TS(now))
+		return err
+	})
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if change != nil {
+		events.Publish(ctx, h.S.Events, events.Trip(t.ID), TripEvent{Trip: t, Change: *change})
+	}
+	httpx.WriteResource(w, r, http.StatusOK, t)
+}
+
+// TripEvent is the payload published on a trip's topic at each status change.
+type TripEvent struct {
+	Trip   Trip         `json:"trip"`
+	Change HistoryEntry `json:"change"`
+}
+
+// DeleteTrip serves DELETE /v1/trips/{id}: drafts and completed trips only.
+// The points of a completed trip stay, unlinked (the foreign key sets trip_id null).
+func (h *Handler) DeleteTrip(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id, err := pathID(r, "id")
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	var t Trip
+	err = h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if t, err = getTrip(ctx, tx, id); err != nil {
+			return err
+		}
+		if t.Status == StatusActive || t.Status == StatusPaused {
+			return apperr.Conflictf("an %s trip cannot be deleted; complete it first", t.Status)
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM trips WHERE id = $1 AND status IN ('draft', 'completed')`, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return apperr.Conflictf("the trip changed meanwhile; read it again")
+		}
+		return nil
+	})
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	// A cached latest point may still name the trip.
+	h.S.forgetCurrent(ctx, t.DeviceID)
+	httpx.NoContent(w)
+}
+
+// TripGPS serves GET /v1/trips/{id}/gps: the trip's points, oldest first.
+func (h *Handler) TripGPS(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id, err := pathID(r, "id")
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if _, err := getTrip(ctx, h.S.DB, id); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	pg := httpx.ParsePage(r, 10)
+	var total int
+	if err := h.S.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM gps_points WHERE trip_id = $1`, id).Scan(&total); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	pts, err := scanPoints(h.S.DB.QueryContext(ctx, `SELECT `+pointCols+` FROM gps_points WHERE id IN
+		(SELECT id FROM gps_points WHERE trip_id = $1 ORDER BY ts, id LIMIT $2 OFFSET $3) ORDER BY ts, id`, id, pg.Limit, pg.Offset()))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.WriteList(w, r, pts, pg, total)
+}
+
+// TripHistory serves GET /v1/trips/{id}/history: a bare array, oldest first.
+func (h *Handler) TripHistory(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id, err := pathID(r, "id")
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if _, err := getTrip(ctx, h.S.DB, id); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	rows, err := h.S.DB.QueryContext(ctx, `SELECT id, trip_id, old_status, new_status, changed_by, latitude, longitude, changed_at
+		FROM trip_status_history WHERE trip_id = $1 ORDER BY changed_at, id`, id)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	defer rows.Close()
+	out := []HistoryEntry{}
+	for rows.Next() {
+		var e HistoryEntry
+		var by sql.NullString
+		var la, lo sql.NullFloat64
+		var at int64
+		if err := rows.Scan(&e.ID, &e.TripID, &e.OldStatus, &e.NewStatus, &by, &la, &lo, &at); err != nil {
+			httpx.Error(w, r, err)
+			return
+		}
+		e.ChangedBy, e.Latitude, e.Longitude, e.ChangedAt = sptr(by), fptr(la), fptr(lo), db.FromTS(at)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, out)
+}
