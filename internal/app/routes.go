@@ -83,7 +83,6 @@ func (s *Server) routes() http.Handler {
 	route("DELETE", "/v1/oauth/clients/{id}", Authenticated(), oa.DeleteClient)
 	route("POST", "/v1/oauth/clients/{id}/regenerate-secret", Authenticated(), oa.RegenerateSecret)
 
-
 	// ---- Accounts: email change and link, platform accounts, platforms, two-factor, bans, deletion (spec 2) ----
 
 	// ---- Audit log, reports, internal audit, data export (spec 2) ----

@@ -247,14 +247,14 @@ func (s *Service) refresh(ctx context.Context, c Client, secret string, form url
 	}
 	now := s.Clock.Now()
 	var (
-		fail                        *Error
-		id, clientID, userID        string
-		family, pair                string
-		scopes                      db.Strings
-		authTime, expires           int64
-		rotated, revoked            db.NullTime
-		issued                      issuedTokens
-		accessScopes                []string
+		fail                 *Error
+		id, clientID, userID string
+		family, pair         string
+		scopes               db.Strings
+		authTime, expires    int64
+		rotated, revoked     db.NullTime
+		issued               issuedTokens
+		accessScopes         []string
 	)
 	err := s.DB.Tx(ctx, func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `SELECT id, client_id, user_id, family_id, pair_id, scopes, auth_time, expires_at, rotated_at, revoked_at
