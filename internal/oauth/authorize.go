@@ -88,7 +88,7 @@ func (h *Handler) Authorize(w http.ResponseWriter, r *http.Request) {
 	if user != nil {
 		switch {
 		case !ar.loginAfter.IsZero():
-			needLogin = user.AuthTime.Before(ar.loginAfter)
+			needLogin = !user.AuthTime.After(ar.loginAfter)
 		case fresh:
 			needLogin = true
 		case ar.maxAge > 0 && now.Sub(user.AuthTime) > time.Duration(ar.maxAge)*time.Second:
@@ -385,7 +385,7 @@ func (s *Service) redirectToLogin(w http.ResponseWriter, ar authzRequest, fresh 
 }
 
 func (s *Service) signLoginAfter(t time.Time) string {
-	ts := strconv.FormatInt(t.Unix(), 10)
+	ts := strconv.FormatInt(t.UnixMicro(), 10)
 	return ts + "." + base64.RawURLEncoding.EncodeToString(s.Box.MAC([]byte(loginAfterParam), []byte(ts)))
 }
 
@@ -402,7 +402,7 @@ func (s *Service) verifyLoginAfter(v string) (time.Time, bool) {
 	if err != nil {
 		return time.Time{}, false
 	}
-	return time.Unix(n, 0).UTC(), true
+	return time.UnixMicro(n).UTC(), true
 }
 
 // consentCovers reports whether the user's stored consent for the client
