@@ -20,7 +20,6 @@ func (s *Server) buildOAuth(ctx context.Context) error {
 		Clock:    s.Clock,
 		Box:      s.Box,
 		Audit:    s.Audit,
-		Epoch:    s.Epoch,
 		Resolver: s.Guard.Resolver,
 		Issuer:   s.Config.PublicURL,
 		LoginURL: s.Config.LoginURL,
