@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"time"
 
 	"hmid/internal/oauth"
 )
@@ -28,5 +29,14 @@ func (s *Server) buildOAuth(ctx context.Context) error {
 	s.oauthHandler = &oauth.Handler{S: svc}
 	s.Guard.Resolver.OAuth = svc
 	s.Consents = svc
+
+	// Expired codes, pending authorizations and tokens are purged hourly.
+	jobCtx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		svc.RunPurge(jobCtx, time.Hour, func(err error) { s.Log.Error("oauth: purge failed", "err", err) })
+	}()
+	s.onClose(func() error { stop(); <-done; return nil })
 	return nil
 }
