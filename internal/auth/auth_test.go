@@ -164,9 +164,13 @@ func TestLoginThrottle(t *testing.T) {
 		e.Clock.Advance(auth.FailWindow)
 		login(t, e, u.Email, pw, 200)
 
-		// Per address: failures on many accounts.
-		for i := range auth.FailPerIP {
-			login(t, e, "probe"+string(rune('a'+i))+"@example.test", "x", 401)
+		// Per address: failures spread over several accounts (one unknown).
+		login(t, e, "probe@example.test", "wrong password", 401)
+		for i := 1; i < auth.FailPerIP; i++ {
+			if i%auth.FailPerAccount == 1 {
+				u = e.NewUser(t, apptest.UserSpec{Password: pw})
+			}
+			login(t, e, u.Email, "wrong password", 401)
 		}
 		login(t, e, other.Email, pw, 429)
 	})
