@@ -58,6 +58,30 @@ func (s *Server) routes() http.Handler {
 	// ---- Sessions (spec 2 Sessions) ----
 
 	// ---- OAuth 2.0 / OpenID Connect and the built-in pages (spec 1) ----
+	// The protocol endpoints authenticate their callers themselves (clients by
+	// their credentials, users by session token or cookie), so they are Public.
+	// The client routes owned-or-permitted ("owner or oauth_clients:update")
+	// are Authenticated(): the service checks ownership or the permission and
+	// answers 404 for clients the caller may not see, 403 for clients the
+	// caller may see but not change.
+	oa := s.oauthHandler
+	route("GET", "/.well-known/openid-configuration", Public(), oa.Discovery)
+	route("GET", "/v1/.well-known/openid-configuration", Public(), oa.Discovery)
+	route("GET", "/v1/oauth/jwks", Public(), oa.JWKS)
+	route("GET", "/v1/oauth/authorize", Public(), oa.Authorize)
+	route("POST", "/v1/oauth/authorize", Public(), oa.Authorize)
+	route("POST", "/v1/oauth/authorize/consent", Session(), oa.Consent)
+	route("POST", "/v1/oauth/token", Public(), oa.Token)
+	route("GET", "/v1/oauth/userinfo", Public(), oa.UserInfo)
+	route("POST", "/v1/oauth/userinfo", Public(), oa.UserInfo)
+	route("POST", "/v1/oauth/revoke", Public(), oa.Revoke)
+	route("GET", "/v1/oauth/clients", Authenticated(), oa.ListClients)
+	route("POST", "/v1/oauth/clients", Authenticated(), oa.CreateClient)
+	route("GET", "/v1/oauth/clients/all", Perm("oauth_clients:read"), oa.ListAllClients)
+	route("GET", "/v1/oauth/clients/{id}", Authenticated(), oa.GetClient)
+	route("PATCH", "/v1/oauth/clients/{id}", Authenticated(), oa.UpdateClient)
+	route("DELETE", "/v1/oauth/clients/{id}", Authenticated(), oa.DeleteClient)
+	route("POST", "/v1/oauth/clients/{id}/regenerate-secret", Authenticated(), oa.RegenerateSecret)
 
 	// Built-in pages and login extension endpoints
 	au, wp := s.authAPI, s.webPages

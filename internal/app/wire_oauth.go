@@ -1,9 +1,33 @@
 package app
 
-import "context"
+import (
+	"context"
+
+	"hmid/internal/oauth"
+)
 
 // oauthArea holds the handlers of this area (built by buildOAuth).
-type oauthArea struct{}
+type oauthArea struct {
+	OAuth        *oauth.Service
+	oauthHandler *oauth.Handler
+}
 
-// buildOAuth constructs the area with explicit dependencies.
-func (s *Server) buildOAuth(ctx context.Context) error { return nil }
+// buildOAuth constructs the OAuth provider and plugs it into the bearer
+// resolver (hm_at_ access tokens) and the consent page (authflow.Consents).
+func (s *Server) buildOAuth(ctx context.Context) error {
+	svc := &oauth.Service{
+		DB:       s.DB,
+		Clock:    s.Clock,
+		Box:      s.Box,
+		Audit:    s.Audit,
+		Epoch:    s.Epoch,
+		Resolver: s.Guard.Resolver,
+		Issuer:   s.Config.PublicURL,
+		LoginURL: s.Config.LoginURL,
+	}
+	s.OAuth = svc
+	s.oauthHandler = &oauth.Handler{S: svc}
+	s.Guard.Resolver.OAuth = svc
+	s.Consents = svc
+	return nil
+}

@@ -289,7 +289,11 @@ func TestConsentPage(t *testing.T) {
 		want(t, b.login(u.Email, pw, "/consent?pending_authorization_id=p1"), 303)
 
 		// No OAuth provider wired: 503.
+		real := e.Server.Consents
+		e.Server.Consents = nil
 		want(t, b.get("/consent?pending_authorization_id=p1"), 503)
+		e.Server.Consents = real
+		want(t, b.get("/consent?pending_authorization_id=p1"), 404)
 
 		fc := &fakeConsents{userID: u.ID}
 		e.Server.Consents = fc

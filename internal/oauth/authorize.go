@@ -1,0 +1,589 @@
+package oauth
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"hmid/internal/apperr"
+	"hmid/internal/audit"
+	"hmid/internal/authflow"
+	"hmid/internal/authn"
+	"hmid/internal/db"
+	"hmid/internal/httpx"
+	"hmid/internal/secretbox"
+	"hmid/internal/token"
+)
+
+// loginAfterParam carries, in the return_to URL of a forced login, the
+// signed time after which the user must have authenticated. It stops
+// prompt=login and max_age=0 from sending the user to the login page again
+// after they have just logged in.
+const loginAfterParam = "hmid_login_after"
+
+// grant is what an authorization code (or a pending authorization) binds.
+type grant struct {
+	ClientID    string
+	UserID      string
+	RedirectURI string
+	Scopes      []string
+	State       string
+	Nonce       string
+	Challenge   string // S256 code_challenge, "" without PKCE
+	AuthTime    time.Time
+}
+
+// authzRequest is a parsed authorization request whose client and redirect
+// URI have been verified: from here on errors go back to the client.
+type authzRequest struct {
+	client     Client
+	grant      grant
+	prompt     []string
+	maxAge     int // -1 when absent
+	loginAfter time.Time
+	params     url.Values
+}
+
+// Authorize serves GET and POST /v1/oauth/authorize (spec 1, Authorization;
+// RFC 6749 §4.1.1, OpenID Connect Core §3.1.2).
+func (h *Handler) Authorize(w http.ResponseWriter, r *http.Request) {
+	s := h.S
+	securityHeaders(w)
+	ar, oe, ok := s.parseAuthorize(r)
+	if !ok {
+		// The client or its redirect URI could not be verified: never redirect (RFC 6749 §4.1.2.1).
+		writeOAuthError(w, oe)
+		return
+	}
+	fail := func(e *Error) {
+		redirectTo(w, ar.grant.RedirectURI, url.Values{"error": {e.Code}, "error_description": {e.Description}, "state": {ar.grant.State}, "iss": {s.Issuer}})
+	}
+	if oe != nil {
+		fail(oe)
+		return
+	}
+	ctx := r.Context()
+	now := s.Clock.Now()
+	user, banned, err := s.sessionUser(ctx, r)
+	if err != nil {
+		fail(asOAuth(r, err))
+		return
+	}
+	if banned {
+		fail(oerr(ErrAccessDenied, "the account is banned"))
+		return
+	}
+	fresh := slices.Contains(ar.prompt, "login") || ar.maxAge == 0
+	needLogin := user == nil
+	if user != nil {
+		switch {
+		case !ar.loginAfter.IsZero():
+			needLogin = !user.AuthTime.After(ar.loginAfter)
+		case fresh:
+			needLogin = true
+		case ar.maxAge > 0 && now.Sub(user.AuthTime) > time.Duration(ar.maxAge)*time.Second:
+			needLogin = true
+		}
+	}
+	if needLogin {
+		if slices.Contains(ar.prompt, "none") {
+			fail(oerr(ErrLoginRequired, "the user is not logged in (or not recently enough) and prompt=none forbids asking"))
+			return
+		}
+		s.redirectToLogin(w, ar, fresh, now)
+		return
+	}
+	ar.grant.UserID = user.UserID
+	ar.grant.AuthTime = user.AuthTime
+	needConsent := slices.Contains(ar.prompt, "consent")
+	if !needConsent && !ar.client.IsFirstParty {
+		covered, err := s.consentCovers(ctx, user.UserID, ar.client.ID, ar.grant.Scopes)
+		if err != nil {
+			fail(asOAuth(r, err))
+			return
+		}
+		needConsent = !covered
+	}
+	if !needConsent {
+		code, err := s.issueCode(ctx, s.DB, ar.grant, now)
+		if err != nil {
+			fail(asOAuth(r, err))
+			return
+		}
+		redirectTo(w, ar.grant.RedirectURI, url.Values{"code": {code}, "state": {ar.grant.State}, "iss": {s.Issuer}})
+		return
+	}
+	if slices.Contains(ar.prompt, "none") {
+		fail(oerr(ErrConsentRequired, "the user has not consented to these scopes and prompt=none forbids asking"))
+		return
+	}
+	pendingID, err := s.createPending(ctx, ar.grant, now)
+	if err != nil {
+		fail(asOAuth(r, err))
+		return
+	}
+	if strings.Contains(r.Header.Get("Accept"), "text/html") {
+		w.Header().Set("Location", s.Issuer+"/consent?pending_authorization_id="+url.QueryEscape(pendingID))
+		w.WriteHeader(http.StatusFound)
+		return
+	}
+	requested := make([]authflow.Scope, 0, len(ar.grant.Scopes))
+	for _, sc := range ar.grant.Scopes {
+		d, _ := knownScope(sc)
+		requested = append(requested, d)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"consent_required":         true,
+		"client":                   map[string]any{"id": ar.client.ID, "name": ar.client.Name, "logo_url": ar.client.LogoURL},
+		"requested_scopes":         requested,
+		"pending_authorization_id": pendingID,
+	})
+}
+
+// parseAuthorize validates an authorization request. ok is false when the
+// client or redirect URI is not verified (oe is then answered as JSON);
+// otherwise a non-nil oe is returned to the client by redirect.
+func (s *Service) parseAuthorize(r *http.Request) (ar authzRequest, oe *Error, ok bool) {
+	if err := r.ParseForm(); err != nil {
+		return ar, oerr(ErrInvalidRequest, "the request parameters could not be parsed"), false
+	}
+	q := r.Form
+	ar.params = q
+	for _, k := range []string{"client_id", "redirect_uri"} {
+		if len(q[k]) > 1 {
+			return ar, oerr(ErrInvalidRequest, k+" is given more than once"), false
+		}
+	}
+	clientID := q.Get("client_id")
+	if clientID == "" {
+		return ar, oerr(ErrInvalidRequest, "client_id is required"), false
+	}
+	c, err := s.loadClient(r.Context(), s.DB, clientID)
+	if apperr.Is(err, apperr.NotFound) {
+		return ar, oerr(ErrInvalidRequest, "unknown client_id"), false
+	}
+	if err != nil {
+		return ar, asOAuth(r, err), false
+	}
+	if !c.IsActive {
+		return ar, oerr(ErrInvalidRequest, "the client is not active"), false
+	}
+	redirect := q.Get("redirect_uri")
+	if redirect == "" {
+		return ar, oerr(ErrInvalidRequest, "redirect_uri is required"), false
+	}
+	// Exact string comparison (RFC 9700 §4.1.3): no normalisation of case,
+	// trailing slashes or query parameters.
+	if !slices.Contains(c.RedirectURIs, redirect) {
+		return ar, oerr(ErrInvalidRequest, "redirect_uri is not registered for this client"), false
+	}
+	ar.client = c
+	ar.grant = grant{ClientID: c.ID, RedirectURI: redirect, State: q.Get("state"), Nonce: q.Get("nonce")}
+	ar.maxAge = -1
+	return ar, s.checkAuthorizeParams(&ar, q), true
+}
+
+func (s *Service) checkAuthorizeParams(ar *authzRequest, q url.Values) *Error {
+	// RFC 6749 §3.1: parameters must not be repeated.
+	for k, v := range q {
+		if len(v) > 1 {
+			return oerr(ErrInvalidRequest, k+" is given more than once")
+		}
+	}
+	if len(ar.grant.State) > 2048 || len(ar.grant.Nonce) > 512 {
+		return oerr(ErrInvalidRequest, "state or nonce is too long")
+	}
+	// OpenID Connect Core §6: request objects are not supported.
+	if q.Has("request") {
+		return oerr(ErrRequestNotSupported, "request objects are not supported")
+	}
+	if q.Has("request_uri") {
+		return oerr(ErrRequestURINotSupported, "request_uri is not supported")
+	}
+	if rt := q.Get("response_type"); rt != "code" {
+		if rt == "" {
+			return oerr(ErrInvalidRequest, "response_type is required and must be code")
+		}
+		return oerr(ErrInvalidRequest, "response_type must be code")
+	}
+	if rm := q.Get("response_mode"); rm != "" && rm != "query" {
+		return oerr(ErrInvalidRequest, "response_mode must be query")
+	}
+	scopes := parseScope(q.Get("scope"))
+	if len(scopes) == 0 {
+		return oerr(ErrInvalidRequest, "scope is required")
+	}
+	for _, sc := range scopes {
+		if _, ok := knownScope(sc); !ok {
+			return oerr(ErrInvalidScope, "unknown scope "+sc)
+		}
+		if !slices.Contains(ar.client.AllowedScopes, sc) {
+			return oerr(ErrInvalidScope, "the client may not request scope "+sc)
+		}
+	}
+	ar.grant.Scopes = scopes
+
+	// PKCE (RFC 7636; RFC 9700 §2.1.1): S256 only; mandatory for public clients.
+	challenge, method := q.Get("code_challenge"), q.Get("code_challenge_method")
+	switch {
+	case challenge == "" && method != "":
+		return oerr(ErrInvalidRequest, "code_challenge_method without code_challenge")
+	case challenge != "" && method == "":
+		return oerr(ErrInvalidRequest, "code_challenge_method is required and must be S256 (plain is not supported)")
+	case challenge != "" && method != "S256":
+		return oerr(ErrInvalidRequest, "code_challenge_method must be S256 (plain is not supported)")
+	case challenge != "" && !validChallenge(challenge):
+		return oerr(ErrInvalidRequest, "code_challenge must be the base64url SHA-256 of the code_verifier (43 characters)")
+	case challenge == "" && ar.client.ClientType == Public:
+		return oerr(ErrInvalidRequest, "public clients must use PKCE: code_challenge with code_challenge_method=S256")
+	}
+	ar.grant.Challenge = challenge
+
+	// OpenID Connect Core §3.1.2.1: prompt and max_age.
+	for _, p := range strings.Split(q.Get("prompt"), " ") {
+		switch p {
+		case "":
+		case "none", "login", "consent", "select_account":
+			if !slices.Contains(ar.prompt, p) {
+				ar.prompt = append(ar.prompt, p)
+			}
+		default:
+			return oerr(ErrInvalidRequest, "unsupported prompt value "+p)
+		}
+	}
+	if slices.Contains(ar.prompt, "none") && len(ar.prompt) > 1 {
+		return oerr(ErrInvalidRequest, "prompt=none cannot be combined with other values")
+	}
+	if v := q.Get("max_age"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return oerr(ErrInvalidRequest, "max_age must be a non-negative integer")
+		}
+		ar.maxAge = n
+	}
+	if v := q.Get(loginAfterParam); v != "" {
+		if t, ok := s.verifyLoginAfter(v); ok {
+			ar.loginAfter = t
+		}
+	}
+	return nil
+}
+
+// validChallenge reports whether c is an S256 challenge: 43 base64url characters.
+func validChallenge(c string) bool {
+	if len(c) != 43 {
+		return false
+	}
+	_, err := base64.RawURLEncoding.DecodeString(c)
+	return err == nil
+}
+
+// validVerifier checks RFC 7636 §4.1: 43 to 128 characters of [A-Za-z0-9-._~].
+func validVerifier(v string) bool {
+	if len(v) < 43 || len(v) > 128 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~') {
+			return false
+		}
+	}
+	return true
+}
+
+// s256 is the code_challenge of a verifier (RFC 7636 §4.2).
+func s256(verifier string) string {
+	sum := sha256.Sum256([]byte(verifier))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// sessionUser resolves the user's session from the Authorization header or
+// the hmid_session cookie. It returns nil for no valid session; banned is
+// true when the session is valid but its user is banned.
+func (s *Service) sessionUser(ctx context.Context, r *http.Request) (p *authn.Principal, banned bool, err error) {
+	tok := ""
+	if hdr := r.Header.Get("Authorization"); hdr != "" {
+		tok, _ = authn.ParseBearer(hdr)
+	} else if c, err := r.Cookie(SessionCookie); err == nil {
+		tok = c.Value
+	}
+	if !token.HasShape(tok, token.PrefixSession) {
+		return nil, false, nil
+	}
+	p, err = s.Resolver.Resolve(ctx, tok)
+	if err != nil {
+		if !apperr.Is(err, apperr.Unauthorized) {
+			return nil, false, err
+		}
+		// Tell a banned user apart from a missing session: they must not be
+		// sent to log in again, only told that access is denied.
+		now := s.Clock.Now()
+		var userID string
+		err := s.DB.QueryRowContext(ctx, `SELECT user_id FROM sessions WHERE token_hash = $1 AND revoked_at IS NULL AND expires_at > $2`,
+			token.Hash(tok), db.TS(now)).Scan(&userID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		var isBanned bool
+		if err := s.DB.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM bans WHERE user_id = $1 AND unbanned_at IS NULL AND (expires_at IS NULL OR expires_at > $2))`,
+			userID, db.TS(now)).Scan(&isBanned); err != nil {
+			return nil, false, err
+		}
+		return nil, isBanned, nil
+	}
+	if p.Kind != authn.KindSession {
+		return nil, false, nil
+	}
+	return p, false, nil
+}
+
+// redirectToLogin sends the user to the login page with the authorization
+// request as return_to. For a forced login (prompt=login, max_age=0) the
+// return URL drops that demand and carries a signed "authenticated after
+// now" instead, so the flow resumes once the user has logged in.
+func (s *Service) redirectToLogin(w http.ResponseWriter, ar authzRequest, fresh bool, now time.Time) {
+	params := url.Values{}
+	for k, v := range ar.params {
+		params[k] = slices.Clone(v)
+	}
+	if fresh {
+		var kept []string
+		for _, p := range ar.prompt {
+			if p != "login" {
+				kept = append(kept, p)
+			}
+		}
+		params.Del("prompt")
+		if len(kept) > 0 {
+			params.Set("prompt", strings.Join(kept, " "))
+		}
+		if params.Get("max_age") == "0" {
+			params.Del("max_age")
+		}
+		params.Set(loginAfterParam, s.signLoginAfter(now))
+	}
+	returnTo := s.Issuer + "/v1/oauth/authorize?" + params.Encode()
+	login := s.LoginURL
+	if login == "" {
+		login = s.Issuer + "/login"
+	}
+	redirectTo(w, login, url.Values{"return_to": {returnTo}})
+}
+
+func (s *Service) signLoginAfter(t time.Time) string {
+	ts := strconv.FormatInt(t.UnixMicro(), 10)
+	return ts + "." + base64.RawURLEncoding.EncodeToString(s.Box.MAC([]byte(loginAfterParam), []byte(ts)))
+}
+
+func (s *Service) verifyLoginAfter(v string) (time.Time, bool) {
+	ts, mac, ok := strings.Cut(v, ".")
+	if !ok {
+		return time.Time{}, false
+	}
+	got, err := base64.RawURLEncoding.DecodeString(mac)
+	if err != nil || !secretbox.Equal(got, s.Box.MAC([]byte(loginAfterParam), []byte(ts))) {
+		return time.Time{}, false
+	}
+	n, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.UnixMicro(n).UTC(), true
+}
+
+// consentCovers reports whether the user's stored consent for the client
+// includes every scope of scopes.
+func (s *Service) consentCovers(ctx context.Context, userID, clientID string, scopes []string) (bool, error) {
+	var granted db.Strings
+	err := s.DB.QueryRowContext(ctx, `SELECT scopes FROM oauth_consents WHERE user_id = $1 AND client_id = $2`, userID, clientID).Scan(&granted)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return subset(scopes, granted), nil
+}
+
+// issueCode stores a new authorization code for g and returns it.
+func (s *Service) issueCode(ctx context.Context, q db.Querier, g grant, now time.Time) (string, error) {
+	code := token.New(token.PrefixAuthCode)
+	_, err := q.ExecContext(ctx, `INSERT INTO oauth_codes (code_hash, family_id, client_id, user_id, redirect_uri, scopes, nonce, code_challenge, auth_time, created_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		token.Hash(code), uuid.NewString(), g.ClientID, g.UserID, g.RedirectURI, db.JSON(g.Scopes), g.Nonce, g.Challenge,
+		db.TS(g.AuthTime), db.TS(now), db.TS(now.Add(CodeTTL)))
+	return code, err
+}
+
+func (s *Service) createPending(ctx context.Context, g grant, now time.Time) (string, error) {
+	id := uuid.NewString()
+	_, err := s.DB.ExecContext(ctx, `INSERT INTO oauth_pending_authorizations (id, user_id, client_id, redirect_uri, scopes, state, nonce, code_challenge, auth_time, created_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		id, g.UserID, g.ClientID, g.RedirectURI, db.JSON(g.Scopes), g.State, g.Nonce, g.Challenge, db.TS(g.AuthTime), db.TS(now), db.TS(now.Add(PendingTTL)))
+	return id, err
+}
+
+// buildRedirect returns base with params added to its query.
+func buildRedirect(base string, params url.Values) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return base
+	}
+	q := u.Query()
+	for k, vs := range params {
+		if len(vs) > 0 && vs[0] != "" {
+			q.Set(k, vs[0])
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// ConsentBody is the body of POST /v1/oauth/authorize/consent.
+type ConsentBody struct {
+	PendingAuthorizationID string `json:"pending_authorization_id"`
+	Approved               *bool  `json:"approved"`
+}
+
+// Consent serves POST /v1/oauth/authorize/consent: the user approves or
+// denies a pending authorization; the answer is a 302 to the client.
+func (h *Handler) Consent(w http.ResponseWriter, r *http.Request) {
+	var b ConsentBody
+	if err := httpx.Decode(r, &b); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if b.PendingAuthorizationID == "" || b.Approved == nil {
+		httpx.Error(w, r, apperr.Invalid("pending_authorization_id and approved are required"))
+		return
+	}
+	m := MetaFrom(r)
+	to, err := h.S.Decide(r.Context(), b.PendingAuthorizationID, authn.From(r.Context()).UserID, *b.Approved, m.IP, m.UserAgent)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	securityHeaders(w)
+	w.Header().Set("Location", to)
+	w.WriteHeader(http.StatusFound)
+}
+
+// Pending returns a pending authorization of the user (authflow.Consents);
+// a missing, expired, decided or foreign one is NotFound.
+func (s *Service) Pending(ctx context.Context, pendingID, userID string) (authflow.Pending, error) {
+	notFound := apperr.NotFoundf("pending authorization not found, expired or already decided")
+	if _, err := uuid.Parse(pendingID); err != nil {
+		return authflow.Pending{}, notFound
+	}
+	var p authflow.Pending
+	var scopes db.Strings
+	var logo sql.NullString
+	var expires int64
+	err := s.DB.QueryRowContext(ctx, `SELECT p.id, p.client_id, c.name, c.logo_url, p.scopes, p.expires_at
+		FROM oauth_pending_authorizations p JOIN oauth_clients c ON c.id = p.client_id
+		WHERE p.id = $1 AND p.user_id = $2 AND p.decided_at IS NULL AND p.expires_at > $3`, pendingID, userID, db.TS(s.Clock.Now())).
+		Scan(&p.ID, &p.ClientID, &p.ClientName, &logo, &scopes, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return p, notFound
+	}
+	if err != nil {
+		return p, err
+	}
+	p.LogoURL = logo.String
+	p.ExpiresAt = db.FromTS(expires)
+	for _, sc := range scopes {
+		d, _ := knownScope(sc)
+		p.Scopes = append(p.Scopes, d)
+	}
+	return p, nil
+}
+
+// Decide approves or denies a pending authorization of the user, once
+// (authflow.Consents). Approval stores the consent (consent_granted) and
+// returns the client's redirect URI with a code; denial returns it with
+// error=access_denied. A missing, expired, decided or foreign pending
+// authorization is NotFound.
+func (s *Service) Decide(ctx context.Context, pendingID, userID string, approved bool, ip, userAgent string) (string, error) {
+	notFound := apperr.NotFoundf("pending authorization not found, expired or already decided")
+	if _, err := uuid.Parse(pendingID); err != nil {
+		return "", notFound
+	}
+	now := s.Clock.Now()
+	var out string
+	err := s.DB.Tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE oauth_pending_authorizations SET decided_at = $1
+			WHERE id = $2 AND user_id = $3 AND decided_at IS NULL AND expires_at > $1`, db.TS(now), pendingID, userID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return notFound
+		}
+		g := grant{UserID: userID}
+		var scopes db.Strings
+		var authTime int64
+		if err := tx.QueryRowContext(ctx, `SELECT client_id, redirect_uri, scopes, state, nonce, code_challenge, auth_time
+			FROM oauth_pending_authorizations WHERE id = $1`, pendingID).
+			Scan(&g.ClientID, &g.RedirectURI, &scopes, &g.State, &g.Nonce, &g.Challenge, &authTime); err != nil {
+			return err
+		}
+		g.Scopes, g.AuthTime = scopes, db.FromTS(authTime)
+		deny := func(desc string) error {
+			out = buildRedirect(g.RedirectURI, url.Values{"error": {ErrAccessDenied}, "error_description": {desc}, "state": {g.State}, "iss": {s.Issuer}})
+			return nil
+		}
+		if !approved {
+			return deny("the user denied the request")
+		}
+		c, err := s.loadClient(ctx, tx, g.ClientID)
+		if err != nil {
+			return err
+		}
+		if !c.IsActive {
+			return deny("the client is not active")
+		}
+		usable, err := userUsable(ctx, tx, userID, now)
+		if err != nil {
+			return err
+		}
+		if !usable {
+			return deny("the account cannot authorize clients")
+		}
+		var prev db.Strings
+		err = tx.QueryRowContext(ctx, `SELECT scopes FROM oauth_consents WHERE user_id = $1 AND client_id = $2`, userID, g.ClientID).Scan(&prev)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		all := union(prev, g.Scopes)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO oauth_consents (user_id, client_id, scopes, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
+			ON CONFLICT (user_id, client_id) DO UPDATE SET scopes = excluded.scopes, updated_at = excluded.updated_at`,
+			userID, g.ClientID, db.JSON(all), db.TS(now)); err != nil {
+			return err
+		}
+		if _, err := s.Audit.Record(ctx, tx, Meta{IP: ip, UserAgent: userAgent}.event(auditEvent(userID, audit.ConsentGranted, c,
+			"consent granted to "+c.Name, map[string]any{"client_name": c.Name, "scopes": g.Scopes}))); err != nil {
+			return err
+		}
+		code, err := s.issueCode(ctx, tx, g, now)
+		if err != nil {
+			return err
+		}
+		out = buildRedirect(g.RedirectURI, url.Values{"code": {code}, "state": {g.State}, "iss": {s.Issuer}})
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,521 @@
+package oauth
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"hmid/internal/apperr"
+	"hmid/internal/audit"
+	"hmid/internal/authn"
+	"hmid/internal/db"
+	"hmid/internal/httpx"
+	"hmid/internal/token"
+)
+
+// Client types (spec 1, OAuth client).
+const (
+	Confidential = "confidential"
+	Public       = "public"
+)
+
+// ID token signing algorithms a client may register with (extension field
+// id_token_signed_response_alg, OpenID Connect Dynamic Client Registration §2).
+const (
+	AlgHS256 = "HS256"
+	AlgRS256 = "RS256"
+)
+
+// Client is an OAuth client as shown by the API. ClientSecret is set only in
+// the answers of creation and regeneration.
+type Client struct {
+	ID                       string    `json:"id"`
+	Name                     string    `json:"name"`
+	Description              string    `json:"description"`
+	LogoURL                  *string   `json:"logo_url"`
+	HomepageURL              *string   `json:"homepage_url"`
+	PrivacyPolicyURL         *string   `json:"privacy_policy_url"`
+	TermsOfServiceURL        *string   `json:"terms_of_service_url"`
+	RedirectURIs             []string  `json:"redirect_uris"`
+	AllowedScopes            []string  `json:"allowed_scopes"`
+	ClientType               string    `json:"client_type"`
+	IsFirstParty             bool      `json:"is_first_party"`
+	IsActive                 bool      `json:"is_active"`
+	IDTokenSignedResponseAlg string    `json:"id_token_signed_response_alg"`
+	OwnerID                  *string   `json:"owner_id"`
+	ClientSecret             string    `json:"client_secret,omitempty"`
+	CreatedAt                time.Time `json:"created_at"`
+	UpdatedAt                time.Time `json:"updated_at"`
+
+	secretHash string
+}
+
+// ClientInput is the body of client creation and update; on update only the
+// fields that are Set change.
+type ClientInput struct {
+	Name                     httpx.Opt[string]   `json:"name"`
+	Description              httpx.Opt[string]   `json:"description"`
+	LogoURL                  httpx.Opt[string]   `json:"logo_url"`
+	HomepageURL              httpx.Opt[string]   `json:"homepage_url"`
+	PrivacyPolicyURL         httpx.Opt[string]   `json:"privacy_policy_url"`
+	TermsOfServiceURL        httpx.Opt[string]   `json:"terms_of_service_url"`
+	RedirectURIs             httpx.Opt[[]string] `json:"redirect_uris"`
+	AllowedScopes            httpx.Opt[[]string] `json:"allowed_scopes"`
+	ClientType               httpx.Opt[string]   `json:"client_type"`
+	IsFirstParty             httpx.Opt[bool]     `json:"is_first_party"`
+	IsActive                 httpx.Opt[bool]     `json:"is_active"`
+	IDTokenSignedResponseAlg httpx.Opt[string]   `json:"id_token_signed_response_alg"`
+}
+
+const clientCols = `id, owner_id, name, description, logo_url, homepage_url, privacy_policy_url, terms_of_service_url,
+	redirect_uris, allowed_scopes, client_type, is_first_party, is_active, id_token_alg, secret_hash, created_at, updated_at`
+
+func scanClient(row interface{ Scan(...any) error }) (Client, error) {
+	var c Client
+	var owner, logo, home, privacy, tos, secret sql.NullString
+	var redirects, scopes db.Strings
+	var created, updated int64
+	err := row.Scan(&c.ID, &owner, &c.Name, &c.Description, &logo, &home, &privacy, &tos, &redirects, &scopes,
+		&c.ClientType, &c.IsFirstParty, &c.IsActive, &c.IDTokenSignedResponseAlg, &secret, &created, &updated)
+	c.OwnerID, c.LogoURL, c.HomepageURL, c.PrivacyPolicyURL, c.TermsOfServiceURL = ptr(owner), ptr(logo), ptr(home), ptr(privacy), ptr(tos)
+	c.RedirectURIs, c.AllowedScopes = redirects, scopes
+	c.secretHash = secret.String
+	c.CreatedAt, c.UpdatedAt = db.FromTS(created), db.FromTS(updated)
+	return c, err
+}
+
+func ptr(n sql.NullString) *string {
+	if !n.Valid {
+		return nil
+	}
+	s := n.String
+	return &s
+}
+
+func nullStr(p *string) any {
+	if p == nil || *p == "" {
+		return nil
+	}
+	return *p
+}
+
+// loadClient returns a client by id; an unknown or malformed id is NotFound.
+func (s *Service) loadClient(ctx context.Context, q db.Querier, id string) (Client, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return Client{}, apperr.NotFoundf("OAuth client not found")
+	}
+	c, err := scanClient(q.QueryRowContext(ctx, `SELECT `+clientCols+` FROM oauth_clients WHERE id = $1`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Client{}, apperr.NotFoundf("OAuth client not found")
+	}
+	return c, err
+}
+
+func (c Client) ownedBy(p *authn.Principal) bool {
+	return p != nil && p.UserID != "" && c.OwnerID != nil && *c.OwnerID == p.UserID
+}
+
+// visibleClient loads a client the caller may read: their own, or any with
+// oauth_clients:read (spec 1, Authentication 6). Others answer NotFound so
+// client ids of other users cannot be probed.
+func (s *Service) visibleClient(ctx context.Context, p *authn.Principal, id string) (Client, error) {
+	c, err := s.loadClient(ctx, s.DB, id)
+	if err != nil {
+		return c, err
+	}
+	if !c.ownedBy(p) && !p.Can("oauth_clients:read") {
+		return Client{}, apperr.NotFoundf("OAuth client not found")
+	}
+	return c, nil
+}
+
+// manageableClient loads a client the caller may change with perm
+// (oauth_clients:update or :delete): the owner, or a holder of perm. A caller
+// who may read the client but lacks perm gets Forbidden.
+func (s *Service) manageableClient(ctx context.Context, p *authn.Principal, id, perm string) (Client, error) {
+	c, err := s.visibleClient(ctx, p, id)
+	if err != nil {
+		return c, err
+	}
+	if !c.ownedBy(p) && !p.Can(perm) {
+		return Client{}, apperr.Forbiddenf("missing permission %s", perm)
+	}
+	return c, nil
+}
+
+var customScheme = regexp.MustCompile(`^[a-z][a-z0-9+.\-]*$`)
+
+// validRedirectURI checks one redirect URI (spec 1: http://, https:// or a
+// custom scheme such as app://path; RFC 6749 §3.1.2: absolute, no fragment).
+func validRedirectURI(raw string) error {
+	if raw == "" || len(raw) > 2000 {
+		return apperr.Invalid("redirect URIs must be 1 to 2000 characters")
+	}
+	if strings.ContainsAny(raw, " \t\r\n\\") {
+		return apperr.Invalid("redirect URI %q contains whitespace or a backslash", raw)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() {
+		return apperr.Invalid("redirect URI %q is not an absolute URI", raw)
+	}
+	if u.Fragment != "" || strings.Contains(raw, "#") {
+		return apperr.Invalid("redirect URI %q must not contain a fragment (RFC 6749 §3.1.2)", raw)
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if scheme != u.Scheme || !customScheme.MatchString(scheme) {
+		return apperr.Invalid("redirect URI %q has an invalid scheme", raw)
+	}
+	switch scheme {
+	case "http", "https":
+		if u.Host == "" || u.User != nil {
+			return apperr.Invalid("redirect URI %q needs a host and no user information", raw)
+		}
+	case "javascript", "data", "vbscript", "file", "blob", "about":
+		return apperr.Invalid("redirect URI scheme %s is not allowed", scheme)
+	default:
+		if !strings.HasPrefix(raw, scheme+"://") {
+			return apperr.Invalid("redirect URI %q must have the form <scheme>://<path>", raw)
+		}
+	}
+	return nil
+}
+
+func validHTTPURL(field string, v *string) error {
+	if v == nil || *v == "" {
+		return nil
+	}
+	u, err := url.Parse(*v)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || len(*v) > 2000 {
+		return apperr.Invalid("%s must be an absolute http(s) URL", field)
+	}
+	return nil
+}
+
+// applyInput validates the set fields of in and applies them to c.
+func applyInput(c *Client, in ClientInput, creating bool) error {
+	if in.Name.Set || creating {
+		name := strings.TrimSpace(in.Name.Value)
+		if name == "" || len(name) > 100 {
+			return apperr.Invalid("name is required and at most 100 characters")
+		}
+		c.Name = name
+	}
+	if in.Description.Set {
+		if len(in.Description.Value) > 1000 {
+			return apperr.Invalid("description is at most 1000 characters")
+		}
+		c.Description = in.Description.Value
+	}
+	for _, f := range []struct {
+		name string
+		in   httpx.Opt[string]
+		dst  **string
+	}{
+		{"logo_url", in.LogoURL, &c.LogoURL},
+		{"homepage_url", in.HomepageURL, &c.HomepageURL},
+		{"privacy_policy_url", in.PrivacyPolicyURL, &c.PrivacyPolicyURL},
+		{"terms_of_service_url", in.TermsOfServiceURL, &c.TermsOfServiceURL},
+	} {
+		if !f.in.Set {
+			continue
+		}
+		v := f.in.Ptr()
+		if v != nil && *v == "" {
+			v = nil
+		}
+		if err := validHTTPURL(f.name, v); err != nil {
+			return err
+		}
+		*f.dst = v
+	}
+	if in.RedirectURIs.Set || creating {
+		uris := in.RedirectURIs.Value
+		if len(uris) == 0 || len(uris) > 20 {
+			return apperr.Invalid("redirect_uris needs at least one and at most 20 URIs")
+		}
+		var clean []string
+		for _, u := range uris {
+			if err := validRedirectURI(u); err != nil {
+				return err
+			}
+			if !slices.Contains(clean, u) {
+				clean = append(clean, u)
+			}
+		}
+		c.RedirectURIs = clean
+	}
+	if in.AllowedScopes.Set || creating {
+		scopes := in.AllowedScopes.Value
+		if !in.AllowedScopes.Set || scopes == nil {
+			scopes = []string{"openid", "profile", "email"}
+		}
+		var clean []string
+		for _, sc := range scopes {
+			if _, ok := knownScope(sc); !ok {
+				return apperr.Invalid("scope %q is not known; known scopes are %s", sc, strings.Join(ScopeNames(), ", "))
+			}
+			if !slices.Contains(clean, sc) {
+				clean = append(clean, sc)
+			}
+		}
+		if clean == nil {
+			clean = []string{}
+		}
+		c.AllowedScopes = clean
+	}
+	if creating {
+		c.ClientType = Confidential
+		if in.ClientType.Set && in.ClientType.Value != "" {
+			c.ClientType = in.ClientType.Value
+		}
+		if c.ClientType != Confidential && c.ClientType != Public {
+			return apperr.Invalid("client_type must be confidential or public")
+		}
+	} else if in.ClientType.Set && in.ClientType.Value != c.ClientType {
+		return apperr.Invalid("client_type cannot be changed after registration; register a new client")
+	}
+	if in.IDTokenSignedResponseAlg.Set || creating {
+		alg := in.IDTokenSignedResponseAlg.Value
+		if alg == "" {
+			alg = AlgHS256
+		}
+		if alg != AlgHS256 && alg != AlgRS256 {
+			return apperr.Invalid("id_token_signed_response_alg must be HS256 or RS256")
+		}
+		c.IDTokenSignedResponseAlg = alg
+	}
+	if in.IsActive.Set {
+		if in.IsActive.Ptr() == nil {
+			return apperr.Invalid("is_active must be true or false")
+		}
+		c.IsActive = in.IsActive.Value
+	}
+	return nil
+}
+
+// CreateClient registers a client owned by the caller (spec 1, OAuth client
+// management). Only super admins and system keys may create first-party
+// clients (Forbidden otherwise). The answer carries the client secret once
+// (confidential clients only).
+func (s *Service) CreateClient(ctx context.Context, p *authn.Principal, in ClientInput, m Meta) (Client, error) {
+	c := Client{IsActive: true}
+	if err := applyInput(&c, in, true); err != nil {
+		return Client{}, err
+	}
+	if in.IsActive.Set {
+		c.IsActive = in.IsActive.Value
+	}
+	if in.IsFirstParty.Value {
+		if !p.IsAdmin() {
+			return Client{}, apperr.Forbiddenf("only super admins and system keys can register first-party clients")
+		}
+		c.IsFirstParty = true
+	}
+	c.ID = uuid.NewString()
+	if p.UserID != "" {
+		owner := p.UserID
+		c.OwnerID = &owner
+	}
+	var secretHash any
+	if c.ClientType == Confidential {
+		c.ClientSecret = token.New(token.PrefixClientSecret)
+		secretHash = token.Hash(c.ClientSecret)
+	}
+	now := s.Clock.Now()
+	err := s.DB.Tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO oauth_clients (id, owner_id, name, description, logo_url, homepage_url, privacy_policy_url, terms_of_service_url,
+			redirect_uris, allowed_scopes, client_type, is_first_party, is_active, id_token_alg, secret_hash, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16)`,
+			c.ID, nullStr(c.OwnerID), c.Name, c.Description, nullStr(c.LogoURL), nullStr(c.HomepageURL), nullStr(c.PrivacyPolicyURL), nullStr(c.TermsOfServiceURL),
+			db.JSON(c.RedirectURIs), db.JSON(c.AllowedScopes), c.ClientType, c.IsFirstParty, c.IsActive, c.IDTokenSignedResponseAlg, secretHash, db.TS(now)); err != nil {
+			return err
+		}
+		_, err := s.Audit.Record(ctx, tx, m.event(audit.Event{
+			UserID: p.UserID, ActorID: actorKey(p), EventType: audit.ClientCreated, ResourceType: "oauth_client", ResourceID: c.ID,
+			Description: "OAuth client " + c.Name + " registered",
+			Metadata:    map[string]any{"name": c.Name, "client_type": c.ClientType, "is_first_party": c.IsFirstParty},
+		}))
+		return err
+	})
+	if err != nil {
+		return Client{}, err
+	}
+	secret := c.ClientSecret
+	c, err = s.loadClient(ctx, s.DB, c.ID)
+	c.ClientSecret = secret
+	return c, err
+}
+
+// actorKey names an ownerless system key as the actor of an audit event.
+func actorKey(p *authn.Principal) string {
+	if p.UserID == "" {
+		return p.APIKeyID
+	}
+	return ""
+}
+
+func auditUser(c Client) string {
+	if c.OwnerID != nil {
+		return *c.OwnerID
+	}
+	return ""
+}
+
+func actorIfOther(p *authn.Principal, owner string) string {
+	if p.UserID != owner {
+		if p.UserID != "" {
+			return p.UserID
+		}
+		return p.APIKeyID
+	}
+	return ""
+}
+
+// GetClient returns a client the caller owns or may read (NotFound otherwise).
+func (s *Service) GetClient(ctx context.Context, p *authn.Principal, id string) (Client, error) {
+	return s.visibleClient(ctx, p, id)
+}
+
+// ListClients returns a page of clients: the caller's own (all false), or
+// every client (all true; the route requires oauth_clients:read).
+func (s *Service) ListClients(ctx context.Context, p *authn.Principal, all bool, pg httpx.Page) ([]Client, int, error) {
+	where, args := "owner_id = $1", []any{p.UserID}
+	if all {
+		where, args = "TRUE", nil
+	} else if p.UserID == "" {
+		where, args = "FALSE", nil
+	}
+	var total int
+	if err := s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM oauth_clients WHERE `+where, args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	n := len(args)
+	rows, err := s.DB.QueryContext(ctx, `SELECT `+clientCols+` FROM oauth_clients WHERE `+where+
+		` ORDER BY created_at DESC, id LIMIT $`+itoa(n+1)+` OFFSET $`+itoa(n+2), append(args, pg.Limit, pg.Offset())...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	out := []Client{}
+	for rows.Next() {
+		c, err := scanClient(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, c)
+	}
+	return out, total, rows.Err()
+}
+
+func itoa(n int) string {
+	if n < 10 {
+		return string(rune('0' + n))
+	}
+	return itoa(n/10) + string(rune('0'+n%10))
+}
+
+// UpdateClient changes the set fields of a client (owner or
+// oauth_clients:update). First-party clients cannot be modified (Forbidden);
+// making a client first-party needs a super admin or a system key.
+// Deactivating a client revokes its tokens.
+func (s *Service) UpdateClient(ctx context.Context, p *authn.Principal, id string, in ClientInput, m Meta) (Client, error) {
+	c, err := s.manageableClient(ctx, p, id, "oauth_clients:update")
+	if err != nil {
+		return c, err
+	}
+	if c.IsFirstParty {
+		return Client{}, apperr.Forbiddenf("first-party clients cannot be modified")
+	}
+	if in.IsFirstParty.Set && in.IsFirstParty.Value && !p.IsAdmin() {
+		return Client{}, apperr.Forbiddenf("only super admins and system keys can make a client first-party")
+	}
+	if err := applyInput(&c, in, false); err != nil {
+		return Client{}, err
+	}
+	if in.IsFirstParty.Set {
+		c.IsFirstParty = in.IsFirstParty.Value
+	}
+	now := s.Clock.Now()
+	err = s.DB.Tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE oauth_clients SET name = $1, description = $2, logo_url = $3, homepage_url = $4,
+			privacy_policy_url = $5, terms_of_service_url = $6, redirect_uris = $7, allowed_scopes = $8, is_first_party = $9,
+			is_active = $10, id_token_alg = $11, updated_at = $12 WHERE id = $13`,
+			c.Name, c.Description, nullStr(c.LogoURL), nullStr(c.HomepageURL), nullStr(c.PrivacyPolicyURL), nullStr(c.TermsOfServiceURL),
+			db.JSON(c.RedirectURIs), db.JSON(c.AllowedScopes), c.IsFirstParty, c.IsActive, c.IDTokenSignedResponseAlg, db.TS(now), c.ID); err != nil {
+			return err
+		}
+		if !c.IsActive {
+			if _, err := tx.ExecContext(ctx, `UPDATE oauth_tokens SET revoked_at = $1 WHERE client_id = $2 AND revoked_at IS NULL`, db.TS(now), c.ID); err != nil {
+				return err
+			}
+		}
+		owner := auditUser(c)
+		_, err := s.Audit.Record(ctx, tx, m.event(audit.Event{
+			UserID: owner, ActorID: actorIfOther(p, owner), EventType: audit.ClientUpdated, ResourceType: "oauth_client", ResourceID: c.ID,
+			Description: "OAuth client " + c.Name + " updated",
+		}))
+		return err
+	})
+	if err != nil {
+		return Client{}, err
+	}
+	return s.loadClient(ctx, s.DB, c.ID)
+}
+
+// RegenerateSecret gives a confidential client a new secret, returned once;
+// the old one stops working at once. Public clients have no secret (Invalid).
+func (s *Service) RegenerateSecret(ctx context.Context, p *authn.Principal, id string, m Meta) (string, error) {
+	c, err := s.manageableClient(ctx, p, id, "oauth_clients:update")
+	if err != nil {
+		return "", err
+	}
+	if c.ClientType != Confidential {
+		return "", apperr.Bad("public clients have no secret")
+	}
+	secret := token.New(token.PrefixClientSecret)
+	err = s.DB.Tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE oauth_clients SET secret_hash = $1, updated_at = $2 WHERE id = $3`,
+			token.Hash(secret), db.TS(s.Clock.Now()), c.ID); err != nil {
+			return err
+		}
+		owner := auditUser(c)
+		_, err := s.Audit.Record(ctx, tx, m.event(audit.Event{
+			UserID: owner, ActorID: actorIfOther(p, owner), EventType: audit.ClientSecretRegenerated, ResourceType: "oauth_client", ResourceID: c.ID,
+			Description: "secret of OAuth client " + c.Name + " regenerated",
+		}))
+		return err
+	})
+	return secret, err
+}
+
+// DeleteClient deletes a client (owner or oauth_clients:delete) with its
+// consents, codes and tokens. First-party clients cannot be deleted (Forbidden).
+func (s *Service) DeleteClient(ctx context.Context, p *authn.Principal, id string, m Meta) error {
+	c, err := s.manageableClient(ctx, p, id, "oauth_clients:delete")
+	if err != nil {
+		return err
+	}
+	if c.IsFirstParty {
+		return apperr.Forbiddenf("first-party clients cannot be deleted")
+	}
+	return s.DB.Tx(ctx, func(tx *sql.Tx) error {
+		// The tokens go with the client (ON DELETE CASCADE): a token of an
+		// unknown client never resolves again.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM oauth_clients WHERE id = $1`, c.ID); err != nil {
+			return err
+		}
+		owner := auditUser(c)
+		_, err := s.Audit.Record(ctx, tx, m.event(audit.Event{
+			UserID: owner, ActorID: actorIfOther(p, owner), EventType: audit.ClientDeleted, ResourceType: "oauth_client", ResourceID: c.ID,
+			Description: "OAuth client " + c.Name + " deleted", Metadata: map[string]any{"name": c.Name},
+		}))
+		return err
+	})
+}

@@ -1,0 +1,40 @@
+package oauth
+
+import (
+	"net/http"
+
+	"hmid/internal/httpx"
+)
+
+// Discovery serves GET /.well-known/openid-configuration and
+// /v1/.well-known/openid-configuration (OpenID Connect Discovery 1.0 §3;
+// spec 1, OIDC discovery; RFC 9207 §3 for the iss response parameter).
+func (h *Handler) Discovery(w http.ResponseWriter, r *http.Request) {
+	base := h.S.Issuer
+	authMethods := []string{"client_secret_post", "client_secret_basic", "none"}
+	w.Header().Set("Cache-Control", "public, max-age=3600")
+	httpx.JSON(w, http.StatusOK, map[string]any{
+		"issuer":                                     base,
+		"authorization_endpoint":                     base + "/v1/oauth/authorize",
+		"token_endpoint":                             base + "/v1/oauth/token",
+		"userinfo_endpoint":                          base + "/v1/oauth/userinfo",
+		"revocation_endpoint":                        base + "/v1/oauth/revoke",
+		"jwks_uri":                                   base + "/v1/oauth/jwks",
+		"scopes_supported":                           ScopeNames(),
+		"response_types_supported":                   []string{"code"},
+		"response_modes_supported":                   []string{"query"},
+		"grant_types_supported":                      []string{"authorization_code", "refresh_token"},
+		"token_endpoint_auth_methods_supported":      authMethods,
+		"revocation_endpoint_auth_methods_supported": authMethods,
+		"code_challenge_methods_supported":           []string{"S256"},
+		"id_token_signing_alg_values_supported":      []string{AlgHS256, AlgRS256},
+		"subject_types_supported":                    []string{"public"},
+		"prompt_values_supported":                    []string{"none", "login", "consent", "select_account"},
+		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "name", "picture",
+			"email", "email_verified", "roles", "permissions", "provider", "preferred_locale", "is_super_admin", "role_ids"},
+		"authorization_response_iss_parameter_supported": true,
+		"request_parameter_supported":                    false,
+		"request_uri_parameter_supported":                false,
+		"claims_parameter_supported":                     false,
+	})
+}

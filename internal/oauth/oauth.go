@@ -1,0 +1,172 @@
+// Package oauth is hmid's OAuth 2.0 authorization server and OpenID Connect
+// provider (spec 1): client registration and management, the authorization
+// endpoint with consent, the token endpoint (authorization_code with PKCE and
+// rotating refresh tokens), ID tokens, UserInfo, revocation (RFC 7009) and
+// discovery.
+//
+// The security rules follow RFC 9700 (OAuth 2.0 Security Best Current
+// Practice): redirect URIs match exactly, PKCE is mandatory for public
+// clients and cannot be downgraded, codes are single use and their replay
+// revokes what they issued, refresh tokens rotate and their replay revokes the
+// whole family, every secret is stored only as a SHA-256 hash and compared in
+// constant time, and state changes use conditional UPDATEs so racing requests
+// cannot both win.
+package oauth
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"hmid/internal/audit"
+	"hmid/internal/authflow"
+	"hmid/internal/authn"
+	"hmid/internal/clock"
+	"hmid/internal/db"
+	"hmid/internal/secretbox"
+)
+
+// Lifetimes of spec 1 (Token artifacts, Limits).
+const (
+	CodeTTL         = 10 * time.Minute
+	PendingTTL      = 15 * time.Minute
+	AccessTokenTTL  = time.Hour
+	RefreshTokenTTL = 30 * 24 * time.Hour
+	IDTokenTTL      = time.Hour
+)
+
+// SessionCookie is the cookie holding a user session token, read by the
+// authorization endpoint (DECISIONS: OAuth and OIDC).
+const SessionCookie = "hmid_session"
+
+// Service is the OAuth provider with its dependencies.
+type Service struct {
+	DB       *db.DB
+	Clock    clock.Clock
+	Box      *secretbox.Box
+	Audit    *audit.Writer
+	Epoch    authn.Epoch
+	Resolver *authn.Resolver // resolves the user's session at the authorization endpoint
+	Issuer   string          // HMID_PUBLIC_URL, without trailing slash
+	LoginURL string          // where a user who is not logged in is sent; "" = Issuer + "/login"
+
+	keyMu  sync.Mutex
+	rsaKey *signingKey // loaded or created on first RS256 use
+}
+
+var (
+	_ authn.OAuthTokens = (*Service)(nil)
+	_ authflow.Consents = (*Service)(nil)
+	_ error             = (*Error)(nil)
+)
+
+// Meta is who performed an operation, for the audit log.
+type Meta struct {
+	IP        string
+	UserAgent string
+}
+
+// MetaFrom returns the audit metadata of a request.
+func MetaFrom(r *http.Request) Meta {
+	e := audit.FromRequest(r, audit.Event{})
+	return Meta{IP: e.IPAddress, UserAgent: e.UserAgent}
+}
+
+func (m Meta) event(e audit.Event) audit.Event {
+	e.IPAddress, e.UserAgent = m.IP, m.UserAgent
+	return e
+}
+
+// The scopes of spec 1 (Scopes), in the order discovery lists them.
+var scopeCatalogue = []authflow.Scope{
+	{Name: "openid", Description: "Sign you in and know your user id"},
+	{Name: "profile", Description: "Your name, avatar, locale and login provider"},
+	{Name: "email", Description: "Your email address and whether it is verified"},
+	{Name: "roles", Description: "Your assigned roles"},
+	{Name: "permissions", Description: "Your permissions"},
+	{Name: "offline_access", Description: "Stay connected while you are away (refresh tokens)"},
+}
+
+// Scopes returns the scopes the provider knows, with their descriptions.
+func Scopes() []authflow.Scope { return slices.Clone(scopeCatalogue) }
+
+// ScopeNames returns the names of the known scopes.
+func ScopeNames() []string {
+	out := make([]string, len(scopeCatalogue))
+	for i, s := range scopeCatalogue {
+		out[i] = s.Name
+	}
+	return out
+}
+
+func knownScope(name string) (authflow.Scope, bool) {
+	for _, s := range scopeCatalogue {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return authflow.Scope{}, false
+}
+
+// parseScope splits a space-delimited scope parameter (RFC 6749 §3.3) into a
+// sorted set without duplicates.
+func parseScope(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, " ") {
+		if f != "" && !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// subset reports whether every element of a is in b.
+func subset(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, x := range b {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// userUsable reports whether a user exists, is not deleted and not banned at now.
+func userUsable(ctx context.Context, q db.Querier, userID string, now time.Time) (bool, error) {
+	var deleted, banned bool
+	err := q.QueryRowContext(ctx, `SELECT u.deleted_at IS NOT NULL,
+		EXISTS (SELECT 1 FROM bans b WHERE b.user_id = u.id AND b.unbanned_at IS NULL AND (b.expires_at IS NULL OR b.expires_at > $2))
+		FROM users u WHERE u.id = $1`, userID, db.TS(now)).Scan(&deleted, &banned)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return !deleted && !banned, nil
+}
+
+// securityHeaders marks a response of the OAuth endpoints as never cached
+// (RFC 6749 §5.1) and keeps codes and tokens out of Referer headers (RFC 9700 §4.2.4).
+func securityHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+	h.Set("Referrer-Policy", "no-referrer")
+}

@@ -1,0 +1,68 @@
+package oauth
+
+import (
+	"database/sql"
+	"errors"
+	"net/http"
+	"strings"
+
+	"hmid/internal/db"
+	"hmid/internal/token"
+)
+
+// Revoke serves POST /v1/oauth/revoke (RFC 7009; spec 1, Revocation). The
+// client must authenticate; the answer is 200 whether or not the token
+// existed, and a token of another client is left alone without telling
+// (RFC 7009 §2.1). Revoking an access token revokes the refresh token issued
+// with it; revoking a refresh token revokes every token of its authorization
+// (RFC 7009 §2.1: "all access tokens based on the same authorization grant").
+func (h *Handler) Revoke(w http.ResponseWriter, r *http.Request) {
+	s := h.S
+	form, oe := parseForm(r)
+	if oe != nil {
+		writeOAuthError(w, oe)
+		return
+	}
+	c, _, oe := s.authenticateClient(r.Context(), r, form)
+	if oe != nil {
+		writeOAuthError(w, logged(r, oe))
+		return
+	}
+	tok := form.Get("token")
+	if tok == "" {
+		writeOAuthError(w, oerr(ErrInvalidRequest, "token is required"))
+		return
+	}
+	// The hint only speeds up a lookup (RFC 7009 §2.1); tokens are found by
+	// hash whatever the hint, and the prefix tells the kind.
+	if !strings.HasPrefix(tok, token.PrefixAccessToken) && !strings.HasPrefix(tok, token.PrefixRefreshToken) {
+		securityHeaders(w)
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	ctx := r.Context()
+	now := db.TS(s.Clock.Now())
+	err := s.DB.Tx(ctx, func(tx *sql.Tx) error {
+		var kind, clientID, family, pair string
+		err := tx.QueryRowContext(ctx, `SELECT kind, client_id, family_id, pair_id FROM oauth_tokens WHERE token_hash = $1`, token.Hash(tok)).
+			Scan(&kind, &clientID, &family, &pair)
+		if errors.Is(err, sql.ErrNoRows) || (err == nil && clientID != c.ID) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if kind == "refresh" {
+			_, err = tx.ExecContext(ctx, `UPDATE oauth_tokens SET revoked_at = $1 WHERE family_id = $2 AND revoked_at IS NULL`, now, family)
+		} else {
+			_, err = tx.ExecContext(ctx, `UPDATE oauth_tokens SET revoked_at = $1 WHERE pair_id = $2 AND revoked_at IS NULL`, now, pair)
+		}
+		return err
+	})
+	if err != nil {
+		writeOAuthError(w, asOAuth(r, err))
+		return
+	}
+	securityHeaders(w)
+	w.WriteHeader(http.StatusOK)
+}

@@ -1,0 +1,370 @@
+package oauth
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"hmid/internal/apperr"
+	"hmid/internal/db"
+	"hmid/internal/token"
+)
+
+// TokenResponse is the successful answer of the token endpoint (RFC 6749 §5.1).
+type TokenResponse struct {
+	AccessToken  string `json:"access_token"`
+	TokenType    string `json:"token_type"`
+	ExpiresIn    int    `json:"expires_in"`
+	RefreshToken string `json:"refresh_token"`
+	Scope        string `json:"scope"`
+	IDToken      string `json:"id_token,omitempty"`
+}
+
+// dummySecretHash is compared against when the client is unknown, so an
+// unknown client_id costs the same as a wrong secret.
+var dummySecretHash = token.Hash("hm_sec_dummy")
+
+// parseForm reads an application/x-www-form-urlencoded POST body (RFC 6749
+// §3.2) and refuses repeated parameters (§3.1).
+func parseForm(r *http.Request) (url.Values, *Error) {
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if ct != "application/x-www-form-urlencoded" {
+		return nil, oerr(ErrInvalidRequest, "the body must be application/x-www-form-urlencoded")
+	}
+	if err := r.ParseForm(); err != nil {
+		return nil, oerr(ErrInvalidRequest, "the form body could not be parsed")
+	}
+	for k, v := range r.PostForm {
+		if len(v) > 1 {
+			return nil, oerr(ErrInvalidRequest, k+" is given more than once")
+		}
+	}
+	return r.PostForm, nil
+}
+
+// authenticateClient authenticates the client of a token or revocation
+// request: client_secret_basic (RFC 6749 §2.3.1, id and secret
+// form-urlencoded inside the header), client_secret_post, or none for public
+// clients (which then rely on PKCE). It returns the client and the secret it
+// presented (the HS256 key of its ID tokens).
+func (s *Service) authenticateClient(ctx context.Context, r *http.Request, form url.Values) (Client, string, *Error) {
+	id, secret, basic := r.BasicAuth()
+	fail := func(desc string) *Error {
+		e := oerr(ErrInvalidClient, desc)
+		e.basic = basic
+		return e
+	}
+	if basic {
+		var err1, err2 error
+		id, err1 = url.QueryUnescape(id)
+		secret, err2 = url.QueryUnescape(secret)
+		if err1 != nil || err2 != nil {
+			return Client{}, "", fail("malformed client credentials in the Authorization header")
+		}
+		if form.Has("client_secret") {
+			return Client{}, "", oerr(ErrInvalidRequest, "use one client authentication method, not Basic and client_secret together")
+		}
+		if fid := form.Get("client_id"); fid != "" && fid != id {
+			return Client{}, "", oerr(ErrInvalidRequest, "client_id differs from the client authenticated by the Authorization header")
+		}
+	} else {
+		id, secret = form.Get("client_id"), form.Get("client_secret")
+	}
+	if id == "" {
+		return Client{}, "", fail("client authentication is required (client_id)")
+	}
+	c, err := s.loadClient(ctx, s.DB, id)
+	if err != nil && !apperr.Is(err, apperr.NotFound) {
+		return Client{}, "", asOAuthErr(err)
+	}
+	if err != nil || !c.IsActive {
+		token.Equal(token.Hash(secret), dummySecretHash)
+		return Client{}, "", fail("unknown or inactive client")
+	}
+	if c.ClientType == Public {
+		if secret != "" {
+			return Client{}, "", fail("public clients have no secret")
+		}
+		return c, "", nil
+	}
+	if secret == "" || !token.Equal(token.Hash(secret), c.secretHash) {
+		return Client{}, "", fail("client authentication failed")
+	}
+	return c, secret, nil
+}
+
+// asOAuthErr wraps an internal error as server_error keeping it for the log.
+func asOAuthErr(err error) *Error {
+	e := oerr(ErrServerError, "the server could not complete the request")
+	e.cause = err
+	return e
+}
+
+// Token serves POST /v1/oauth/token (RFC 6749 §3.2; spec 1, Token).
+func (h *Handler) Token(w http.ResponseWriter, r *http.Request) {
+	s := h.S
+	form, oe := parseForm(r)
+	if oe != nil {
+		writeOAuthError(w, oe)
+		return
+	}
+	gt := form.Get("grant_type")
+	if gt == "" {
+		writeOAuthError(w, oerr(ErrInvalidRequest, "grant_type is required"))
+		return
+	}
+	c, secret, oe := s.authenticateClient(r.Context(), r, form)
+	if oe != nil {
+		writeOAuthError(w, logged(r, oe))
+		return
+	}
+	var resp TokenResponse
+	switch gt {
+	case "authorization_code":
+		resp, oe = s.exchangeCode(r.Context(), c, secret, form)
+	case "refresh_token":
+		resp, oe = s.refresh(r.Context(), c, secret, form)
+	default:
+		oe = oerr(ErrUnsupportedGrantType, "grant_type must be authorization_code or refresh_token")
+	}
+	if oe != nil {
+		writeOAuthError(w, logged(r, oe))
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// codeRow is a stored authorization code.
+type codeRow struct {
+	family, clientID, userID, redirectURI, nonce, challenge string
+	scopes                                                  db.Strings
+	authTime, expires                                       int64
+}
+
+// exchangeCode redeems an authorization code (RFC 6749 §4.1.3). The code is
+// burnt by the first attempt whatever its outcome; presenting a used code
+// revokes every token issued from it (RFC 9700 §4.3.1).
+func (s *Service) exchangeCode(ctx context.Context, c Client, secret string, form url.Values) (TokenResponse, *Error) {
+	code, redirect, verifier := form.Get("code"), form.Get("redirect_uri"), form.Get("code_verifier")
+	if code == "" {
+		return TokenResponse{}, oerr(ErrInvalidRequest, "code is required")
+	}
+	if redirect == "" {
+		return TokenResponse{}, oerr(ErrInvalidRequest, "redirect_uri is required")
+	}
+	now := s.Clock.Now()
+	var (
+		fail   *Error
+		row    codeRow
+		issued issuedTokens
+	)
+	err := s.DB.Tx(ctx, func(tx *sql.Tx) error {
+		hash := token.Hash(code)
+		err := tx.QueryRowContext(ctx, `SELECT family_id, client_id, user_id, redirect_uri, scopes, nonce, code_challenge, auth_time, expires_at
+			FROM oauth_codes WHERE code_hash = $1`, hash).
+			Scan(&row.family, &row.clientID, &row.userID, &row.redirectURI, &row.scopes, &row.nonce, &row.challenge, &row.authTime, &row.expires)
+		if errors.Is(err, sql.ErrNoRows) {
+			fail = oerr(ErrInvalidGrant, "invalid authorization code")
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE oauth_codes SET used_at = $1 WHERE code_hash = $2 AND used_at IS NULL`, db.TS(now), hash)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			// A replayed code: whoever holds it, the tokens it bought are no longer trustworthy.
+			if _, err := tx.ExecContext(ctx, `UPDATE oauth_tokens SET revoked_at = $1 WHERE family_id = $2 AND revoked_at IS NULL`, db.TS(now), row.family); err != nil {
+				return err
+			}
+			fail = oerr(ErrInvalidGrant, "the authorization code was already used; tokens issued from it are revoked")
+			return nil
+		}
+		if fail = checkCode(row, c, redirect, verifier, now); fail != nil {
+			return nil // commit: the code stays burnt
+		}
+		usable, err := userUsable(ctx, tx, row.userID, now)
+		if err != nil {
+			return err
+		}
+		if !usable {
+			fail = oerr(ErrInvalidGrant, "the user can no longer authorize this client")
+			return nil
+		}
+		issued, err = s.issueTokens(ctx, tx, row.family, c.ID, row.userID, row.scopes, row.scopes, db.FromTS(row.authTime), now)
+		return err
+	})
+	if err != nil {
+		return TokenResponse{}, asOAuthErr(err)
+	}
+	if fail != nil {
+		return TokenResponse{}, fail
+	}
+	return s.respond(ctx, c, secret, row.userID, issued, db.FromTS(row.authTime), row.nonce, now)
+}
+
+// checkCode verifies the binding of a code to its client, redirect URI and
+// PKCE challenge (RFC 6749 §4.1.3, RFC 7636 §4.6, RFC 9700 §2.1.1).
+func checkCode(row codeRow, c Client, redirect, verifier string, now time.Time) *Error {
+	switch {
+	case !now.Before(db.FromTS(row.expires)):
+		return oerr(ErrInvalidGrant, "the authorization code has expired")
+	case row.clientID != c.ID:
+		return oerr(ErrInvalidGrant, "the authorization code was issued to another client")
+	case row.redirectURI != redirect:
+		return oerr(ErrInvalidGrant, "redirect_uri does not match the authorization request")
+	case row.challenge == "" && verifier != "":
+		// A verifier without a challenge is a PKCE downgrade attempt.
+		return oerr(ErrInvalidGrant, "code_verifier sent but the authorization request had no code_challenge")
+	case row.challenge != "" && verifier == "":
+		return oerr(ErrInvalidGrant, "code_verifier is required: the authorization request had a code_challenge")
+	case row.challenge != "" && !validVerifier(verifier):
+		return oerr(ErrInvalidRequest, "code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~")
+	case row.challenge != "" && !token.Equal(s256(verifier), row.challenge):
+		return oerr(ErrInvalidGrant, "code_verifier does not match the code_challenge")
+	}
+	return nil
+}
+
+// refresh serves the refresh_token grant (RFC 6749 §6). The token rotates:
+// the presented one is spent by a conditional UPDATE, so of racing requests
+// exactly one wins; presenting a spent token again revokes its whole family
+// (RFC 9700 §4.14.2). A scope parameter may only narrow the access token.
+func (s *Service) refresh(ctx context.Context, c Client, secret string, form url.Values) (TokenResponse, *Error) {
+	rt := form.Get("refresh_token")
+	if rt == "" {
+		return TokenResponse{}, oerr(ErrInvalidRequest, "refresh_token is required")
+	}
+	now := s.Clock.Now()
+	var (
+		fail                 *Error
+		id, clientID, userID string
+		family, pair         string
+		scopes               db.Strings
+		authTime, expires    int64
+		rotated, revoked     db.NullTime
+		issued               issuedTokens
+		accessScopes         []string
+	)
+	err := s.DB.Tx(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `SELECT id, client_id, user_id, family_id, pair_id, scopes, auth_time, expires_at, rotated_at, revoked_at
+			FROM oauth_tokens WHERE token_hash = $1 AND kind = 'refresh'`, token.Hash(rt)).
+			Scan(&id, &clientID, &userID, &family, &pair, &scopes, &authTime, &expires, &rotated, &revoked)
+		if errors.Is(err, sql.ErrNoRows) {
+			fail = oerr(ErrInvalidGrant, "invalid refresh token")
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if clientID != c.ID {
+			fail = oerr(ErrInvalidGrant, "the refresh token was issued to another client")
+			return nil
+		}
+		revokeFamily := func() error {
+			_, err := tx.ExecContext(ctx, `UPDATE oauth_tokens SET revoked_at = $1 WHERE family_id = $2 AND revoked_at IS NULL`, db.TS(now), family)
+			fail = oerr(ErrInvalidGrant, "the refresh token was already used; every token of this authorization is revoked")
+			return err
+		}
+		if rotated.Valid {
+			return revokeFamily()
+		}
+		if revoked.Valid || !now.Before(db.FromTS(expires)) {
+			fail = oerr(ErrInvalidGrant, "the refresh token is expired or revoked")
+			return nil
+		}
+		accessScopes = scopes
+		if form.Has("scope") {
+			req := parseScope(form.Get("scope"))
+			if len(req) == 0 || !subset(req, scopes) {
+				fail = oerr(ErrInvalidScope, "the scope may only narrow the scope originally granted")
+				return nil
+			}
+			accessScopes = req
+		}
+		usable, err := userUsable(ctx, tx, userID, now)
+		if err != nil {
+			return err
+		}
+		if !usable {
+			fail = oerr(ErrInvalidGrant, "the user can no longer authorize this client")
+			return nil
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE oauth_tokens SET rotated_at = $1, revoked_at = $1 WHERE id = $2 AND rotated_at IS NULL AND revoked_at IS NULL`, db.TS(now), id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return revokeFamily()
+		}
+		// The access token issued with the spent refresh token dies with it (spec 1, states).
+		if _, err := tx.ExecContext(ctx, `UPDATE oauth_tokens SET revoked_at = $1 WHERE pair_id = $2 AND revoked_at IS NULL`, db.TS(now), pair); err != nil {
+			return err
+		}
+		issued, err = s.issueTokens(ctx, tx, family, c.ID, userID, accessScopes, scopes, db.FromTS(authTime), now)
+		return err
+	})
+	if err != nil {
+		return TokenResponse{}, asOAuthErr(err)
+	}
+	if fail != nil {
+		return TokenResponse{}, fail
+	}
+	// OpenID Connect Core §12.2: the refreshed ID token carries no nonce.
+	return s.respond(ctx, c, secret, userID, issued, db.FromTS(authTime), "", now)
+}
+
+// issuedTokens is an access token and its refresh token, issued together.
+type issuedTokens struct {
+	access, refresh string
+	accessScopes    []string
+}
+
+// issueTokens stores a new access and refresh token pair of family. The
+// refresh token is always issued (spec 1, Token: the response carries
+// refresh_token) and keeps refreshScopes, the scope originally granted.
+func (s *Service) issueTokens(ctx context.Context, tx *sql.Tx, family, clientID, userID string, accessScopes, refreshScopes []string, authTime, now time.Time) (issuedTokens, error) {
+	out := issuedTokens{access: token.New(token.PrefixAccessToken), refresh: token.New(token.PrefixRefreshToken), accessScopes: accessScopes}
+	pair := uuid.NewString()
+	for _, t := range []struct {
+		kind, tok string
+		scopes    []string
+		ttl       time.Duration
+	}{
+		{"access", out.access, accessScopes, AccessTokenTTL},
+		{"refresh", out.refresh, refreshScopes, RefreshTokenTTL},
+	} {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO oauth_tokens (id, kind, token_hash, family_id, pair_id, client_id, user_id, scopes, auth_time, created_at, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+			uuid.NewString(), t.kind, token.Hash(t.tok), family, pair, clientID, userID, db.JSON(t.scopes), db.TS(authTime), db.TS(now), db.TS(now.Add(t.ttl))); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// respond builds the token response, with an ID token when openid was granted.
+func (s *Service) respond(ctx context.Context, c Client, secret, userID string, t issuedTokens, authTime time.Time, nonce string, now time.Time) (TokenResponse, *Error) {
+	resp := TokenResponse{
+		AccessToken: t.access, TokenType: "Bearer", ExpiresIn: int(AccessTokenTTL / time.Second),
+		RefreshToken: t.refresh, Scope: strings.Join(t.accessScopes, " "),
+	}
+	if slices.Contains(t.accessScopes, "openid") {
+		idt, err := s.IDToken(ctx, c, secret, userID, t.accessScopes, authTime, nonce, now)
+		if err != nil {
+			return TokenResponse{}, asOAuthErr(err)
+		}
+		resp.IDToken = idt
+	}
+	return resp, nil
+}

@@ -1,0 +1,121 @@
+package oauth
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"mime"
+	"net/http"
+
+	"hmid/internal/apperr"
+	"hmid/internal/authn"
+	"hmid/internal/db"
+	"hmid/internal/httpx"
+	"hmid/internal/token"
+)
+
+// ResolveAccessToken turns an OAuth access token (hm_at_) into a principal
+// (authn.OAuthTokens). Unknown, expired or revoked tokens, tokens of inactive
+// clients and tokens of deleted or banned users are authn.ErrInvalidToken.
+func (s *Service) ResolveAccessToken(ctx context.Context, tok string) (*authn.Principal, error) {
+	if !token.HasShape(tok, token.PrefixAccessToken) {
+		return nil, authn.ErrInvalidToken
+	}
+	now := s.Clock.Now()
+	var (
+		p                 authn.Principal
+		scopes            db.Strings
+		expires, authTime int64
+		revoked           db.NullTime
+		active, deleted   bool
+		banned            bool
+	)
+	err := s.DB.QueryRowContext(ctx, `SELECT t.id, t.user_id, t.client_id, t.scopes, t.expires_at, t.auth_time, t.revoked_at, c.is_active,
+		u.deleted_at IS NOT NULL,
+		EXISTS (SELECT 1 FROM bans b WHERE b.user_id = u.id AND b.unbanned_at IS NULL AND (b.expires_at IS NULL OR b.expires_at > $2))
+		FROM oauth_tokens t JOIN oauth_clients c ON c.id = t.client_id JOIN users u ON u.id = t.user_id
+		WHERE t.token_hash = $1 AND t.kind = 'access'`, token.Hash(tok), db.TS(now)).
+		Scan(&p.OAuthTokenID, &p.UserID, &p.OAuthClientID, &scopes, &expires, &authTime, &revoked, &active, &deleted, &banned)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, authn.ErrInvalidToken
+	}
+	if err != nil {
+		return nil, apperr.Unavailablef("database unavailable")
+	}
+	p.ExpiresAt = db.FromTS(expires)
+	if revoked.Valid || !active || deleted || banned || !now.Before(p.ExpiresAt) {
+		return nil, authn.ErrInvalidToken
+	}
+	return authn.NewPrincipal(authn.Principal{
+		Kind: authn.KindOAuth, UserID: p.UserID, OAuthClientID: p.OAuthClientID, OAuthScopes: scopes,
+		OAuthTokenID: p.OAuthTokenID, ExpiresAt: p.ExpiresAt, AuthTime: db.FromTS(authTime),
+	}, nil), nil
+}
+
+// UserInfo serves GET and POST /v1/oauth/userinfo (OpenID Connect Core §5.3;
+// spec 1, UserInfo claims). The access token comes in the Authorization
+// header or, on POST, as the access_token form field (RFC 6750 §2.1, §2.2).
+func (h *Handler) UserInfo(w http.ResponseWriter, r *http.Request) {
+	securityHeaders(w)
+	bearerError := func(status int, code, desc string) {
+		v := `Bearer realm="hmid"`
+		if code != "" {
+			v += `, error="` + code + `", error_description="` + desc + `"`
+		}
+		w.Header().Set("WWW-Authenticate", v)
+		if code == "" {
+			code = ErrInvalidToken
+		}
+		httpx.JSON(w, status, map[string]string{"error": code, "error_description": desc})
+	}
+	tok := ""
+	hdr := r.Header.Get("Authorization")
+	if hdr != "" {
+		var ok bool
+		if tok, ok = authn.ParseBearer(hdr); !ok {
+			bearerError(http.StatusUnauthorized, ErrInvalidToken, "malformed Authorization header")
+			return
+		}
+	}
+	if r.Method == http.MethodPost {
+		ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if ct == "application/x-www-form-urlencoded" {
+			if err := r.ParseForm(); err != nil {
+				bearerError(http.StatusBadRequest, ErrInvalidRequest, "the form body could not be parsed")
+				return
+			}
+			if v := r.PostForm["access_token"]; len(v) > 0 {
+				// RFC 6750 §2: one method per request.
+				if tok != "" || len(v) > 1 {
+					bearerError(http.StatusBadRequest, ErrInvalidRequest, "send the access token once")
+					return
+				}
+				tok = v[0]
+			}
+		}
+	}
+	if tok == "" {
+		// RFC 6750 §3.1: a request without credentials gets no error code.
+		bearerError(http.StatusUnauthorized, "", "an access token is required")
+		return
+	}
+	p, err := h.S.ResolveAccessToken(r.Context(), tok)
+	if err != nil {
+		if apperr.Is(err, apperr.Unauthorized) {
+			bearerError(http.StatusUnauthorized, ErrInvalidToken, "the access token is invalid, expired or revoked")
+			return
+		}
+		httpx.Error(w, r, err)
+		return
+	}
+	if !p.HasOAuthScope("openid") {
+		bearerError(http.StatusForbidden, ErrInsufficientScope, "the access token lacks the openid scope")
+		return
+	}
+	claims, err := h.S.userClaims(r.Context(), p.UserID, p.OAuthScopes, true)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, claims)
+}
