@@ -105,6 +105,28 @@ func (s *Server) routes() http.Handler {
 	route("DELETE", "/v1/oauth/clients/{id}", Authenticated(), oa.DeleteClient)
 	route("POST", "/v1/oauth/clients/{id}/regenerate-secret", Authenticated(), oa.RegenerateSecret)
 
+	// Built-in pages and login extension endpoints
+	au, wp := s.authAPI, s.webPages
+	route("POST", "/v1/auth/login", Public(), au.Login)
+	route("POST", "/v1/auth/register", Public(), au.Register)
+	route("POST", "/v1/auth/logout", Optional(), au.Logout)
+	route("POST", "/v1/auth/password-reset/request", Public(), au.ResetRequest)
+	route("POST", "/v1/auth/password-reset/confirm", Public(), au.ResetConfirm)
+	route("GET", "/", Public(), wp.Home)
+	route("GET", "/assets/hmid.css", Public(), wp.Stylesheet)
+	route("GET", "/login", Public(), wp.LoginForm)
+	route("POST", "/login", Public(), wp.LoginSubmit)
+	route("GET", "/register", Public(), wp.RegisterForm)
+	route("POST", "/register", Public(), wp.RegisterSubmit)
+	route("GET", "/consent", Public(), wp.ConsentForm)
+	route("POST", "/consent", Public(), wp.ConsentSubmit)
+	route("GET", "/logout", Public(), wp.LogoutForm)
+	route("POST", "/logout", Public(), wp.LogoutSubmit)
+	route("GET", "/forgot-password", Public(), wp.ForgotForm)
+	route("POST", "/forgot-password", Public(), wp.ForgotSubmit)
+	route("GET", "/reset-password", Public(), wp.ResetForm)
+	route("POST", "/reset-password", Public(), wp.ResetSubmit)
+
 	// ---- Accounts: email change and link, platform accounts, platforms, two-factor, bans, deletion (spec 2) ----
 	acc, pf, bn, del := &s.accountsHandler, &s.platformsHandler, &s.bansHandler, &s.deletionHandler
 	route("POST", "/v1/users/{id}/email/request-change", PermOrSelf("users:write", "id"), acc.RequestEmailChange)

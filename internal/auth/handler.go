@@ -1,0 +1,175 @@
+package auth
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"hmid/internal/apperr"
+	"hmid/internal/authn"
+	"hmid/internal/httpx"
+	"hmid/internal/sessions"
+)
+
+// Handler serves the JSON extension endpoints under /v1/auth.
+type Handler struct {
+	S *Service
+	// SecureCookies sets the Secure attribute on cookies (HMID_PUBLIC_URL is https).
+	SecureCookies bool
+}
+
+// SessionAnswer is the answer of a successful login or registration.
+type SessionAnswer struct {
+	SessionToken           string      `json:"session_token"`
+	SessionID              string      `json:"session_id"`
+	ExpiresAt              time.Time   `json:"expires_at"`
+	User                   UserSummary `json:"user"`
+	TwoFactorSetupRequired bool        `json:"two_factor_setup_required,omitempty"`
+}
+
+// TwoFactorAnswer asks the client to repeat the login with a code.
+type TwoFactorAnswer struct {
+	TwoFactorRequired bool   `json:"two_factor_required"`
+	Message           string `json:"message"`
+}
+
+// MessageAnswer is a plain confirmation.
+type MessageAnswer struct {
+	Message string `json:"message"`
+}
+
+type loginBody struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+	Code     string `json:"code"`
+}
+
+// Login is POST /v1/auth/login.
+func (h *Handler) Login(w http.ResponseWriter, r *http.Request) {
+	var b loginBody
+	if err := httpx.Decode(r, &b); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	res, err := h.S.Login(r.Context(), LoginInput(b), MetaFrom(r, "api"))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	h.answer(w, http.StatusOK, res)
+}
+
+type registerBody struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+	Username string `json:"username"`
+}
+
+// Register is POST /v1/auth/register.
+func (h *Handler) Register(w http.ResponseWriter, r *http.Request) {
+	var b registerBody
+	if err := httpx.Decode(r, &b); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	res, err := h.S.Register(r.Context(), RegisterInput(b), MetaFrom(r, "api"))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	h.answer(w, http.StatusCreated, res)
+}
+
+// TwoFactorMessage explains the second login step.
+const TwoFactorMessage = "Two-factor authentication is enabled: repeat the login with the code from your authenticator app or a backup code."
+
+func (h *Handler) answer(w http.ResponseWriter, status int, res Result) {
+	if res.TwoFactorRequired {
+		httpx.JSON(w, http.StatusOK, TwoFactorAnswer{TwoFactorRequired: true, Message: TwoFactorMessage})
+		return
+	}
+	SetSessionCookie(w, res.Session, h.S.now(), h.SecureCookies)
+	httpx.JSON(w, status, SessionAnswer{
+		SessionToken: res.Session.Token, SessionID: res.Session.ID, ExpiresAt: res.Session.ExpiresAt.UTC(),
+		User: res.User, TwoFactorSetupRequired: res.SetupRequired,
+	})
+}
+
+// Logout is POST /v1/auth/logout: the session of the bearer token, or else
+// of the hmid_session cookie, is revoked and the cookie cleared.
+func (h *Handler) Logout(w http.ResponseWriter, r *http.Request) {
+	p := authn.From(r.Context())
+	if p == nil {
+		c, err := r.Cookie(CookieName)
+		if err != nil || c.Value == "" {
+			httpx.Error(w, r, apperr.Unauthorizedf("authentication required: send a session token as bearer or the %s cookie", CookieName))
+			return
+		}
+		if p, err = h.S.Session(r.Context(), c.Value); err != nil {
+			ClearSessionCookie(w, h.SecureCookies)
+			httpx.Error(w, r, err)
+			return
+		}
+	} else if p.Kind != authn.KindSession {
+		httpx.Error(w, r, apperr.Forbiddenf("this endpoint needs a user session token"))
+		return
+	}
+	if err := h.S.Logout(r.Context(), p, MetaFrom(r, "api")); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	ClearSessionCookie(w, h.SecureCookies)
+	httpx.NoContent(w)
+}
+
+// ResetRequest is POST /v1/auth/password-reset/request.
+func (h *Handler) ResetRequest(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		Email string `json:"email"`
+	}
+	if err := httpx.Decode(r, &b); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if err := h.S.RequestReset(r.Context(), b.Email, MetaFrom(r, "api")); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, MessageAnswer{Message: ResetRequestedMessage})
+}
+
+// ResetDoneMessage confirms a password reset.
+const ResetDoneMessage = "Your password has been changed and every session was signed out. Log in with the new password."
+
+// ResetConfirm is POST /v1/auth/password-reset/confirm.
+func (h *Handler) ResetConfirm(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		Token    string `json:"token"`
+		Password string `json:"password"`
+	}
+	if err := httpx.Decode(r, &b); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if err := h.S.ConfirmReset(r.Context(), strings.TrimSpace(b.Token), b.Password, MetaFrom(r, "api")); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, MessageAnswer{Message: ResetDoneMessage})
+}
+
+// SetSessionCookie stores the session token in the browser: HttpOnly (no
+// script reads it), SameSite=Lax (sent on top-level navigations such as the
+// OAuth authorize redirect, not on cross-site subrequests or POSTs), Secure
+// on https, for the whole site, expiring with the session.
+func SetSessionCookie(w http.ResponseWriter, c sessions.Created, now time.Time, secure bool) {
+	http.SetCookie(w, &http.Cookie{
+		Name: CookieName, Value: c.Token, Path: "/", HttpOnly: true, Secure: secure,
+		SameSite: http.SameSiteLaxMode, MaxAge: int(c.ExpiresAt.Sub(now).Seconds()),
+	})
+}
+
+// ClearSessionCookie removes the session cookie.
+func ClearSessionCookie(w http.ResponseWriter, secure bool) {
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode, MaxAge: -1})
+}

@@ -1,0 +1,590 @@
+// Package auth implements sign-in with the email platform: login (with the
+// two-factor second step), registration, logout and password reset. The spec
+// leaves login and password reset open (spec 1, Authentication 9); hmid offers
+// them as JSON extension endpoints under /v1/auth (Handler) and the same
+// Service backs the built-in HTML pages (package web): one service, two front
+// ends.
+package auth
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net/http"
+	"net/mail"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"hmid/internal/apperr"
+	"hmid/internal/audit"
+	"hmid/internal/authflow"
+	"hmid/internal/authn"
+	"hmid/internal/cache"
+	"hmid/internal/clock"
+	"hmid/internal/db"
+	"hmid/internal/password"
+	"hmid/internal/sessions"
+	"hmid/internal/users"
+)
+
+// CookieName is the cookie holding the session token in a browser. The OAuth
+// authorize endpoint reads the same cookie (DECISIONS.md, OAuth and OIDC).
+const CookieName = "hmid_session"
+
+// Platform is the slug of the credential-based platform this package serves.
+const Platform = "email"
+
+// Throttling of failed logins (OWASP Authentication Cheat Sheet: limit
+// failed attempts per account and per source). Only failures count, so a
+// user who types the right password is never locked out by successes.
+const (
+	FailWindow     = 15 * time.Minute
+	FailPerAccount = 5
+	FailPerIP      = 20
+)
+
+// Password length bounds. The lower bound is the spec's (spec 2, Limits:
+// "Email-link password at least 8 characters"); the upper bound keeps a
+// single Argon2id call cheap to refuse.
+const (
+	MinPassword = 8
+	MaxPassword = 1024
+)
+
+// Service holds the dependencies of login, registration, logout and reset.
+type Service struct {
+	DB      *db.DB
+	Clock   clock.Clock
+	Audit   *audit.Writer
+	Limiter *cache.Limiter
+	Epoch   authn.Epoch
+	// Resolver turns a session token (bearer or cookie) into a principal.
+	Resolver *authn.Resolver
+	// SecondFactor returns the two-factor service at request time; it is
+	// set by another area after this one is built, and nil means two-factor
+	// authentication is not available (treated as not enabled).
+	SecondFactor func() authflow.SecondFactor
+	// Mailer sends the password-reset mail.
+	Mailer Mailer
+	// PublicURL is the base of links in mails (HMID_PUBLIC_URL).
+	PublicURL string
+	// HashPassword hashes a new password; nil means password.Hash (tests
+	// may use cheaper parameters).
+	HashPassword func(string) (string, error)
+}
+
+// Meta is who is asking: for audit records, sessions and throttling.
+type Meta struct {
+	IP        string
+	UserAgent string
+	// Source is the audit source_service: "api" for the JSON endpoints, "id"
+	// for the built-in pages (the identity web app).
+	Source string
+}
+
+// MetaFrom returns the Meta of a request.
+func MetaFrom(r *http.Request, source string) Meta {
+	e := audit.FromRequest(r, audit.Event{})
+	return Meta{IP: e.IPAddress, UserAgent: e.UserAgent, Source: source}
+}
+
+// UserSummary is the user part of a login answer.
+type UserSummary struct {
+	ID       string  `json:"id"`
+	Username string  `json:"username"`
+	Email    *string `json:"email"`
+}
+
+// Result is the outcome of a login or registration.
+type Result struct {
+	// TwoFactorRequired means the password was right but a second factor
+	// must be sent; no session was created.
+	TwoFactorRequired bool
+	// SetupRequired means the user is logged in but must set up two-factor
+	// authentication before a role or platform lets them act.
+	SetupRequired bool
+	User          UserSummary
+	Session       sessions.Created
+}
+
+// account is the email-platform account a login looks at.
+type account struct {
+	userID   string
+	username string
+	email    sql.NullString
+	hash     sql.NullString
+	deleted  bool
+}
+
+// errBadCredentials is the single answer for an unknown email, a wrong
+// password, a deleted account or an account without a password: telling them
+// apart would let anyone test which addresses have accounts.
+var errBadCredentials = apperr.Unauthorizedf("invalid email or password")
+
+func (s *Service) now() time.Time { return s.Clock.Now() }
+
+func (s *Service) secondFactor() authflow.SecondFactor {
+	if s.SecondFactor == nil {
+		return nil
+	}
+	return s.SecondFactor()
+}
+
+func (s *Service) hash(p string) (string, error) {
+	if s.HashPassword != nil {
+		return s.HashPassword(p)
+	}
+	return password.Hash(p)
+}
+
+// NormalizeEmail trims and lower-cases an address; the email platform's
+// platform_user_id is the lower-cased address.
+func NormalizeEmail(e string) string { return strings.ToLower(strings.TrimSpace(e)) }
+
+// validEmail accepts a bare address (no display name) of sane length.
+func validEmail(e string) bool {
+	if e == "" || len(e) > 254 {
+		return false
+	}
+	a, err := mail.ParseAddress(e)
+	return err == nil && strings.EqualFold(a.Address, e)
+}
+
+func checkPassword(p string) error {
+	n := utf8.RuneCountInString(p)
+	if n < MinPassword {
+		return apperr.Invalid("password must be at least %d characters", MinPassword)
+	}
+	if len(p) > MaxPassword {
+		return apperr.Invalid("password must be at most %d bytes", MaxPassword)
+	}
+	return nil
+}
+
+// platformState reports whether the email platform is enabled and open for
+// registration.
+func (s *Service) platformState(ctx context.Context) (enabled, registration bool, err error) {
+	err = s.DB.QueryRowContext(ctx, `SELECT enabled, registration_enabled FROM platforms WHERE slug = $1`, Platform).Scan(&enabled, &registration)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, false, nil
+	}
+	return enabled, registration, err
+}
+
+func (s *Service) requireEnabled(ctx context.Context) error {
+	enabled, _, err := s.platformState(ctx)
+	if err != nil {
+		return err
+	}
+	if !enabled {
+		return apperr.Forbiddenf("login with email and password is disabled on this server")
+	}
+	return nil
+}
+
+const accountSQL = `SELECT u.id, u.username, u.email, pa.password_hash, u.deleted_at IS NOT NULL
+	FROM platform_accounts pa JOIN users u ON u.id = pa.user_id
+	WHERE pa.platform_id = $1 AND `
+
+func scanAccount(row *sql.Row) (account, error) {
+	var a account
+	err := row.Scan(&a.userID, &a.username, &a.email, &a.hash, &a.deleted)
+	return a, err
+}
+
+func (s *Service) accountByEmail(ctx context.Context, email string) (account, bool, error) {
+	a, err := scanAccount(s.DB.QueryRowContext(ctx, accountSQL+`pa.platform_user_id = $2`, users.PlatformID(Platform), email))
+	if errors.Is(err, sql.ErrNoRows) {
+		return account{}, false, nil
+	}
+	return a, err == nil, err
+}
+
+func (s *Service) accountByUser(ctx context.Context, userID string) (account, bool, error) {
+	a, err := scanAccount(s.DB.QueryRowContext(ctx, accountSQL+`pa.user_id = $2`, users.PlatformID(Platform), userID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return account{}, false, nil
+	}
+	return a, err == nil, err
+}
+
+// activeBan returns the reason and end of the user's active ban, if any.
+func (s *Service) activeBan(ctx context.Context, userID string) (banned bool, reason string, until *time.Time, err error) {
+	var r sql.NullString
+	var exp db.NullTime
+	err = s.DB.QueryRowContext(ctx, `SELECT reason, expires_at FROM bans
+		WHERE user_id = $1 AND unbanned_at IS NULL AND (expires_at IS NULL OR expires_at > $2)
+		ORDER BY banned_at DESC LIMIT 1`, userID, db.TS(s.now())).Scan(&r, &exp)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, "", nil, nil
+	}
+	if err != nil {
+		return false, "", nil, err
+	}
+	return true, r.String, exp.Ptr(), nil
+}
+
+func banError(reason string, until *time.Time) error {
+	msg := "this account is banned"
+	if until != nil {
+		msg += " until " + until.UTC().Format(time.RFC3339)
+	} else {
+		msg += " permanently"
+	}
+	if reason != "" {
+		msg += ": " + reason
+	}
+	return apperr.Forbiddenf("%s", msg)
+}
+
+// throttled answers 429 when the account or the address has used up its
+// failed attempts in the current window.
+func (s *Service) throttled(ctx context.Context, email, ip string) error {
+	for _, l := range []struct {
+		key   string
+		limit int
+	}{{"login_fail:acct:" + email, FailPerAccount}, {"login_fail:ip:" + ip, FailPerIP}} {
+		n, err := s.Limiter.Count(ctx, l.key, FailWindow)
+		if err != nil {
+			return err
+		}
+		if n >= int64(l.limit) {
+			now := s.now()
+			return apperr.RateLimited(now.Truncate(FailWindow).Add(FailWindow).Sub(now), "too many failed login attempts; try again later")
+		}
+	}
+	return nil
+}
+
+// failed counts a failed attempt and audits it (login_failed).
+func (s *Service) failed(ctx context.Context, email, userID string, m Meta, reason string) error {
+	for _, k := range []string{"login_fail:acct:" + email, "login_fail:ip:" + m.IP} {
+		if _, err := s.Limiter.Allow(ctx, k, 1<<30, FailWindow); err != nil {
+			return err
+		}
+	}
+	_, err := s.Audit.Record(ctx, s.DB, audit.Event{
+		UserID: userID, EventType: audit.LoginFailed, ResourceType: "user", ResourceID: userID,
+		IPAddress: m.IP, UserAgent: m.UserAgent, SourceService: m.Source,
+		Description: "Failed login with email and password", Failed: true, ErrorMessage: reason,
+		Metadata: map[string]any{"provider": Platform},
+	})
+	return err
+}
+
+// LoginInput is a login attempt.
+type LoginInput struct {
+	Email    string
+	Password string
+	Code     string // TOTP or backup code, for the second step
+}
+
+// Login checks email and password and, when the user has two-factor
+// authentication, the code; then it creates a session. Without a code for a
+// two-factor user it answers TwoFactorRequired and creates nothing.
+func (s *Service) Login(ctx context.Context, in LoginInput, m Meta) (Result, error) {
+	email := NormalizeEmail(in.Email)
+	if email == "" || in.Password == "" {
+		return Result{}, apperr.Invalid("email and password are required")
+	}
+	if err := s.requireEnabled(ctx); err != nil {
+		return Result{}, err
+	}
+	if err := s.throttled(ctx, email, m.IP); err != nil {
+		return Result{}, err
+	}
+	a, found, err := s.accountByEmail(ctx, email)
+	if err != nil {
+		return Result{}, err
+	}
+	if !found || a.deleted || !a.hash.Valid || len(in.Password) > MaxPassword {
+		password.VerifyDummy(in.Password)
+		if err := s.failed(ctx, email, a.userID, m, "invalid credentials"); err != nil {
+			return Result{}, err
+		}
+		return Result{}, errBadCredentials
+	}
+	ok, err := password.Verify(in.Password, a.hash.String)
+	if err != nil && !errors.Is(err, password.ErrMalformed) {
+		return Result{}, err
+	}
+	if !ok {
+		if err := s.failed(ctx, email, a.userID, m, "invalid credentials"); err != nil {
+			return Result{}, err
+		}
+		return Result{}, errBadCredentials
+	}
+	// The ban is told only to someone who knows the password, so it does
+	// not reveal which accounts exist or are banned.
+	if banned, reason, until, err := s.activeBan(ctx, a.userID); err != nil {
+		return Result{}, err
+	} else if banned {
+		if err := s.failed(ctx, email, a.userID, m, "account banned"); err != nil {
+			return Result{}, err
+		}
+		return Result{}, banError(reason, until)
+	}
+	return s.secondStep(ctx, a, in.Code, m)
+}
+
+// LoginWithCode finishes a login whose password step already succeeded (the
+// pages keep that step's outcome in a short-lived server-side state): it
+// re-checks the account and verifies the two-factor code.
+func (s *Service) LoginWithCode(ctx context.Context, userID, code string, m Meta) (Result, error) {
+	if strings.TrimSpace(code) == "" {
+		return Result{}, apperr.Invalid("code is required")
+	}
+	if err := s.requireEnabled(ctx); err != nil {
+		return Result{}, err
+	}
+	a, found, err := s.accountByUser(ctx, userID)
+	if err != nil {
+		return Result{}, err
+	}
+	if !found || a.deleted {
+		return Result{}, errBadCredentials
+	}
+	if banned, reason, until, err := s.activeBan(ctx, a.userID); err != nil {
+		return Result{}, err
+	} else if banned {
+		return Result{}, banError(reason, until)
+	}
+	return s.secondStep(ctx, a, code, m)
+}
+
+// secondStep applies two-factor authentication and creates the session.
+func (s *Service) secondStep(ctx context.Context, a account, code string, m Meta) (Result, error) {
+	res := Result{User: summary(a)}
+	if sf := s.secondFactor(); sf != nil {
+		on, err := sf.Enabled(ctx, a.userID)
+		if err != nil {
+			return Result{}, err
+		}
+		if on {
+			if strings.TrimSpace(code) == "" {
+				res.TwoFactorRequired = true
+				return res, nil
+			}
+			// VerifyLogin throttles and audits wrong codes itself.
+			if err := sf.VerifyLogin(ctx, a.userID, strings.TrimSpace(code), m.IP, m.UserAgent); err != nil {
+				return Result{}, err
+			}
+		} else if res.SetupRequired, err = sf.SetupRequired(ctx, a.userID, Platform); err != nil {
+			return Result{}, err
+		}
+	}
+	now := s.now()
+	err := s.DB.Tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		res.Session, err = s.startSession(ctx, tx, a.userID, now, m)
+		return err
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// startSession creates the session, records the login on the user and
+// audits login and session_created, inside tx.
+func (s *Service) startSession(ctx context.Context, tx *sql.Tx, userID string, now time.Time, m Meta) (sessions.Created, error) {
+	c, err := sessions.Create(ctx, tx, now, sessions.New{UserID: userID, Provider: Platform, IPAddress: m.IP, UserAgent: m.UserAgent})
+	if err != nil {
+		return c, err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE users SET last_login_at = $1, last_login_provider = $2 WHERE id = $3`, db.TS(now), Platform, userID); err != nil {
+		return c, err
+	}
+	for _, e := range []audit.Event{
+		{EventType: audit.Login, Description: "Logged in with email and password"},
+		{EventType: audit.SessionCreated, ResourceType: "session", ResourceID: c.ID, Description: "Session created"},
+	} {
+		e.UserID, e.IPAddress, e.UserAgent, e.SourceService = userID, m.IP, m.UserAgent, m.Source
+		e.Metadata = map[string]any{"provider": Platform, "session_id": c.ID}
+		if e.ResourceType == "" {
+			e.ResourceType, e.ResourceID = "user", userID
+		}
+		if _, err := s.Audit.Record(ctx, tx, e); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+func summary(a account) UserSummary {
+	u := UserSummary{ID: a.userID, Username: a.username}
+	if a.email.Valid {
+		u.Email = &a.email.String
+	}
+	return u
+}
+
+// RegisterInput is a registration with the email platform.
+type RegisterInput struct {
+	Email    string
+	Password string
+	Username string // optional; derived from the email when empty
+}
+
+// Register creates a user with an email-platform account and logs them in.
+func (s *Service) Register(ctx context.Context, in RegisterInput, m Meta) (Result, error) {
+	enabled, open, err := s.platformState(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	if !enabled || !open {
+		return Result{}, apperr.Forbiddenf("registration with email and password is disabled on this server")
+	}
+	email := NormalizeEmail(in.Email)
+	if !validEmail(email) {
+		return Result{}, apperr.Invalid("email must be a valid email address")
+	}
+	if err := checkPassword(in.Password); err != nil {
+		return Result{}, err
+	}
+	username := strings.TrimSpace(in.Username)
+	if username != "" && !ValidUsername(username) {
+		return Result{}, apperr.Invalid("username must be 3 to 30 characters: letters, digits and underscores")
+	}
+	d, err := s.Limiter.Allow(ctx, "register:ip:"+m.IP, 20, time.Hour)
+	if err != nil {
+		return Result{}, err
+	}
+	if !d.Allowed {
+		return Result{}, apperr.RateLimited(d.Reset, "too many registrations from this address; try again later")
+	}
+	if err := s.emailFree(ctx, email); err != nil {
+		return Result{}, err
+	}
+	if username != "" {
+		var n int
+		if err := s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM users WHERE LOWER(username) = LOWER($1)`, username).Scan(&n); err != nil {
+			return Result{}, err
+		}
+		if n > 0 {
+			return Result{}, apperr.Conflictf("username %s is taken", username)
+		}
+	}
+	hash, err := s.hash(in.Password)
+	if err != nil {
+		return Result{}, err
+	}
+	now := s.now()
+	var res Result
+	err = s.DB.Tx(ctx, func(tx *sql.Tx) error {
+		userID, _, err := users.Create(ctx, tx, db.TS(now), users.NewAccount{
+			PlatformSlug: Platform, PlatformUserID: email, Username: username, Email: email, PasswordHash: hash,
+		})
+		if err != nil {
+			return err
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT username FROM users WHERE id = $1`, userID).Scan(&res.User.Username); err != nil {
+			return err
+		}
+		res.User.ID, res.User.Email = userID, &email
+		if _, err := s.Audit.Record(ctx, tx, audit.Event{
+			UserID: userID, EventType: audit.UserCreated, ResourceType: "user", ResourceID: userID,
+			IPAddress: m.IP, UserAgent: m.UserAgent, SourceService: m.Source,
+			Description: "Registered with email and password", Metadata: map[string]any{"provider": Platform},
+		}); err != nil {
+			return err
+		}
+		res.Session, err = s.startSession(ctx, tx, userID, now, m)
+		return err
+	})
+	if db.IsUniqueViolation(err) {
+		return Result{}, apperr.Conflictf("email address or username is already in use")
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	if sf := s.secondFactor(); sf != nil {
+		if res.SetupRequired, err = sf.SetupRequired(ctx, res.User.ID, Platform); err != nil {
+			return Result{}, err
+		}
+	}
+	return res, nil
+}
+
+// emailFree answers 409 when an email-platform account or a user already has
+// the address.
+func (s *Service) emailFree(ctx context.Context, email string) error {
+	var n int
+	err := s.DB.QueryRowContext(ctx, `SELECT
+		(SELECT COUNT(*) FROM platform_accounts WHERE platform_id = $1 AND platform_user_id = $2) +
+		(SELECT COUNT(*) FROM users WHERE LOWER(email) = $2)`, users.PlatformID(Platform), email).Scan(&n)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		return apperr.Conflictf("email address is already in use")
+	}
+	return nil
+}
+
+// ValidUsername reports whether u is 3 to 30 letters, digits or underscores
+// (spec 2, User: username).
+func ValidUsername(u string) bool {
+	if len(u) < 3 || len(u) > 30 {
+		return false
+	}
+	for _, r := range u {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// Session resolves a session token (from a bearer header or the cookie) to
+// its principal; API keys and OAuth tokens are refused.
+func (s *Service) Session(ctx context.Context, tok string) (*authn.Principal, error) {
+	p, err := s.Resolver.Resolve(ctx, tok)
+	if err != nil {
+		return nil, err
+	}
+	if p.Kind != authn.KindSession {
+		return nil, apperr.Forbiddenf("this endpoint needs a user session token")
+	}
+	return p, nil
+}
+
+// Logout revokes the session and audits logout (reason user_initiated).
+func (s *Service) Logout(ctx context.Context, p *authn.Principal, m Meta) error {
+	now := s.now()
+	err := s.DB.Tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL`, db.TS(now), p.SessionID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			// Revoked by a concurrent request: that one audited it.
+			return nil
+		}
+		_, err = s.Audit.Record(ctx, tx, audit.Event{
+			UserID: p.UserID, EventType: audit.Logout, ResourceType: "session", ResourceID: p.SessionID,
+			IPAddress: m.IP, UserAgent: m.UserAgent, SourceService: m.Source, Description: "Logged out",
+			Metadata: map[string]any{"reason": "user_initiated", "session_id": p.SessionID},
+		})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return s.Epoch.Bump(ctx)
+}
+
+// RegistrationOpen reports whether the email platform accepts registrations.
+func (s *Service) RegistrationOpen(ctx context.Context) (bool, error) {
+	enabled, open, err := s.platformState(ctx)
+	return enabled && open, err
+}
+
+// Username returns the username of a user, "" when it cannot be read (it
+// is only shown on pages).
+func (s *Service) Username(ctx context.Context, userID string) string {
+	var u string
+	_ = s.DB.QueryRowContext(ctx, `SELECT username FROM users WHERE id = $1`, userID).Scan(&u)
+	return u
+}

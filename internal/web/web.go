@@ -1,0 +1,360 @@
+// Package web serves the built-in HTML pages of hmid: login (with the
+// two-factor step), registration, OAuth consent, logout and password reset.
+// They are plain server-rendered html/template pages with one embedded
+// stylesheet and no script, in English and German (by Accept-Language), so a
+// person in a browser can finish an OAuth sign-in without any other front end
+// (DECISIONS.md, OAuth and OIDC). The pages use the same auth.Service as the
+// JSON endpoints under /v1/auth.
+//
+// Every form carries a CSRF token: an HMAC, under the server key, of the form
+// name, a random pre-session cookie (hmid_csrf) and, once signed in, the
+// session id. A cross-site page can neither read the cookie nor compute the
+// HMAC. Origin and Sec-Fetch-Site are checked too when the browser sends them.
+package web
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"embed"
+	"encoding/base64"
+	"errors"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"hmid/internal/apperr"
+	"hmid/internal/auth"
+	"hmid/internal/authflow"
+	"hmid/internal/authn"
+	"hmid/internal/cache"
+	"hmid/internal/secretbox"
+)
+
+//go:embed templates/*.html static/hmid.css
+var files embed.FS
+
+// Handler serves the pages.
+type Handler struct {
+	Auth *auth.Service
+	// Consents returns the OAuth provider's consent service at request time
+	// (nil while no OAuth provider is wired: the consent page answers 503).
+	Consents func() authflow.Consents
+	// Box computes the CSRF HMACs with the server key.
+	Box *secretbox.Box
+	// Cache keeps the short-lived state between the password step and the
+	// two-factor step of a page login.
+	Cache cache.Cache
+	// PublicURL is HMID_PUBLIC_URL: the one absolute prefix return_to may have.
+	PublicURL string
+	// Secure sets the Secure attribute on cookies (PublicURL is https).
+	Secure bool
+	Log    *slog.Logger
+}
+
+// CSRFCookie is the pre-session cookie the CSRF tokens are bound to.
+const CSRFCookie = "hmid_csrf"
+
+// csrfField is the form field carrying the CSRF token.
+const csrfField = "csrf_token"
+
+// contentSecurityPolicy allows only the site's own stylesheet and images
+// (client logos may be on any https host); no script runs, nothing may frame
+// the pages (clickjacking on the consent page), and <base> cannot be
+// injected. form-action is left out on purpose: browsers apply it to the
+// redirect that follows a form post, and the consent form must redirect to
+// the client's own redirect URI.
+const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self' https: data:; base-uri 'none'; frame-ancestors 'none'"
+
+// securityHeaders are set on every page.
+func securityHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+}
+
+// Stylesheet serves the embedded CSS.
+func (h *Handler) Stylesheet(w http.ResponseWriter, r *http.Request) {
+	css, _ := files.ReadFile("static/hmid.css")
+	w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	w.Header().Set("Cache-Control", "public, max-age=3600")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(css)
+}
+
+// pages are the template names; each is parsed with layout.html.
+var pages = []string{"home", "login", "code", "register", "consent", "logout", "message", "forgot", "reset"}
+
+// templates holds, per language, one template per page. The "t" function
+// is bound to the language at parse time, so a template cannot mix languages.
+var templates = func() map[string]map[string]*template.Template {
+	out := map[string]map[string]*template.Template{}
+	for lang := range messages {
+		out[lang] = map[string]*template.Template{}
+		for _, p := range pages {
+			funcs := template.FuncMap{"t": translator(lang), "initial": initial}
+			out[lang][p] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+p+".html"))
+		}
+	}
+	return out
+}()
+
+// initial is the first letter of a client name, shown when it has no logo.
+func initial(s string) string {
+	for _, r := range s {
+		return string(unicode.ToUpper(r))
+	}
+	return "?"
+}
+
+// view is what every page template reads.
+type view struct {
+	Lang     string
+	Title    string // message key of the page title
+	CSRF     string
+	Error    string // localized error, shown above the form
+	Notice   string // localized confirmation
+	ReturnTo string
+	Email    string
+	Username string
+	// Register shows the registration link (email platform open for it).
+	Register bool
+	State    string // two-factor step state
+	Token    string // password-reset token
+	Client   authflow.Pending
+	Scopes   []authflow.Scope
+	Pending  string
+	LoggedIn bool
+}
+
+// render writes page with status.
+func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, page string, v view) {
+	securityHeaders(w)
+	v.Lang = language(r)
+	var buf bytes.Buffer
+	if err := templates[v.Lang][page].Execute(&buf, v); err != nil {
+		h.Log.ErrorContext(r.Context(), "render page", slog.String("page", page), slog.String("error", err.Error()))
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// message renders a page with only a title and a text.
+func (h *Handler) message(w http.ResponseWriter, r *http.Request, status int, title, text string) {
+	h.render(w, r, status, "message", view{Title: title, Notice: text})
+}
+
+// fail renders err on a message page with its HTTP status.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	lang := language(r)
+	h.message(w, r, statusOf(err), "title.error", h.errorText(r.Context(), lang, err))
+}
+
+// errorText localizes an error for a page. Messages of expected kinds are
+// the service's own (English) detail after a localized sentence; internal
+// errors are logged and shown only as a generic sentence.
+func (h *Handler) errorText(ctx context.Context, lang string, err error) string {
+	t := translator(lang)
+	var e *apperr.Error
+	if !errors.As(err, &e) || e.Kind == apperr.Internal {
+		h.Log.ErrorContext(ctx, "page error", slog.String("error", err.Error()))
+		return t("err.internal")
+	}
+	switch e.Kind {
+	case apperr.Unauthorized:
+		return t("err.credentials")
+	case apperr.TooManyRequests:
+		return t("err.throttled")
+	case apperr.Forbidden:
+		return t("err.forbidden") + " " + e.Message
+	case apperr.Conflict:
+		return t("err.conflict")
+	case apperr.NotFound:
+		return t("err.notfound")
+	case apperr.ServiceUnavailable:
+		return t("err.unavailable")
+	default:
+		return t("err.invalid") + " " + e.Message
+	}
+}
+
+func statusOf(err error) int {
+	switch apperr.KindOf(err) {
+	case apperr.BadRequest, apperr.Validation:
+		return http.StatusBadRequest
+	case apperr.Unauthorized:
+		return http.StatusUnauthorized
+	case apperr.Forbidden:
+		return http.StatusForbidden
+	case apperr.NotFound:
+		return http.StatusNotFound
+	case apperr.Conflict:
+		return http.StatusConflict
+	case apperr.TooManyRequests:
+		return http.StatusTooManyRequests
+	case apperr.ServiceUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// ---- CSRF ----
+
+// csrfCookie returns the request's CSRF cookie value, setting a new one when
+// it is missing or malformed.
+func (h *Handler) csrfCookie(w http.ResponseWriter, r *http.Request) string {
+	if c, err := r.Cookie(CSRFCookie); err == nil && validNonce(c.Value) {
+		return c.Value
+	}
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	v := base64.RawURLEncoding.EncodeToString(b)
+	http.SetCookie(w, &http.Cookie{Name: CSRFCookie, Value: v, Path: "/", HttpOnly: true, Secure: h.Secure, SameSite: http.SameSiteLaxMode})
+	// Later code of this request reads the cookie from the request.
+	r.AddCookie(&http.Cookie{Name: CSRFCookie, Value: v})
+	return v
+}
+
+func validNonce(s string) bool {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	return err == nil && len(b) == 32
+}
+
+// csrfToken is the token of form for this browser (and session, "" before login).
+func (h *Handler) csrfToken(w http.ResponseWriter, r *http.Request, form, sessionID string) string {
+	nonce := h.csrfCookie(w, r)
+	return base64.RawURLEncoding.EncodeToString(h.Box.MAC([]byte("hmid csrf"), []byte(form), []byte(nonce), []byte(sessionID)))
+}
+
+// errCSRF is shown when a form post fails the CSRF checks.
+var errCSRF = apperr.Forbiddenf("the form was sent from another site or has expired")
+
+// checkCSRF verifies a form post: the browser's fetch metadata and origin,
+// when sent, must be this site, and the token must be the HMAC of the form,
+// the CSRF cookie and the session (compared in constant time).
+func (h *Handler) checkCSRF(r *http.Request, form, sessionID string) error {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return errCSRF
+	}
+	// "null" is what browsers send under Referrer-Policy: no-referrer
+	// (Fetch, "serializing a request origin"); the token still decides then.
+	if o := r.Header.Get("Origin"); o != "" && o != "null" && !h.sameOrigin(r, o) {
+		return errCSRF
+	}
+	c, err := r.Cookie(CSRFCookie)
+	if err != nil || !validNonce(c.Value) {
+		return errCSRF
+	}
+	got, err := base64.RawURLEncoding.DecodeString(r.PostFormValue(csrfField))
+	if err != nil {
+		return errCSRF
+	}
+	want := h.Box.MAC([]byte("hmid csrf"), []byte(form), []byte(c.Value), []byte(sessionID))
+	if !secretbox.Equal(got, want) {
+		return errCSRF
+	}
+	return nil
+}
+
+// sameOrigin reports whether origin is the public URL's origin, or the
+// origin the request was addressed to (a browser never lets a page forge the
+// Host of another site).
+func (h *Handler) sameOrigin(r *http.Request, origin string) bool {
+	if u, err := url.Parse(h.PublicURL); err == nil && strings.EqualFold(origin, u.Scheme+"://"+u.Host) {
+		return true
+	}
+	scheme := "http"
+	if r.TLS != nil || h.Secure {
+		scheme = "https"
+	}
+	return strings.EqualFold(origin, scheme+"://"+r.Host)
+}
+
+// ---- sessions and redirects ----
+
+// session returns the signed-in principal of the hmid_session cookie, or nil.
+func (h *Handler) session(r *http.Request) *authn.Principal {
+	c, err := r.Cookie(auth.CookieName)
+	if err != nil || c.Value == "" {
+		return nil
+	}
+	p, err := h.Auth.Session(r.Context(), c.Value)
+	if err != nil {
+		return nil
+	}
+	return p
+}
+
+// SafeReturn returns return_to when it stays on this service: a relative
+// path on this origin (not "//host", which browsers read as another host),
+// or an absolute URL under HMID_PUBLIC_URL. Anything else becomes "/", so
+// the login page cannot be used as an open redirector.
+func (h *Handler) SafeReturn(s string) string {
+	if s == "" || len(s) > 4096 || strings.ContainsAny(s, "\\\r\n\t") {
+		return "/"
+	}
+	for _, c := range s {
+		if c < 0x20 || c == 0x7f {
+			return "/"
+		}
+	}
+	if strings.HasPrefix(s, "/") && !strings.HasPrefix(s, "//") {
+		if u, err := url.Parse(s); err == nil && u.Scheme == "" && u.Host == "" {
+			return s
+		}
+		return "/"
+	}
+	base := strings.TrimRight(h.PublicURL, "/")
+	if s == base || strings.HasPrefix(s, base+"/") || strings.HasPrefix(s, base+"?") {
+		pu, err1 := url.Parse(base)
+		u, err2 := url.Parse(s)
+		if err1 == nil && err2 == nil && strings.EqualFold(u.Scheme, pu.Scheme) && strings.EqualFold(u.Host, pu.Host) && u.User == nil {
+			return s
+		}
+	}
+	return "/"
+}
+
+func (h *Handler) redirect(w http.ResponseWriter, r *http.Request, to string) {
+	securityHeaders(w)
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// loginURL is the login page that returns to returnTo.
+func loginURL(returnTo string) string {
+	return "/login?return_to=" + url.QueryEscape(returnTo)
+}
+
+// ---- language ----
+
+// language picks en or de from Accept-Language (RFC 9110 §12.5.4): the
+// supported language with the highest weight; English when none matches.
+func language(r *http.Request) string {
+	best, bestQ := "en", -1.0
+	for _, part := range strings.Split(r.Header.Get("Accept-Language"), ",") {
+		tag, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		q := 1.0
+		if v, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				continue
+			}
+			q = f
+		}
+		primary, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(tag)), "-")
+		if _, ok := messages[primary]; ok && q > 0 && q > bestQ {
+			best, bestQ = primary, q
+		}
+	}
+	return best
+}
