@@ -168,17 +168,17 @@ func (s *Server) routes() http.Handler {
 	route("POST", "/v1/users/me/2fa/backup-codes/regenerate", Authenticated(), tf.RegenerateBackupCodes)
 
 	// ---- Audit log, reports, internal audit, data export (spec 2) ----
-	au, ex := s.auditHandler, s.exportHandler
-	route("GET", "/v1/users/me/audit", Authenticated(), au.ListMine)
-	route("GET", "/v1/users/me/audit/reports", Authenticated(), au.ListMyReports)
-	route("POST", "/v1/users/me/audit/{event_id}/report", Authenticated(), au.CreateReport)
-	route("GET", "/v1/users/{user_id}/audit", Perm("audit:read"), au.ListUser)
-	route("GET", "/v1/admin/audit", Perm("audit:read"), au.ListAdmin)
-	route("GET", "/v1/admin/audit/reports", Perm("audit:read"), au.ListReports)
-	route("PATCH", "/v1/admin/audit/reports/{report_id}", Perm("audit:write"), au.UpdateReport)
+	ad, ex := s.auditHandler, s.exportHandler
+	route("GET", "/v1/users/me/audit", Authenticated(), ad.ListMine)
+	route("GET", "/v1/users/me/audit/reports", Authenticated(), ad.ListMyReports)
+	route("POST", "/v1/users/me/audit/{event_id}/report", Authenticated(), ad.CreateReport)
+	route("GET", "/v1/users/{user_id}/audit", Perm("audit:read"), ad.ListUser)
+	route("GET", "/v1/admin/audit", Perm("audit:read"), ad.ListAdmin)
+	route("GET", "/v1/admin/audit/reports", Perm("audit:read"), ad.ListReports)
+	route("PATCH", "/v1/admin/audit/reports/{report_id}", Perm("audit:write"), ad.UpdateReport)
 	// Optional: the handler accepts a system key in X-ID-App-Key OR a bearer
 	// principal holding audit:write, and answers 401 otherwise.
-	route("POST", "/v1/internal/audit", Optional(), au.Internal)
+	route("POST", "/v1/internal/audit", Optional(), ad.Internal)
 	route("GET", "/v1/user/export", Authenticated(), ex.Export)
 	route("GET", "/v1/user/export/logs", Authenticated(), ex.Logs)
 

@@ -81,7 +81,7 @@ func TestMySessions(t *testing.T) {
 		// The revoked token dies at once, even though it was cached.
 		e.Call(t, "GET", "/v1/users/me", phone.Token, nil, http.StatusUnauthorized)
 		e.Call(t, "DELETE", "/v1/users/me/sessions/"+phone.ID, u.Token, nil, http.StatusNotFound)
-		if n := auditCount(t, e, u.ID, "session_revoked"); n != 1 {
+		if n := userAuditCount(t, e, u.ID, "session_revoked"); n != 1 {
 			t.Fatalf("session_revoked = %d", n)
 		}
 
@@ -131,7 +131,7 @@ func TestInternalSessions(t *testing.T) {
 		if rec.UserID != u.ID || rec.Expires.Format(time.RFC3339) != exp || !rec.CreatedAt.Equal(apptest.Start) || rec.ID == "" {
 			t.Fatalf("record = %+v", rec)
 		}
-		if auditCount(t, e, u.ID, "session_created") != 1 {
+		if userAuditCount(t, e, u.ID, "session_created") != 1 {
 			t.Fatal("session_created not audited")
 		}
 		// The token works as a bearer token.

@@ -48,7 +48,7 @@ func manager(t *testing.T, e *apptest.Env, perms ...string) apptest.User {
 	return e.NewUser(t, apptest.UserSpec{Roles: []string{"role_user", roleWith(t, e, perms...)}})
 }
 
-func auditCount(t *testing.T, e *apptest.Env, userID, eventType string) int {
+func userAuditCount(t *testing.T, e *apptest.Env, userID, eventType string) int {
 	t.Helper()
 	return scalar[int](t, e, `SELECT COUNT(*) FROM audit_events WHERE user_id = $1 AND event_type = $2`, userID, eventType)
 }
@@ -166,7 +166,7 @@ func TestUserPatch(t *testing.T) {
 		if d["username"] != "Patched_1" || d["avatar_url"] != "https://cdn.example.test/a.png" {
 			t.Fatalf("unsent fields changed: %v", d)
 		}
-		if n := auditCount(t, e, u.ID, "user_updated"); n != 2 {
+		if n := userAuditCount(t, e, u.ID, "user_updated"); n != 2 {
 			t.Fatalf("user_updated events = %d", n)
 		}
 
@@ -233,7 +233,7 @@ func TestUserLocaleAndUsername(t *testing.T) {
 		}
 		// Changing only the case of one's own name is not a conflict.
 		e.Call(t, "PATCH", un, u.Token, map[string]any{"username": strings.Repeat("Z", 30)}, http.StatusOK)
-		if n := auditCount(t, e, u.ID, "user_updated"); n != 5 {
+		if n := userAuditCount(t, e, u.ID, "user_updated"); n != 5 {
 			t.Fatalf("user_updated events = %d", n)
 		}
 	})
@@ -265,7 +265,7 @@ func TestUserDelete(t *testing.T) {
 		if n := scalar[int](t, e, `SELECT COUNT(*) FROM api_keys WHERE user_id = $1`, u.ID); n != 0 {
 			t.Fatalf("%d API keys left", n)
 		}
-		if n := auditCount(t, e, u.ID, "user_deleted"); n != 1 {
+		if n := userAuditCount(t, e, u.ID, "user_deleted"); n != 1 {
 			t.Fatalf("user_deleted events = %d", n)
 		}
 		d := data(t, e.Call(t, "GET", "/v1/users/"+u.ID, admin.Token, nil, http.StatusOK))
@@ -352,7 +352,7 @@ func TestUserRolesAndPermissions(t *testing.T) {
 		mine := roleWith(t, e, "users:read")
 		e.Call(t, "POST", add, mgr.Token, map[string]any{"role_id": mine}, http.StatusCreated)
 		e.Call(t, "DELETE", add+"/"+mine, mgr.Token, nil, http.StatusNoContent)
-		if n := auditCount(t, e, u.ID, "user_updated"); n != 4 {
+		if n := userAuditCount(t, e, u.ID, "user_updated"); n != 4 {
 			t.Fatalf("role change events = %d", n)
 		}
 	})
@@ -397,7 +397,7 @@ func TestOAuthLogin(t *testing.T) {
 			d["avatar_url"] != "https://cdn.discord.test/a.png" || d["is_banned"] != false || d["last_login_at"] == nil {
 			t.Fatalf("created = %v", d)
 		}
-		if auditCount(t, e, id, "user_created") != 1 || auditCount(t, e, id, "login") != 1 {
+		if userAuditCount(t, e, id, "user_created") != 1 || userAuditCount(t, e, id, "login") != 1 {
 			t.Fatal("user_created / login not audited")
 		}
 		if src := scalar[string](t, e, `SELECT source_service FROM audit_events WHERE user_id = $1 AND event_type = 'login'`, id); src != "id" {
@@ -428,7 +428,7 @@ func TestOAuthLogin(t *testing.T) {
 		if d["id"] != u.ID || d["platform"] != "github" {
 			t.Fatalf("linked = %v", d)
 		}
-		if auditCount(t, e, u.ID, "account_linked") != 1 {
+		if userAuditCount(t, e, u.ID, "account_linked") != 1 {
 			t.Fatal("account_linked not audited")
 		}
 		if n := scalar[int](t, e, `SELECT COUNT(*) FROM platform_accounts WHERE user_id = $1`, u.ID); n != 2 {
