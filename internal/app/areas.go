@@ -73,5 +73,6 @@ func (s *Server) buildAreas(ctx context.Context) error {
 		return err
 	}
 
+	s.connectAreas()
 	return nil
 }

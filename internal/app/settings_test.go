@@ -96,6 +96,15 @@ const pegelJSON = `[
  {"uuid":"70272185-b2b3-4178-96b8-43bea330dcae","number":"33400","shortname":"HANN.-MÜNDEN","longname":"HANN.-MÜNDEN","km":0.0,"agency":"HANN. MÜNDEN","longitude":9.642,"latitude":51.421,"water":{"shortname":"WESER","longname":"WESER"},"timeseries":[]}
 ]`
 
+type (
+	atomicBool = atomic.Bool
+	atomicInt  = atomic.Int64
+)
+
+func pegelURL(up *httptest.Server) apptest.Option {
+	return func(c *config.Config) { c.PegelURL = up.URL }
+}
+
 func pegelUpstream(t *testing.T, fail *atomic.Bool, calls *atomic.Int64) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
