@@ -49,7 +49,7 @@ func TestExportIncludesAppsAndTwoFactor(t *testing.T) {
 		var d struct {
 			ConnectedApps []struct{ Name string } `json:"connectedApps"`
 			OwnedApps     []struct{ Name string } `json:"ownedApps"`
-			TwoFactorAuth struct{ Enabled bool } `json:"twoFactorAuth"`
+			TwoFactorAuth struct{ Enabled bool }  `json:"twoFactorAuth"`
 		}
 		if err := json.Unmarshal(raw, &d); err != nil {
 			t.Fatal(err)

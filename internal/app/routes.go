@@ -238,6 +238,7 @@ func (s *Server) routes() http.Handler {
 	route("GET", "/v1/system-config", Perm("settings:read"), st.ListConfig)
 	route("GET", "/v1/system-config/{key}", Perm("settings:read"), st.GetConfig)
 	route("PATCH", "/v1/system-config/{key}", Perm("settings:write"), st.UpdateConfig)
+	route("GET", "/v1/stats/public", Public(), st.Stats)
 	route("GET", "/v1/pegel/stations", Perm("pegel:read"), s.pegelHandler.Stations)
 	route("GET", "/v1/pegel/nearest", Perm("pegel:read"), s.pegelHandler.Nearest)
 

@@ -187,3 +187,30 @@ func TestPegelUnavailable(t *testing.T) {
 		e.Call(t, "GET", "/v1/pegel/nearest", reader, nil, http.StatusServiceUnavailable)
 	})
 }
+
+func TestPublicStats(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		key, _ := e.NewAPIKey(t, "", "trips:write", "gps:write", "devices:write")
+		e.NewUser(t, apptest.UserSpec{})
+		e.Call(t, "POST", "/v1/trips", key, map[string]any{"name": "t1"}, http.StatusCreated)
+		e.Call(t, "POST", "/v1/gps", key, map[string]any{"latitude": 1, "longitude": 2, "altitude": 0, "heading": 0,
+			"timestamp": e.Clock.Now().Unix(), "speed_kmh": 0, "speed_mps": 0, "speed_mph": 0, "speed_knots": 0}, http.StatusCreated)
+		st := e.Call(t, "GET", "/v1/stats/public", "", nil, http.StatusOK).JSON()["data"].(map[string]any)
+		trips := st["trips"].(map[string]any)
+		if st["users"].(map[string]any)["total"].(float64) != 1 || trips["total"].(float64) != 1 ||
+			trips["by_status"].(map[string]any)["draft"].(float64) != 1 || st["gps_points"].(map[string]any)["total"].(float64) != 1 {
+			t.Fatalf("stats = %v", st)
+		}
+		// Cached: a new trip is not counted until the cache expires.
+		e.Call(t, "POST", "/v1/trips", key, map[string]any{"name": "t2"}, http.StatusCreated)
+		st = e.Call(t, "GET", "/v1/stats/public", "", nil, http.StatusOK).JSON()["data"].(map[string]any)
+		if st["trips"].(map[string]any)["total"].(float64) != 1 {
+			t.Fatalf("stats not cached: %v", st["trips"])
+		}
+		e.Clock.Advance(2 * time.Minute)
+		st = e.Call(t, "GET", "/v1/stats/public", "", nil, http.StatusOK).JSON()["data"].(map[string]any)
+		if st["trips"].(map[string]any)["total"].(float64) != 2 {
+			t.Fatalf("stats after expiry: %v", st["trips"])
+		}
+	})
+}

@@ -22,7 +22,7 @@ func (s *Server) buildSettings(ctx context.Context) error {
 	if err := s.Settings.SeedConfig(ctx); err != nil {
 		return err
 	}
-	s.settingHandler = settings.Handler{S: s.Settings}
+	s.settingHandler = settings.Handler{S: s.Settings, Cache: s.Cache}
 	s.pegelHandler = pegel.Handler{S: &pegel.Service{
 		BaseURL: s.Config.PegelURL,
 		HTTP:    &http.Client{Timeout: 15 * time.Second},

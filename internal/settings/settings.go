@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"hmid/internal/apperr"
+	"hmid/internal/cache"
 	"hmid/internal/clock"
 	"hmid/internal/db"
 	"hmid/internal/httpx"
@@ -83,7 +84,8 @@ func (s *Service) Get(ctx context.Context, key string) (Setting, error) {
 
 // Handler serves the settings and system config endpoints.
 type Handler struct {
-	S *Service
+	S     *Service
+	Cache cache.Cache // where public statistics are cached, shared by instances
 }
 
 // List serves GET /v1/settings: {data: [setting], _links}.
