@@ -105,6 +105,14 @@ func TestPurgeAfterGracePeriod(t *testing.T) {
 		e.Call(t, "POST", "/v1/users/"+u.ID+"/email/request-change", admin.Token, map[string]any{"email": "gone@example.test"}, http.StatusOK)
 		exec(t, e, `CREATE TABLE ext_notes (id TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users (id), reviewer_id TEXT REFERENCES users (id))`)
 		exec(t, e, `INSERT INTO ext_notes (id, user_id, reviewer_id) VALUES ('n1', $1, NULL), ('n2', $2, $1)`, u.ID, keep.ID)
+		// Chains: rows owned by the user with rows of their own, and rows
+		// hanging off the user's sessions (removed by cascade).
+		exec(t, e, `CREATE TABLE ext_owned (id TEXT PRIMARY KEY, owner_id TEXT NOT NULL REFERENCES users (id))`)
+		exec(t, e, `CREATE TABLE ext_child (id TEXT PRIMARY KEY, owned_id TEXT REFERENCES ext_owned (id))`)
+		exec(t, e, `CREATE TABLE ext_session_log (id TEXT PRIMARY KEY, session_id TEXT NOT NULL REFERENCES sessions (id))`)
+		exec(t, e, `INSERT INTO ext_owned (id, owner_id) VALUES ('o1', $1), ('o2', $2)`, u.ID, keep.ID)
+		exec(t, e, `INSERT INTO ext_child (id, owned_id) VALUES ('c1', 'o1'), ('c2', 'o2')`)
+		exec(t, e, `INSERT INTO ext_session_log (id, session_id) VALUES ('s1', $1), ('s2', $2)`, u.SessionID, keep.SessionID)
 
 		softDelete(t, e, u.ID)
 		e.Clock.Advance(deletion.GracePeriod - time.Second)
@@ -130,6 +138,10 @@ func TestPurgeAfterGracePeriod(t *testing.T) {
 			`SELECT COUNT(*) FROM audit_events WHERE resource_id = $1`:                            0,
 			`SELECT COUNT(*) FROM ext_notes WHERE user_id = $1 OR reviewer_id = $1`:               0,
 			`SELECT COUNT(*) FROM ext_notes WHERE id = 'n2' AND reviewer_id IS NULL AND $1 <> ''`: 1,
+			`SELECT COUNT(*) FROM ext_owned WHERE owner_id = $1 OR id = 'o2'`:                     1,
+			`SELECT COUNT(*) FROM ext_child WHERE id = 'c2' AND $1 <> ''`:                         1,
+			`SELECT COUNT(*) FROM ext_child WHERE id = 'c1' AND $1 <> ''`:                         0,
+			`SELECT COUNT(*) FROM ext_session_log WHERE id <> 's2' OR $1 = ''`:                    0,
 			`SELECT COUNT(*) FROM mail_outbox WHERE to_addr = 'gone@example.test' OR $1 = ''`:     0,
 		} {
 			if n := count(t, e, q, u.ID); n != want {

@@ -29,6 +29,8 @@ type accountsArea struct {
 	BanService *bans.Service
 	// DeletionService deletes accounts; Purge runs the purge job once.
 	DeletionService *deletion.Service
+	// PlatformService reads and changes login platforms (also for GraphQL).
+	PlatformService *platforms.Service
 }
 
 // buildAccounts constructs the area with explicit dependencies and starts the
@@ -39,7 +41,8 @@ func (s *Server) buildAccounts(ctx context.Context) error {
 		PublicURL: s.Config.PublicURL, HashPassword: password.Hash,
 	}
 	s.accountsHandler = accounts.Handler{S: acc}
-	s.platformsHandler = platforms.Handler{S: &platforms.Service{DB: s.DB, Clock: s.Clock, Audit: s.Audit}}
+	s.PlatformService = &platforms.Service{DB: s.DB, Clock: s.Clock, Audit: s.Audit}
+	s.platformsHandler = platforms.Handler{S: s.PlatformService}
 	s.BanService = &bans.Service{DB: s.DB, Clock: s.Clock, Audit: s.Audit, Epoch: s.Epoch, Log: s.Log}
 	s.bansHandler = bans.Handler{S: s.BanService}
 	s.DeletionService = &deletion.Service{DB: s.DB, Clock: s.Clock, Audit: s.Audit, Epoch: s.Epoch, Log: s.Log}

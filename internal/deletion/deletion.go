@@ -7,8 +7,9 @@
 // sets deleted_at and scheduled_deletion_at. Purging removes every row of the
 // user: the users row (its ON DELETE CASCADE covers sessions, platform
 // accounts, roles, API keys, bans and pending email requests), rows of other
-// tables that reference users without a cascade (found in the database
-// catalogue, so tables added by other areas never make a purge fail), and the
+// tables that refer to the user without a cascade, directly or through rows
+// removed with the user (found in the database catalogue, so tables added by
+// other areas do not make a purge fail), and the
 // personal data of audit events, which stay as anonymous records of what
 // happened and when.
 package deletion
@@ -19,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -166,73 +166,14 @@ func (s *Service) Purge(ctx context.Context) (int, error) {
 	return n, errors.Join(errs...)
 }
 
-// reference is a column of another table that refers to users(id).
-type reference struct {
-	table, column string
-	cascades      bool // ON DELETE CASCADE or SET NULL: the database handles it
-	notNull       bool
-}
-
-// references lists the foreign keys to users(id) from the database catalogue.
-func (s *Service) references(ctx context.Context, q db.Querier) ([]reference, error) {
-	var query string
-	if s.DB.Flavor == db.Postgres {
-		query = `SELECT cl.relname, att.attname, con.confdeltype IN ('c', 'n', 'd'), att.attnotnull
-			FROM pg_constraint con
-			JOIN pg_class cl ON cl.oid = con.conrelid
-			JOIN pg_class ref ON ref.oid = con.confrelid
-			JOIN pg_namespace ns ON ns.oid = ref.relnamespace
-			JOIN pg_attribute att ON att.attrelid = con.conrelid AND att.attnum = ANY (con.conkey)
-			WHERE con.contype = 'f' AND ref.relname = 'users' AND ns.nspname = current_schema()`
-	} else {
-		query = `SELECT m.name, f."from", UPPER(f.on_delete) IN ('CASCADE', 'SET NULL', 'SET DEFAULT'), COALESCE(c."notnull", 0) <> 0
-			FROM sqlite_master m
-			JOIN pragma_foreign_key_list(m.name) f
-			LEFT JOIN pragma_table_info(m.name) c ON c.name = f."from"
-			WHERE m.type = 'table' AND f."table" = 'users'`
-	}
-	rows, err := q.QueryContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []reference
-	for rows.Next() {
-		var r reference
-		if err := rows.Scan(&r.table, &r.column, &r.cascades, &r.notNull); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
-}
-
-// quote quotes an identifier read from the catalogue (both engines accept
-// double quotes).
-func quote(id string) string { return `"` + strings.ReplaceAll(id, `"`, `""`) + `"` }
-
 // purgeOne removes one user and everything that names them, in one
 // transaction, and records ev as a user_deleted event without the user's id.
 func (s *Service) purgeOne(ctx context.Context, userID string, ev audit.Event) error {
 	err := s.DB.Tx(ctx, func(tx *sql.Tx) error {
-		refs, err := s.references(ctx, tx)
-		if err != nil {
+		// Rows of other tables that hang off the user (directly or through
+		// rows deleted with the user) and would block the delete.
+		if err := s.clearReferences(ctx, tx, userID); err != nil {
 			return err
-		}
-		// Rows of other areas that refer to the user without a cascade: the
-		// user's own rows (a user_id column, or any NOT NULL reference) go;
-		// other references (reviewed_by, created_by…) lose the name.
-		for _, r := range refs {
-			if r.cascades || r.table == "users" {
-				continue
-			}
-			stmt := `UPDATE ` + quote(r.table) + ` SET ` + quote(r.column) + ` = NULL WHERE ` + quote(r.column) + ` = $1`
-			if r.notNull || r.column == "user_id" {
-				stmt = `DELETE FROM ` + quote(r.table) + ` WHERE ` + quote(r.column) + ` = $1`
-			}
-			if _, err := tx.ExecContext(ctx, stmt, userID); err != nil {
-				return fmt.Errorf("%s.%s: %w", r.table, r.column, err)
-			}
 		}
 		// Mails kept in the outbox for the user's addresses, pending ones included.
 		if _, err := tx.ExecContext(ctx, `DELETE FROM mail_outbox WHERE LOWER(to_addr) IN (
