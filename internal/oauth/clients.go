@@ -426,6 +426,11 @@ func itoa(n int) string {
 // making a client first-party needs a super admin or a system key.
 // Deactivating a client revokes its tokens.
 func (s *Service) UpdateClient(ctx context.Context, p *authn.Principal, id string, in ClientInput, m Meta) (Client, error) {
+	if !in.Name.Set && !in.Description.Set && !in.LogoURL.Set && !in.HomepageURL.Set && !in.PrivacyPolicyURL.Set &&
+		!in.TermsOfServiceURL.Set && !in.RedirectURIs.Set && !in.AllowedScopes.Set && !in.ClientType.Set &&
+		!in.IsFirstParty.Set && !in.IsActive.Set && !in.IDTokenSignedResponseAlg.Set {
+		return Client{}, apperr.Invalid("give at least one field to change")
+	}
 	c, err := s.manageableClient(ctx, p, id, "oauth_clients:update")
 	if err != nil {
 		return c, err
