@@ -309,9 +309,6 @@ func (s *Service) CreateClient(ctx context.Context, p *authn.Principal, in Clien
 	if err := applyInput(&c, in, true); err != nil {
 		return Client{}, err
 	}
-	if in.IsActive.Set {
-		c.IsActive = in.IsActive.Value
-	}
 	if in.IsFirstParty.Value {
 		if !p.IsAdmin() {
 			return Client{}, apperr.Forbiddenf("only super admins and system keys can register first-party clients")
