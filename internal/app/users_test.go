@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -522,5 +523,38 @@ func TestDeadCredentials(t *testing.T) {
 		// An expired session answers 401.
 		e.Clock.Advance(31 * 24 * time.Hour)
 		e.Call(t, "GET", "/v1/users/me", u.Token, nil, http.StatusUnauthorized)
+	})
+}
+
+func TestOAuthLoginConcurrentFirstSignIn(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		body := map[string]any{"email": "race@example.test", "name": "Racer", "oauthProvider": "google", "oauthProviderId": "g-race"}
+		statuses := make(chan int, 8)
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				statuses <- e.Do(t, apptest.Req{Method: "POST", Path: "/v1/users/oauth", Token: e.SystemKey, Body: body}).Status
+			}()
+		}
+		wg.Wait()
+		close(statuses)
+		created := 0
+		for s := range statuses {
+			switch s {
+			case http.StatusCreated:
+				created++
+			case http.StatusOK:
+			default:
+				t.Errorf("status %d", s)
+			}
+		}
+		if created != 1 {
+			t.Fatalf("%d sign-ins created the user", created)
+		}
+		if n := scalar[int](t, e, `SELECT COUNT(*) FROM users WHERE email = 'race@example.test'`); n != 1 {
+			t.Fatalf("%d users", n)
+		}
 	})
 }

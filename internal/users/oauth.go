@@ -114,7 +114,8 @@ func (h *Handler) OAuthLogin(w http.ResponseWriter, r *http.Request) {
 		created bool
 		lu      LoginUser
 	)
-	err := h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	upsert := func(tx *sql.Tx) error {
+		created = false
 		var (
 			platformID, platformName string
 			enabled, registration    bool
@@ -213,9 +214,18 @@ func (h *Handler) OAuthLogin(w http.ResponseWriter, r *http.Request) {
 		}
 		lu, err = h.S.loginUser(ctx, tx, userID)
 		return err
-	})
+	}
+	// A concurrent first sign-in of the same account (or a username taken in
+	// between) fails on a unique index; running again then finds the account
+	// the other request created.
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if err = h.S.DB.Tx(ctx, upsert); !db.IsUniqueViolation(err) {
+			break
+		}
+	}
 	if db.IsUniqueViolation(err) {
-		err = apperr.Conflictf("a concurrent sign-in created this account; retry")
+		err = apperr.Conflictf("concurrent sign-ins of this account collided; retry")
 	}
 	if err != nil {
 		httpx.Error(w, r, err)
