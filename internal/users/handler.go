@@ -16,6 +16,7 @@ import (
 	"hmid/internal/authn"
 	"hmid/internal/db"
 	"hmid/internal/httpx"
+	"hmid/internal/sessions"
 )
 
 // Handler serves the users endpoints (spec 2, Users).
@@ -385,7 +386,7 @@ func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
 	p := authn.From(ctx)
 	id := chi.URLParam(r, "id")
 	now := h.S.Clock.Now()
-	var sessions, keys int64
+	var revoked, keys int64
 	err := h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
 		u, err := h.S.active(ctx, tx, id)
 		if err != nil {
@@ -402,10 +403,9 @@ func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return apperr.NotFoundf("user not found")
 		}
-		if res, err = tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL`, db.TS(now), id); err != nil {
+		if revoked, err = sessions.RevokeUser(ctx, tx, id, "", now); err != nil {
 			return err
 		}
-		sessions, _ = res.RowsAffected()
 		if res, err = tx.ExecContext(ctx, `DELETE FROM api_keys WHERE user_id = $1`, id); err != nil {
 			return err
 		}
@@ -413,7 +413,7 @@ func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
 		_, err = h.S.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
 			UserID: id, ActorID: actorIfOther(p, id), EventType: audit.UserDeleted, ResourceType: "user", ResourceID: id,
 			Description: "user deleted; permanent deletion scheduled",
-			Metadata:    map[string]any{"scheduled_deletion_at": now.Add(DeletionGrace), "sessions_revoked": sessions, "api_keys_deleted": keys},
+			Metadata:    map[string]any{"scheduled_deletion_at": now.Add(DeletionGrace), "sessions_revoked": revoked, "api_keys_deleted": keys},
 		}))
 		return err
 	})
