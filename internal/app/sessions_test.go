@@ -212,7 +212,13 @@ func TestOAuthTokensOnUserRoutes(t *testing.T) {
 			all:    authn.NewPrincipal(authn.Principal{Kind: authn.KindOAuth, UserID: u.ID, OAuthScopes: []string{"openid", "profile", "roles", "permissions"}}, nil),
 			openid: authn.NewPrincipal(authn.Principal{Kind: authn.KindOAuth, UserID: u.ID, OAuthScopes: []string{"openid"}}, nil),
 		}
-		e.Call(t, "GET", "/v1/users/me", openid, nil, http.StatusOK)
+		exec(t, e, `UPDATE users SET avatar_url = 'https://cdn.example.test/me.png' WHERE id = $1`, u.ID)
+		if d := data(t, e.Call(t, "GET", "/v1/users/me", openid, nil, http.StatusOK)); d["id"] != u.ID || d["email"] != nil || d["avatar_url"] != nil {
+			t.Fatalf("openid-only /me = %v", d)
+		}
+		if d := data(t, e.Call(t, "GET", "/v1/users/me", all, nil, http.StatusOK)); d["email"] != nil || d["avatar_url"] == nil {
+			t.Fatalf("profile-scoped /me = %v", d)
+		}
 		for _, p := range []string{"/profile", "/roles", "/permissions"} {
 			e.Call(t, "GET", "/v1/users/"+u.ID+p, all, nil, http.StatusOK)
 			e.Call(t, "GET", "/v1/users/"+u.ID+p, openid, nil, http.StatusForbidden)

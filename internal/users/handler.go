@@ -81,7 +81,8 @@ func (h *Handler) Get(w http.ResponseWriter, r *http.Request) {
 	httpx.WriteResource(w, r, http.StatusOK, u)
 }
 
-// Me serves GET /v1/users/me: the caller's own user.
+// Me serves GET /v1/users/me: the caller's own user (also for OAuth access
+// tokens, limited to their scopes).
 func (h *Handler) Me(w http.ResponseWriter, r *http.Request) {
 	p := authn.From(r.Context())
 	if p.UserID == "" {
@@ -92,6 +93,17 @@ func (h *Handler) Me(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
+	}
+	if p.Kind == authn.KindOAuth {
+		// An OAuth client sees only what its scopes grant, as in UserInfo
+		// (spec 1, UserInfo claims): no email without "email", no avatar
+		// without "profile".
+		if !p.HasOAuthScope("email") {
+			u.Email = nil
+		}
+		if !p.HasOAuthScope("profile") {
+			u.AvatarURL = nil
+		}
 	}
 	httpx.WriteResource(w, r, http.StatusOK, u)
 }
