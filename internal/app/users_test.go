@@ -158,8 +158,6 @@ func TestUserPatch(t *testing.T) {
 		e.Call(t, "PATCH", path, u.Token, map[string]any{"username": "ab"}, http.StatusBadRequest)
 		e.Call(t, "PATCH", path, u.Token, map[string]any{"username": "taken_name"}, http.StatusConflict)
 		e.Call(t, "PATCH", path, u.Token, map[string]any{"avatar_url": "javascript:alert(1)"}, http.StatusBadRequest)
-		// A user cannot set an unverified email on themself.
-		e.Call(t, "PATCH", path, u.Token, map[string]any{"email": "new@example.test"}, http.StatusForbidden)
 		e.Call(t, "PATCH", "/v1/users/"+uuid.NewString(), admin.Token, map[string]any{"privacy_mode": true}, http.StatusNotFound)
 
 		before := data(t, e.Call(t, "GET", path, u.Token, nil, http.StatusOK))
@@ -179,7 +177,10 @@ func TestUserPatch(t *testing.T) {
 			t.Fatalf("user_updated events = %d", n)
 		}
 
-		// Email: users:write may set it; taken addresses conflict case-insensitively.
+		// Email: self or users:write may set it; taken addresses conflict case-insensitively.
+		if d := data(t, e.Call(t, "PATCH", path, u.Token, map[string]any{"email": "self@example.test"}, http.StatusOK)); d["email"] != "self@example.test" {
+			t.Fatalf("self email = %v", d["email"])
+		}
 		e.Call(t, "PATCH", path, mgr.Token, map[string]any{"email": "TAKEN@example.test"}, http.StatusConflict)
 		e.Call(t, "PATCH", path, mgr.Token, map[string]any{"email": "not-an-email"}, http.StatusBadRequest)
 		if d := data(t, e.Call(t, "PATCH", path, mgr.Token, map[string]any{"email": "New@Example.test"}, http.StatusOK)); d["email"] != "new@example.test" {
@@ -442,6 +443,14 @@ func TestOAuthLogin(t *testing.T) {
 		}
 		if n := scalar[int](t, e, `SELECT COUNT(*) FROM platform_accounts WHERE user_id = $1`, u.ID); n != 2 {
 			t.Fatalf("platform accounts = %d", n)
+		}
+
+		// An unverified contact email does not capture someone else's first sign-in.
+		e.Call(t, "PATCH", "/v1/users/"+u.ID, u.Token, map[string]any{"email": "victim@example.test"}, http.StatusOK)
+		d = data(t, e.Call(t, "POST", "/v1/users/oauth", e.SystemKey, map[string]any{"email": "victim@example.test", "name": "Victim",
+			"oauthProvider": "google", "oauthProviderId": "g-victim"}, http.StatusCreated))
+		if d["id"] == u.ID {
+			t.Fatal("sign-in linked to an account by an unverified email")
 		}
 
 		// No email at all creates a user without one.

@@ -70,7 +70,10 @@ type oauthBody struct {
 // the web front end's authentication layer. The platform account
 // (oauthProvider, oauthProviderId) is looked up; when it exists its details
 // are refreshed (200); otherwise it is linked to the user with the same email
-// (200, account_linked), or a new user is created (201, user_created). A
+// (200, account_linked), or a new user is created (201, user_created).
+// Linking needs the address to be verified on one of that user's platform
+// accounts: a contact email typed into PATCH /v1/users/{id} must not let its
+// owner capture someone else's first sign-in (account pre-hijacking). A
 // disabled platform refuses every sign-in and a platform with registration
 // turned off refuses new users (403); a soft-deleted account answers 403.
 // Avatars are stored only while the user's avatars_enabled is on.
@@ -159,7 +162,9 @@ func (h *Handler) OAuthLogin(w http.ResponseWriter, r *http.Request) {
 		case errors.Is(err, sql.ErrNoRows):
 			linked := ""
 			if email != "" {
-				err := tx.QueryRowContext(ctx, `SELECT id FROM users WHERE LOWER(email) = $1 AND deleted_at IS NULL ORDER BY created_at, id LIMIT 1`, email).Scan(&linked)
+				err := tx.QueryRowContext(ctx, `SELECT u.id FROM users u WHERE LOWER(u.email) = $1 AND u.deleted_at IS NULL
+					AND EXISTS (SELECT 1 FROM platform_accounts pa WHERE pa.user_id = u.id AND LOWER(pa.email) = $1 AND pa.email_verified)
+					ORDER BY u.created_at, u.id LIMIT 1`, email).Scan(&linked)
 				if err != nil && !errors.Is(err, sql.ErrNoRows) {
 					return err
 				}
