@@ -150,7 +150,7 @@ func (h *Handler) OAuthLogin(w http.ResponseWriter, r *http.Request) {
 			if u.DeletedAt != nil {
 				return apperr.Forbiddenf("this account is scheduled for deletion")
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE platform_accounts SET username = $1, email = $2, avatar_url = $3, updated_at = $4 WHERE id = $5`,
+			if _, err := tx.ExecContext(ctx, `UPDATE platform_accounts SET username = $1, email = COALESCE($2, email), avatar_url = $3, updated_at = $4 WHERE id = $5`,
 				b.Name, nullable(email), nullable(avatarIf(u.AvatarsEnabled, image)), ts, accountID); err != nil {
 				return err
 			}
