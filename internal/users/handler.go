@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -314,9 +315,14 @@ func (h *Handler) UpdateLocale(w http.ResponseWriter, r *http.Request) {
 	}
 	var v any
 	if !b.Locale.Null {
+		supported, err := h.S.supportedLocales(ctx)
+		if err != nil {
+			httpx.Error(w, r, err)
+			return
+		}
 		loc := strings.ToLower(strings.TrimSpace(b.Locale.Value))
-		if !ValidLocale(loc) {
-			httpx.Error(w, r, apperr.Invalid("locale must be one of %s", strings.Join(SupportedLocales, ", ")))
+		if !slices.Contains(supported, loc) {
+			httpx.Error(w, r, apperr.Invalid("locale must be one of %s", strings.Join(supported, ", ")))
 			return
 		}
 		v = loc
