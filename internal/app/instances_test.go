@@ -14,6 +14,7 @@ import (
 // the database without it): each sees the other's writes, and a revocation on
 // one is refused by the other on its very next request, cache or not.
 func TestTwoInstancesShareState(t *testing.T) {
+	t.Parallel()
 	if dbtest.PostgresURL() == "" {
 		t.Skip("HMID_TEST_POSTGRES_URL is not set")
 	}

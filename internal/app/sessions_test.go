@@ -16,6 +16,7 @@ import (
 )
 
 func TestMySessions(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		other := e.NewUser(t, apptest.UserSpec{})
@@ -108,6 +109,7 @@ func TestMySessions(t *testing.T) {
 }
 
 func TestInternalSessions(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		exp := apptest.Start.Add(48 * time.Hour).Format(time.RFC3339)
@@ -201,6 +203,7 @@ func (f fakeOAuth) ResolveAccessToken(_ context.Context, tok string) (*authn.Pri
 }
 
 func TestOAuthTokensOnUserRoutes(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		other := e.NewUser(t, apptest.UserSpec{})

@@ -72,6 +72,7 @@ func data(t *testing.T, r *apptest.Resp) map[string]any {
 }
 
 func TestUsersListAndGet(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		u := e.NewUser(t, apptest.UserSpec{Username: "Alice_1"})
@@ -125,6 +126,7 @@ func TestUsersListAndGet(t *testing.T) {
 }
 
 func TestUserProfile(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Username: "prof_user"})
 		other := e.NewUser(t, apptest.UserSpec{})
@@ -142,6 +144,7 @@ func TestUserProfile(t *testing.T) {
 }
 
 func TestUserPatch(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Username: "patch_me"})
 		other := e.NewUser(t, apptest.UserSpec{Username: "Taken_Name", Email: "taken@example.test"})
@@ -211,6 +214,7 @@ func TestUserPatch(t *testing.T) {
 }
 
 func TestUserLocaleAndUsername(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Username: "loc_user"})
 		other := e.NewUser(t, apptest.UserSpec{Username: "Other_One"})
@@ -250,6 +254,7 @@ func TestUserLocaleAndUsername(t *testing.T) {
 }
 
 func TestUserDelete(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		mgr := manager(t, e, "users:read", "users:write")
@@ -307,6 +312,7 @@ func TestUserDelete(t *testing.T) {
 }
 
 func TestUserRolesAndPermissions(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		u := e.NewUser(t, apptest.UserSpec{})
@@ -369,6 +375,7 @@ func TestUserRolesAndPermissions(t *testing.T) {
 }
 
 func TestUserByEmail(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Email: "mail_me@example.test"})
 		other := e.NewUser(t, apptest.UserSpec{Email: "other@example.test"})
@@ -390,6 +397,7 @@ func TestUserByEmail(t *testing.T) {
 }
 
 func TestOAuthLogin(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Email: "linked@example.test"})
 		body := map[string]any{"email": "New.Person@example.test", "name": "New Person", "oauthProvider": "discord",
@@ -485,6 +493,7 @@ func TestOAuthLogin(t *testing.T) {
 }
 
 func TestDeadCredentials(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		key, keyID := e.NewAPIKey(t, u.ID)
@@ -536,6 +545,7 @@ func TestDeadCredentials(t *testing.T) {
 }
 
 func TestOAuthLoginConcurrentFirstSignIn(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		body := map[string]any{"email": "race@example.test", "name": "Racer", "oauthProvider": "google", "oauthProviderId": "g-race"}
 		statuses := make(chan int, 8)
