@@ -234,3 +234,37 @@ func TestOAuthTokensOnUserRoutes(t *testing.T) {
 		e.Call(t, "GET", "/v1/users/me", "hm_at_unknown", nil, http.StatusUnauthorized)
 	})
 }
+
+// TestUserAndSessionRoutesNeedAuthentication checks every route of the area
+// answers 401 without a token and with an unknown one, and that session-only
+// and system-key routes refuse other credentials with 403.
+func TestUserAndSessionRoutesNeedAuthentication(t *testing.T) {
+	t.Parallel()
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		u := e.NewUser(t, apptest.UserSpec{})
+		id := u.ID
+		routes := [][2]string{
+			{"GET", "/v1/users"}, {"GET", "/v1/users/me"}, {"POST", "/v1/users/oauth"}, {"GET", "/v1/users/email/a@b.test"},
+			{"GET", "/v1/users/" + id}, {"PATCH", "/v1/users/" + id}, {"DELETE", "/v1/users/" + id},
+			{"GET", "/v1/users/" + id + "/profile"}, {"PATCH", "/v1/users/" + id + "/locale"}, {"PATCH", "/v1/users/" + id + "/username"},
+			{"GET", "/v1/users/" + id + "/permissions"}, {"GET", "/v1/users/" + id + "/roles"}, {"POST", "/v1/users/" + id + "/roles"},
+			{"DELETE", "/v1/users/" + id + "/roles/role_user"},
+			{"GET", "/v1/users/me/sessions"}, {"DELETE", "/v1/users/me/sessions"}, {"DELETE", "/v1/users/me/sessions/" + u.SessionID},
+			{"POST", "/v1/sessions"}, {"GET", "/v1/sessions/" + u.Token}, {"DELETE", "/v1/sessions/" + u.Token},
+		}
+		for _, rt := range routes {
+			e.Call(t, rt[0], rt[1], "", map[string]any{}, http.StatusUnauthorized)
+			e.Call(t, rt[0], rt[1], "hm_st_00000000000000000000000000000000000000000000", map[string]any{}, http.StatusUnauthorized)
+		}
+		key, _ := e.NewAPIKey(t, u.ID, "users:read")
+		for _, rt := range routes[14:17] {
+			e.Call(t, rt[0], rt[1], key, nil, http.StatusForbidden)
+			e.Call(t, rt[0], rt[1], e.SystemKey, nil, http.StatusForbidden)
+		}
+		for _, rt := range routes[17:] {
+			e.Call(t, rt[0], rt[1], key, map[string]any{}, http.StatusForbidden)
+		}
+		// Nothing above touched the user's own session.
+		e.Call(t, "GET", "/v1/users/me", u.Token, nil, http.StatusOK)
+	})
+}
