@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -63,6 +64,7 @@ func data(t *testing.T, r *apptest.Resp) map[string]any {
 }
 
 func TestUsersListAndGet(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		u := e.NewUser(t, apptest.UserSpec{Username: "Alice_1"})
@@ -116,6 +118,7 @@ func TestUsersListAndGet(t *testing.T) {
 }
 
 func TestUserProfile(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Username: "prof_user"})
 		other := e.NewUser(t, apptest.UserSpec{})
@@ -133,6 +136,7 @@ func TestUserProfile(t *testing.T) {
 }
 
 func TestUserPatch(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Username: "patch_me"})
 		other := e.NewUser(t, apptest.UserSpec{Username: "Taken_Name", Email: "taken@example.test"})
@@ -149,8 +153,6 @@ func TestUserPatch(t *testing.T) {
 		e.Call(t, "PATCH", path, u.Token, map[string]any{"username": "ab"}, http.StatusBadRequest)
 		e.Call(t, "PATCH", path, u.Token, map[string]any{"username": "taken_name"}, http.StatusConflict)
 		e.Call(t, "PATCH", path, u.Token, map[string]any{"avatar_url": "javascript:alert(1)"}, http.StatusBadRequest)
-		// A user cannot set an unverified email on themself.
-		e.Call(t, "PATCH", path, u.Token, map[string]any{"email": "new@example.test"}, http.StatusForbidden)
 		e.Call(t, "PATCH", "/v1/users/"+uuid.NewString(), admin.Token, map[string]any{"privacy_mode": true}, http.StatusNotFound)
 
 		before := data(t, e.Call(t, "GET", path, u.Token, nil, http.StatusOK))
@@ -170,7 +172,10 @@ func TestUserPatch(t *testing.T) {
 			t.Fatalf("user_updated events = %d", n)
 		}
 
-		// Email: users:write may set it; taken addresses conflict case-insensitively.
+		// Email: self or users:write may set it; taken addresses conflict case-insensitively.
+		if d := data(t, e.Call(t, "PATCH", path, u.Token, map[string]any{"email": "self@example.test"}, http.StatusOK)); d["email"] != "self@example.test" {
+			t.Fatalf("self email = %v", d["email"])
+		}
 		e.Call(t, "PATCH", path, mgr.Token, map[string]any{"email": "TAKEN@example.test"}, http.StatusConflict)
 		e.Call(t, "PATCH", path, mgr.Token, map[string]any{"email": "not-an-email"}, http.StatusBadRequest)
 		if d := data(t, e.Call(t, "PATCH", path, mgr.Token, map[string]any{"email": "New@Example.test"}, http.StatusOK)); d["email"] != "new@example.test" {
@@ -201,6 +206,7 @@ func TestUserPatch(t *testing.T) {
 }
 
 func TestUserLocaleAndUsername(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Username: "loc_user"})
 		other := e.NewUser(t, apptest.UserSpec{Username: "Other_One"})
@@ -240,6 +246,7 @@ func TestUserLocaleAndUsername(t *testing.T) {
 }
 
 func TestUserDelete(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		mgr := manager(t, e, "users:read", "users:write")
@@ -297,6 +304,7 @@ func TestUserDelete(t *testing.T) {
 }
 
 func TestUserRolesAndPermissions(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		u := e.NewUser(t, apptest.UserSpec{})
@@ -359,6 +367,7 @@ func TestUserRolesAndPermissions(t *testing.T) {
 }
 
 func TestUserByEmail(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Email: "mail_me@example.test"})
 		other := e.NewUser(t, apptest.UserSpec{Email: "other@example.test"})
@@ -380,6 +389,7 @@ func TestUserByEmail(t *testing.T) {
 }
 
 func TestOAuthLogin(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Email: "linked@example.test"})
 		body := map[string]any{"email": "New.Person@example.test", "name": "New Person", "oauthProvider": "discord",
@@ -435,6 +445,14 @@ func TestOAuthLogin(t *testing.T) {
 			t.Fatalf("platform accounts = %d", n)
 		}
 
+		// An unverified contact email does not capture someone else's first sign-in.
+		e.Call(t, "PATCH", "/v1/users/"+u.ID, u.Token, map[string]any{"email": "victim@example.test"}, http.StatusOK)
+		d = data(t, e.Call(t, "POST", "/v1/users/oauth", e.SystemKey, map[string]any{"email": "victim@example.test", "name": "Victim",
+			"oauthProvider": "google", "oauthProviderId": "g-victim"}, http.StatusCreated))
+		if d["id"] == u.ID {
+			t.Fatal("sign-in linked to an account by an unverified email")
+		}
+
 		// No email at all creates a user without one.
 		d = data(t, e.Call(t, "POST", "/v1/users/oauth", e.SystemKey, map[string]any{"email": nil, "name": "x", "oauthProvider": "twitch", "oauthProviderId": "t1"}, http.StatusCreated))
 		if d["email"] != nil || len(d["username"].(string)) < 3 {
@@ -467,6 +485,7 @@ func TestOAuthLogin(t *testing.T) {
 }
 
 func TestDeadCredentials(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		key, keyID := e.NewAPIKey(t, u.ID)
@@ -514,5 +533,39 @@ func TestDeadCredentials(t *testing.T) {
 		// An expired session answers 401.
 		e.Clock.Advance(31 * 24 * time.Hour)
 		e.Call(t, "GET", "/v1/users/me", u.Token, nil, http.StatusUnauthorized)
+	})
+}
+
+func TestOAuthLoginConcurrentFirstSignIn(t *testing.T) {
+	t.Parallel()
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		body := map[string]any{"email": "race@example.test", "name": "Racer", "oauthProvider": "google", "oauthProviderId": "g-race"}
+		statuses := make(chan int, 8)
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				statuses <- e.Do(t, apptest.Req{Method: "POST", Path: "/v1/users/oauth", Token: e.SystemKey, Body: body}).Status
+			}()
+		}
+		wg.Wait()
+		close(statuses)
+		created := 0
+		for s := range statuses {
+			switch s {
+			case http.StatusCreated:
+				created++
+			case http.StatusOK:
+			default:
+				t.Errorf("status %d", s)
+			}
+		}
+		if created != 1 {
+			t.Fatalf("%d sign-ins created the user", created)
+		}
+		if n := scalar[int](t, e, `SELECT COUNT(*) FROM users WHERE email = 'race@example.test'`); n != 1 {
+			t.Fatalf("%d users", n)
+		}
 	})
 }
