@@ -553,3 +553,73 @@ func TestTwoFactorRequirementAndLogin(t *testing.T) {
 		}
 	})
 }
+
+func TestTwoFactorSingleUseUnderRace(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		u := e.NewUser(t, apptest.UserSpec{})
+		secret := tfSetup(t, e, u.Token, nil)
+		code := tfCode(t, secret, e.Clock.Now())
+		// Parallel verifies of one setup: exactly one enables it.
+		const n = 4
+		statuses := make([]int, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				statuses[i] = e.Do(t, apptest.Req{Method: "POST", Path: tfBase + "/verify", Token: u.Token, Body: map[string]any{"code": code}}).Status
+			}()
+		}
+		wg.Wait()
+		ok := 0
+		for _, s := range statuses {
+			if s == http.StatusOK {
+				ok++
+			} else if s != http.StatusBadRequest {
+				t.Fatalf("parallel verify answered %d", s)
+			}
+		}
+		if ok != 1 || tfCount(t, e, `SELECT COUNT(*) FROM two_factor_backup_codes WHERE user_id = $1`, u.ID) != 10 {
+			t.Fatalf("parallel verify: %d successes, statuses %v", ok, statuses)
+		}
+
+		// Parallel logins with one TOTP code, then with one backup code:
+		// exactly one of each succeeds.
+		e.Clock.Advance(5 * time.Minute)
+		for _, c := range []func() string{
+			func() string { return tfCode(t, secret, e.Clock.Now()) },
+			func() string { return tfRegenerate(t, e, u, secret)[0] },
+		} {
+			c := c()
+			errs := make([]error, n)
+			for i := range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					errs[i] = e.Server.SecondFactor.VerifyLogin(context.Background(), u.ID, c, "127.0.0.1", "test")
+				}()
+			}
+			wg.Wait()
+			won := 0
+			for _, err := range errs {
+				if err == nil {
+					won++
+				}
+			}
+			if won != 1 {
+				t.Fatalf("code %s: %d parallel logins succeeded: %v", c, won, errs)
+			}
+			e.Clock.Advance(5 * time.Minute)
+		}
+	})
+}
+
+// tfRegenerate regenerates u's backup codes with the current TOTP code.
+func tfRegenerate(t testing.TB, e *apptest.Env, u apptest.User, secret string) []string {
+	t.Helper()
+	var out struct {
+		BackupCodes []string `json:"backup_codes"`
+	}
+	e.Call(t, "POST", tfBase+"/backup-codes/regenerate", u.Token, map[string]any{"code": tfCode(t, secret, e.Clock.Now())}, http.StatusOK).Decode(t, &out)
+	return out.BackupCodes
+}

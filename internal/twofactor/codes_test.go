@@ -8,6 +8,7 @@ import (
 	"github.com/pquerna/otp/totp"
 
 	"hmid/internal/password"
+	"hmid/internal/secretbox"
 )
 
 // The RFC 6238 Appendix B test secret ("12345678901234567890" in ASCII),
@@ -67,12 +68,17 @@ func TestIsTOTP(t *testing.T) {
 var displayShape = regexp.MustCompile(`^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$`)
 
 func TestBackupCodes(t *testing.T) {
-	codes, hashes, err := newBackupCodes()
+	box, err := secretbox.New(make([]byte, secretbox.KeySize))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(codes) != BackupCodeCount || len(hashes) != BackupCodeCount {
-		t.Fatalf("%d codes, %d hashes", len(codes), len(hashes))
+	s := &Service{Box: box}
+	codes, rows, err := s.newBackupCodes("user-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(codes) != BackupCodeCount || len(rows) != BackupCodeCount {
+		t.Fatalf("%d codes, %d rows", len(codes), len(rows))
 	}
 	seen := map[string]bool{}
 	for i, c := range codes {
@@ -84,8 +90,12 @@ func TestBackupCodes(t *testing.T) {
 		if !ok || len(canon) != backupLen {
 			t.Fatalf("normalize(%q) = %q, %v", c, canon, ok)
 		}
-		if ok, err := password.Verify(canon, hashes[i]); !ok || err != nil {
+		if ok, err := password.Verify(canon, rows[i].hash); !ok || err != nil {
 			t.Fatalf("hash %d does not verify: %v", i, err)
+		}
+		// The tag is 4 hex digits, bound to the user and the canonical code.
+		if tag := rows[i].tag; len(tag) != 4 || tag != s.lookupTag("user-1", canon) || tag == s.lookupTag("user-2", canon) && tag == s.lookupTag("user-3", canon) {
+			t.Fatalf("lookup tag %q", tag)
 		}
 	}
 	for in, want := range map[string]string{

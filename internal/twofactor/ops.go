@@ -162,7 +162,7 @@ func (s *Service) Verify(ctx context.Context, p *authn.Principal, userID, code s
 	if err != nil {
 		return CodesResult{}, err
 	}
-	st, err := s.load(ctx, s.DB, uid)
+	st, err := load(ctx, s.DB, uid)
 	if err != nil {
 		return CodesResult{}, err
 	}
@@ -180,7 +180,7 @@ func (s *Service) Verify(ctx context.Context, p *authn.Principal, userID, code s
 		return CodesResult{}, err
 	}
 	now := s.Clock.Now()
-	codes, hashes, err := newBackupCodes()
+	codes, rows, err := s.newBackupCodes(uid)
 	if err != nil {
 		return CodesResult{}, err
 	}
@@ -198,7 +198,7 @@ func (s *Service) Verify(ctx context.Context, p *authn.Principal, userID, code s
 		} else if n == 0 {
 			return apperr.Invalid("two-factor authentication is already enabled or the setup was restarted")
 		}
-		if err := replaceBackupCodes(ctx, tx, uid, hashes, now); err != nil {
+		if err := replaceBackupCodes(ctx, tx, uid, rows, now); err != nil {
 			return err
 		}
 		return s.record(ctx, tx, at,
@@ -281,7 +281,7 @@ func (s *Service) RegenerateBackupCodes(ctx context.Context, p *authn.Principal,
 	if err != nil {
 		return CodesResult{}, err
 	}
-	codes, hashes, err := newBackupCodes()
+	codes, rows, err := s.newBackupCodes(uid)
 	if err != nil {
 		return CodesResult{}, err
 	}
@@ -290,7 +290,7 @@ func (s *Service) RegenerateBackupCodes(ctx context.Context, p *authn.Principal,
 		if err := spend(ctx, tx, uid, pr, now); err != nil {
 			return err
 		}
-		if err := replaceBackupCodes(ctx, tx, uid, hashes, now); err != nil {
+		if err := replaceBackupCodes(ctx, tx, uid, rows, now); err != nil {
 			return err
 		}
 		return s.record(ctx, tx, at, event{audit.TwoFABackupRegenerated, "Two-factor backup codes regenerated", map[string]any{"count": BackupCodeCount}})
