@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -199,58 +200,87 @@ type attempt struct {
 	client      Client
 	operation   string // verify, disable, regenerate, login
 	allowBackup bool
+
+	slot string // the counter the attempt was reserved in (see reserve)
 }
 
-// throttleKey is the limiter key of a user's failed attempts; REST operations
-// and the login step share it, so the limit is per user, not per endpoint.
-func throttleKey(userID string) string { return "2fa:fail:" + userID }
-
-// blocked returns a 429 when the user has used up the failed attempts of the
-// current window. The refused attempt is counted and audited like a failure,
-// so every attempt with a code is counted exactly once.
-func (s *Service) blocked(ctx context.Context, at attempt) error {
-	n, err := s.Limiter.Count(ctx, throttleKey(at.userID), FailureWindow)
+// reserve counts an attempt before its code is checked, in the user's
+// counter for the current FailureWindow (windows are aligned on the clock).
+// Cache.Incr is atomic on memory and Redis, so however many requests arrive
+// at once, at most MaxFailures of them get their code checked per window:
+// the others are answered 429 with Retry-After (the end of the window) and
+// audited, without checking. A code that turns out right, or is not checked
+// at all, gives its attempt back (refund), so the counter holds the failures
+// (and the checks in flight): every attempt with a wrong code stays counted.
+// With N wrong codes sent in parallel the counter ends at N, MaxFailures of
+// them are answered 400 and the rest 429.
+func (s *Service) reserve(ctx context.Context, at *attempt) error {
+	now := s.Clock.Now()
+	start := now.Truncate(FailureWindow)
+	at.slot = "2fa:attempts:" + at.userID + ":" + strconv.FormatInt(start.Unix(), 10)
+	n, err := s.Cache.Incr(ctx, at.slot, 1, FailureWindow+time.Second)
 	if err != nil {
 		return apperr.Unavailablef("rate-limit state is unavailable")
 	}
-	if n < MaxFailures {
+	if n <= MaxFailures {
 		return nil
 	}
-	return s.failed(ctx, at, "")
+	msg := "too many failed two-factor attempts; try again later"
+	if err := s.auditFailure(ctx, *at, "", msg, true); err != nil {
+		return err
+	}
+	return apperr.RateLimited(start.Add(FailureWindow).Sub(now), "%s", msg)
 }
 
-// failed counts one failed attempt (Limiter.Allow is an atomic increment on
-// memory and Redis), audits it, and returns the answer: 400 for the first
-// MaxFailures failures of a window, 429 with Retry-After after them. With N
-// wrong codes sent in parallel the counter ends at N, MaxFailures of them are
-// answered 400 and the rest 429.
-func (s *Service) failed(ctx context.Context, at attempt, method string) error {
-	d, err := s.Limiter.Allow(ctx, throttleKey(at.userID), MaxFailures, FailureWindow)
-	if err != nil {
-		return apperr.Unavailablef("rate-limit state is unavailable")
+// refund gives back a reserved attempt whose code was right or not checked.
+// The TTL matters only if the window ended meanwhile: the key then expires
+// instead of staying behind at -1.
+func (s *Service) refund(ctx context.Context, at *attempt) {
+	if at.slot == "" {
+		return
 	}
+	if _, err := s.Cache.Incr(ctx, at.slot, -1, FailureWindow+time.Second); err != nil {
+		s.Log.WarnContext(ctx, "two-factor attempt not refunded", "user_id", at.userID, "error", err)
+	}
+	at.slot = ""
+}
+
+// failed audits a rejected code, whose attempt stays counted, and returns 400.
+func (s *Service) failed(ctx context.Context, at *attempt, method string) error {
 	msg := "invalid two-factor code"
-	if !d.Allowed {
-		msg = "too many failed two-factor attempts; try again later"
+	if err := s.auditFailure(ctx, *at, method, msg, false); err != nil {
+		return err
 	}
+	return apperr.Invalid("%s", msg)
+}
+
+// settle finishes an attempt after the operation's transaction: success and
+// errors other than a lost race give the attempt back; a code spent meanwhile
+// (errReplay) is a failed attempt.
+func (s *Service) settle(ctx context.Context, at *attempt, method string, err error) error {
+	if errors.Is(err, errReplay) {
+		return s.failed(ctx, at, method)
+	}
+	s.refund(ctx, at)
+	return err
+}
+
+// auditFailure records a rejected or refused code: 2fa_verified with status
+// failure for the REST operations, login_failed at the login step.
+func (s *Service) auditFailure(ctx context.Context, at attempt, method, msg string, throttled bool) error {
 	ev := audit.Event{
 		UserID: at.userID, ActorID: at.actorID, EventType: audit.TwoFAVerified, ResourceType: "two_factor", ResourceID: at.userID,
 		IPAddress: at.client.IPAddress, UserAgent: at.client.UserAgent, SourceService: at.client.SourceService,
 		Description: "Two-factor code rejected", Failed: true, ErrorMessage: msg,
-		Metadata: map[string]any{"operation": at.operation, "method": method, "throttled": !d.Allowed},
+		Metadata: map[string]any{"operation": at.operation, "method": method, "throttled": throttled},
 	}
 	if at.operation == opLogin {
 		ev.EventType = audit.LoginFailed
 		ev.ResourceType, ev.ResourceID = "user", at.userID
 		ev.Description = "Login failed at the two-factor step"
 	}
-	if _, err := s.Audit.Record(ctx, s.DB, ev); err != nil {
-		return err
-	}
-	if !d.Allowed {
-		return apperr.RateLimited(d.Reset, "%s", msg)
-	}
-	return apperr.Invalid("%s", msg)
+	_, err := s.Audit.Record(ctx, s.DB, ev)
+	return err
 }
 
 // Operations, as recorded in audit metadata.
@@ -261,22 +291,24 @@ const (
 	opLogin      = "login"
 )
 
-// check verifies code for the enabled state st: a TOTP code, or (when
-// at.allowBackup) a backup code in any case, with or without hyphens. A
-// wrong code is counted and audited (see failed). The proof it returns still
-// has to be spent inside the operation's transaction.
-func (s *Service) check(ctx context.Context, st *state, code string, at attempt) (proof, error) {
+// check verifies code for the state st: a TOTP code, or (when
+// at.allowBackup) a backup code in any case, with or without hyphens. The
+// attempt is reserved first (see reserve); a wrong code stays counted and is
+// audited. The proof it returns still has to be spent inside the operation's
+// transaction, and the attempt settled afterwards (see settle).
+func (s *Service) check(ctx context.Context, st *state, code string, at *attempt) (proof, error) {
 	code = strings.TrimSpace(code)
 	if code == "" {
 		return proof{}, apperr.Invalid("code is required")
 	}
-	if err := s.blocked(ctx, at); err != nil {
+	if err := s.reserve(ctx, at); err != nil {
 		return proof{}, err
 	}
 	now := s.Clock.Now()
 	if compact := strings.ReplaceAll(code, " ", ""); isTOTP(compact) {
 		secret, err := s.secret(st)
 		if err != nil {
+			s.refund(ctx, at)
 			return proof{}, err
 		}
 		stp, ok := matchTOTP(compact, secret, now)
@@ -291,10 +323,12 @@ func (s *Service) check(ctx context.Context, st *state, code string, at attempt)
 	}
 	if !at.allowBackup {
 		// Not an attempt at the TOTP: refused without checking, not counted.
+		s.refund(ctx, at)
 		return proof{}, apperr.Invalid("backup codes are not accepted here; enter the code from your authenticator app")
 	}
 	id, err := s.matchBackup(ctx, st.UserID, canon)
 	if err != nil {
+		s.refund(ctx, at)
 		return proof{}, err
 	}
 	if id == "" {

@@ -48,13 +48,13 @@ const (
 
 // Service holds the dependencies of two-factor authentication.
 type Service struct {
-	DB      *db.DB
-	Clock   clock.Clock
-	Box     *secretbox.Box // seals TOTP secrets at rest
-	Audit   *audit.Writer
-	Limiter *cache.Limiter // counts failed attempts (atomic on memory and Redis)
-	Mail    mail.Sender
-	Log     *slog.Logger
+	DB    *db.DB
+	Clock clock.Clock
+	Box   *secretbox.Box // seals TOTP secrets at rest
+	Audit *audit.Writer
+	Cache cache.Cache // counts attempts per user (Incr is atomic on memory and Redis)
+	Mail  mail.Sender
+	Log   *slog.Logger
 }
 
 var _ authflow.SecondFactor = (*Service)(nil)
