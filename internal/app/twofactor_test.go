@@ -626,3 +626,36 @@ func tfRegenerate(t testing.TB, e *apptest.Env, u apptest.User, secret string) [
 	e.Call(t, "POST", tfBase+"/backup-codes/regenerate", u.Token, map[string]any{"code": tfCode(t, secret, e.Clock.Now())}, http.StatusOK).Decode(t, &out)
 	return out.BackupCodes
 }
+
+func TestTwoFactorAuditDetails(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		u := e.NewUser(t, apptest.UserSpec{})
+		secret := tfSetup(t, e, u.Token, nil)
+		hdr := map[string]string{"X-Source-Service": "id", "User-Agent": "tf-test/1.0"}
+		e.Do(t, apptest.Req{Method: "POST", Path: tfBase + "/verify", Token: u.Token, Header: hdr,
+			Body: map[string]any{"code": tfWrongCode(t, secret, e.Clock.Now())}})
+		r := e.Do(t, apptest.Req{Method: "POST", Path: tfBase + "/verify", Token: u.Token, Header: hdr,
+			Body: map[string]any{"code": tfCode(t, secret, e.Clock.Now())}})
+		if r.Status != http.StatusOK {
+			t.Fatalf("verify: %d %s", r.Status, r.Body)
+		}
+		var ip, ua, source, meta, status string
+		err := e.Server.DB.QueryRowContext(context.Background(), `SELECT ip_address, user_agent, source_service, metadata, status FROM audit_events
+			WHERE user_id = $1 AND event_type = '2fa_enabled'`, u.ID).Scan(&ip, &ua, &source, &meta, &status)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ip != "127.0.0.1" || ua != "tf-test/1.0" || source != "id" || status != "success" || !strings.Contains(meta, `"platform":"email"`) {
+			t.Fatalf("2fa_enabled event: %s %s %s %s %s", ip, ua, source, meta, status)
+		}
+		var errMsg string
+		err = e.Server.DB.QueryRowContext(context.Background(), `SELECT metadata, error_message FROM audit_events
+			WHERE user_id = $1 AND event_type = '2fa_verified' AND status = 'failure'`, u.ID).Scan(&meta, &errMsg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(meta, `"operation":"verify"`) || !strings.Contains(meta, `"method":"totp"`) || errMsg == "" {
+			t.Fatalf("failed attempt event: %s %s", meta, errMsg)
+		}
+	})
+}
