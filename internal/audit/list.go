@@ -178,11 +178,11 @@ func (f Filter) orderBy() string {
 
 // List returns one page of the events matching f and the number of all of them.
 func List(ctx context.Context, q db.Querier, f Filter) ([]Entry, int, error) {
-	where, args := f.where()
-	var total int
-	if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM audit_events`+where, args...).Scan(&total); err != nil {
+	total, err := count(ctx, q, f)
+	if err != nil {
 		return nil, 0, err
 	}
+	where, args := f.where()
 	out := []Entry{}
 	if total <= f.Page.Offset() {
 		return out, total, nil
