@@ -21,6 +21,9 @@ import (
 // (smaller values give a quick look while working on a query).
 var benchEventsFlag = flag.Int("audit-events", 1_000_000, "audit events seeded by BenchmarkAdminAuditList")
 
+// benchEngineFlag limits the benchmark to one engine ("sqlite" or "postgres").
+var benchEngineFlag = flag.String("audit-engine", "", "run BenchmarkAdminAuditList on this engine only")
+
 const benchUsers = 1_000
 
 var benchStart = time.Date(2025, 11, 22, 0, 0, 0, 0, time.UTC)
@@ -39,6 +42,13 @@ func seedAuditLog(b *testing.B, url string) *db.DB {
 		b.Fatal(err)
 	}
 	benchEvents := *benchEventsFlag
+	if d.Flavor == db.SQLite {
+		// One large transaction: a page cache that holds the indexes being
+		// filled keeps SQLite from spilling them to the WAL over and over.
+		if _, err := d.Writer().ExecContext(ctx, `PRAGMA cache_size = -262144`); err != nil {
+			b.Fatal(err)
+		}
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	started := time.Now()
 	err = d.Tx(ctx, func(tx *sql.Tx) error {
@@ -122,8 +132,11 @@ func benchUserID(n int) string { return fmt.Sprintf("00000000-0000-4000-8000-%01
 // and the page) on a log of one million events, per filter, reporting the
 // 99th-percentile latency. Target: p99 below 50 ms on both engines.
 func BenchmarkAdminAuditList(b *testing.B) {
-	engines := []struct{ name, url string }{{"sqlite", dbtest.SQLite(b)}}
-	if dbtest.PostgresURL() != "" {
+	var engines []struct{ name, url string }
+	if *benchEngineFlag != "postgres" {
+		engines = append(engines, struct{ name, url string }{"sqlite", dbtest.SQLite(b)})
+	}
+	if dbtest.PostgresURL() != "" && *benchEngineFlag != "sqlite" {
 		engines = append(engines, struct{ name, url string }{"postgres", dbtest.Postgres(b)})
 	}
 	week := benchStart.Add(200 * 24 * time.Hour)
