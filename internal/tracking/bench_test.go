@@ -137,6 +137,9 @@ func seedPoints(b *testing.B, d *db.DB, n int) {
 	if _, err := d.ExecContext(ctx, `UPDATE gps_point_count SET n = n + $1 WHERE slot = 0`, n); err != nil {
 		b.Fatal(err)
 	}
+	if _, err := d.ExecContext(ctx, `INSERT INTO gps_point_buckets (bucket, slot, n) SELECT ts / 3600000000, 0, COUNT(*) FROM gps_points GROUP BY ts / 3600000000`); err != nil {
+		b.Fatal(err)
+	}
 	stmt := "ANALYZE"
 	if d.Flavor == db.Postgres {
 		stmt = "VACUUM ANALYZE gps_points"
