@@ -124,7 +124,7 @@ func seedPoints(b *testing.B, d *db.DB, n int) {
 	var q string
 	if d.Flavor == db.Postgres {
 		q = `INSERT INTO gps_points (id, latitude, longitude, altitude, heading, ts, speed_kmh, speed_mps, speed_mph, speed_knots, created_at)
-			SELECT '00000000-0000-7000-8000-' || lpad(g::text, 12, '0'), 52.5, 13.4, 30, 90, $1 + g * 1000000, 36, 10, 22.4, 19.4, $1 + g * 1000000
+			SELECT '00000000-0000-7000-8000-' || lpad(g::text, 12, '0'), 52.5, 13.4, 30, 90, $1::bigint + g::bigint * 1000000, 36, 10, 22.4, 19.4, $1::bigint + g::bigint * 1000000
 			FROM generate_series(1, $2::integer) AS g`
 	} else {
 		q = `WITH RECURSIVE s(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM s WHERE g < $2)
