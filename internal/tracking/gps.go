@@ -165,7 +165,7 @@ func (s *Service) CreatePoint(ctx context.Context, p *authn.Principal, in PointI
 		return Point{}, err
 	}
 	device := in.DeviceID
-	if device == nil && p.APIKeyID != "" {
+	if device == nil && p != nil && p.APIKeyID != "" {
 		// A key linked to a device records for that device when the body names none.
 		var id string
 		err := s.DB.QueryRowContext(ctx, `SELECT id FROM devices WHERE api_key_id = $1`, p.APIKeyID).Scan(&id)
