@@ -40,7 +40,7 @@ type Service struct {
 
 	prep struct { // prepared ingestion statements (see ingestStmts)
 		sync.Mutex
-		insert, count *sql.Stmt
+		insert, count, bucket *sql.Stmt
 	}
 }
 
