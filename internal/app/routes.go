@@ -72,6 +72,9 @@ func (s *Server) routes() http.Handler {
 	// ---- Streaming-platform integrations (spec 3) ----
 
 	// ---- Real-time channel and GraphQL ----
+	// /v1/ws authenticates itself: Authorization header or a single-use ?ticket=.
+	route("GET", "/v1/ws", Public(), s.Hub.ServeWS)
+	route("POST", "/v1/ws/ticket", Authenticated(), s.Hub.IssueTicket)
 
 	return r
 }

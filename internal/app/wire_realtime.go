@@ -1,9 +1,60 @@
 package app
 
-import "context"
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"hmid/internal/cache"
+	"hmid/internal/realtime"
+)
 
 // realtimeArea holds the handlers of this area (built by buildRealtime).
-type realtimeArea struct{}
+type realtimeArea struct {
+	// Hub is the real-time channel (exported so tests and tools can tune and observe it).
+	Hub *realtime.Hub
+}
 
 // buildRealtime constructs the area with explicit dependencies.
-func (s *Server) buildRealtime(ctx context.Context) error { return nil }
+func (s *Server) buildRealtime(ctx context.Context) error {
+	cfg := realtime.Config{
+		Resolver: s.Guard.Resolver,
+		Cache:    s.Cache,
+		Box:      s.Box,
+		Clock:    s.Clock,
+		Log:      s.Log,
+	}
+	if rc, ok := s.Cache.(*cache.Redis); ok {
+		ns, err := s.realtimeNamespace(ctx)
+		if err != nil {
+			return err
+		}
+		cfg.Redis, cfg.Namespace = rc.Client, ns
+	}
+	hub, err := realtime.New(cfg)
+	if err != nil {
+		return fmt.Errorf("real-time channel: %w", err)
+	}
+	s.Hub = hub
+	s.onClose(hub.Close)
+	s.Events = hub
+	s.Audit.Notify = hub
+	s.health.Realtime = hub
+	return nil
+}
+
+// realtimeNamespace returns the Redis pub/sub namespace of this deployment: a
+// name stored once in the database, so every instance on the database meets
+// on the same channels and other deployments sharing the Redis server do not.
+func (s *Server) realtimeNamespace(ctx context.Context) (string, error) {
+	if _, err := s.DB.ExecContext(ctx, `INSERT INTO realtime_state (name, value) VALUES ('namespace', $1) ON CONFLICT DO NOTHING`,
+		"hmid:rt:"+uuid.NewString()); err != nil {
+		return "", fmt.Errorf("real-time namespace: %w", err)
+	}
+	var ns string
+	if err := s.DB.Writer().QueryRowContext(ctx, `SELECT value FROM realtime_state WHERE name = 'namespace'`).Scan(&ns); err != nil {
+		return "", fmt.Errorf("real-time namespace: %w", err)
+	}
+	return ns, nil
+}
