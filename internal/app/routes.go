@@ -68,6 +68,20 @@ func (s *Server) routes() http.Handler {
 	// ---- Settings, system config, statistics, water levels (spec 3) ----
 
 	// ---- Chat-platform bot management (spec 3) ----
+	ch := s.chatHandler
+	route("GET", "/v1/chatplatform/guilds", Perm("chatplatform:read"), ch.ListGuilds)
+	route("GET", "/v1/chatplatform/guilds/{guild_id}", Perm("chatplatform:read"), ch.GetGuild)
+	route("GET", "/v1/chatplatform/guilds/{guild_id}/channels", Perm("chatplatform:read"), ch.ListChannels)
+	route("GET", "/v1/chatplatform/guilds/{guild_id}/full", Perm("chatplatform:read"), ch.GetGuildFull)
+	route("POST", "/v1/chatplatform/sync", Perm("chatplatform:sync"), ch.Sync)
+	route("DELETE", "/v1/chatplatform/guilds/{guild_id}", Perm("chatplatform:delete"), ch.DeleteGuild)
+	route("GET", "/v1/chatplatform/settings", Perm("chatplatform:read"), ch.GetSettings)
+	route("PUT", "/v1/chatplatform/settings", Perm("chatplatform:edit"), ch.PutSettings)
+	route("GET", "/v1/chatplatform/guilds/{guild_id}/settings", Perm("chatplatform:read"), ch.GetGuildSettings)
+	route("PUT", "/v1/chatplatform/guilds/{guild_id}/settings", Perm("chatplatform:edit"), ch.PutGuildSettings)
+	route("GET", "/v1/chatplatform/guilds/{guild_id}/members", Perm("chatplatform:read"), ch.ListMembers)
+	route("GET", "/v1/chatplatform/guilds/{guild_id}/members/{user_id}", Perm("chatplatform:read"), ch.GetMember)
+	route("POST", "/v1/chatplatform/guilds/{guild_id}/members/sync", Perm("chatplatform:guild.sync"), ch.SyncMembers)
 
 	// ---- Streaming-platform integrations (spec 3) ----
 

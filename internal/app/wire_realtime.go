@@ -3,10 +3,12 @@ package app
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 
 	"hmid/internal/cache"
+	"hmid/internal/chat"
 	"hmid/internal/realtime"
 )
 
@@ -14,6 +16,9 @@ import (
 type realtimeArea struct {
 	// Hub is the real-time channel (exported so tests and tools can tune and observe it).
 	Hub *realtime.Hub
+	// Chat is the chat-platform service (tests shorten its sync timeouts).
+	Chat        *chat.Service
+	chatHandler *chat.Handler
 }
 
 // buildRealtime constructs the area with explicit dependencies.
@@ -41,6 +46,14 @@ func (s *Server) buildRealtime(ctx context.Context) error {
 	s.Events = hub
 	s.Audit.Notify = hub
 	s.health.Realtime = hub
+
+	// ---- Chat-platform bot management ----
+	cdn := strings.TrimRight(s.Config.ChatPlatformCDN, "/")
+	if cdn == "" {
+		cdn = chat.DefaultCDN
+	}
+	s.Chat = &chat.Service{DB: s.DB, Clock: s.Clock, Audit: s.Audit, Bot: hub, CDN: cdn}
+	s.chatHandler = &chat.Handler{S: s.Chat}
 	return nil
 }
 
