@@ -84,6 +84,18 @@ func (s *Server) routes() http.Handler {
 	route("POST", "/v1/chatplatform/guilds/{guild_id}/members/sync", Perm("chatplatform:guild.sync"), ch.SyncMembers)
 
 	// ---- Streaming-platform integrations (spec 3) ----
+	ig := s.integrationsHandler
+	route("GET", "/v1/integrations", Authenticated(), ig.List)
+	route("GET", "/v1/integrations/platforms", Authenticated(), ig.Platforms)
+	route("GET", "/v1/integrations/platform/{slug}", Authenticated(), ig.ListPlatform)
+	route("GET", "/v1/integrations/platform/{slug}/scopes", Authenticated(), ig.PlatformScopes)
+	route("POST", "/v1/integrations/platform/{slug}/connect", Authenticated(), ig.Connect)
+	route("GET", "/v1/integrations/callback/{platform}", Public(), ig.Callback) // the provider redirects the browser here
+	route("GET", "/v1/integrations/{id}", Authenticated(), ig.Get)
+	route("DELETE", "/v1/integrations/{id}", Authenticated(), ig.Delete)
+	route("POST", "/v1/integrations/{id}/refresh", Authenticated(), ig.Refresh)
+	route("POST", "/v1/integrations/{id}/stats", Authenticated(), ig.Stats)
+	route("PATCH", "/v1/integrations/{id}/streamplatform-status", Authenticated(), ig.SetBotStatus)
 
 	// ---- Real-time channel and GraphQL ----
 	// /v1/ws authenticates itself: Authorization header or a single-use ?ticket=.

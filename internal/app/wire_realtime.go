@@ -9,6 +9,7 @@ import (
 
 	"hmid/internal/cache"
 	"hmid/internal/chat"
+	"hmid/internal/integrations"
 	"hmid/internal/realtime"
 )
 
@@ -19,6 +20,9 @@ type realtimeArea struct {
 	// Chat is the chat-platform service (tests shorten its sync timeouts).
 	Chat        *chat.Service
 	chatHandler *chat.Handler
+	// Integrations is the streaming-platform service.
+	Integrations        *integrations.Service
+	integrationsHandler *integrations.Handler
 }
 
 // buildRealtime constructs the area with explicit dependencies.
@@ -54,6 +58,11 @@ func (s *Server) buildRealtime(ctx context.Context) error {
 	}
 	s.Chat = &chat.Service{DB: s.DB, Clock: s.Clock, Audit: s.Audit, Bot: hub, CDN: cdn}
 	s.chatHandler = &chat.Handler{S: s.Chat}
+
+	// ---- Streaming-platform integrations ----
+	s.Integrations = &integrations.Service{DB: s.DB, Clock: s.Clock, Box: s.Box, Cache: s.Cache,
+		Provider: s.Config.StreamPlatform, PublicURL: s.Config.PublicURL}
+	s.integrationsHandler = &integrations.Handler{S: s.Integrations}
 	return nil
 }
 
