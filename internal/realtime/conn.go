@@ -42,7 +42,9 @@ func errBadTopic(t string) error {
 	return &topicError{kind: "NotFound", msg: fmt.Sprintf("unknown topic %q: use gps.device.<device_id>, trips.<trip_id> or audit.me", t)}
 }
 
-// conn is one live WebSocket connection.
+// conn is one live WebSocket connection. Its send queue is a slice that
+// exists only while messages wait, and its writer goroutine runs only while
+// there is something to write, so an idle connection costs its reader alone.
 type conn struct {
 	hub   *Hub
 	ws    *websocket.Conn
@@ -50,33 +52,76 @@ type conn struct {
 	p     *authn.Principal
 	pmu   sync.Mutex // guards p
 
-	ping time.Duration
-	send chan []byte
 	subs map[string]string // guarded by hub.mu: internal topic → shown topic
 
+	qmu     sync.Mutex // guards the fields below
+	limit   int
+	queue   [][]byte
+	spare   [][]byte // the previous batch's backing array, reused
+	writing bool
+	closed  bool
+
 	once sync.Once
-	done chan struct{}
 }
 
 // enqueue queues frame without blocking; false means the queue is full.
 func (c *conn) enqueue(frame []byte) bool {
-	select {
-	case <-c.done:
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	if c.closed {
 		return true // closing anyway
-	default:
 	}
-	select {
-	case c.send <- frame:
-		return true
-	default:
+	if len(c.queue) >= c.limit {
 		return false
+	}
+	c.queue = append(c.queue, frame)
+	if !c.writing {
+		c.writing = true
+		go c.flush()
+	}
+	return true
+}
+
+// flush writes queued frames until the queue is empty; it is the only writer
+// of data frames on the socket.
+func (c *conn) flush() {
+	h := c.hub
+	for {
+		c.qmu.Lock()
+		if len(c.queue) == 0 || c.closed {
+			c.writing = false
+			c.qmu.Unlock()
+			return
+		}
+		batch := c.queue
+		c.queue = c.spare[:0]
+		c.qmu.Unlock()
+		for i, frame := range batch {
+			ctx, cancel := context.WithTimeout(h.ctx, h.cfg.WriteTimeout)
+			err := c.ws.Write(ctx, websocket.MessageText, frame)
+			cancel()
+			batch[i] = nil
+			if err != nil {
+				c.qmu.Lock()
+				c.writing = false
+				c.qmu.Unlock()
+				c.drop("write failed")
+				return
+			}
+		}
+		c.qmu.Lock()
+		c.spare = batch[:0]
+		c.qmu.Unlock()
 	}
 }
 
 // drop closes the connection without waiting (slow consumers, shutdown, revoked credentials).
 func (c *conn) drop(reason string) {
 	c.once.Do(func() {
-		close(c.done)
+		c.qmu.Lock()
+		c.closed = true
+		c.queue, c.spare = nil, nil
+		c.qmu.Unlock()
 		c.hub.remove(c) // counts and fan-out forget it at once
 		go func() {
 			// A close frame is attempted only if the writer is not stuck;
@@ -135,50 +180,15 @@ func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // Accept has answered
 	}
-	ws.SetReadLimit(maxMessageBytes)
+	ws.SetReadLimit(maxClientMessageBytes)
 	h.mu.RLock()
-	queue, ping := h.cfg.SendQueue, h.cfg.PingInterval
+	limit := h.cfg.SendQueue
 	h.mu.RUnlock()
-	c := &conn{hub: h, ws: ws, token: tok, p: p, ping: ping, send: make(chan []byte, queue), subs: map[string]string{}, done: make(chan struct{})}
+	c := &conn{hub: h, ws: ws, token: tok, p: p, limit: limit, subs: map[string]string{}}
 	h.add(c)
 	defer h.remove(c)
-	go c.writeLoop()
 	c.readLoop(h.ctx)
 	c.drop("connection closed")
-}
-
-// writeLoop sends queued frames and pings; it is the only writer of the socket.
-func (c *conn) writeLoop() {
-	h := c.hub
-	tick := time.NewTicker(c.ping)
-	defer tick.Stop()
-	for {
-		select {
-		case <-c.done:
-			return
-		case frame := <-c.send:
-			ctx, cancel := context.WithTimeout(h.ctx, h.cfg.WriteTimeout)
-			err := c.ws.Write(ctx, websocket.MessageText, frame)
-			cancel()
-			if err != nil {
-				c.drop("write failed")
-				return
-			}
-		case <-tick.C:
-			if !c.recheck() {
-				c.drop("credential no longer valid")
-				return
-			}
-			// Ping waits for the pong; it runs aside so queued events keep flowing.
-			go func() {
-				ctx, cancel := context.WithTimeout(h.ctx, c.ping)
-				defer cancel()
-				if err := c.ws.Ping(ctx); err != nil {
-					c.drop("no pong")
-				}
-			}()
-		}
-	}
 }
 
 // recheck resolves the credential again and drops subscriptions the principal
@@ -276,6 +286,7 @@ func (c *conn) handle(ctx context.Context, m Message) {
 			c.reply(Message{Type: "error", ID: m.ID, Payload: errPayload("Forbidden", "a bot connects with a system API key or an API key holding chatplatform:*")})
 			return
 		}
+		c.ws.SetReadLimit(maxBotMessageBytes) // bot answers carry whole guilds
 		if err := h.addBot(ctx, c); err != nil {
 			h.cfg.Log.Error("realtime: register bot", slog.String("error", err.Error()))
 			c.reply(Message{Type: "error", ID: m.ID, Payload: errPayload("ServiceUnavailable", "the bot could not be registered")})

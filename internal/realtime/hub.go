@@ -39,8 +39,12 @@ const (
 	DefaultMaxSubscriptions = 200
 	// TicketTTL is how long a connection ticket from POST /v1/ws/ticket stays valid.
 	TicketTTL = 60 * time.Second
-	// maxMessageBytes bounds one client message (bot answers carry whole guilds).
-	maxMessageBytes = 8 << 20
+	// maxClientMessageBytes bounds one client message; maxBotMessageBytes one
+	// bot message (its answers carry whole guilds with their members).
+	maxClientMessageBytes = 64 << 10
+	maxBotMessageBytes    = 16 << 20
+	// pingWorkers bounds the pings in flight during one keep-alive round.
+	pingWorkers = 64
 )
 
 // ErrNoBot means no chat-platform bot is connected to any instance.
@@ -80,6 +84,7 @@ type Hub struct {
 	pending map[string]chan json.RawMessage // request id → waiter
 
 	botSubMu sync.Mutex // serializes subscribing the bot-request channel
+	retune   chan struct{} // wakes keepAlive after Tune
 
 	out    chan redisMsg // asynchronous Redis publishes
 	ps     *redis.PubSub
@@ -125,6 +130,7 @@ func New(cfg Config) (*Hub, error) {
 		topics:   map[string]map[*conn]string{},
 		conns:    map[*conn]struct{}{},
 		pending:  map[string]chan json.RawMessage{},
+		retune:   make(chan struct{}, 1),
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	if cfg.Redis != nil {
@@ -140,6 +146,8 @@ func New(cfg Config) (*Hub, error) {
 		go h.publishLoop()
 		go h.receiveLoop()
 	}
+	h.wg.Add(1)
+	go h.keepAlive()
 	return h, nil
 }
 
@@ -166,8 +174,8 @@ func (h *Hub) Close() error {
 	return nil
 }
 
-// Tune changes the send-queue size and ping interval of connections opened
-// from now on (tests and benchmarks use it; zero keeps a value).
+// Tune changes the send-queue size of connections opened from now on and the
+// keep-alive interval (tests and benchmarks use it; zero keeps a value).
 func (h *Hub) Tune(sendQueue int, pingInterval time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -176,6 +184,10 @@ func (h *Hub) Tune(sendQueue int, pingInterval time.Duration) {
 	}
 	if pingInterval > 0 {
 		h.cfg.PingInterval = pingInterval
+		select {
+		case h.retune <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -254,6 +266,59 @@ func eventFrame(topic string, payload json.RawMessage) []byte {
 	b = append(b, `,"payload":`...)
 	b = append(b, payload...)
 	return append(b, '}')
+}
+
+// keepAlive runs every ping interval: it re-checks each connection's
+// credential and pings it (RFC 6455 §5.5.2), dropping connections whose
+// credential is gone or that do not answer within the interval. One loop for
+// all connections keeps idle connections free of timers and goroutines.
+func (h *Hub) keepAlive() {
+	defer h.wg.Done()
+	for {
+		h.mu.RLock()
+		interval := h.cfg.PingInterval
+		h.mu.RUnlock()
+		t := time.NewTimer(interval)
+		select {
+		case <-h.ctx.Done():
+			t.Stop()
+			return
+		case <-h.retune:
+			t.Stop()
+			continue
+		case <-t.C:
+		}
+		h.mu.RLock()
+		all := make([]*conn, 0, len(h.conns))
+		for c := range h.conns {
+			all = append(all, c)
+		}
+		h.mu.RUnlock()
+		jobs := make(chan *conn)
+		var wg sync.WaitGroup
+		for range min(pingWorkers, len(all)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for c := range jobs {
+					if !c.recheck() {
+						c.drop("credential no longer valid")
+						continue
+					}
+					ctx, cancel := context.WithTimeout(h.ctx, interval)
+					if err := c.ws.Ping(ctx); err != nil {
+						c.drop("no pong")
+					}
+					cancel()
+				}
+			}()
+		}
+		for _, c := range all {
+			jobs <- c
+		}
+		close(jobs)
+		wg.Wait()
+	}
 }
 
 // publishLoop sends queued messages to Redis so publishers never wait for the network.
