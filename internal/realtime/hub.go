@@ -83,7 +83,7 @@ type Hub struct {
 	pmu     sync.Mutex
 	pending map[string]chan json.RawMessage // request id → waiter
 
-	botSubMu sync.Mutex // serializes subscribing the bot-request channel
+	botSubMu sync.Mutex    // serializes subscribing the bot-request channel
 	retune   chan struct{} // wakes keepAlive after Tune
 
 	out    chan redisMsg // asynchronous Redis publishes
