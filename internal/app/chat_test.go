@@ -151,6 +151,18 @@ func TestChatPlatform(t *testing.T) {
 			t.Fatalf("user response: %s", k)
 		}
 
+		// An API key holding chatplatform:* may be the bot; one with chatplatform:sync only may not.
+		botKey, _ := e.NewAPIKey(t, "", "chatplatform:*")
+		kb := startBot(t, e, botKey, nil)
+		_ = kb.c.ws.Close(websocket.StatusNormalClosure, "")
+		syncKey, _ := e.NewAPIKey(t, "", "chatplatform:sync")
+		sc := mustDial(t, e, syncKey)
+		sc.send(realtime.Message{Type: "hello", ID: "h", Payload: json.RawMessage(`{"role":"bot"}`)})
+		if k := errKind(t, sc.read()); k != "Forbidden" {
+			t.Fatalf("sync key as bot: %s", k)
+		}
+		waitFor(t, "first bot gone", func() bool { return !e.Server.Hub.BotConnected() })
+
 		bot := startBot(t, e, sys, goodAnswer)
 		e.Call(t, "POST", "/v1/chatplatform/sync", sys, `{"guild_id": 12}`, http.StatusBadRequest)
 		e.Call(t, "POST", "/v1/chatplatform/sync", sys, map[string]any{"guild_id": "abc"}, http.StatusBadRequest)

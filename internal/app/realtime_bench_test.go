@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -66,18 +67,31 @@ func TestRealtimeFanoutBench(t *testing.T) {
 	}
 	runtime.GC()
 	rss := rtbench.RSSBytes()
+	var idle runtime.MemStats
+	runtime.ReadMemStats(&idle)
+	t.Logf("idle: heap in use %.1f MiB, stacks %.1f MiB, goroutines %d",
+		float64(idle.HeapInuse)/(1<<20), float64(idle.StackInuse)/(1<<20), runtime.NumGoroutine())
 	for i := range rounds {
 		events.Publish(context.Background(), e.Server.Events, events.GPSDevice("bench"), rtbench.Payload(i))
 		time.Sleep(100 * time.Millisecond) // spacing between GPS points, as devices send them
 	}
+	var during runtime.MemStats
+	runtime.ReadMemStats(&during)
+	t.Logf("right after the last publish: heap in use %.1f MiB, stacks %.1f MiB, goroutines %d",
+		float64(during.HeapInuse)/(1<<20), float64(during.StackInuse)/(1<<20), runtime.NumGoroutine())
 	var res rtbench.Result
 	if err := json.Unmarshal([]byte(wait("RTBENCH RESULT ")), &res); err != nil {
 		t.Fatal(err)
 	}
-	peak := rtbench.RSSBytes()
+	peak := rtbench.PeakRSSBytes()
+	debug.FreeOSMemory()
+	after := rtbench.RSSBytes()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
 	mib := func(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
-	t.Logf("server RSS: %s before, %s with %d connections (%s per connection), %s after the fan-out",
-		mib(base), mib(rss), n, fmt.Sprintf("%.1f KiB", float64(rss-base)/float64(n)/1024), mib(peak))
+	t.Logf("server RSS: %s before, %s with %d idle subscribed connections (%s per connection); peak %s during the fan-out, %s after it (heap in use %s, stacks %s, goroutines %d)",
+		mib(base), mib(rss), n, fmt.Sprintf("%.1f KiB", float64(rss-base)/float64(n)/1024), mib(peak), mib(after),
+		mib(int64(ms.HeapInuse)), mib(int64(ms.StackInuse)), runtime.NumGoroutine())
 	t.Logf("delivery: %d/%d events, p50 %.1f ms, p99 %.1f ms, max %.1f ms", res.Received, res.Expected, res.P50ms, res.P99ms, res.Maxms)
 	if res.Received != res.Expected {
 		t.Errorf("lost events: %d of %d", res.Expected-res.Received, res.Expected)

@@ -186,9 +186,13 @@ func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request) {
 	h.mu.RUnlock()
 	c := &conn{hub: h, ws: ws, token: tok, p: p, limit: limit, subs: map[string]string{}}
 	h.add(c)
-	defer h.remove(c)
-	c.readLoop(h.ctx)
-	c.drop("connection closed")
+	// The connection is hijacked: the reader runs on a fresh goroutine, whose
+	// stack stays small, instead of the HTTP server's deep one.
+	go func() {
+		defer h.remove(c)
+		c.readLoop(h.ctx)
+		c.drop("connection closed")
+	}()
 }
 
 // recheck resolves the credential again and drops subscriptions the principal

@@ -164,13 +164,18 @@ func Payload(seq int) map[string]any {
 }
 
 // RSSBytes returns this process's resident set size (Linux /proc), or 0.
-func RSSBytes() int64 {
+func RSSBytes() int64 { return procStatus("VmRSS:") }
+
+// PeakRSSBytes returns this process's peak resident set size (Linux /proc), or 0.
+func PeakRSSBytes() int64 { return procStatus("VmHWM:") }
+
+func procStatus(field string) int64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, field); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			return kb * 1024
 		}
