@@ -33,7 +33,7 @@ func TestMySessions(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, revokedID := e.NewSession(t, u.ID)
-		exec(t, e, `UPDATE sessions SET revoked_at = $1 WHERE id = $2`, db.TS(e.Clock.Now()), revokedID)
+		execSQL(t, e, `UPDATE sessions SET revoked_at = $1 WHERE id = $2`, db.TS(e.Clock.Now()), revokedID)
 		e.Clock.Advance(2 * time.Minute)
 
 		e.Call(t, "GET", "/v1/users/me/sessions", "", nil, http.StatusUnauthorized)
@@ -215,7 +215,7 @@ func TestOAuthTokensOnUserRoutes(t *testing.T) {
 			all:    authn.NewPrincipal(authn.Principal{Kind: authn.KindOAuth, UserID: u.ID, OAuthScopes: []string{"openid", "profile", "roles", "permissions"}}, nil),
 			openid: authn.NewPrincipal(authn.Principal{Kind: authn.KindOAuth, UserID: u.ID, OAuthScopes: []string{"openid"}}, nil),
 		}
-		exec(t, e, `UPDATE users SET avatar_url = 'https://cdn.example.test/me.png' WHERE id = $1`, u.ID)
+		execSQL(t, e, `UPDATE users SET avatar_url = 'https://cdn.example.test/me.png' WHERE id = $1`, u.ID)
 		if d := data(t, e.Call(t, "GET", "/v1/users/me", openid, nil, http.StatusOK)); d["id"] != u.ID || d["email"] != nil || d["avatar_url"] != nil {
 			t.Fatalf("openid-only /me = %v", d)
 		}

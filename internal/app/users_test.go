@@ -32,10 +32,10 @@ func roleWith(t *testing.T, e *apptest.Env, perms ...string) string {
 	t.Helper()
 	id := "role_t_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
 	now := db.TS(e.Clock.Now())
-	exec(t, e, `INSERT INTO roles (id, name, description, is_system, requires_two_factor, created_at, updated_at) VALUES ($1, $1, 'test', FALSE, FALSE, $2, $2)`, id, now)
+	execSQL(t, e, `INSERT INTO roles (id, name, description, is_system, requires_two_factor, created_at, updated_at) VALUES ($1, $1, 'test', FALSE, FALSE, $2, $2)`, id, now)
 	for _, p := range perms {
 		res, act, _ := strings.Cut(p, ":")
-		exec(t, e, `INSERT INTO role_permissions (role_id, permission_id, created_at) VALUES ($1, $2, $3)`, id, access.PermissionID(res, act), now)
+		execSQL(t, e, `INSERT INTO role_permissions (role_id, permission_id, created_at) VALUES ($1, $2, $3)`, id, access.PermissionID(res, act), now)
 	}
 	return id
 }
@@ -185,7 +185,7 @@ func TestUserPatch(t *testing.T) {
 		e.Call(t, "PATCH", "/v1/users/"+admin.ID, mgr.Token, map[string]any{"email": "evil@example.test"}, http.StatusForbidden)
 
 		// avatars_enabled false removes stored avatars, of the user and their platform accounts.
-		exec(t, e, `UPDATE platform_accounts SET avatar_url = 'https://cdn.example.test/p.png' WHERE user_id = $1`, u.ID)
+		execSQL(t, e, `UPDATE platform_accounts SET avatar_url = 'https://cdn.example.test/p.png' WHERE user_id = $1`, u.ID)
 		d = data(t, e.Call(t, "PATCH", path, u.Token, map[string]any{"avatars_enabled": false}, http.StatusOK))
 		if d["avatars_enabled"] != false || d["avatar_url"] != nil {
 			t.Fatalf("avatars off = %v", d)
@@ -381,7 +381,7 @@ func TestUserByEmail(t *testing.T) {
 		e.Call(t, "GET", "/v1/users/email/nobody@example.test", e.SystemKey, nil, http.StatusNotFound)
 		e.Call(t, "GET", "/v1/users/email/mail_me@example.test", "", nil, http.StatusUnauthorized)
 
-		exec(t, e, `INSERT INTO bans (id, user_id, reason, banned_at, is_permanent) VALUES ($1, $2, 'spam', $3, TRUE)`, uuid.NewString(), u.ID, db.TS(e.Clock.Now()))
+		execSQL(t, e, `INSERT INTO bans (id, user_id, reason, banned_at, is_permanent) VALUES ($1, $2, 'spam', $3, TRUE)`, uuid.NewString(), u.ID, db.TS(e.Clock.Now()))
 		if d := data(t, e.Call(t, "GET", "/v1/users/email/mail_me@example.test", e.SystemKey, nil, http.StatusOK)); d["is_banned"] != true {
 			t.Fatalf("is_banned = %v", d["is_banned"])
 		}
@@ -471,12 +471,12 @@ func TestOAuthLogin(t *testing.T) {
 		e.Call(t, "POST", "/v1/users/oauth", e.SystemKey, `{"name": 5}`, http.StatusBadRequest)
 
 		// Closed registration refuses new users but lets known accounts in; a disabled platform refuses everyone.
-		exec(t, e, `UPDATE platforms SET registration_enabled = FALSE WHERE slug = 'discord'`)
+		execSQL(t, e, `UPDATE platforms SET registration_enabled = FALSE WHERE slug = 'discord'`)
 		e.Call(t, "POST", "/v1/users/oauth", e.SystemKey, map[string]any{"name": "b", "oauthProvider": "discord", "oauthProviderId": "999"}, http.StatusForbidden)
 		e.Call(t, "POST", "/v1/users/oauth", e.SystemKey, body, http.StatusOK)
-		exec(t, e, `UPDATE platforms SET enabled = FALSE WHERE slug = 'discord'`)
+		execSQL(t, e, `UPDATE platforms SET enabled = FALSE WHERE slug = 'discord'`)
 		e.Call(t, "POST", "/v1/users/oauth", e.SystemKey, body, http.StatusForbidden)
-		exec(t, e, `UPDATE platforms SET enabled = TRUE, registration_enabled = TRUE WHERE slug = 'discord'`)
+		execSQL(t, e, `UPDATE platforms SET enabled = TRUE, registration_enabled = TRUE WHERE slug = 'discord'`)
 
 		// A soft-deleted account cannot sign in.
 		e.Call(t, "DELETE", "/v1/users/"+id, e.SystemKey, nil, http.StatusNoContent)
@@ -512,7 +512,7 @@ func TestDeadCredentials(t *testing.T) {
 		}
 
 		// A ban (written by the bans area, which bumps the epoch) stops every credential.
-		exec(t, e, `INSERT INTO bans (id, user_id, reason, banned_at, expires_at, is_permanent) VALUES ($1, $2, 'test', $3, $4, FALSE)`,
+		execSQL(t, e, `INSERT INTO bans (id, user_id, reason, banned_at, expires_at, is_permanent) VALUES ($1, $2, 'test', $3, $4, FALSE)`,
 			uuid.NewString(), u.ID, db.TS(e.Clock.Now()), db.TS(e.Clock.Now().Add(time.Hour)))
 		if err := e.Server.Epoch.Bump(context.Background()); err != nil {
 			t.Fatal(err)
@@ -525,7 +525,7 @@ func TestDeadCredentials(t *testing.T) {
 
 		// An expired API key answers 401.
 		exp, expID := e.NewAPIKey(t, u.ID)
-		exec(t, e, `UPDATE api_keys SET expires_at = $1 WHERE id = $2`, db.TS(e.Clock.Now().Add(time.Minute)), expID)
+		execSQL(t, e, `UPDATE api_keys SET expires_at = $1 WHERE id = $2`, db.TS(e.Clock.Now().Add(time.Minute)), expID)
 		e.Call(t, "GET", "/v1/users/me", exp, nil, http.StatusOK)
 		e.Clock.Advance(time.Minute)
 		e.Call(t, "GET", "/v1/users/me", exp, nil, http.StatusUnauthorized)
