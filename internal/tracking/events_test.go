@@ -36,6 +36,7 @@ func TestEventsPublished(t *testing.T) {
 		rec := &recorder{got: map[string][]any{}}
 		s := e.Server
 		h := &tracking.Handler{S: &tracking.Service{DB: s.DB, Cache: s.Cache, Limiter: s.Limiter, Clock: s.Clock, Events: rec}}
+		t.Cleanup(func() { h.S.Close() })
 		dev := create(t, e, "/v1/devices", e.SystemKey, map[string]any{"name": "d"})["id"].(string)
 		trip := create(t, e, "/v1/trips", e.SystemKey, map[string]any{"name": "t", "device_id": dev, "gps_logging_enabled": true})["id"].(string)
 

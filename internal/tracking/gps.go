@@ -182,12 +182,7 @@ func (s *Service) CreatePoint(ctx context.Context, p *authn.Principal, in PointI
 		SpeedMph: *in.SpeedMph, SpeedKnots: *in.SpeedKnots, PDOP: in.PDOP, HDOP: in.HDOP, VDOP: in.VDOP,
 		CreatedAt: now,
 	}
-	var err error
-	if s.DB.Flavor == db.Postgres {
-		err = s.insertPointPG(ctx, &pt)
-	} else {
-		err = s.insertPoint(ctx, &pt)
-	}
+	err := s.ingest(ctx, &pt)
 	if err != nil && db.IsForeignKeyViolation(err) {
 		return Point{}, apperr.Invalid("device_id %s does not exist", *device)
 	}
@@ -270,12 +265,16 @@ const insertPointPGSQL = `WITH p AS (` + insertPointSQL + `),
 
 func (s *Service) insertPointPG(ctx context.Context, pt *Point) error {
 	var trip sql.NullString
-	args := append(pointArgs(pt), countSlot(pt.ID), bucketOf(db.TS(pt.Timestamp)))
-	if err := s.DB.Writer().QueryRowContext(ctx, insertPointPGSQL, args...).Scan(&trip); err != nil {
+	if err := s.DB.Writer().QueryRowContext(ctx, insertPointPGSQL, pgArgs(pt)...).Scan(&trip); err != nil {
 		return err
 	}
 	pt.TripID = sptr(trip)
 	return nil
+}
+
+// pgArgs are the arguments of insertPointPGSQL.
+func pgArgs(pt *Point) []any {
+	return append(pointArgs(pt), countSlot(pt.ID), bucketOf(db.TS(pt.Timestamp)))
 }
 
 func pointArgs(pt *Point) []any {

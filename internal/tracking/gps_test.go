@@ -3,6 +3,7 @@ package tracking_test
 import (
 	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -278,5 +279,41 @@ func TestGPSListPagesAcrossHours(t *testing.T) {
 			e.Call(t, "DELETE", "/v1/gps/"+id, sys, nil, http.StatusNoContent)
 		}
 		check(30)
+	})
+}
+
+// TestGPSConcurrentIngest posts points at once, one of them for an unknown
+// device: batched writes still answer each request on its own.
+func TestGPSConcurrentIngest(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		dev := create(t, e, "/v1/devices", e.SystemKey, map[string]any{"name": "d"})["id"].(string)
+		admin := e.Admin(t)
+		const n = 24
+		status := make([]int, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			key, _ := e.NewAPIKey(t, admin.ID, "gps:write")
+			device := dev
+			if i == 7 {
+				device = uuid.NewString()
+			}
+			wg.Go(func() {
+				status[i] = e.Do(t, apptest.Req{Method: "POST", Path: "/v1/gps", Token: key, Body: point(int64(1000+i), map[string]any{"device_id": device})}).Status
+			})
+		}
+		wg.Wait()
+		for i, s := range status {
+			want := http.StatusCreated
+			if i == 7 {
+				want = http.StatusBadRequest
+			}
+			if s != want {
+				t.Errorf("request %d: %d, want %d", i, s, want)
+			}
+		}
+		l := e.Call(t, "GET", "/v1/gps?limit=100", e.SystemKey, nil, http.StatusOK).JSON()
+		if tot := l["pagination"].(map[string]any)["total"]; tot != float64(n-1) || len(l["data"].([]any)) != n-1 {
+			t.Fatalf("total = %v", tot)
+		}
 	})
 }
