@@ -135,7 +135,7 @@ func seedPoints(ctx context.Context, d *db.DB, n int, tripID, tag string) error 
 	var q string
 	if d.Flavor == db.Postgres {
 		q = `INSERT INTO gps_points (id, trip_id, latitude, longitude, altitude, heading, ts, speed_kmh, speed_mps, speed_mph, speed_knots, pdop, hdop, vdop, created_at)
-			SELECT $4 || lpad(g::text, 12, '0'), $3, 52.5, 13.4, 30, 90, $1 + g * 1000000, 36, 10, 22.4, 19.4, 1.2, 0.8, 1.0, $1 + g * 1000000
+			SELECT $4 || lpad(g::text, 12, '0'), $3, 52.5, 13.4, 30, 90, $1::bigint + g::bigint * 1000000, 36, 10, 22.4, 19.4, 1.2, 0.8, 1.0, $1::bigint + g::bigint * 1000000
 			FROM generate_series(1, $2::integer) AS g`
 	} else {
 		q = `WITH RECURSIVE s(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM s WHERE g < $2)
@@ -147,6 +147,13 @@ func seedPoints(ctx context.Context, d *db.DB, n int, tripID, tag string) error 
 		return err
 	}
 	if _, err := d.ExecContext(ctx, `UPDATE gps_point_count SET n = n + $1 WHERE slot = 0`, n); err != nil {
+		return err
+	}
+	// The per-hour counts the listing walks for deep pages; each seed uses its
+	// own counter slot so seeds add up without colliding.
+	if _, err := d.ExecContext(ctx, `INSERT INTO gps_point_buckets (bucket, slot, n)
+		SELECT ts / 3600000000, $2, COUNT(*) FROM gps_points WHERE id LIKE $1 GROUP BY ts / 3600000000
+		ON CONFLICT (bucket, slot) DO UPDATE SET n = gps_point_buckets.n + excluded.n`, prefix+"%", int(tag[0])%16); err != nil {
 		return err
 	}
 	stmt := "ANALYZE"
