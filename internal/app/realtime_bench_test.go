@@ -25,13 +25,19 @@ import (
 // child process (this test binary again), the server here; it reports the
 // server's resident memory and the p99 delay from Publish to arrival.
 //
-//	HMID_RT_BENCH=10000 go test ./internal/app -run TestRealtimeFanoutBench -v -timeout 10m
+//	HMID_RT_BENCH=10000 [HMID_RT_INTERVAL=100ms] go test ./internal/app -run TestRealtimeFanoutBench -v -timeout 10m
 func TestRealtimeFanoutBench(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("HMID_RT_BENCH"))
 	if n <= 0 {
 		t.Skip("set HMID_RT_BENCH=<connections> to run")
 	}
 	const rounds = 20
+	// The spacing of the published GPS points (HMID_RT_INTERVAL, default 1s:
+	// a device reports about once a second); smaller values measure saturation.
+	interval := time.Second
+	if v, err := time.ParseDuration(os.Getenv("HMID_RT_INTERVAL")); err == nil && v > 0 {
+		interval = v
+	}
 	e := apptest.New(t, dbtest.Engine{Name: "sqlite", URL: dbtest.SQLite(t)})
 	admin := e.Admin(t)
 	runtime.GC()
@@ -73,7 +79,7 @@ func TestRealtimeFanoutBench(t *testing.T) {
 		float64(idle.HeapInuse)/(1<<20), float64(idle.StackInuse)/(1<<20), runtime.NumGoroutine())
 	for i := range rounds {
 		events.Publish(context.Background(), e.Server.Events, events.GPSDevice("bench"), rtbench.Payload(i))
-		time.Sleep(100 * time.Millisecond) // spacing between GPS points, as devices send them
+		time.Sleep(interval)
 	}
 	var during runtime.MemStats
 	runtime.ReadMemStats(&during)
@@ -92,7 +98,7 @@ func TestRealtimeFanoutBench(t *testing.T) {
 	t.Logf("server RSS: %s before, %s with %d idle subscribed connections (%s per connection); peak %s during the fan-out, %s after it (heap in use %s, stacks %s, goroutines %d)",
 		mib(base), mib(rss), n, fmt.Sprintf("%.1f KiB", float64(rss-base)/float64(n)/1024), mib(peak), mib(after),
 		mib(int64(ms.HeapInuse)), mib(int64(ms.StackInuse)), runtime.NumGoroutine())
-	t.Logf("delivery: %d/%d events, p50 %.1f ms, p99 %.1f ms, max %.1f ms", res.Received, res.Expected, res.P50ms, res.P99ms, res.Maxms)
+	t.Logf("delivery (%d events %v apart): %d/%d events, p50 %.1f ms, p99 %.1f ms, max %.1f ms", rounds, interval, res.Received, res.Expected, res.P50ms, res.P99ms, res.Maxms)
 	if res.Received != res.Expected {
 		t.Errorf("lost events: %d of %d", res.Expected-res.Received, res.Expected)
 	}

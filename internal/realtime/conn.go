@@ -97,7 +97,10 @@ func (c *conn) flush() {
 		c.queue = c.spare[:0]
 		c.qmu.Unlock()
 		for i, frame := range batch {
-			ctx, cancel := context.WithTimeout(h.ctx, h.cfg.WriteTimeout)
+			// Not derived from the hub's context: registering 10,000 children
+			// on one parent is costly, and Close unblocks writes by dropping
+			// every connection anyway.
+			ctx, cancel := context.WithTimeout(context.Background(), h.cfg.WriteTimeout)
 			err := c.ws.Write(ctx, websocket.MessageText, frame)
 			cancel()
 			batch[i] = nil
