@@ -163,6 +163,13 @@ func TestWSTicket(t *testing.T) {
 		if _, resp, err := dialWS(t, e, "", "?ticket="+tk.Ticket); err == nil || resp.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("reused ticket: %v", err)
 		}
+		// Tickets expire after 60 seconds.
+		var old realtime.Ticket
+		e.Call(t, "POST", "/v1/ws/ticket", u.Token, nil, http.StatusCreated).Decode(t, &old)
+		e.Clock.Advance(61 * time.Second)
+		if _, resp, err := dialWS(t, e, "", "?ticket="+old.Ticket); err == nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("expired ticket: %v", err)
+		}
 		// The ticket carries the caller's identity: audit.me is theirs.
 		if _, err := e.Server.Audit.Record(context.Background(), e.Server.DB, audit.Event{UserID: u.ID, EventType: audit.Login}); err != nil {
 			t.Fatal(err)
@@ -328,6 +335,29 @@ func TestWSRevokedCredentialDropped(t *testing.T) {
 			t.Fatal("connection of a revoked session stayed open")
 		}
 		waitFor(t, "connection removed", func() bool { n, _ := e.Server.Hub.Counts(); return n == 0 })
+	})
+}
+
+func TestWSUnansweredPingsDrop(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		u := e.NewUser(t, apptest.UserSpec{})
+		live := mustDial(t, e, u.Token)
+		mute := mustDial(t, e, u.Token) // never reads, so never answers a ping
+		live.mustAck("subscribe", "1", "audit.me")
+		e.Server.Hub.Tune(0, 30*time.Millisecond)
+		// The reading client answers pings and stays; the mute one is dropped.
+		go func() {
+			for {
+				if _, err := live.tryRead(time.Minute); err != nil {
+					return
+				}
+			}
+		}()
+		waitFor(t, "mute client dropped", func() bool { n, _ := e.Server.Hub.Counts(); return n == 1 })
+		if _, subs := e.Server.Hub.Counts(); subs != 1 {
+			t.Fatal("the subscribed, reading client was dropped instead of the mute one")
+		}
+		_ = mute
 	})
 }
 

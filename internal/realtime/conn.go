@@ -97,7 +97,10 @@ func (c *conn) flush() {
 		c.queue = c.spare[:0]
 		c.qmu.Unlock()
 		for i, frame := range batch {
-			ctx, cancel := context.WithTimeout(h.ctx, h.cfg.WriteTimeout)
+			// Not derived from the hub's context: registering 10,000 children
+			// on one parent is costly, and Close unblocks writes by dropping
+			// every connection anyway.
+			ctx, cancel := context.WithTimeout(context.Background(), h.cfg.WriteTimeout)
 			err := c.ws.Write(ctx, websocket.MessageText, frame)
 			cancel()
 			batch[i] = nil
@@ -352,7 +355,11 @@ func (h *Hub) IssueTicket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ticket := token.New("hm_wt_")
-	sealed, err := h.cfg.Box.Seal([]byte(tok), []byte("ws-ticket"))
+	expires := h.cfg.Clock.Now().Add(TicketTTL)
+	// The expiry travels sealed with the bearer, so it holds by the service
+	// clock whatever the cache's own expiry does.
+	body, _ := json.Marshal(ticketBody{Token: tok, Expires: expires.Unix()})
+	sealed, err := h.cfg.Box.Seal(body, []byte("ws-ticket"))
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -361,7 +368,13 @@ func (h *Hub) IssueTicket(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, apperr.Unavailablef("the cache is unavailable"))
 		return
 	}
-	httpx.JSON(w, http.StatusCreated, Ticket{Ticket: ticket, ExpiresIn: int(TicketTTL.Seconds()), ExpiresAt: h.cfg.Clock.Now().Add(TicketTTL)})
+	httpx.JSON(w, http.StatusCreated, Ticket{Ticket: ticket, ExpiresIn: int(TicketTTL.Seconds()), ExpiresAt: expires})
+}
+
+// ticketBody is what a ticket stands for, sealed in the cache.
+type ticketBody struct {
+	Token   string `json:"t"`
+	Expires int64  `json:"e"` // Unix seconds
 }
 
 // redeemTicket returns the bearer behind a ticket and makes the ticket unusable.
@@ -384,9 +397,13 @@ func (h *Hub) redeemTicket(ctx context.Context, ticket string) (string, error) {
 		return "", bad
 	}
 	_ = h.cfg.Cache.Delete(ctx, key)
-	tok, err := h.cfg.Box.Open(string(sealed), []byte("ws-ticket"))
+	plain, err := h.cfg.Box.Open(string(sealed), []byte("ws-ticket"))
 	if err != nil {
 		return "", bad
 	}
-	return string(tok), nil
+	var tb ticketBody
+	if json.Unmarshal(plain, &tb) != nil || h.cfg.Clock.Now().Unix() >= tb.Expires {
+		return "", bad
+	}
+	return tb.Token, nil
 }

@@ -374,6 +374,9 @@ func (h *Hub) receiveLoop() {
 func (h *Hub) subscribe(c *conn, topic, shown string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if _, live := h.conns[c]; !live {
+		return nil // dropped meanwhile: nothing to deliver to
+	}
 	if _, ok := c.subs[topic]; ok {
 		return nil
 	}
@@ -463,6 +466,10 @@ func (h *Hub) remove(c *conn) {
 // listens for bot requests made on other instances.
 func (h *Hub) addBot(ctx context.Context, c *conn) error {
 	h.mu.Lock()
+	if _, live := h.conns[c]; !live {
+		h.mu.Unlock()
+		return nil
+	}
 	for _, b := range h.bots {
 		if b == c {
 			h.mu.Unlock()
