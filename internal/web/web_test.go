@@ -416,3 +416,45 @@ func TestStylesheet(t *testing.T) {
 		}
 	})
 }
+
+// TestPagesMatchContract sends the pages' common answers through the
+// harness, which checks each against api/openapi.yaml.
+func TestPagesMatchContract(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		u := e.NewUser(t, apptest.UserSpec{Password: pw})
+		cookie := map[string]string{"Cookie": auth.CookieName + "=" + u.Token}
+		for _, c := range []struct {
+			method, path string
+			header       map[string]string
+			status       int
+		}{
+			{"GET", "/", nil, 200},
+			{"GET", "/", cookie, 200},
+			{"GET", "/assets/hmid.css", nil, 200},
+			{"GET", "/login?return_to=/", nil, 200},
+			{"POST", "/login", nil, 403},
+			{"GET", "/register", nil, 200},
+			{"POST", "/register", nil, 403},
+			{"GET", "/consent?pending_authorization_id=x", nil, 303},
+			{"GET", "/consent?pending_authorization_id=x", cookie, 404},
+			{"POST", "/consent", nil, 303},
+			{"POST", "/consent", cookie, 403},
+			{"GET", "/logout", cookie, 200},
+			{"POST", "/logout", cookie, 403},
+			{"GET", "/forgot-password", nil, 200},
+			{"POST", "/forgot-password", nil, 403},
+			{"GET", "/reset-password", nil, 400},
+			{"GET", "/reset-password?token=hm_pr_x", nil, 200},
+			{"POST", "/reset-password", nil, 403},
+		} {
+			var body any
+			if c.method == "POST" {
+				body = url.Values{"email": {u.Email}}
+			}
+			r := e.Do(t, apptest.Req{Method: c.method, Path: c.path, Header: c.header, Body: body})
+			if r.Status != c.status {
+				t.Errorf("%s %s: %d, want %d", c.method, c.path, r.Status, c.status)
+			}
+		}
+	})
+}
