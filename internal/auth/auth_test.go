@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -150,8 +151,11 @@ func TestLoginFailures(t *testing.T) {
 func TestLoginThrottle(t *testing.T) {
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: pw})
-		for range auth.FailPerAccount {
-			login(t, e, u.Email, "wrong password", 401)
+		for i := range auth.FailPerAccount {
+			r := login(t, e, u.Email, "wrong password", 401)
+			if r.Header.Get("RateLimit-Limit") != "5" || r.Header.Get("RateLimit-Remaining") != strconv.Itoa(auth.FailPerAccount-1-i) || r.Header.Get("RateLimit-Reset") == "" {
+				t.Fatalf("attempt %d: RateLimit headers %v", i, r.Header)
+			}
 		}
 		// Even the right password is refused while the account is throttled.
 		r := login(t, e, u.Email, pw, 429)
