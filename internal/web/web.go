@@ -78,6 +78,7 @@ func securityHeaders(w http.ResponseWriter) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Vary", "Accept-Language, Cookie")
 }
 
 // Stylesheet serves the embedded CSS.
