@@ -14,6 +14,7 @@ import (
 	"hmid/internal/apperr"
 	"hmid/internal/apptest"
 	"hmid/internal/auth"
+	"hmid/internal/config"
 	"hmid/internal/db"
 	"hmid/internal/mail"
 )
@@ -386,4 +387,14 @@ func TestPasswordReset(t *testing.T) {
 		}
 		e.Call(t, "POST", "/v1/auth/password-reset/request", "", map[string]any{"email": "bad"}, 400)
 	})
+}
+
+func TestSecureCookieOnHTTPS(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		u := e.NewUser(t, apptest.UserSpec{Password: pw})
+		c := cookies(login(t, e, u.Email, pw, 200))[auth.CookieName]
+		if c == nil || !c.Secure || !c.HttpOnly {
+			t.Fatalf("cookie on https %+v", c)
+		}
+	}, func(c *config.Config) { c.PublicURL = "https://id.example.test" })
 }

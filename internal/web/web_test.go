@@ -458,3 +458,26 @@ func TestPagesMatchContract(t *testing.T) {
 		}
 	})
 }
+
+func TestLoginPageRefusals(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		u := e.NewUser(t, apptest.UserSpec{Password: pw})
+		b := newBrowser(t, e)
+		b.lang = "de"
+		if _, err := e.Server.DB.ExecContext(context.Background(), `INSERT INTO bans (id, user_id, reason, banned_at, is_permanent) VALUES ('b1', $1, 'spam', $2, TRUE)`,
+			u.ID, apptest.Start.UnixMicro()); err != nil {
+			t.Fatal(err)
+		}
+		want(t, b.login(u.Email, pw, ""), 403, "Das ist nicht erlaubt:", "banned")
+		if b.cookie(auth.CookieName) != nil {
+			t.Fatal("banned user got a session")
+		}
+		v := e.NewUser(t, apptest.UserSpec{Password: pw})
+		for range auth.FailPerAccount {
+			want(t, b.login(v.Email, "wrong password", ""), 401)
+		}
+		if p := b.login(v.Email, pw, ""); p.Status != 429 || p.Header.Get("Retry-After") == "" || !strings.Contains(p.Body, "Zu viele Versuche") {
+			t.Fatalf("throttled page: %d %v", p.Status, p.Header)
+		}
+	})
+}
