@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"time"
 
 	"hmid/internal/oauth"
 )
@@ -20,7 +21,6 @@ func (s *Server) buildOAuth(ctx context.Context) error {
 		Clock:    s.Clock,
 		Box:      s.Box,
 		Audit:    s.Audit,
-		Epoch:    s.Epoch,
 		Resolver: s.Guard.Resolver,
 		Issuer:   s.Config.PublicURL,
 		LoginURL: s.Config.LoginURL,
@@ -29,5 +29,14 @@ func (s *Server) buildOAuth(ctx context.Context) error {
 	s.oauthHandler = &oauth.Handler{S: svc}
 	s.Guard.Resolver.OAuth = svc
 	s.Consents = svc
+
+	// Expired codes, pending authorizations and tokens are purged hourly.
+	jobCtx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		svc.RunPurge(jobCtx, time.Hour, func(err error) { s.Log.Error("oauth: purge failed", "err", err) })
+	}()
+	s.onClose(func() error { stop(); <-done; return nil })
 	return nil
 }

@@ -50,7 +50,6 @@ type Service struct {
 	Clock    clock.Clock
 	Box      *secretbox.Box
 	Audit    *audit.Writer
-	Epoch    authn.Epoch
 	Resolver *authn.Resolver // resolves the user's session at the authorization endpoint
 	Issuer   string          // HMID_PUBLIC_URL, without trailing slash
 	LoginURL string          // where a user who is not logged in is sent; "" = Issuer + "/login"

@@ -1,0 +1,55 @@
+package oauth
+
+import (
+	"strings"
+	"testing"
+)
+
+// FuzzRedirectURI checks that registration never accepts a redirect URI with
+// a fragment, a dangerous scheme or no scheme, and never panics.
+func FuzzRedirectURI(f *testing.F) {
+	for _, s := range []string{"https://app.example/cb", "myapp://cb", "javascript://x", "http://a/#f", "/rel", "", "HTTPS://A/"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		if validRedirectURI(raw) != nil {
+			return
+		}
+		if strings.Contains(raw, "#") || !strings.Contains(raw, "://") {
+			t.Fatalf("accepted %q", raw)
+		}
+		for _, bad := range []string{"javascript:", "data:", "vbscript:", "file:"} {
+			if strings.HasPrefix(strings.ToLower(raw), bad) {
+				t.Fatalf("accepted %q", raw)
+			}
+		}
+	})
+}
+
+// FuzzVerifier checks the RFC 7636 §4.1 verifier rule against its definition.
+func FuzzVerifier(f *testing.F) {
+	f.Add(strings.Repeat("a", 43))
+	f.Add(strings.Repeat("~", 129))
+	f.Fuzz(func(t *testing.T, v string) {
+		want := len(v) >= 43 && len(v) <= 128 && strings.Trim(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~") == ""
+		if validVerifier(v) != want {
+			t.Fatalf("validVerifier(%q) = %v", v, !want)
+		}
+		if want && !validChallenge(s256(v)) {
+			t.Fatalf("challenge of %q is not valid", v)
+		}
+	})
+}
+
+// FuzzScope checks that parsed scopes are sorted, unique and never empty strings.
+func FuzzScope(f *testing.F) {
+	f.Add("openid  profile openid")
+	f.Fuzz(func(t *testing.T, s string) {
+		out := parseScope(s)
+		for i, x := range out {
+			if x == "" || strings.Contains(x, " ") || (i > 0 && out[i-1] >= x) {
+				t.Fatalf("parseScope(%q) = %q", s, out)
+			}
+		}
+	})
+}
