@@ -140,10 +140,19 @@ func (w *Writer) Record(ctx context.Context, q db.Querier, e Event) (string, err
 		return "", err
 	}
 	if w.Notify != nil && e.UserID != "" {
-		w.Notify.AuditRecorded(ctx, e.UserID, map[string]any{
-			"id": id, "event_type": e.EventType, "resource_type": e.ResourceType, "resource_id": e.ResourceID,
-			"status": status, "created_at": now, "metadata": meta,
-		})
+		notify := func() {
+			w.Notify.AuditRecorded(ctx, e.UserID, map[string]any{
+				"id": id, "event_type": e.EventType, "resource_type": e.ResourceType, "resource_id": e.ResourceID,
+				"status": status, "created_at": now, "metadata": meta,
+			})
+		}
+		// Inside a transaction the event exists only once it commits: tell
+		// subscribers then, and never about an operation that rolled back.
+		if tx, ok := q.(*sql.Tx); ok && w.DB != nil {
+			w.DB.AfterCommit(tx, notify)
+		} else {
+			notify()
+		}
 	}
 	return id, nil
 }

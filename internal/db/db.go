@@ -63,12 +63,15 @@ type DB struct {
 
 	locksMu sync.Mutex
 	locks   map[string]*sync.Mutex // in-process job locks for SQLite
+
+	commitMu    sync.Mutex
+	afterCommit map[*sql.Tx][]func() // run by Tx once the transaction commits
 }
 
 // Open opens the database named by url: "sqlite:PATH", "memory" or "postgres://…".
 // It does not migrate; call Migrate.
 func Open(ctx context.Context, url string) (*DB, error) {
-	d := &DB{locks: map[string]*sync.Mutex{}}
+	d := &DB{locks: map[string]*sync.Mutex{}, afterCommit: map[*sql.Tx][]func(){}}
 	switch {
 	case url == "memory":
 		d.Flavor = SQLite
@@ -177,11 +180,32 @@ func (d *DB) Tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err != nil {
 		return err
 	}
-	if err := fn(tx); err != nil {
+	err = fn(tx)
+	if err == nil {
+		err = tx.Commit()
+	} else {
 		_ = tx.Rollback()
+	}
+	d.commitMu.Lock()
+	hooks := d.afterCommit[tx]
+	delete(d.afterCommit, tx)
+	d.commitMu.Unlock()
+	if err != nil {
 		return err
 	}
-	return tx.Commit()
+	for _, h := range hooks {
+		h()
+	}
+	return nil
+}
+
+// AfterCommit registers f to run once tx (begun by Tx) commits; it is
+// dropped when the transaction rolls back. Side effects that must not be seen
+// for a rolled-back operation (notifications) use it.
+func (d *DB) AfterCommit(tx *sql.Tx, f func()) {
+	d.commitMu.Lock()
+	d.afterCommit[tx] = append(d.afterCommit[tx], f)
+	d.commitMu.Unlock()
 }
 
 // TryLock takes a named, non-blocking lock shared by every instance on the same
