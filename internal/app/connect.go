@@ -22,6 +22,7 @@ func (s *Server) connectAreas() {
 	s.exportHandler.TwoFactor = exportTwoFactor{s.twoFactorSvc}
 	s.pegelHandler.S.Position = latestPoint{s.tracking.S}
 	s.users.S.Locales = s.Settings.SupportedLocales
+	s.webPages.Emails = s.accountsHandler.S
 }
 
 // selfPrincipal is the user acting on their own data, for reads the export makes on their behalf.

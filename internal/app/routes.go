@@ -126,6 +126,10 @@ func (s *Server) routes() http.Handler {
 	route("POST", "/forgot-password", Public(), wp.ForgotSubmit)
 	route("GET", "/reset-password", Public(), wp.ResetForm)
 	route("POST", "/reset-password", Public(), wp.ResetSubmit)
+	route("GET", "/account/email/verify", Public(), wp.VerifyEmailForm)
+	route("POST", "/account/email/verify", Public(), wp.VerifyEmailSubmit)
+	route("GET", "/account/email-link/verify", Public(), wp.VerifyLinkForm)
+	route("POST", "/account/email-link/verify", Public(), wp.VerifyLinkSubmit)
 
 	// ---- Accounts: email change and link, platform accounts, platforms, two-factor, bans, deletion (spec 2) ----
 	accH, platH, banH, delH := &s.accountsHandler, &s.platformsHandler, &s.bansHandler, &s.deletionHandler

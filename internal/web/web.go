@@ -55,6 +55,14 @@ type Handler struct {
 	// Secure sets the Secure attribute on cookies (PublicURL is https).
 	Secure bool
 	Log    *slog.Logger
+	// Emails confirms email changes and email links from the links in their mails.
+	Emails EmailVerifier
+}
+
+// EmailVerifier completes email changes and email links (the accounts area).
+type EmailVerifier interface {
+	VerifyEmailChange(ctx context.Context, r *http.Request, tok string) error
+	VerifyEmailLink(ctx context.Context, r *http.Request, tok string) (string, error)
 }
 
 // CSRFCookie is the pre-session cookie the CSRF tokens are bound to.
@@ -92,7 +100,7 @@ func (h *Handler) Stylesheet(w http.ResponseWriter, r *http.Request) {
 }
 
 // pages are the template names; each is parsed with layout.html.
-var pages = []string{"home", "login", "code", "register", "consent", "logout", "message", "forgot", "reset"}
+var pages = []string{"home", "login", "code", "register", "consent", "logout", "message", "forgot", "reset", "verify"}
 
 // templates holds, per language, one template per page. The "t" function
 // is bound to the language at parse time, so a template cannot mix languages.

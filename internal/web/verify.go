@@ -1,0 +1,75 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"hmid/internal/accounts"
+	"hmid/internal/authn"
+)
+
+// verifyKind describes one of the two confirmation pages the email-change and
+// email-link mails point to. Following the link shows a confirmation button (a
+// GET changes nothing, so mail scanners that open links cannot complete the
+// change); the POST completes it for the signed-in user, who must be the one
+// who asked.
+type verifyKind struct {
+	path, form, title, confirm, done string
+	verify                            func(h *Handler, ctx context.Context, r *http.Request, tok string) error
+}
+
+var (
+	verifyEmail = verifyKind{accounts.EmailChangePage, "verify-email", "title.verifyemail", "verify.email.confirm", "verify.email.done",
+		func(h *Handler, ctx context.Context, r *http.Request, tok string) error { return h.Emails.VerifyEmailChange(ctx, r, tok) }}
+	verifyLink = verifyKind{accounts.EmailLinkPage, "verify-link", "title.linkemail", "verify.link.confirm", "verify.link.done",
+		func(h *Handler, ctx context.Context, r *http.Request, tok string) error {
+			_, err := h.Emails.VerifyEmailLink(ctx, r, tok)
+			return err
+		}}
+)
+
+// VerifyEmailForm is GET /account/email/verify?token=….
+func (h *Handler) VerifyEmailForm(w http.ResponseWriter, r *http.Request) { h.verifyForm(w, r, verifyEmail) }
+
+// VerifyEmailSubmit is POST /account/email/verify.
+func (h *Handler) VerifyEmailSubmit(w http.ResponseWriter, r *http.Request) { h.verifySubmit(w, r, verifyEmail) }
+
+// VerifyLinkForm is GET /account/email-link/verify?token=….
+func (h *Handler) VerifyLinkForm(w http.ResponseWriter, r *http.Request) { h.verifyForm(w, r, verifyLink) }
+
+// VerifyLinkSubmit is POST /account/email-link/verify.
+func (h *Handler) VerifyLinkSubmit(w http.ResponseWriter, r *http.Request) { h.verifySubmit(w, r, verifyLink) }
+
+func (h *Handler) verifyForm(w http.ResponseWriter, r *http.Request, k verifyKind) {
+	tok := r.URL.Query().Get("token")
+	p := h.session(r)
+	if p == nil {
+		h.redirect(w, r, loginURL(k.path+"?token="+url.QueryEscape(tok)))
+		return
+	}
+	h.render(w, r, http.StatusOK, "verify", view{Title: k.title, Notice: k.confirm, CSRF: h.csrfToken(w, r, k.form, p.SessionID),
+		Token: tok, ReturnTo: k.path, Username: h.Auth.Username(r.Context(), p.UserID)})
+}
+
+func (h *Handler) verifySubmit(w http.ResponseWriter, r *http.Request, k verifyKind) {
+	if err := parseForm(r); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	t := translator(language(r))
+	p := h.session(r)
+	if p == nil {
+		h.redirect(w, r, loginURL(k.path+"?token="+url.QueryEscape(r.PostFormValue("token"))))
+		return
+	}
+	if err := h.checkCSRF(r, k.form, p.SessionID); err != nil {
+		h.message(w, r, http.StatusForbidden, "title.error", t("err.csrf"))
+		return
+	}
+	if err := k.verify(h, authn.WithPrincipal(r.Context(), p), r, r.PostFormValue("token")); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.message(w, r, http.StatusOK, k.title, t(k.done))
+}
