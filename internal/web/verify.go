@@ -16,12 +16,14 @@ import (
 // who asked.
 type verifyKind struct {
 	path, form, title, confirm, done string
-	verify                            func(h *Handler, ctx context.Context, r *http.Request, tok string) error
+	verify                           func(h *Handler, ctx context.Context, r *http.Request, tok string) error
 }
 
 var (
 	verifyEmail = verifyKind{accounts.EmailChangePage, "verify-email", "title.verifyemail", "verify.email.confirm", "verify.email.done",
-		func(h *Handler, ctx context.Context, r *http.Request, tok string) error { return h.Emails.VerifyEmailChange(ctx, r, tok) }}
+		func(h *Handler, ctx context.Context, r *http.Request, tok string) error {
+			return h.Emails.VerifyEmailChange(ctx, r, tok)
+		}}
 	verifyLink = verifyKind{accounts.EmailLinkPage, "verify-link", "title.linkemail", "verify.link.confirm", "verify.link.done",
 		func(h *Handler, ctx context.Context, r *http.Request, tok string) error {
 			_, err := h.Emails.VerifyEmailLink(ctx, r, tok)
@@ -30,16 +32,24 @@ var (
 )
 
 // VerifyEmailForm is GET /account/email/verify?token=….
-func (h *Handler) VerifyEmailForm(w http.ResponseWriter, r *http.Request) { h.verifyForm(w, r, verifyEmail) }
+func (h *Handler) VerifyEmailForm(w http.ResponseWriter, r *http.Request) {
+	h.verifyForm(w, r, verifyEmail)
+}
 
 // VerifyEmailSubmit is POST /account/email/verify.
-func (h *Handler) VerifyEmailSubmit(w http.ResponseWriter, r *http.Request) { h.verifySubmit(w, r, verifyEmail) }
+func (h *Handler) VerifyEmailSubmit(w http.ResponseWriter, r *http.Request) {
+	h.verifySubmit(w, r, verifyEmail)
+}
 
 // VerifyLinkForm is GET /account/email-link/verify?token=….
-func (h *Handler) VerifyLinkForm(w http.ResponseWriter, r *http.Request) { h.verifyForm(w, r, verifyLink) }
+func (h *Handler) VerifyLinkForm(w http.ResponseWriter, r *http.Request) {
+	h.verifyForm(w, r, verifyLink)
+}
 
 // VerifyLinkSubmit is POST /account/email-link/verify.
-func (h *Handler) VerifyLinkSubmit(w http.ResponseWriter, r *http.Request) { h.verifySubmit(w, r, verifyLink) }
+func (h *Handler) VerifyLinkSubmit(w http.ResponseWriter, r *http.Request) {
+	h.verifySubmit(w, r, verifyLink)
+}
 
 func (h *Handler) verifyForm(w http.ResponseWriter, r *http.Request, k verifyKind) {
 	tok := r.URL.Query().Get("token")
