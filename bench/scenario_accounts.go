@@ -15,6 +15,10 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
+			// API keys are a developer's tool.
+			if err := e.call(ctx, http.MethodPost, "/v1/users/"+u.ID+"/roles", e.SystemKey, map[string]any{"role_id": "role_developer"}, http.StatusCreated, nil); err != nil {
+				return nil, err
+			}
 			var k struct {
 				Key string `json:"key"`
 			}

@@ -27,6 +27,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
@@ -66,6 +67,47 @@ type DB struct {
 
 	commitMu    sync.Mutex
 	afterCommit map[*sql.Tx][]func() // run by Tx once the transaction commits
+
+	// Prepared statements by query text, SQLite only (pgx caches statements
+	// per connection itself). Parsing SQL is a large part of a point query's
+	// cost in SQLite; statements are prepared once and reused.
+	readStmts, writeStmts stmtCache
+}
+
+// stmtCache keeps prepared statements of one pool, up to maxStmts texts (past
+// that, queries with generated texts are simply not cached).
+type stmtCache struct {
+	m sync.Map // string → *sql.Stmt
+	n atomic.Int32
+}
+
+const maxStmts = 1024
+
+func (c *stmtCache) get(ctx context.Context, pool *sql.DB, q string) *sql.Stmt {
+	if v, ok := c.m.Load(q); ok {
+		return v.(*sql.Stmt)
+	}
+	if c.n.Load() >= maxStmts {
+		return nil
+	}
+	st, err := pool.PrepareContext(ctx, q)
+	if err != nil {
+		// Let the plain call report the error.
+		return nil
+	}
+	if prev, loaded := c.m.LoadOrStore(q, st); loaded {
+		st.Close()
+		return prev.(*sql.Stmt)
+	}
+	c.n.Add(1)
+	return st
+}
+
+func (c *stmtCache) close() {
+	c.m.Range(func(_, v any) bool {
+		v.(*sql.Stmt).Close()
+		return true
+	})
 }
 
 // Open opens the database named by url: "sqlite:PATH", "memory" or "postgres://…".
@@ -137,6 +179,8 @@ func Open(ctx context.Context, url string) (*DB, error) {
 
 // Close closes every pool.
 func (d *DB) Close() error {
+	d.readStmts.close()
+	d.writeStmts.close()
 	err := d.w.Close()
 	if d.r != d.w {
 		err = errors.Join(err, d.r.Close())
@@ -155,16 +199,31 @@ func (d *DB) Ping(ctx context.Context) error {
 
 // ExecContext runs a writing statement on the writer.
 func (d *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if d.Flavor == SQLite {
+		if st := d.writeStmts.get(ctx, d.w, query); st != nil {
+			return st.ExecContext(ctx, args...)
+		}
+	}
 	return d.w.ExecContext(ctx, query, args...)
 }
 
 // QueryContext runs a reading query on the reader pool.
 func (d *DB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if d.Flavor == SQLite {
+		if st := d.readStmts.get(ctx, d.r, query); st != nil {
+			return st.QueryContext(ctx, args...)
+		}
+	}
 	return d.r.QueryContext(ctx, query, args...)
 }
 
 // QueryRowContext runs a reading single-row query on the reader pool.
 func (d *DB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if d.Flavor == SQLite {
+		if st := d.readStmts.get(ctx, d.r, query); st != nil {
+			return st.QueryRowContext(ctx, args...)
+		}
+	}
 	return d.r.QueryRowContext(ctx, query, args...)
 }
 
