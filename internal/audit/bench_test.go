@@ -108,6 +108,12 @@ func seedAuditLog(b *testing.B, url string) *db.DB {
 		_, err = tx.ExecContext(ctx, `INSERT INTO audit_event_counts (day, event_type, status, source_service, is_reported, n)
 			SELECT created_at - (created_at % 86400000000), event_type, status, source_service, is_reported, COUNT(*)
 			FROM audit_events GROUP BY created_at - (created_at % 86400000000), event_type, status, source_service, is_reported`)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO audit_event_day_counts (day, status, is_reported, n)
+			SELECT created_at - (created_at % 86400000000), status, is_reported, COUNT(*)
+			FROM audit_events GROUP BY created_at - (created_at % 86400000000), status, is_reported`)
 		return err
 	})
 	if err != nil {

@@ -66,3 +66,18 @@ INSERT INTO audit_event_counts (day, event_type, status, source_service, is_repo
 SELECT created_at - (created_at % 86400000000), event_type, status, source_service, is_reported, COUNT(*)
 FROM audit_events
 GROUP BY created_at - (created_at % 86400000000), event_type, status, source_service, is_reported;
+
+-- The same counts without event_type and source_service: a few rows per day,
+-- so the count of the whole log, or of one status, is a sum over a few
+-- hundred rows.
+CREATE TABLE audit_event_day_counts (
+    day BIGINT NOT NULL,
+    status TEXT NOT NULL,
+    is_reported BOOLEAN NOT NULL,
+    n BIGINT NOT NULL,
+    PRIMARY KEY (day, status, is_reported)
+);
+INSERT INTO audit_event_day_counts (day, status, is_reported, n)
+SELECT created_at - (created_at % 86400000000), status, is_reported, COUNT(*)
+FROM audit_events
+GROUP BY created_at - (created_at % 86400000000), status, is_reported;
