@@ -119,14 +119,13 @@ func seedAuditLog(b *testing.B, url string) *db.DB {
 	if err != nil {
 		b.Fatal(err)
 	}
-	// Statistics as a running database has them (autovacuum on PostgreSQL,
-	// PRAGMA optimize on SQLite), so the planner knows the table's shape.
-	stats := `ANALYZE`
+	// Statistics as a running database has them: autovacuum gathers them on
+	// PostgreSQL; hmid runs no ANALYZE on SQLite, whose planner then prefers
+	// the (column, created_at) indexes by their shape.
 	if d.Flavor == db.Postgres {
-		stats = `VACUUM ANALYZE audit_events`
-	}
-	if _, err := d.Writer().ExecContext(ctx, stats); err != nil {
-		b.Fatal(err)
+		if _, err := d.Writer().ExecContext(ctx, `VACUUM ANALYZE audit_events`); err != nil {
+			b.Fatal(err)
+		}
 	}
 	b.Logf("%s: seeded %d events in %s", d.Flavor, benchEvents, time.Since(started).Round(time.Second))
 	return d

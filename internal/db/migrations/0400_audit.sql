@@ -46,7 +46,11 @@ CREATE INDEX audit_events_type_status_created ON audit_events (event_type, statu
 CREATE INDEX audit_events_status_created ON audit_events (status, created_at);
 CREATE INDEX audit_events_source_created ON audit_events (source_service, created_at);
 CREATE INDEX audit_events_resource_created ON audit_events (resource_type, created_at);
-CREATE INDEX audit_events_reported_created ON audit_events (is_reported, created_at);
+-- Reported events are rare: a partial index holds just them. A full
+-- (is_reported, created_at) index would have two values in front, which
+-- SQLite's planner, once it has statistics, likes to skip-scan for plain date
+-- ranges and then sort the whole range.
+CREATE INDEX audit_events_reported_created ON audit_events (created_at) WHERE is_reported = TRUE;
 
 -- Daily event counts per low-cardinality dimension, kept by the audit writer
 -- in the same transaction as each event. An exact COUNT over a large slice of
