@@ -20,13 +20,19 @@ func floorDay(us int64) int64 {
 	return d
 }
 
-// countDelta adds delta to the daily count of one event's combination of
-// dimensions. It runs in the transaction that writes or changes the event.
+// countDelta adds delta to the daily counts of one event's combination of
+// dimensions (audit_event_counts) and of its status (audit_event_day_counts). It runs in the transaction that writes or changes the event.
 func countDelta(ctx context.Context, q db.Querier, createdAt int64, eventType, status, source string, reported bool, delta int) error {
 	_, err := q.ExecContext(ctx, `INSERT INTO audit_event_counts (day, event_type, status, source_service, is_reported, n)
 		VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (day, event_type, status, source_service, is_reported) DO UPDATE SET n = audit_event_counts.n + $6`,
 		floorDay(createdAt), eventType, status, source, reported, delta)
+	if err != nil {
+		return err
+	}
+	_, err = q.ExecContext(ctx, `INSERT INTO audit_event_day_counts (day, status, is_reported, n) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (day, status, is_reported) DO UPDATE SET n = audit_event_day_counts.n + $4`,
+		floorDay(createdAt), status, reported, delta)
 	return err
 }
 
@@ -95,14 +101,15 @@ func count(ctx context.Context, q db.Querier, f Filter) (int, error) {
 		args = append(args, v)
 		conds = append(conds, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(args))))
 	}
-	if f.EventType != "" {
-		add("event_type = ?", f.EventType)
+	// Without a source_service filter the per-status table answers with a
+	// few rows per day.
+	table := "audit_event_day_counts"
+	if f.SourceService != "" {
+		table = "audit_event_counts"
+		add("source_service = ?", f.SourceService)
 	}
 	if f.Status != "" {
 		add("status = ?", f.Status)
-	}
-	if f.SourceService != "" {
-		add("source_service = ?", f.SourceService)
 	}
 	if f.IsReported != nil {
 		add("is_reported = ?", *f.IsReported)
@@ -118,7 +125,7 @@ func count(ctx context.Context, q db.Querier, f Filter) (int, error) {
 		where = " WHERE " + strings.Join(conds, " AND ")
 	}
 	var total int64
-	if err := q.QueryRowContext(ctx, `SELECT COALESCE(SUM(n), 0) FROM audit_event_counts`+where, args...).Scan(&total); err != nil {
+	if err := q.QueryRowContext(ctx, `SELECT COALESCE(SUM(n), 0) FROM `+table+where, args...).Scan(&total); err != nil {
 		return 0, err
 	}
 	// The partial days before from and after to.

@@ -65,6 +65,8 @@ func TestCountMatchesTheLog(t *testing.T) {
 			{Start: tp(start.Add(23 * time.Hour)), End: tp(start.Add(200 * time.Hour)), EventType: LoginFailed},
 			{Start: tp(start.Add(-100 * time.Hour)), End: tp(start.Add(1000 * time.Hour)), Status: StatusFailure, IsReported: &yes},
 			{UserID: "u1", Start: tp(start.Add(30 * time.Hour))},
+			{SourceService: "api", Status: StatusFailure, Start: tp(start.Add(30 * time.Hour)), End: tp(start.Add(100 * time.Hour))},
+			{SourceService: "id", IsReported: &yes}, {Status: StatusSuccess, IsReported: &yes, End: tp(start.Add(99 * time.Hour))},
 		}
 		for i := range 40 {
 			a := start.Add(time.Duration(rng.Int64N(int64(11 * 24 * time.Hour))))

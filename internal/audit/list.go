@@ -158,7 +158,13 @@ func (f Filter) where() (string, []any) {
 		add("created_at <= ?", db.TS(*f.End))
 	}
 	if f.IsReported != nil {
-		add("is_reported = ?", *f.IsReported)
+		// A literal, not a parameter, so the planner can match the partial
+		// index on reported events.
+		if *f.IsReported {
+			conds = append(conds, "is_reported = TRUE")
+		} else {
+			conds = append(conds, "is_reported = FALSE")
+		}
 	}
 	if len(conds) == 0 {
 		return "", nil
