@@ -247,6 +247,10 @@ func (s *Server) routes() http.Handler {
 	// ---- Streaming-platform integrations (spec 3) ----
 
 	// ---- Real-time channel and GraphQL ----
+	// GraphQL: public operations exist (oauthScopes, platforms), so the route
+	// only resolves a bearer; every resolver requires what its REST twin does.
+	route("GET", "/v1/graphql", Optional(), s.graphqlHandler.ServeHTTP)
+	route("POST", "/v1/graphql", Optional(), s.graphqlHandler.ServeHTTP)
 
 	return r
 }
