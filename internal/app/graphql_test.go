@@ -475,6 +475,21 @@ func TestGraphQLTransportAndLimits(t *testing.T) {
 		if r.Status != http.StatusMethodNotAllowed || g.code() != graphql.CodeMethodNotAllowed || r.Header.Get("Allow") != "POST" {
 			t.Fatalf("GET mutation: %d %s", r.Status, r.Body)
 		}
+		// In a document with both, operationName decides.
+		both := `query Q { platforms { slug } } mutation M { deleteOauthClient(id: "x") { success } }`
+		for op, want := range map[string]int{"Q": http.StatusOK, "M": http.StatusMethodNotAllowed} {
+			q = url.Values{"query": {both}, "operationName": {op}}
+			if r = e.Do(t, apptest.Req{Method: "GET", Path: gqlPath + "?" + q.Encode(), Token: u.Token}); r.Status != want {
+				t.Fatalf("GET operation %s: %d %s", op, r.Status, r.Body)
+			}
+		}
+		// A GET query whose resolver fails is not mistaken for a mutation.
+		q = url.Values{"query": {`{ myOauthClients { id } }`}}
+		r = e.Do(t, apptest.Req{Method: "GET", Path: gqlPath + "?" + q.Encode()})
+		r.Decode(t, &g)
+		if r.Status != http.StatusOK || g.code() != "UNAUTHENTICATED" {
+			t.Fatalf("GET anonymous: %d %s", r.Status, r.Body)
+		}
 		// An invalid GET query is a validation error, not a mutation.
 		q = url.Values{"query": {`{ noSuchField }`}}
 		r = e.Do(t, apptest.Req{Method: "GET", Path: gqlPath + "?" + q.Encode()})

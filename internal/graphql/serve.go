@@ -86,22 +86,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, http.StatusBadRequest, CodeBadRequest, "query is required")
 		return
 	}
-	ctx := context.WithValue(r.Context(), reqKey{}, r)
-	res := schema.Exec(ctx, p.Query, p.OperationName, p.Variables)
-	if r.Method == http.MethodGet && res.Data == nil && len(res.Errors) > 0 && h.isMutation(p) {
+	if r.Method == http.MethodGet && operationType(p.Query, p.OperationName) == "mutation" {
 		w.Header().Set("Allow", "POST")
 		writeFailure(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "mutations must be sent with POST")
 		return
 	}
+	ctx := context.WithValue(r.Context(), reqKey{}, r)
+	res := schema.Exec(ctx, p.Query, p.OperationName, p.Variables)
 	h.classify(ctx, res)
 	httpx.JSON(w, http.StatusOK, response{Data: res.Data, Errors: res.Errors})
-}
-
-// isMutation reports whether a document the read-only schema refused is
-// valid against the full schema: then only the mutation root, which GET
-// does not offer, made it fail.
-func (h *Handler) isMutation(p params) bool {
-	return len(h.full.ValidateWithVariables(p.Query, p.Variables)) == 0
 }
 
 // classify gives every error an extensions.code. Resolver errors keep their
