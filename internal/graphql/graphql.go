@@ -80,6 +80,7 @@ func New(d Deps) (*Handler, error) {
 		gql.MaxSelections(MaxSelections),
 		gql.MaxQueryLength(MaxQueryBytes),
 		gql.PanicHandler(panicHandler{log: d.Log}),
+		gql.Logger(panicHandler{log: d.Log}),
 	}
 	full, err := gql.ParseSchema(querySchema+"\n"+mutationSchema, root, opts...)
 	if err != nil {

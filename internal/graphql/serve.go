@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	stderrors "errors"
+	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strings"
 
 	gql "github.com/graph-gophers/graphql-go"
@@ -138,16 +140,16 @@ func messageOf(err error) string {
 	return "the request body could not be read"
 }
 
-// panicHandler turns a resolver panic into an internal error without detail.
-type panicHandler struct {
-	log interface{ Error(string, ...any) }
-}
+// panicHandler turns a resolver panic into an internal error without
+// detail, and logs it.
+type panicHandler struct{ log *slog.Logger }
 
 // MakePanicError implements errors.PanicHandler.
-func (p panicHandler) MakePanicError(ctx context.Context, value any) *gqlerrors.QueryError {
-	p.log.Error("graphql: resolver panicked", "panic", value)
+func (panicHandler) MakePanicError(context.Context, any) *gqlerrors.QueryError {
 	return &gqlerrors.QueryError{Message: "internal server error", Extensions: map[string]any{"code": CodeInternal}}
 }
 
-// LogPanic implements log.Logger; MakePanicError already logged.
-func (panicHandler) LogPanic(context.Context, any) {}
+// LogPanic implements log.Logger.
+func (p panicHandler) LogPanic(ctx context.Context, value any) {
+	p.log.ErrorContext(ctx, "graphql: resolver panicked", "panic", value, "stack", string(debug.Stack()))
+}
