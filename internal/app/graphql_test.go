@@ -365,6 +365,16 @@ func TestGraphQLTwoFactor(t *testing.T) {
 		}
 		wantCode(t, gqlCode(t, e, u.Token, disable, map[string]any{"in": map[string]any{"code": "123456"}}), "BAD_USER_INPUT")
 
+		// Wrong codes are throttled as on REST.
+		s = gqlData(t, e, u.Token, setup, nil)["setupTwoFactor"].(map[string]any)
+		codes := []string{}
+		for range 7 {
+			codes = append(codes, gqlCode(t, e, u.Token, verify, map[string]any{"in": map[string]any{"code": tfWrongCode(t, s["secret"].(string), e.Clock.Now())}}))
+		}
+		if codes[0] != "BAD_USER_INPUT" || codes[6] != "TOO_MANY_REQUESTS" {
+			t.Fatalf("throttle codes %v", codes)
+		}
+
 		// An admin sets up two-factor authentication for another user.
 		s = gqlData(t, e, admin.Token, setup, map[string]any{"in": map[string]any{"userId": other.ID}})["setupTwoFactor"].(map[string]any)
 		v = gqlData(t, e, admin.Token, verify, map[string]any{"in": map[string]any{"userId": other.ID, "code": tfCode(t, s["secret"].(string), e.Clock.Now())}})["verifyTwoFactor"].(map[string]any)
@@ -395,6 +405,13 @@ func TestGraphQLPublicAndRoles(t *testing.T) {
 		}
 		if email == nil || email["twoFactorSupported"] != true || email["id"] == "" {
 			t.Fatalf("platforms %v", d["platforms"])
+		}
+
+		// Root fields are nullable: a refused field does not take the others with it.
+		g := gqlPost(t, e, "", `{ platforms { slug } myOauthClients { id } }`, nil, http.StatusOK)
+		if g.code() != "UNAUTHENTICATED" || len(g.Errors[0].Path) != 1 || g.Errors[0].Path[0] != "myOauthClients" ||
+			g.Data["myOauthClients"] != nil || len(g.Data["platforms"].([]any)) == 0 {
+			t.Fatalf("partial result %+v", g)
 		}
 
 		const roles = `{ roles { id name requiresTwoFactor } }`

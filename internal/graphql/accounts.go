@@ -29,12 +29,12 @@ type twoFactorStatus struct {
 }
 
 // TwoFactorStatus resolves query twoFactorStatus (GET /v1/users/me/2fa/status).
-func (r *resolver) TwoFactorStatus(ctx context.Context, args struct{ UserID *string }) (twoFactorStatus, error) {
+func (r *resolver) TwoFactorStatus(ctx context.Context, args struct{ UserID *string }) (*twoFactorStatus, error) {
 	st, err := r.d.TwoFactor.Status(ctx, authn.From(ctx), userArg(args.UserID))
 	if err != nil {
-		return twoFactorStatus{}, err
+		return nil, err
 	}
-	return twoFactorStatus{
+	return &twoFactorStatus{
 		Enabled: st.Enabled, EnabledAt: optTimestamp(st.EnabledAt), SetupPlatform: st.SetupPlatform,
 		BackupCodesRemaining: int32(st.BackupCodesRemaining),
 	}, nil
@@ -48,12 +48,12 @@ type twoFactorRequirement struct {
 }
 
 // UserRequiresTwoFactor resolves query userRequiresTwoFactor (GET /v1/users/me/2fa/requirement).
-func (r *resolver) UserRequiresTwoFactor(ctx context.Context, args struct{ UserID *string }) (twoFactorRequirement, error) {
+func (r *resolver) UserRequiresTwoFactor(ctx context.Context, args struct{ UserID *string }) (*twoFactorRequirement, error) {
 	req, err := r.d.TwoFactor.Requirement(ctx, authn.From(ctx), userArg(args.UserID))
 	if err != nil {
-		return twoFactorRequirement{}, err
+		return nil, err
 	}
-	return twoFactorRequirement{Required: req.Required, RequiredByRoles: nonNil(req.RequiredByRoles), Enabled: req.Enabled, CanEnable: req.CanEnable}, nil
+	return &twoFactorRequirement{Required: req.Required, RequiredByRoles: nonNil(req.RequiredByRoles), Enabled: req.Enabled, CanEnable: req.CanEnable}, nil
 }
 
 type setupInput struct {
@@ -70,16 +70,16 @@ type twoFactorSetup struct {
 }
 
 // SetupTwoFactor resolves mutation setupTwoFactor (POST /v1/users/me/2fa/setup).
-func (r *resolver) SetupTwoFactor(ctx context.Context, args struct{ Input *setupInput }) (twoFactorSetup, error) {
+func (r *resolver) SetupTwoFactor(ctx context.Context, args struct{ Input *setupInput }) (*twoFactorSetup, error) {
 	var in twofactor.SetupInput
 	if args.Input != nil {
 		in = twofactor.SetupInput{PlatformID: userArg(args.Input.PlatformID), UserID: userArg(args.Input.UserID)}
 	}
 	res, err := r.d.TwoFactor.Setup(ctx, authn.From(ctx), in)
 	if err != nil {
-		return twoFactorSetup{}, err
+		return nil, err
 	}
-	return twoFactorSetup{Secret: res.Secret, QrCodeURL: res.QRCodeURL, QrCodeImage: res.QRCodeImage, ExpiresAt: timestamp(res.ExpiresAt), PlatformSlug: res.PlatformSlug}, nil
+	return &twoFactorSetup{Secret: res.Secret, QrCodeURL: res.QRCodeURL, QrCodeImage: res.QRCodeImage, ExpiresAt: timestamp(res.ExpiresAt), PlatformSlug: res.PlatformSlug}, nil
 }
 
 type codeInput struct {
@@ -93,25 +93,25 @@ type twoFactorCodes struct {
 	PlatformSlug string
 }
 
-func codesView(c twofactor.CodesResult) twoFactorCodes {
-	return twoFactorCodes{BackupCodes: nonNil(c.BackupCodes), Message: c.Message, PlatformSlug: c.PlatformSlug}
+func codesView(c twofactor.CodesResult) *twoFactorCodes {
+	return &twoFactorCodes{BackupCodes: nonNil(c.BackupCodes), Message: c.Message, PlatformSlug: c.PlatformSlug}
 }
 
 // VerifyTwoFactor resolves mutation verifyTwoFactor (POST /v1/users/me/2fa/verify).
-func (r *resolver) VerifyTwoFactor(ctx context.Context, args struct{ Input codeInput }) (twoFactorCodes, error) {
+func (r *resolver) VerifyTwoFactor(ctx context.Context, args struct{ Input codeInput }) (*twoFactorCodes, error) {
 	res, err := r.d.TwoFactor.Verify(ctx, authn.From(ctx), userArg(args.Input.UserID), args.Input.Code, twofactor.ClientFrom(request(ctx)))
 	if err != nil {
-		return twoFactorCodes{}, err
+		return nil, err
 	}
 	return codesView(res), nil
 }
 
 // RegenerateBackupCodes resolves mutation regenerateBackupCodes
 // (POST /v1/users/me/2fa/backup-codes/regenerate).
-func (r *resolver) RegenerateBackupCodes(ctx context.Context, args struct{ Input codeInput }) (twoFactorCodes, error) {
+func (r *resolver) RegenerateBackupCodes(ctx context.Context, args struct{ Input codeInput }) (*twoFactorCodes, error) {
 	res, err := r.d.TwoFactor.RegenerateBackupCodes(ctx, authn.From(ctx), userArg(args.Input.UserID), args.Input.Code, twofactor.ClientFrom(request(ctx)))
 	if err != nil {
-		return twoFactorCodes{}, err
+		return nil, err
 	}
 	return codesView(res), nil
 }
@@ -134,12 +134,12 @@ func (j JSON) MarshalJSON() ([]byte, error) { return json.Marshal(j.Value) }
 // DisableTwoFactor resolves mutation disableTwoFactor (DELETE
 // /v1/users/me/2fa). The spec gives it no selection set, so it returns the
 // JSON scalar holding the REST body {success, message}.
-func (r *resolver) DisableTwoFactor(ctx context.Context, args struct{ Input codeInput }) (JSON, error) {
+func (r *resolver) DisableTwoFactor(ctx context.Context, args struct{ Input codeInput }) (*JSON, error) {
 	res, err := r.d.TwoFactor.Disable(ctx, authn.From(ctx), userArg(args.Input.UserID), args.Input.Code, twofactor.ClientFrom(request(ctx)))
 	if err != nil {
-		return JSON{}, err
+		return nil, err
 	}
-	return JSON{Value: res}, nil
+	return &JSON{Value: res}, nil
 }
 
 type platformView struct {
@@ -151,7 +151,7 @@ type platformView struct {
 }
 
 // Platforms resolves query platforms (GET /v1/platforms, public).
-func (r *resolver) Platforms(ctx context.Context) ([]platformView, error) {
+func (r *resolver) Platforms(ctx context.Context) (*[]platformView, error) {
 	list, err := r.d.Platforms.List(ctx, false)
 	if err != nil {
 		return nil, err
@@ -160,7 +160,7 @@ func (r *resolver) Platforms(ctx context.Context) ([]platformView, error) {
 	for i, p := range list {
 		out[i] = platformView{ID: gql.ID(p.ID), Name: p.Name, Slug: p.Slug, TwoFactorSupported: p.TwoFactorSupported, TwoFactorRequired: p.TwoFactorRequired}
 	}
-	return out, nil
+	return &out, nil
 }
 
 type roleView struct {
@@ -173,7 +173,7 @@ type roleView struct {
 const RolesPermission = "roles:read"
 
 // Roles resolves query roles (GET /v1/roles, roles:read).
-func (r *resolver) Roles(ctx context.Context, args struct{ Page, Limit *int32 }) ([]roleView, error) {
+func (r *resolver) Roles(ctx context.Context, args struct{ Page, Limit *int32 }) (*[]roleView, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
@@ -189,5 +189,5 @@ func (r *resolver) Roles(ctx context.Context, args struct{ Page, Limit *int32 })
 	for i, role := range list {
 		out[i] = roleView{ID: gql.ID(role.ID), Name: role.Name, RequiresTwoFactor: role.RequiresTwoFactor}
 	}
-	return out, nil
+	return &out, nil
 }

@@ -90,7 +90,7 @@ func nonNil(s []string) []string {
 }
 
 // MyOauthClients resolves query myOauthClients (GET /v1/oauth/clients).
-func (r *resolver) MyOauthClients(ctx context.Context, args struct{ Page, Limit *int32 }) ([]oauthClient, error) {
+func (r *resolver) MyOauthClients(ctx context.Context, args struct{ Page, Limit *int32 }) (*[]oauthClient, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
@@ -103,7 +103,7 @@ func (r *resolver) MyOauthClients(ctx context.Context, args struct{ Page, Limit 
 	for i, c := range list {
 		out[i] = clientView(c)
 	}
-	return out, nil
+	return &out, nil
 }
 
 // createClientInput is CreateOAuthClientInput: the REST body in camelCase.
@@ -150,20 +150,20 @@ type createClientPayload struct {
 }
 
 // CreateOauthClient resolves mutation createOauthClient (POST /v1/oauth/clients).
-func (r *resolver) CreateOauthClient(ctx context.Context, args struct{ Input createClientInput }) (createClientPayload, error) {
+func (r *resolver) CreateOauthClient(ctx context.Context, args struct{ Input createClientInput }) (*createClientPayload, error) {
 	p, err := principal(ctx)
 	if err != nil {
-		return createClientPayload{}, err
+		return nil, err
 	}
 	c, err := r.d.OAuth.CreateClient(ctx, p, args.Input.clientInput(), oauth.MetaFrom(request(ctx)))
 	if err != nil {
-		return createClientPayload{}, err
+		return nil, err
 	}
 	out := createClientPayload{Client: clientView(c)}
 	if c.ClientSecret != "" {
 		out.ClientSecret = &c.ClientSecret
 	}
-	return out, nil
+	return &out, nil
 }
 
 // mutationResult is MutationResult: business failures (unknown id, a rule
@@ -175,18 +175,18 @@ type mutationResult struct {
 }
 
 // outcome sorts err into the payload (business failure) or the errors array.
-func outcome(err error) (mutationResult, error) {
+func outcome(err error) (*mutationResult, error) {
 	if err == nil {
-		return mutationResult{Success: true}, nil
+		return &mutationResult{Success: true}, nil
 	}
 	var ae *apperr.Error
 	switch apperr.KindOf(err) {
 	case apperr.NotFound, apperr.BadRequest, apperr.Validation, apperr.Conflict:
 		if stderrors.As(err, &ae) {
-			return mutationResult{Error: &ae.Message}, nil
+			return &mutationResult{Error: &ae.Message}, nil
 		}
 	}
-	return mutationResult{}, err
+	return nil, err
 }
 
 type regeneratePayload struct {
@@ -197,28 +197,28 @@ type regeneratePayload struct {
 
 // RegenerateOauthClientSecret resolves mutation regenerateOauthClientSecret
 // (POST /v1/oauth/clients/{id}/regenerate-secret).
-func (r *resolver) RegenerateOauthClientSecret(ctx context.Context, args struct{ ID gql.ID }) (regeneratePayload, error) {
+func (r *resolver) RegenerateOauthClientSecret(ctx context.Context, args struct{ ID gql.ID }) (*regeneratePayload, error) {
 	p, err := principal(ctx)
 	if err != nil {
-		return regeneratePayload{}, err
+		return nil, err
 	}
 	secret, err := r.d.OAuth.RegenerateSecret(ctx, p, string(args.ID), oauth.MetaFrom(request(ctx)))
 	res, err := outcome(err)
 	if err != nil {
-		return regeneratePayload{}, err
+		return nil, err
 	}
 	out := regeneratePayload{Success: res.Success, Error: res.Error}
 	if res.Success {
 		out.ClientSecret = &secret
 	}
-	return out, nil
+	return &out, nil
 }
 
 // DeleteOauthClient resolves mutation deleteOauthClient (DELETE /v1/oauth/clients/{id}).
-func (r *resolver) DeleteOauthClient(ctx context.Context, args struct{ ID gql.ID }) (mutationResult, error) {
+func (r *resolver) DeleteOauthClient(ctx context.Context, args struct{ ID gql.ID }) (*mutationResult, error) {
 	p, err := principal(ctx)
 	if err != nil {
-		return mutationResult{}, err
+		return nil, err
 	}
 	return outcome(r.d.OAuth.DeleteClient(ctx, p, string(args.ID), oauth.MetaFrom(request(ctx))))
 }
@@ -229,12 +229,12 @@ type scopeView struct {
 }
 
 // OauthScopes resolves query oauthScopes (public, as in discovery).
-func (r *resolver) OauthScopes() []scopeView {
+func (r *resolver) OauthScopes() *[]scopeView {
 	var out []scopeView
 	for _, s := range oauth.Scopes() {
 		out = append(out, scopeView{Name: s.Name, Description: s.Description})
 	}
-	return out
+	return &out
 }
 
 type consentView struct {
@@ -246,7 +246,7 @@ type consentView struct {
 }
 
 // MyOauthConsents resolves query myOauthConsents: the clients the caller consented to.
-func (r *resolver) MyOauthConsents(ctx context.Context) ([]consentView, error) {
+func (r *resolver) MyOauthConsents(ctx context.Context) (*[]consentView, error) {
 	p, err := userPrincipal(ctx)
 	if err != nil {
 		return nil, err
@@ -259,7 +259,7 @@ func (r *resolver) MyOauthConsents(ctx context.Context) ([]consentView, error) {
 	for i, c := range list {
 		out[i] = consentView{ClientID: gql.ID(c.ClientID), ClientName: c.ClientName, Scopes: nonNil(c.Scopes), IsFirstParty: c.IsFirstParty, GrantedAt: timestamp(c.GrantedAt)}
 	}
-	return out, nil
+	return &out, nil
 }
 
 type tokenView struct {
@@ -270,7 +270,7 @@ type tokenView struct {
 }
 
 // MyOauthTokens resolves query myOauthTokens: the caller's active tokens.
-func (r *resolver) MyOauthTokens(ctx context.Context) ([]tokenView, error) {
+func (r *resolver) MyOauthTokens(ctx context.Context) (*[]tokenView, error) {
 	p, err := userPrincipal(ctx)
 	if err != nil {
 		return nil, err
@@ -283,24 +283,24 @@ func (r *resolver) MyOauthTokens(ctx context.Context) ([]tokenView, error) {
 	for i, t := range list {
 		out[i] = tokenView{ID: gql.ID(t.ID), ClientName: t.ClientName, Scopes: nonNil(t.Scopes), ExpiresAt: timestamp(t.ExpiresAt)}
 	}
-	return out, nil
+	return &out, nil
 }
 
 // RevokeOauthConsent resolves mutation revokeOauthConsent: the consent is
 // deleted and the client's tokens for the caller revoked (spec 1, states).
-func (r *resolver) RevokeOauthConsent(ctx context.Context, args struct{ ClientID gql.ID }) (mutationResult, error) {
+func (r *resolver) RevokeOauthConsent(ctx context.Context, args struct{ ClientID gql.ID }) (*mutationResult, error) {
 	p, err := userPrincipal(ctx)
 	if err != nil {
-		return mutationResult{}, err
+		return nil, err
 	}
 	return outcome(r.d.OAuth.RevokeConsent(ctx, p.UserID, string(args.ClientID), oauth.MetaFrom(request(ctx))))
 }
 
 // RevokeOauthToken resolves mutation revokeOauthToken: one of the caller's tokens.
-func (r *resolver) RevokeOauthToken(ctx context.Context, args struct{ TokenID gql.ID }) (mutationResult, error) {
+func (r *resolver) RevokeOauthToken(ctx context.Context, args struct{ TokenID gql.ID }) (*mutationResult, error) {
 	p, err := userPrincipal(ctx)
 	if err != nil {
-		return mutationResult{}, err
+		return nil, err
 	}
 	return outcome(r.d.OAuth.RevokeToken(ctx, p.UserID, string(args.TokenID)))
 }
