@@ -374,6 +374,10 @@ func TestGraphQLTwoFactor(t *testing.T) {
 		if codes[0] != "BAD_USER_INPUT" || codes[6] != "TOO_MANY_REQUESTS" {
 			t.Fatalf("throttle codes %v", codes)
 		}
+		throttled := gqlPost(t, e, u.Token, verify, map[string]any{"in": map[string]any{"code": "000000"}}, http.StatusOK)
+		if ra, _ := throttled.Errors[0].Extensions["retryAfter"].(float64); throttled.code() != "TOO_MANY_REQUESTS" || ra < 1 {
+			t.Fatalf("throttled %+v", throttled.Errors)
+		}
 
 		// An admin sets up two-factor authentication for another user.
 		s = gqlData(t, e, admin.Token, setup, map[string]any{"in": map[string]any{"userId": other.ID}})["setupTwoFactor"].(map[string]any)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	stderrors "errors"
 	"log/slog"
+	"math"
 	"net/http"
 	"runtime/debug"
 	"strings"
@@ -110,6 +111,10 @@ func (h *Handler) classify(ctx context.Context, res *gql.Response) {
 			if stderrors.As(e.ResolverError, &ae) && ae.Kind != apperr.Internal {
 				e.Message = ae.Message
 				e.Extensions = map[string]any{"code": codes[ae.Kind]}
+				if ae.RetryAfter > 0 {
+					// What REST sends as Retry-After (RFC 9110 §10.2.3), in seconds.
+					e.Extensions["retryAfter"] = int(math.Ceil(ae.RetryAfter.Seconds()))
+				}
 				continue
 			}
 			httpx.Logger(ctx).Error("graphql: resolver failed", "path", e.Path, "err", e.ResolverError)
