@@ -32,6 +32,7 @@ import (
 // Env is what a scenario gets: the server's base URL, a system API key and a
 // tuned HTTP client.
 type Env struct {
+	Server      *app.Server // the in-process server; nil with -target
 	URL         string
 	SystemKey   string
 	Client      *http.Client
@@ -114,12 +115,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	env := &Env{URL: *target, SystemKey: *key, Client: loadgen.NewHTTPClient(*conc), Concurrency: *conc}
 	engine := "target " + *target
 	if *target == "" {
-		base, sysKey, closeFn, err := startServer(ctx, *dbURL, *redis)
+		srv, base, sysKey, closeFn, err := startServer(ctx, *dbURL, *redis)
 		if err != nil {
 			return err
 		}
 		defer closeFn()
-		env.URL, env.SystemKey = base, sysKey
+		env.Server, env.URL, env.SystemKey = srv, base, sysKey
 		engine = "sqlite"
 		if *dbURL != "" {
 			engine = "postgres"
@@ -150,17 +151,17 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 }
 
 // startServer runs hmid in process on a loopback port.
-func startServer(ctx context.Context, dbURL, redisURL string) (base, sysKey string, closeFn func(), err error) {
+func startServer(ctx context.Context, dbURL, redisURL string) (srv *app.Server, base, sysKey string, closeFn func(), err error) {
 	dir, err := os.MkdirTemp("", "hmid-bench-")
 	if err != nil {
-		return "", "", nil, err
+		return nil, "", "", nil, err
 	}
 	if dbURL == "" {
 		dbURL = "sqlite:" + dir + "/hmid.db"
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", "", nil, err
+		return nil, "", "", nil, err
 	}
 	base = "http://" + ln.Addr().String()
 	cfg := config.Config{
@@ -169,13 +170,13 @@ func startServer(ctx context.Context, dbURL, redisURL string) (base, sysKey stri
 		LogLevel: "error", DisableAccessLog: true,
 		SystemAPIKey: "hm_benchSystemKey0123456789abcdefghijklmnopqrstuv",
 	}
-	srv, err := app.New(ctx, cfg, app.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	srv, err = app.New(ctx, cfg, app.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
-		return "", "", nil, err
+		return nil, "", "", nil, err
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	go hs.Serve(ln)
-	return base, cfg.SystemAPIKey, func() {
+	return srv, base, cfg.SystemAPIKey, func() {
 		hs.Close()
 		srv.Close()
 		os.RemoveAll(dir)

@@ -270,8 +270,9 @@ func TestNewHTTPClient(t *testing.T) {
 	}
 }
 
-// Keep-alive connections are reused: a run of many requests opens at most one
-// connection per worker.
+// Keep-alive connections are reused: a run of 2,000 requests opens about one
+// connection per worker. The bound leaves room for a connection the transport
+// replaces on a loaded machine; without reuse there would be hundreds.
 func TestHTTPClientReusesConnections(t *testing.T) {
 	var conns atomic.Int64
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -288,7 +289,7 @@ func TestHTTPClientReusesConnections(t *testing.T) {
 	if res.Errors != 0 {
 		t.Fatalf("errors: %v", res.ErrorSamples)
 	}
-	if n := conns.Load(); n > 8 {
+	if n := conns.Load(); n > 16 {
 		t.Fatalf("%d connections for 8 workers", n)
 	}
 }

@@ -63,7 +63,7 @@ func (s *Service) bump(ctx context.Context) error { return s.Epoch.Bump(ctx) }
 
 const roleCols = `id, name, description, is_system, requires_two_factor, created_at, updated_at`
 
-func scanRole(row interface{ Scan(...any) error }) (Role, error) {
+func scanRole(row db.Scanner) (Role, error) {
 	var r Role
 	var c, u int64
 	err := row.Scan(&r.ID, &r.Name, &r.Description, &r.IsSystem, &r.RequiresTwoFactor, &c, &u)
@@ -73,7 +73,7 @@ func scanRole(row interface{ Scan(...any) error }) (Role, error) {
 
 const permCols = `id, resource, action, description, created_at, updated_at`
 
-func scanPermission(row interface{ Scan(...any) error }) (Permission, error) {
+func scanPermission(row db.Scanner) (Permission, error) {
 	var p Permission
 	var c, u int64
 	err := row.Scan(&p.ID, &p.Resource, &p.Action, &p.Description, &c, &u)

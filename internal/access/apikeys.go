@@ -37,7 +37,7 @@ type APIKey struct {
 
 const keyCols = `id, key_prefix, name, description, scopes, is_active, is_system, user_id, expires_at, last_used_at, created_at, updated_at`
 
-func scanKey(row interface{ Scan(...any) error }) (APIKey, error) {
+func scanKey(row db.Scanner) (APIKey, error) {
 	var k APIKey
 	var scopes db.Strings
 	var owner sql.NullString
@@ -111,23 +111,9 @@ func (h *Handler) ListKeys(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n := len(args)
-	rows, err := h.S.DB.QueryContext(ctx, `SELECT `+keyCols+` FROM api_keys WHERE `+where+` ORDER BY created_at DESC, id LIMIT $`+itoa(n+1)+` OFFSET $`+itoa(n+2),
+	out, err := db.All(ctx, h.S.DB, scanKey, `SELECT `+keyCols+` FROM api_keys WHERE `+where+` ORDER BY created_at DESC, id LIMIT $`+itoa(n+1)+` OFFSET $`+itoa(n+2),
 		append(args, pg.Limit, pg.Offset())...)
 	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	defer rows.Close()
-	out := []APIKey{}
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			httpx.Error(w, r, err)
-			return
-		}
-		out = append(out, k)
-	}
-	if err := rows.Err(); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}

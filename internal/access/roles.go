@@ -46,20 +46,7 @@ func (s *Service) ListRoles(ctx context.Context, p httpx.Page) ([]Role, int, err
 }
 
 func (s *Service) listRoles(ctx context.Context, q string, args ...any) ([]Role, error) {
-	rows, err := s.DB.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Role{}
-	for rows.Next() {
-		role, err := scanRole(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, role)
-	}
-	return out, rows.Err()
+	return db.All(ctx, s.DB, scanRole, q, args...)
 }
 
 // GetRole serves GET /v1/roles/{id}.
@@ -200,21 +187,8 @@ func (h *Handler) DeleteRole(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Service) rolePermissionList(ctx context.Context, roleID string) ([]Permission, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT p.id, p.resource, p.action, p.description, p.created_at, p.updated_at
+	return db.All(ctx, s.DB, scanPermission, `SELECT p.id, p.resource, p.action, p.description, p.created_at, p.updated_at
 		FROM role_permissions rp JOIN permissions p ON p.id = rp.permission_id WHERE rp.role_id = $1 ORDER BY p.resource, p.action`, roleID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Permission{}
-	for rows.Next() {
-		p, err := scanPermission(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
 }
 
 // ListRolePermissions serves GET /v1/roles/{id}/permissions: {data: [permission], _links}.
@@ -312,22 +286,8 @@ func (h *Handler) ListPermissions(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	rows, err := h.S.DB.QueryContext(ctx, `SELECT `+permCols+` FROM permissions ORDER BY resource, action LIMIT $1 OFFSET $2`, p.Limit, p.Offset())
+	out, err := db.All(ctx, h.S.DB, scanPermission, `SELECT `+permCols+` FROM permissions ORDER BY resource, action LIMIT $1 OFFSET $2`, p.Limit, p.Offset())
 	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	defer rows.Close()
-	out := []Permission{}
-	for rows.Next() {
-		perm, err := scanPermission(rows)
-		if err != nil {
-			httpx.Error(w, r, err)
-			return
-		}
-		out = append(out, perm)
-	}
-	if err := rows.Err(); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}

@@ -19,7 +19,7 @@ import (
 func softDelete(t testing.TB, e *apptest.Env, id string) {
 	t.Helper()
 	now := e.Clock.Now()
-	exec(t, e, `UPDATE users SET deleted_at = $1, scheduled_deletion_at = $2 WHERE id = $3`, db.TS(now), db.TS(now.Add(deletion.GracePeriod)), id)
+	execSQL(t, e, `UPDATE users SET deleted_at = $1, scheduled_deletion_at = $2 WHERE id = $3`, db.TS(now), db.TS(now.Add(deletion.GracePeriod)), id)
 	if err := e.Server.Epoch.Bump(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -98,21 +98,21 @@ func TestPurgeAfterGracePeriod(t *testing.T) {
 		// area referencing users without a cascade.
 		e.Call(t, "POST", "/v1/users/"+u.ID+"/ban", admin.Token, map[string]any{"duration_seconds": 60}, http.StatusCreated)
 		e.Clock.Advance(time.Minute + time.Second)
-		exec(t, e, `UPDATE bans SET banned_by = $1 WHERE user_id = $1`, u.ID)
+		execSQL(t, e, `UPDATE bans SET banned_by = $1 WHERE user_id = $1`, u.ID)
 		if _, err := e.Server.Audit.Record(ctx, e.Server.DB, audit.Event{UserID: keep.ID, ActorID: u.ID, EventType: audit.UserUpdated, IPAddress: "192.0.2.1", UserAgent: "ua"}); err != nil {
 			t.Fatal(err)
 		}
 		e.Call(t, "POST", "/v1/users/"+u.ID+"/email/request-change", admin.Token, map[string]any{"email": "gone@example.test"}, http.StatusOK)
-		exec(t, e, `CREATE TABLE ext_notes (id TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users (id), reviewer_id TEXT REFERENCES users (id))`)
-		exec(t, e, `INSERT INTO ext_notes (id, user_id, reviewer_id) VALUES ('n1', $1, NULL), ('n2', $2, $1)`, u.ID, keep.ID)
+		execSQL(t, e, `CREATE TABLE ext_notes (id TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users (id), reviewer_id TEXT REFERENCES users (id))`)
+		execSQL(t, e, `INSERT INTO ext_notes (id, user_id, reviewer_id) VALUES ('n1', $1, NULL), ('n2', $2, $1)`, u.ID, keep.ID)
 		// Chains: rows owned by the user with rows of their own, and rows
 		// hanging off the user's sessions (removed by cascade).
-		exec(t, e, `CREATE TABLE ext_owned (id TEXT PRIMARY KEY, owner_id TEXT NOT NULL REFERENCES users (id))`)
-		exec(t, e, `CREATE TABLE ext_child (id TEXT PRIMARY KEY, owned_id TEXT REFERENCES ext_owned (id))`)
-		exec(t, e, `CREATE TABLE ext_session_log (id TEXT PRIMARY KEY, session_id TEXT NOT NULL REFERENCES sessions (id))`)
-		exec(t, e, `INSERT INTO ext_owned (id, owner_id) VALUES ('o1', $1), ('o2', $2)`, u.ID, keep.ID)
-		exec(t, e, `INSERT INTO ext_child (id, owned_id) VALUES ('c1', 'o1'), ('c2', 'o2')`)
-		exec(t, e, `INSERT INTO ext_session_log (id, session_id) VALUES ('s1', $1), ('s2', $2)`, u.SessionID, keep.SessionID)
+		execSQL(t, e, `CREATE TABLE ext_owned (id TEXT PRIMARY KEY, owner_id TEXT NOT NULL REFERENCES users (id))`)
+		execSQL(t, e, `CREATE TABLE ext_child (id TEXT PRIMARY KEY, owned_id TEXT REFERENCES ext_owned (id))`)
+		execSQL(t, e, `CREATE TABLE ext_session_log (id TEXT PRIMARY KEY, session_id TEXT NOT NULL REFERENCES sessions (id))`)
+		execSQL(t, e, `INSERT INTO ext_owned (id, owner_id) VALUES ('o1', $1), ('o2', $2)`, u.ID, keep.ID)
+		execSQL(t, e, `INSERT INTO ext_child (id, owned_id) VALUES ('c1', 'o1'), ('c2', 'o2')`)
+		execSQL(t, e, `INSERT INTO ext_session_log (id, session_id) VALUES ('s1', $1), ('s2', $2)`, u.SessionID, keep.SessionID)
 
 		softDelete(t, e, u.ID)
 		e.Clock.Advance(deletion.GracePeriod - time.Second)

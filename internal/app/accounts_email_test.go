@@ -16,7 +16,7 @@ import (
 func TestEmailChangeFullCycle(t *testing.T) {
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
-		exec(t, e, `UPDATE users SET preferred_locale = 'de' WHERE id = $1`, u.ID)
+		execSQL(t, e, `UPDATE users SET preferred_locale = 'de' WHERE id = $1`, u.ID)
 		base := "/v1/users/" + u.ID + "/email"
 
 		r := e.Call(t, "GET", base+"/pending", u.Token, nil, http.StatusOK).JSON()

@@ -17,7 +17,7 @@ import (
 )
 
 // exec runs a fixture statement.
-func exec(t testing.TB, e *apptest.Env, q string, args ...any) {
+func execSQL(t testing.TB, e *apptest.Env, q string, args ...any) {
 	t.Helper()
 	if _, err := e.Server.DB.ExecContext(context.Background(), q, args...); err != nil {
 		t.Fatalf("exec %s: %v", q, err)
@@ -39,10 +39,10 @@ func roleUser(t testing.TB, e *apptest.Env, perms ...string) apptest.User {
 	t.Helper()
 	id := "role_t_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
 	now := db.TS(e.Clock.Now())
-	exec(t, e, `INSERT INTO roles (id, name, description, is_system, requires_two_factor, created_at, updated_at) VALUES ($1, $1, '', FALSE, FALSE, $2, $2)`, id, now)
+	execSQL(t, e, `INSERT INTO roles (id, name, description, is_system, requires_two_factor, created_at, updated_at) VALUES ($1, $1, '', FALSE, FALSE, $2, $2)`, id, now)
 	for _, p := range perms {
 		res, act, _ := strings.Cut(p, ":")
-		exec(t, e, `INSERT INTO role_permissions (role_id, permission_id, created_at) VALUES ($1, $2, $3)`, id, access.PermissionID(res, act), now)
+		execSQL(t, e, `INSERT INTO role_permissions (role_id, permission_id, created_at) VALUES ($1, $2, $3)`, id, access.PermissionID(res, act), now)
 	}
 	return e.NewUser(t, apptest.UserSpec{Roles: []string{id, "role_user"}})
 }
@@ -74,7 +74,7 @@ func addAccount(t testing.TB, e *apptest.Env, userID, slug string) string {
 	t.Helper()
 	id := uuid.NewString()
 	now := db.TS(e.Clock.Now())
-	exec(t, e, `INSERT INTO platform_accounts (id, user_id, platform_id, platform_user_id, username, is_primary, created_at, updated_at)
+	execSQL(t, e, `INSERT INTO platform_accounts (id, user_id, platform_id, platform_user_id, username, is_primary, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, 'someone', FALSE, $5, $5)`, id, userID, users.PlatformID(slug), uuid.NewString(), now)
 	return id
 }

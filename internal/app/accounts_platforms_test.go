@@ -55,8 +55,8 @@ func TestPlatformAccounts(t *testing.T) {
 			t.Fatal("no account_unlinked event")
 		}
 		// The last remaining account cannot be unlinked (even when not flagged primary).
-		exec(t, e, `UPDATE users SET primary_platform_account_id = NULL WHERE id = $1`, d.ID)
-		exec(t, e, `UPDATE platform_accounts SET is_primary = FALSE WHERE user_id = $1`, d.ID)
+		execSQL(t, e, `UPDATE users SET primary_platform_account_id = NULL WHERE id = $1`, d.ID)
+		execSQL(t, e, `UPDATE platform_accounts SET is_primary = FALSE WHERE user_id = $1`, d.ID)
 		r = e.Call(t, "DELETE", base+"/"+github, d.Token, nil, http.StatusBadRequest).JSON()
 		if msg, _ := r["message"].(string); msg == "" {
 			t.Fatal("no message")

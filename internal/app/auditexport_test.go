@@ -37,7 +37,7 @@ func record(t *testing.T, e *apptest.Env, ev audit.Event) string {
 	return id
 }
 
-func events(t *testing.T, r *apptest.Resp) []map[string]any {
+func auditEvents(t *testing.T, r *apptest.Resp) []map[string]any {
 	t.Helper()
 	var page struct {
 		Events []map[string]any `json:"events"`
@@ -73,7 +73,7 @@ func TestAuditListMine(t *testing.T) {
 		if m["total_count"] != 3.0 || m["page"] != 1.0 || m["limit"] != 20.0 || m["total_pages"] != 1.0 {
 			t.Fatalf("envelope = %v", m)
 		}
-		evs := events(t, r)
+		evs := auditEvents(t, r)
 		if got := field(evs, "event_type"); !slices.Equal(got, []string{"api_key_created", "login_failed", "login"}) {
 			t.Fatalf("newest first, own only: %v", got)
 		}
@@ -94,7 +94,7 @@ func TestAuditListMine(t *testing.T) {
 			"?resource_type=api_key":                {"api_key_created"},
 			"?resource_type=session&status=success": {"login"},
 		} {
-			got := field(events(t, e.Call(t, "GET", "/v1/users/me/audit"+q, u.Token, nil, http.StatusOK)), "event_type")
+			got := field(auditEvents(t, e.Call(t, "GET", "/v1/users/me/audit"+q, u.Token, nil, http.StatusOK)), "event_type")
 			if !slices.Equal(got, want) {
 				t.Errorf("%s = %v, want %v", q, got, want)
 			}
@@ -109,7 +109,7 @@ func TestAuditListMine(t *testing.T) {
 		if m["total_count"] != 3.0 || m["total_pages"] != 2.0 || m["limit"] != 2.0 || m["page"] != 2.0 {
 			t.Fatalf("page 2 = %v", m)
 		}
-		if got := field(events(t, r), "event_type"); !slices.Equal(got, []string{"login"}) {
+		if got := field(auditEvents(t, r), "event_type"); !slices.Equal(got, []string{"login"}) {
 			t.Fatalf("page 2 events = %v", got)
 		}
 		links := m["_links"].(map[string]any)
@@ -117,7 +117,7 @@ func TestAuditListMine(t *testing.T) {
 			t.Fatalf("links = %v", links)
 		}
 		r = e.Call(t, "GET", "/v1/users/me/audit?limit=500&page=9", u.Token, nil, http.StatusOK)
-		if m := r.JSON(); m["limit"] != 100.0 || len(events(t, r)) != 0 {
+		if m := r.JSON(); m["limit"] != 100.0 || len(auditEvents(t, r)) != 0 {
 			t.Fatalf("clamped limit, past the end = %v", m)
 		}
 
@@ -136,7 +136,7 @@ func TestAuditListUser(t *testing.T) {
 		e.Call(t, "GET", path, "", nil, http.StatusUnauthorized)
 		e.Call(t, "GET", path, u.Token, nil, http.StatusForbidden)
 		r := e.Call(t, "GET", path, admin.Token, nil, http.StatusOK)
-		if got := field(events(t, r), "event_type"); !slices.Equal(got, []string{"logout", "login"}) {
+		if got := field(auditEvents(t, r), "event_type"); !slices.Equal(got, []string{"logout", "login"}) {
 			t.Fatalf("events = %v", got)
 		}
 		r = e.Call(t, "GET", path+"?event_type=login", e.SystemKey, nil, http.StatusOK)
@@ -167,7 +167,7 @@ func TestAdminAuditFiltersAndSorts(t *testing.T) {
 
 		list := func(q url.Values) []string {
 			t.Helper()
-			return field(events(t, e.Call(t, "GET", "/v1/admin/audit?"+q.Encode(), admin.Token, nil, http.StatusOK)), "event_type")
+			return field(auditEvents(t, e.Call(t, "GET", "/v1/admin/audit?"+q.Encode(), admin.Token, nil, http.StatusOK)), "event_type")
 		}
 		cases := []struct {
 			q    url.Values
@@ -200,7 +200,7 @@ func TestAdminAuditFiltersAndSorts(t *testing.T) {
 			}
 		}
 		// Sorting by user_id groups each user's events together.
-		users := field(events(t, e.Call(t, "GET", "/v1/admin/audit?sort_field=user_id&sort_direction=asc", admin.Token, nil, http.StatusOK)), "user_id")
+		users := field(auditEvents(t, e.Call(t, "GET", "/v1/admin/audit?sort_field=user_id&sort_direction=asc", admin.Token, nil, http.StatusOK)), "user_id")
 		if !slices.IsSorted(users) {
 			t.Errorf("user_id asc = %v", users)
 		}
@@ -242,7 +242,7 @@ func TestAuditReports(t *testing.T) {
 		}
 		repID := rep["id"].(string)
 		e.Call(t, "POST", path, u.Token, map[string]any{"reason": "not_me"}, http.StatusConflict)
-		if evs := events(t, e.Call(t, "GET", "/v1/users/me/audit?event_type=login", u.Token, nil, http.StatusOK)); evs[0]["is_reported"] != true {
+		if evs := auditEvents(t, e.Call(t, "GET", "/v1/users/me/audit?event_type=login", u.Token, nil, http.StatusOK)); evs[0]["is_reported"] != true {
 			t.Fatalf("event not marked reported: %v", evs[0])
 		}
 
@@ -332,7 +332,7 @@ func TestInternalAudit(t *testing.T) {
 			ev["is_reported"] != false || ev["status"] != "success" {
 			t.Fatalf("event = %s", r.Body)
 		}
-		if got := field(events(t, e.Call(t, "GET", "/v1/users/me/audit", u.Token, nil, http.StatusOK)), "id"); !slices.Equal(got, []string{ev["id"].(string)}) {
+		if got := field(auditEvents(t, e.Call(t, "GET", "/v1/users/me/audit", u.Token, nil, http.StatusOK)), "id"); !slices.Equal(got, []string{ev["id"].(string)}) {
 			t.Fatalf("user sees %v", got)
 		}
 		post(admin.Token, nil, body, http.StatusCreated)
@@ -409,7 +409,7 @@ func TestAuditGeolocation(t *testing.T) {
 		if r.Status != http.StatusOK {
 			t.Fatalf("export: %d %s", r.Status, r.Body)
 		}
-		evs := events(t, e.Call(t, "GET", "/v1/users/me/audit?event_type=data_exported", u.Token, nil, http.StatusOK))
+		evs := auditEvents(t, e.Call(t, "GET", "/v1/users/me/audit?event_type=data_exported", u.Token, nil, http.StatusOK))
 		if len(evs) != 1 {
 			t.Fatalf("events = %v", evs)
 		}
@@ -560,7 +560,7 @@ func TestExport(t *testing.T) {
 			l["userAgent"] != "Go-http-client/1.1" || l["exportedAt"] != "2026-11-22T12:00:00Z" || l["id"] == "" {
 			t.Fatalf("log = %v", l)
 		}
-		evs := events(t, e.Call(t, "GET", "/v1/users/me/audit?event_type=data_exported", u.Token, nil, http.StatusOK))
+		evs := auditEvents(t, e.Call(t, "GET", "/v1/users/me/audit?event_type=data_exported", u.Token, nil, http.StatusOK))
 		if len(evs) != 1 || evs[0]["resource_id"] != u.ID {
 			t.Fatalf("audit = %v", evs)
 		}

@@ -14,12 +14,14 @@ import (
 
 // connectAreas plugs the areas into each other's consumer interfaces once all
 // are built: bans revoke OAuth tokens, the export reads OAuth apps and the
-// two-factor state, the water-level lookup reads the latest GPS point.
+// two-factor state, the water-level lookup reads the latest GPS point, and
+// the users area takes its locales from the system config.
 func (s *Server) connectAreas() {
 	s.BanService.Tokens = s.OAuth
 	s.exportHandler.Apps = exportApps{s.OAuth}
 	s.exportHandler.TwoFactor = exportTwoFactor{s.twoFactorSvc}
 	s.pegelHandler.S.Position = latestPoint{s.tracking.S}
+	s.users.S.Locales = s.Settings.SupportedLocales
 }
 
 // selfPrincipal is the user acting on their own data, for reads the export makes on their behalf.

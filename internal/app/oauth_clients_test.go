@@ -128,6 +128,7 @@ func TestOAuthClientAccessRules(t *testing.T) {
 		e.Call(t, "PATCH", path, owner.Token, map[string]any{"allowed_scopes": []string{"bogus"}}, http.StatusBadRequest)
 		e.Call(t, "PATCH", path, owner.Token, map[string]any{"is_first_party": true}, http.StatusForbidden)
 		e.Call(t, "PATCH", path, owner.Token, "[", http.StatusBadRequest)
+		e.Call(t, "PATCH", path, owner.Token, map[string]any{}, http.StatusBadRequest)
 		if n := auditCount(t, e, "client_updated", c.ID); n != 2 {
 			t.Fatalf("client_updated = %d", n)
 		}

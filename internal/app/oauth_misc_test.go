@@ -2,8 +2,10 @@ package app_test
 
 import (
 	"context"
+	"encoding/base64"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,5 +74,23 @@ func TestOAuthPurge(t *testing.T) {
 			t.Fatalf("after 60 days: tokens %d, %v", count("oauth_tokens"), err)
 		}
 		oauthErr(t, refreshReq(t, e, c, tok["refresh_token"].(string)), http.StatusBadRequest, "invalid_grant")
+	})
+}
+
+// TestOAuthBasicCredentialsAreFormDecoded checks RFC 6749 §2.3.1: the client
+// id and secret inside the Basic header are application/x-www-form-urlencoded.
+func TestOAuthBasicCredentialsAreFormDecoded(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		user := e.NewUser(t, apptest.UserSpec{})
+		c := mkClient(t, e, user.Token, nil)
+		encodedID := strings.ReplaceAll(c.ID, "-", "%2D")
+		hdr := map[string]string{"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte(encodedID+":"+c.Secret))}
+		code := getCode(t, e, user.Token, authzParams(c.ID))
+		r := tokenReq(t, e, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {cb}}, hdr)
+		if r.Status != http.StatusOK {
+			t.Fatalf("percent-encoded Basic credentials: %d %s", r.Status, r.Body)
+		}
+		bad := map[string]string{"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte(c.ID+":%zz"))}
+		oauthErr(t, tokenReq(t, e, url.Values{"grant_type": {"authorization_code"}, "code": {"x"}, "redirect_uri": {cb}}, bad), http.StatusUnauthorized, "invalid_client")
 	})
 }

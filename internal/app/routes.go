@@ -243,10 +243,39 @@ func (s *Server) routes() http.Handler {
 	route("GET", "/v1/pegel/nearest", Perm("pegel:read"), s.pegelHandler.Nearest)
 
 	// ---- Chat-platform bot management (spec 3) ----
+	ch := s.chatHandler
+	route("GET", "/v1/chatplatform/guilds", Perm("chatplatform:read"), ch.ListGuilds)
+	route("GET", "/v1/chatplatform/guilds/{guild_id}", Perm("chatplatform:read"), ch.GetGuild)
+	route("GET", "/v1/chatplatform/guilds/{guild_id}/channels", Perm("chatplatform:read"), ch.ListChannels)
+	route("GET", "/v1/chatplatform/guilds/{guild_id}/full", Perm("chatplatform:read"), ch.GetGuildFull)
+	route("POST", "/v1/chatplatform/sync", Perm("chatplatform:sync"), ch.Sync)
+	route("DELETE", "/v1/chatplatform/guilds/{guild_id}", Perm("chatplatform:delete"), ch.DeleteGuild)
+	route("GET", "/v1/chatplatform/settings", Perm("chatplatform:read"), ch.GetSettings)
+	route("PUT", "/v1/chatplatform/settings", Perm("chatplatform:edit"), ch.PutSettings)
+	route("GET", "/v1/chatplatform/guilds/{guild_id}/settings", Perm("chatplatform:read"), ch.GetGuildSettings)
+	route("PUT", "/v1/chatplatform/guilds/{guild_id}/settings", Perm("chatplatform:edit"), ch.PutGuildSettings)
+	route("GET", "/v1/chatplatform/guilds/{guild_id}/members", Perm("chatplatform:read"), ch.ListMembers)
+	route("GET", "/v1/chatplatform/guilds/{guild_id}/members/{user_id}", Perm("chatplatform:read"), ch.GetMember)
+	route("POST", "/v1/chatplatform/guilds/{guild_id}/members/sync", Perm("chatplatform:guild.sync"), ch.SyncMembers)
 
 	// ---- Streaming-platform integrations (spec 3) ----
+	ig := s.integrationsHandler
+	route("GET", "/v1/integrations", Authenticated(), ig.List)
+	route("GET", "/v1/integrations/platforms", Authenticated(), ig.Platforms)
+	route("GET", "/v1/integrations/platform/{slug}", Authenticated(), ig.ListPlatform)
+	route("GET", "/v1/integrations/platform/{slug}/scopes", Authenticated(), ig.PlatformScopes)
+	route("POST", "/v1/integrations/platform/{slug}/connect", Authenticated(), ig.Connect)
+	route("GET", "/v1/integrations/callback/{platform}", Public(), ig.Callback) // the provider redirects the browser here
+	route("GET", "/v1/integrations/{id}", Authenticated(), ig.Get)
+	route("DELETE", "/v1/integrations/{id}", Authenticated(), ig.Delete)
+	route("POST", "/v1/integrations/{id}/refresh", Authenticated(), ig.Refresh)
+	route("POST", "/v1/integrations/{id}/stats", Authenticated(), ig.Stats)
+	route("PATCH", "/v1/integrations/{id}/streamplatform-status", Authenticated(), ig.SetBotStatus)
 
 	// ---- Real-time channel and GraphQL ----
+	// /v1/ws authenticates itself: Authorization header or a single-use ?ticket=.
+	route("GET", "/v1/ws", Public(), s.Hub.ServeWS)
+	route("POST", "/v1/ws/ticket", Authenticated(), s.Hub.IssueTicket)
 	// GraphQL: public operations exist (oauthScopes, platforms), so the route
 	// only resolves a bearer; every resolver requires what its REST twin does.
 	route("GET", "/v1/graphql", Optional(), s.graphqlHandler.ServeHTTP)

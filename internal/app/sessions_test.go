@@ -16,6 +16,7 @@ import (
 )
 
 func TestMySessions(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		other := e.NewUser(t, apptest.UserSpec{})
@@ -32,7 +33,7 @@ func TestMySessions(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, revokedID := e.NewSession(t, u.ID)
-		exec(t, e, `UPDATE sessions SET revoked_at = $1 WHERE id = $2`, db.TS(e.Clock.Now()), revokedID)
+		execSQL(t, e, `UPDATE sessions SET revoked_at = $1 WHERE id = $2`, db.TS(e.Clock.Now()), revokedID)
 		e.Clock.Advance(2 * time.Minute)
 
 		e.Call(t, "GET", "/v1/users/me/sessions", "", nil, http.StatusUnauthorized)
@@ -108,6 +109,7 @@ func TestMySessions(t *testing.T) {
 }
 
 func TestInternalSessions(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		exp := apptest.Start.Add(48 * time.Hour).Format(time.RFC3339)
@@ -201,6 +203,7 @@ func (f fakeOAuth) ResolveAccessToken(_ context.Context, tok string) (*authn.Pri
 }
 
 func TestOAuthTokensOnUserRoutes(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		other := e.NewUser(t, apptest.UserSpec{})
@@ -212,7 +215,13 @@ func TestOAuthTokensOnUserRoutes(t *testing.T) {
 			all:    authn.NewPrincipal(authn.Principal{Kind: authn.KindOAuth, UserID: u.ID, OAuthScopes: []string{"openid", "profile", "roles", "permissions"}}, nil),
 			openid: authn.NewPrincipal(authn.Principal{Kind: authn.KindOAuth, UserID: u.ID, OAuthScopes: []string{"openid"}}, nil),
 		}
-		e.Call(t, "GET", "/v1/users/me", openid, nil, http.StatusOK)
+		execSQL(t, e, `UPDATE users SET avatar_url = 'https://cdn.example.test/me.png' WHERE id = $1`, u.ID)
+		if d := data(t, e.Call(t, "GET", "/v1/users/me", openid, nil, http.StatusOK)); d["id"] != u.ID || d["email"] != nil || d["avatar_url"] != nil {
+			t.Fatalf("openid-only /me = %v", d)
+		}
+		if d := data(t, e.Call(t, "GET", "/v1/users/me", all, nil, http.StatusOK)); d["email"] != nil || d["avatar_url"] == nil {
+			t.Fatalf("profile-scoped /me = %v", d)
+		}
 		for _, p := range []string{"/profile", "/roles", "/permissions"} {
 			e.Call(t, "GET", "/v1/users/"+u.ID+p, all, nil, http.StatusOK)
 			e.Call(t, "GET", "/v1/users/"+u.ID+p, openid, nil, http.StatusForbidden)
@@ -223,5 +232,39 @@ func TestOAuthTokensOnUserRoutes(t *testing.T) {
 		e.Call(t, "PATCH", "/v1/users/"+u.ID, all, map[string]any{"privacy_mode": true}, http.StatusForbidden)
 		e.Call(t, "GET", "/v1/users/me/sessions", all, nil, http.StatusForbidden)
 		e.Call(t, "GET", "/v1/users/me", "hm_at_unknown", nil, http.StatusUnauthorized)
+	})
+}
+
+// TestUserAndSessionRoutesNeedAuthentication checks every route of the area
+// answers 401 without a token and with an unknown one, and that session-only
+// and system-key routes refuse other credentials with 403.
+func TestUserAndSessionRoutesNeedAuthentication(t *testing.T) {
+	t.Parallel()
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		u := e.NewUser(t, apptest.UserSpec{})
+		id := u.ID
+		routes := [][2]string{
+			{"GET", "/v1/users"}, {"GET", "/v1/users/me"}, {"POST", "/v1/users/oauth"}, {"GET", "/v1/users/email/a@b.test"},
+			{"GET", "/v1/users/" + id}, {"PATCH", "/v1/users/" + id}, {"DELETE", "/v1/users/" + id},
+			{"GET", "/v1/users/" + id + "/profile"}, {"PATCH", "/v1/users/" + id + "/locale"}, {"PATCH", "/v1/users/" + id + "/username"},
+			{"GET", "/v1/users/" + id + "/permissions"}, {"GET", "/v1/users/" + id + "/roles"}, {"POST", "/v1/users/" + id + "/roles"},
+			{"DELETE", "/v1/users/" + id + "/roles/role_user"},
+			{"GET", "/v1/users/me/sessions"}, {"DELETE", "/v1/users/me/sessions"}, {"DELETE", "/v1/users/me/sessions/" + u.SessionID},
+			{"POST", "/v1/sessions"}, {"GET", "/v1/sessions/" + u.Token}, {"DELETE", "/v1/sessions/" + u.Token},
+		}
+		for _, rt := range routes {
+			e.Call(t, rt[0], rt[1], "", map[string]any{}, http.StatusUnauthorized)
+			e.Call(t, rt[0], rt[1], "hm_st_00000000000000000000000000000000000000000000", map[string]any{}, http.StatusUnauthorized)
+		}
+		key, _ := e.NewAPIKey(t, u.ID, "users:read")
+		for _, rt := range routes[14:17] {
+			e.Call(t, rt[0], rt[1], key, nil, http.StatusForbidden)
+			e.Call(t, rt[0], rt[1], e.SystemKey, nil, http.StatusForbidden)
+		}
+		for _, rt := range routes[17:] {
+			e.Call(t, rt[0], rt[1], key, map[string]any{}, http.StatusForbidden)
+		}
+		// Nothing above touched the user's own session.
+		e.Call(t, "GET", "/v1/users/me", u.Token, nil, http.StatusOK)
 	})
 }

@@ -449,8 +449,11 @@ func TestTwoFactorThrottleParallel(t *testing.T) {
 		count := map[int]int{}
 		for i, s := range statuses {
 			count[s]++
-			if s == http.StatusTooManyRequests && retry[i] == "" {
-				t.Errorf("429 without Retry-After")
+			if s == http.StatusTooManyRequests {
+				// The window started at 12:00:00; it is 12:00:30, so 270 s remain.
+				if retry[i] != "270" {
+					t.Errorf("429 with Retry-After %q, want 270", retry[i])
+				}
 			}
 		}
 		if count[http.StatusBadRequest] != 5 || count[http.StatusTooManyRequests] != 15 {
@@ -550,6 +553,109 @@ func TestTwoFactorRequirementAndLogin(t *testing.T) {
 		}
 		if n := tfCount(t, e, `SELECT COUNT(*) FROM audit_events WHERE user_id = $1 AND event_type = '2fa_verified' AND status = 'success'`, u.ID); n != 3 {
 			t.Fatalf("2fa_verified events = %d, want 3 (verify and two logins)", n)
+		}
+	})
+}
+
+func TestTwoFactorSingleUseUnderRace(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		u := e.NewUser(t, apptest.UserSpec{})
+		secret := tfSetup(t, e, u.Token, nil)
+		code := tfCode(t, secret, e.Clock.Now())
+		// Parallel verifies of one setup: exactly one enables it.
+		const n = 4
+		statuses := make([]int, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				statuses[i] = e.Do(t, apptest.Req{Method: "POST", Path: tfBase + "/verify", Token: u.Token, Body: map[string]any{"code": code}}).Status
+			}()
+		}
+		wg.Wait()
+		ok := 0
+		for _, s := range statuses {
+			if s == http.StatusOK {
+				ok++
+			} else if s != http.StatusBadRequest {
+				t.Fatalf("parallel verify answered %d", s)
+			}
+		}
+		if ok != 1 || tfCount(t, e, `SELECT COUNT(*) FROM two_factor_backup_codes WHERE user_id = $1`, u.ID) != 10 {
+			t.Fatalf("parallel verify: %d successes, statuses %v", ok, statuses)
+		}
+
+		// Parallel logins with one TOTP code, then with one backup code:
+		// exactly one of each succeeds.
+		e.Clock.Advance(5 * time.Minute)
+		for _, c := range []func() string{
+			func() string { return tfCode(t, secret, e.Clock.Now()) },
+			func() string { return tfRegenerate(t, e, u, secret)[0] },
+		} {
+			c := c()
+			errs := make([]error, n)
+			for i := range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					errs[i] = e.Server.SecondFactor.VerifyLogin(context.Background(), u.ID, c, "127.0.0.1", "test")
+				}()
+			}
+			wg.Wait()
+			won := 0
+			for _, err := range errs {
+				if err == nil {
+					won++
+				}
+			}
+			if won != 1 {
+				t.Fatalf("code %s: %d parallel logins succeeded: %v", c, won, errs)
+			}
+			e.Clock.Advance(5 * time.Minute)
+		}
+	})
+}
+
+// tfRegenerate regenerates u's backup codes with the current TOTP code.
+func tfRegenerate(t testing.TB, e *apptest.Env, u apptest.User, secret string) []string {
+	t.Helper()
+	var out struct {
+		BackupCodes []string `json:"backup_codes"`
+	}
+	e.Call(t, "POST", tfBase+"/backup-codes/regenerate", u.Token, map[string]any{"code": tfCode(t, secret, e.Clock.Now())}, http.StatusOK).Decode(t, &out)
+	return out.BackupCodes
+}
+
+func TestTwoFactorAuditDetails(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		u := e.NewUser(t, apptest.UserSpec{})
+		secret := tfSetup(t, e, u.Token, nil)
+		hdr := map[string]string{"X-Source-Service": "id", "User-Agent": "tf-test/1.0"}
+		e.Do(t, apptest.Req{Method: "POST", Path: tfBase + "/verify", Token: u.Token, Header: hdr,
+			Body: map[string]any{"code": tfWrongCode(t, secret, e.Clock.Now())}})
+		r := e.Do(t, apptest.Req{Method: "POST", Path: tfBase + "/verify", Token: u.Token, Header: hdr,
+			Body: map[string]any{"code": tfCode(t, secret, e.Clock.Now())}})
+		if r.Status != http.StatusOK {
+			t.Fatalf("verify: %d %s", r.Status, r.Body)
+		}
+		var ip, ua, source, meta, status string
+		err := e.Server.DB.QueryRowContext(context.Background(), `SELECT ip_address, user_agent, source_service, metadata, status FROM audit_events
+			WHERE user_id = $1 AND event_type = '2fa_enabled'`, u.ID).Scan(&ip, &ua, &source, &meta, &status)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ip != "127.0.0.1" || ua != "tf-test/1.0" || source != "id" || status != "success" || !strings.Contains(meta, `"platform":"email"`) {
+			t.Fatalf("2fa_enabled event: %s %s %s %s %s", ip, ua, source, meta, status)
+		}
+		var errMsg string
+		err = e.Server.DB.QueryRowContext(context.Background(), `SELECT metadata, error_message FROM audit_events
+			WHERE user_id = $1 AND event_type = '2fa_verified' AND status = 'failure'`, u.ID).Scan(&meta, &errMsg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(meta, `"operation":"verify"`) || !strings.Contains(meta, `"method":"totp"`) || errMsg == "" {
+			t.Fatalf("failed attempt event: %s %s", meta, errMsg)
 		}
 	})
 }

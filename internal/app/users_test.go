@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,10 +32,10 @@ func roleWith(t *testing.T, e *apptest.Env, perms ...string) string {
 	t.Helper()
 	id := "role_t_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
 	now := db.TS(e.Clock.Now())
-	exec(t, e, `INSERT INTO roles (id, name, description, is_system, requires_two_factor, created_at, updated_at) VALUES ($1, $1, 'test', FALSE, FALSE, $2, $2)`, id, now)
+	execSQL(t, e, `INSERT INTO roles (id, name, description, is_system, requires_two_factor, created_at, updated_at) VALUES ($1, $1, 'test', FALSE, FALSE, $2, $2)`, id, now)
 	for _, p := range perms {
 		res, act, _ := strings.Cut(p, ":")
-		exec(t, e, `INSERT INTO role_permissions (role_id, permission_id, created_at) VALUES ($1, $2, $3)`, id, access.PermissionID(res, act), now)
+		execSQL(t, e, `INSERT INTO role_permissions (role_id, permission_id, created_at) VALUES ($1, $2, $3)`, id, access.PermissionID(res, act), now)
 	}
 	return id
 }
@@ -63,6 +64,7 @@ func data(t *testing.T, r *apptest.Resp) map[string]any {
 }
 
 func TestUsersListAndGet(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		u := e.NewUser(t, apptest.UserSpec{Username: "Alice_1"})
@@ -116,6 +118,7 @@ func TestUsersListAndGet(t *testing.T) {
 }
 
 func TestUserProfile(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Username: "prof_user"})
 		other := e.NewUser(t, apptest.UserSpec{})
@@ -133,6 +136,7 @@ func TestUserProfile(t *testing.T) {
 }
 
 func TestUserPatch(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Username: "patch_me"})
 		other := e.NewUser(t, apptest.UserSpec{Username: "Taken_Name", Email: "taken@example.test"})
@@ -149,8 +153,6 @@ func TestUserPatch(t *testing.T) {
 		e.Call(t, "PATCH", path, u.Token, map[string]any{"username": "ab"}, http.StatusBadRequest)
 		e.Call(t, "PATCH", path, u.Token, map[string]any{"username": "taken_name"}, http.StatusConflict)
 		e.Call(t, "PATCH", path, u.Token, map[string]any{"avatar_url": "javascript:alert(1)"}, http.StatusBadRequest)
-		// A user cannot set an unverified email on themself.
-		e.Call(t, "PATCH", path, u.Token, map[string]any{"email": "new@example.test"}, http.StatusForbidden)
 		e.Call(t, "PATCH", "/v1/users/"+uuid.NewString(), admin.Token, map[string]any{"privacy_mode": true}, http.StatusNotFound)
 
 		before := data(t, e.Call(t, "GET", path, u.Token, nil, http.StatusOK))
@@ -170,7 +172,10 @@ func TestUserPatch(t *testing.T) {
 			t.Fatalf("user_updated events = %d", n)
 		}
 
-		// Email: users:write may set it; taken addresses conflict case-insensitively.
+		// Email: self or users:write may set it; taken addresses conflict case-insensitively.
+		if d := data(t, e.Call(t, "PATCH", path, u.Token, map[string]any{"email": "self@example.test"}, http.StatusOK)); d["email"] != "self@example.test" {
+			t.Fatalf("self email = %v", d["email"])
+		}
 		e.Call(t, "PATCH", path, mgr.Token, map[string]any{"email": "TAKEN@example.test"}, http.StatusConflict)
 		e.Call(t, "PATCH", path, mgr.Token, map[string]any{"email": "not-an-email"}, http.StatusBadRequest)
 		if d := data(t, e.Call(t, "PATCH", path, mgr.Token, map[string]any{"email": "New@Example.test"}, http.StatusOK)); d["email"] != "new@example.test" {
@@ -180,7 +185,7 @@ func TestUserPatch(t *testing.T) {
 		e.Call(t, "PATCH", "/v1/users/"+admin.ID, mgr.Token, map[string]any{"email": "evil@example.test"}, http.StatusForbidden)
 
 		// avatars_enabled false removes stored avatars, of the user and their platform accounts.
-		exec(t, e, `UPDATE platform_accounts SET avatar_url = 'https://cdn.example.test/p.png' WHERE user_id = $1`, u.ID)
+		execSQL(t, e, `UPDATE platform_accounts SET avatar_url = 'https://cdn.example.test/p.png' WHERE user_id = $1`, u.ID)
 		d = data(t, e.Call(t, "PATCH", path, u.Token, map[string]any{"avatars_enabled": false}, http.StatusOK))
 		if d["avatars_enabled"] != false || d["avatar_url"] != nil {
 			t.Fatalf("avatars off = %v", d)
@@ -201,6 +206,7 @@ func TestUserPatch(t *testing.T) {
 }
 
 func TestUserLocaleAndUsername(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Username: "loc_user"})
 		other := e.NewUser(t, apptest.UserSpec{Username: "Other_One"})
@@ -240,6 +246,7 @@ func TestUserLocaleAndUsername(t *testing.T) {
 }
 
 func TestUserDelete(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		mgr := manager(t, e, "users:read", "users:write")
@@ -297,6 +304,7 @@ func TestUserDelete(t *testing.T) {
 }
 
 func TestUserRolesAndPermissions(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		u := e.NewUser(t, apptest.UserSpec{})
@@ -359,6 +367,7 @@ func TestUserRolesAndPermissions(t *testing.T) {
 }
 
 func TestUserByEmail(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Email: "mail_me@example.test"})
 		other := e.NewUser(t, apptest.UserSpec{Email: "other@example.test"})
@@ -372,7 +381,7 @@ func TestUserByEmail(t *testing.T) {
 		e.Call(t, "GET", "/v1/users/email/nobody@example.test", e.SystemKey, nil, http.StatusNotFound)
 		e.Call(t, "GET", "/v1/users/email/mail_me@example.test", "", nil, http.StatusUnauthorized)
 
-		exec(t, e, `INSERT INTO bans (id, user_id, reason, banned_at, is_permanent) VALUES ($1, $2, 'spam', $3, TRUE)`, uuid.NewString(), u.ID, db.TS(e.Clock.Now()))
+		execSQL(t, e, `INSERT INTO bans (id, user_id, reason, banned_at, is_permanent) VALUES ($1, $2, 'spam', $3, TRUE)`, uuid.NewString(), u.ID, db.TS(e.Clock.Now()))
 		if d := data(t, e.Call(t, "GET", "/v1/users/email/mail_me@example.test", e.SystemKey, nil, http.StatusOK)); d["is_banned"] != true {
 			t.Fatalf("is_banned = %v", d["is_banned"])
 		}
@@ -380,6 +389,7 @@ func TestUserByEmail(t *testing.T) {
 }
 
 func TestOAuthLogin(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Email: "linked@example.test"})
 		body := map[string]any{"email": "New.Person@example.test", "name": "New Person", "oauthProvider": "discord",
@@ -435,6 +445,14 @@ func TestOAuthLogin(t *testing.T) {
 			t.Fatalf("platform accounts = %d", n)
 		}
 
+		// An unverified contact email does not capture someone else's first sign-in.
+		e.Call(t, "PATCH", "/v1/users/"+u.ID, u.Token, map[string]any{"email": "victim@example.test"}, http.StatusOK)
+		d = data(t, e.Call(t, "POST", "/v1/users/oauth", e.SystemKey, map[string]any{"email": "victim@example.test", "name": "Victim",
+			"oauthProvider": "google", "oauthProviderId": "g-victim"}, http.StatusCreated))
+		if d["id"] == u.ID {
+			t.Fatal("sign-in linked to an account by an unverified email")
+		}
+
 		// No email at all creates a user without one.
 		d = data(t, e.Call(t, "POST", "/v1/users/oauth", e.SystemKey, map[string]any{"email": nil, "name": "x", "oauthProvider": "twitch", "oauthProviderId": "t1"}, http.StatusCreated))
 		if d["email"] != nil || len(d["username"].(string)) < 3 {
@@ -453,12 +471,12 @@ func TestOAuthLogin(t *testing.T) {
 		e.Call(t, "POST", "/v1/users/oauth", e.SystemKey, `{"name": 5}`, http.StatusBadRequest)
 
 		// Closed registration refuses new users but lets known accounts in; a disabled platform refuses everyone.
-		exec(t, e, `UPDATE platforms SET registration_enabled = FALSE WHERE slug = 'discord'`)
+		execSQL(t, e, `UPDATE platforms SET registration_enabled = FALSE WHERE slug = 'discord'`)
 		e.Call(t, "POST", "/v1/users/oauth", e.SystemKey, map[string]any{"name": "b", "oauthProvider": "discord", "oauthProviderId": "999"}, http.StatusForbidden)
 		e.Call(t, "POST", "/v1/users/oauth", e.SystemKey, body, http.StatusOK)
-		exec(t, e, `UPDATE platforms SET enabled = FALSE WHERE slug = 'discord'`)
+		execSQL(t, e, `UPDATE platforms SET enabled = FALSE WHERE slug = 'discord'`)
 		e.Call(t, "POST", "/v1/users/oauth", e.SystemKey, body, http.StatusForbidden)
-		exec(t, e, `UPDATE platforms SET enabled = TRUE, registration_enabled = TRUE WHERE slug = 'discord'`)
+		execSQL(t, e, `UPDATE platforms SET enabled = TRUE, registration_enabled = TRUE WHERE slug = 'discord'`)
 
 		// A soft-deleted account cannot sign in.
 		e.Call(t, "DELETE", "/v1/users/"+id, e.SystemKey, nil, http.StatusNoContent)
@@ -467,6 +485,7 @@ func TestOAuthLogin(t *testing.T) {
 }
 
 func TestDeadCredentials(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		key, keyID := e.NewAPIKey(t, u.ID)
@@ -493,7 +512,7 @@ func TestDeadCredentials(t *testing.T) {
 		}
 
 		// A ban (written by the bans area, which bumps the epoch) stops every credential.
-		exec(t, e, `INSERT INTO bans (id, user_id, reason, banned_at, expires_at, is_permanent) VALUES ($1, $2, 'test', $3, $4, FALSE)`,
+		execSQL(t, e, `INSERT INTO bans (id, user_id, reason, banned_at, expires_at, is_permanent) VALUES ($1, $2, 'test', $3, $4, FALSE)`,
 			uuid.NewString(), u.ID, db.TS(e.Clock.Now()), db.TS(e.Clock.Now().Add(time.Hour)))
 		if err := e.Server.Epoch.Bump(context.Background()); err != nil {
 			t.Fatal(err)
@@ -506,7 +525,7 @@ func TestDeadCredentials(t *testing.T) {
 
 		// An expired API key answers 401.
 		exp, expID := e.NewAPIKey(t, u.ID)
-		exec(t, e, `UPDATE api_keys SET expires_at = $1 WHERE id = $2`, db.TS(e.Clock.Now().Add(time.Minute)), expID)
+		execSQL(t, e, `UPDATE api_keys SET expires_at = $1 WHERE id = $2`, db.TS(e.Clock.Now().Add(time.Minute)), expID)
 		e.Call(t, "GET", "/v1/users/me", exp, nil, http.StatusOK)
 		e.Clock.Advance(time.Minute)
 		e.Call(t, "GET", "/v1/users/me", exp, nil, http.StatusUnauthorized)
@@ -514,5 +533,39 @@ func TestDeadCredentials(t *testing.T) {
 		// An expired session answers 401.
 		e.Clock.Advance(31 * 24 * time.Hour)
 		e.Call(t, "GET", "/v1/users/me", u.Token, nil, http.StatusUnauthorized)
+	})
+}
+
+func TestOAuthLoginConcurrentFirstSignIn(t *testing.T) {
+	t.Parallel()
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		body := map[string]any{"email": "race@example.test", "name": "Racer", "oauthProvider": "google", "oauthProviderId": "g-race"}
+		statuses := make(chan int, 8)
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				statuses <- e.Do(t, apptest.Req{Method: "POST", Path: "/v1/users/oauth", Token: e.SystemKey, Body: body}).Status
+			}()
+		}
+		wg.Wait()
+		close(statuses)
+		created := 0
+		for s := range statuses {
+			switch s {
+			case http.StatusCreated:
+				created++
+			case http.StatusOK:
+			default:
+				t.Errorf("status %d", s)
+			}
+		}
+		if created != 1 {
+			t.Fatalf("%d sign-ins created the user", created)
+		}
+		if n := scalar[int](t, e, `SELECT COUNT(*) FROM users WHERE email = 'race@example.test'`); n != 1 {
+			t.Fatalf("%d users", n)
+		}
 	})
 }

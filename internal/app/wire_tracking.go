@@ -13,8 +13,9 @@ type trackingArea struct {
 
 // buildTracking constructs the area with explicit dependencies.
 func (s *Server) buildTracking(ctx context.Context) error {
-	s.tracking = &tracking.Handler{S: &tracking.Service{
-		DB: s.DB, Cache: s.Cache, Limiter: s.Limiter, Clock: s.Clock, Events: s.Events,
-	}}
+	svc := &tracking.Service{DB: s.DB, Cache: s.Cache, Limiter: s.Limiter, Clock: s.Clock, Events: s.Events}
+	s.tracking = &tracking.Handler{S: svc}
+	// Stop the GPS writer (after its queued points) before the database closes.
+	s.onClose(svc.Close)
 	return nil
 }

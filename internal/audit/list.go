@@ -30,6 +30,8 @@ type Filter struct {
 	SortField     string // one of SortFields; "" is created_at
 	Asc           bool   // sort_direction=asc (default desc, newest first)
 	Page          httpx.Page
+
+	searchIDs []string // UserSearch resolved to user ids (nil: not resolved)
 }
 
 // ParseUserFilter reads the query of the per-user listings (spec 2, Audit
@@ -124,14 +126,18 @@ func (f Filter) where() (string, []any) {
 	if f.UserID != "" {
 		add("user_id = ?", f.UserID)
 	}
-	if f.UserSearch != "" {
-		// The users table is small next to the log: the subquery resolves the
-		// search to a few ids, and the log is then read per id through
-		// (user_id, created_at).
+	switch {
+	case f.searchIDs != nil:
+		marks := make([]string, len(f.searchIDs))
+		for i, id := range f.searchIDs {
+			args = append(args, id)
+			marks[i] = "$" + strconv.Itoa(len(args))
+		}
+		conds = append(conds, "user_id IN ("+strings.Join(marks, ", ")+")")
+	case f.UserSearch != "":
 		args = append(args, f.UserSearch, "%"+db.Like(strings.ToLower(f.UserSearch))+"%")
 		a, b := "$"+strconv.Itoa(len(args)-1), "$"+strconv.Itoa(len(args))
-		conds = append(conds, `user_id IN (SELECT id FROM users WHERE id = `+a+
-			` OR LOWER(username) LIKE `+b+` ESCAPE '\' OR LOWER(email) LIKE `+b+` ESCAPE '\')`)
+		conds = append(conds, `user_id IN (`+userSearchSQL(a, b)+`)`)
 	}
 	if f.EventType != "" {
 		add("event_type = ?", f.EventType)
@@ -176,14 +182,63 @@ func (f Filter) orderBy() string {
 	}
 }
 
+// userSearchSQL selects the ids of users matching a user_search: the exact
+// id, or a case-insensitive substring of username or email.
+func userSearchSQL(exact, pattern string) string {
+	return `SELECT id FROM users WHERE id = ` + exact + ` OR LOWER(username) LIKE ` + pattern +
+		` ESCAPE '\' OR LOWER(email) LIKE ` + pattern + ` ESCAPE '\'`
+}
+
+// maxSearchIDs bounds how many matching user ids a user_search spells out in
+// the query; broader searches keep the subquery.
+const maxSearchIDs = 500
+
+// resolveSearch turns user_search into the list of matching user ids. The
+// users table is small next to the log, and with the ids spelled out the
+// planner reads the log per user through (user_id, created_at) instead of
+// walking all of it in time order hoping to meet the user.
+func resolveSearch(ctx context.Context, q db.Querier, f Filter) (Filter, error) {
+	if f.UserSearch == "" {
+		return f, nil
+	}
+	rows, err := q.QueryContext(ctx, userSearchSQL("$1", "$2")+` LIMIT `+strconv.Itoa(maxSearchIDs+1),
+		f.UserSearch, "%"+db.Like(strings.ToLower(f.UserSearch))+"%")
+	if err != nil {
+		return f, err
+	}
+	defer rows.Close()
+	ids := []string{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return f, err
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return f, err
+	}
+	if len(ids) <= maxSearchIDs {
+		f.searchIDs = ids
+	}
+	return f, nil
+}
+
 // List returns one page of the events matching f and the number of all of them.
 func List(ctx context.Context, q db.Querier, f Filter) ([]Entry, int, error) {
-	where, args := f.where()
-	var total int
-	if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM audit_events`+where, args...).Scan(&total); err != nil {
+	f, err := resolveSearch(ctx, q, f)
+	if err != nil {
 		return nil, 0, err
 	}
 	out := []Entry{}
+	if f.searchIDs != nil && len(f.searchIDs) == 0 {
+		return out, 0, nil
+	}
+	total, err := count(ctx, q, f)
+	if err != nil {
+		return nil, 0, err
+	}
+	where, args := f.where()
 	if total <= f.Page.Offset() {
 		return out, total, nil
 	}

@@ -142,8 +142,7 @@ func (h *Handler) CreateReport(w http.ResponseWriter, r *http.Request) {
 			}
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE audit_events SET is_reported = TRUE WHERE id = $1`, eventID)
-		return err
+		return markReported(ctx, tx, eventID)
 	})
 	if err != nil {
 		httpx.Error(w, r, err)

@@ -7,6 +7,7 @@ package audit
 
 import (
 	"context"
+	"database/sql"
 	"net/http"
 
 	"github.com/google/uuid"
@@ -94,8 +95,19 @@ func FromRequest(r *http.Request, e Event) Event {
 }
 
 // Record stores e through q (the DB, or the transaction of the operation).
-// It returns the new event id.
+// It returns the new event id. The event and its daily count (see
+// audit_event_counts) are written together: in q's transaction, or in one of
+// their own when q is the DB itself.
 func (w *Writer) Record(ctx context.Context, q db.Querier, e Event) (string, error) {
+	if d, ok := q.(*db.DB); ok {
+		var id string
+		err := d.Tx(ctx, func(tx *sql.Tx) error {
+			var err error
+			id, err = w.Record(ctx, tx, e)
+			return err
+		})
+		return id, err
+	}
 	id := uuid.NewString()
 	status := "success"
 	if e.Failed {
@@ -122,6 +134,9 @@ func (w *Writer) Record(ctx context.Context, q db.Querier, e Event) (string, err
 		nullable(e.IPAddress), nullable(e.UserAgent), nullable(e.Description), db.JSON(meta), status, nullable(e.ErrorMessage),
 		nullable(cc), nullable(cn), nullable(city), nullable(region), source, db.TS(now))
 	if err != nil {
+		return "", err
+	}
+	if err := countDelta(ctx, q, db.TS(now), e.EventType, status, source, false, 1); err != nil {
 		return "", err
 	}
 	if w.Notify != nil && e.UserID != "" {

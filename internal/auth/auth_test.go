@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"hmid/internal/apperr"
 	"hmid/internal/apptest"
 	"hmid/internal/auth"
+	"hmid/internal/config"
 	"hmid/internal/db"
 	"hmid/internal/mail"
 )
@@ -150,8 +152,11 @@ func TestLoginFailures(t *testing.T) {
 func TestLoginThrottle(t *testing.T) {
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: pw})
-		for range auth.FailPerAccount {
-			login(t, e, u.Email, "wrong password", 401)
+		for i := range auth.FailPerAccount {
+			r := login(t, e, u.Email, "wrong password", 401)
+			if r.Header.Get("RateLimit-Limit") != "5" || r.Header.Get("RateLimit-Remaining") != strconv.Itoa(auth.FailPerAccount-1-i) || r.Header.Get("RateLimit-Reset") == "" {
+				t.Fatalf("attempt %d: RateLimit headers %v", i, r.Header)
+			}
 		}
 		// Even the right password is refused while the account is throttled.
 		r := login(t, e, u.Email, pw, 429)
@@ -382,4 +387,14 @@ func TestPasswordReset(t *testing.T) {
 		}
 		e.Call(t, "POST", "/v1/auth/password-reset/request", "", map[string]any{"email": "bad"}, 400)
 	})
+}
+
+func TestSecureCookieOnHTTPS(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		u := e.NewUser(t, apptest.UserSpec{Password: pw})
+		c := cookies(login(t, e, u.Email, pw, 200))[auth.CookieName]
+		if c == nil || !c.Secure || !c.HttpOnly {
+			t.Fatalf("cookie on https %+v", c)
+		}
+	}, func(c *config.Config) { c.PublicURL = "https://id.example.test" })
 }

@@ -1,12 +1,15 @@
 package auth
 
 import (
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
 	"hmid/internal/apperr"
 	"hmid/internal/authn"
+	"hmid/internal/cache"
 	"hmid/internal/httpx"
 	"hmid/internal/sessions"
 )
@@ -51,7 +54,7 @@ func (h *Handler) Login(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	res, err := h.S.Login(r.Context(), LoginInput(b), MetaFrom(r, "api"))
+	res, err := h.S.Login(r.Context(), LoginInput(b), h.meta(w, r))
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -72,7 +75,7 @@ func (h *Handler) Register(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	res, err := h.S.Register(r.Context(), RegisterInput(b), MetaFrom(r, "api"))
+	res, err := h.S.Register(r.Context(), RegisterInput(b), h.meta(w, r))
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -114,7 +117,7 @@ func (h *Handler) Logout(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, apperr.Forbiddenf("this endpoint needs a user session token"))
 		return
 	}
-	if err := h.S.Logout(r.Context(), p, MetaFrom(r, "api")); err != nil {
+	if err := h.S.Logout(r.Context(), p, h.meta(w, r)); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
@@ -131,7 +134,7 @@ func (h *Handler) ResetRequest(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	if err := h.S.RequestReset(r.Context(), b.Email, MetaFrom(r, "api")); err != nil {
+	if err := h.S.RequestReset(r.Context(), b.Email, h.meta(w, r)); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
@@ -151,11 +154,24 @@ func (h *Handler) ResetConfirm(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	if err := h.S.ConfirmReset(r.Context(), strings.TrimSpace(b.Token), b.Password, MetaFrom(r, "api")); err != nil {
+	if err := h.S.ConfirmReset(r.Context(), strings.TrimSpace(b.Token), b.Password, h.meta(w, r)); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
 	httpx.JSON(w, http.StatusOK, MessageAnswer{Message: ResetDoneMessage})
+}
+
+// meta is the Meta of a JSON request; throttle states become the RateLimit-*
+// headers (DECISIONS.md, REST conventions).
+func (h *Handler) meta(w http.ResponseWriter, r *http.Request) Meta {
+	m := MetaFrom(r, "api")
+	m.RateLimit = func(d cache.Decision) {
+		hd := w.Header()
+		hd.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
+		hd.Set("RateLimit-Remaining", strconv.Itoa(d.Remaining))
+		hd.Set("RateLimit-Reset", strconv.Itoa(int(math.Ceil(d.Reset.Seconds()))))
+	}
+	return m
 }
 
 // SetSessionCookie stores the session token in the browser: HttpOnly (no

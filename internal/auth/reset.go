@@ -53,6 +53,7 @@ func (s *Service) RequestReset(ctx context.Context, email string, m Meta) error 
 	if err != nil {
 		return err
 	}
+	m.reportDecision(d)
 	if !d.Allowed {
 		return apperr.RateLimited(d.Reset, "too many password-reset requests; try again later")
 	}

@@ -42,6 +42,8 @@ const (
 	FailWindow     = 15 * time.Minute
 	FailPerAccount = 5
 	FailPerIP      = 20
+	// RegisterPerIP bounds registrations per client address and hour.
+	RegisterPerIP = 20
 )
 
 // Password length bounds. The lower bound is the spec's (spec 2, Limits:
@@ -81,6 +83,21 @@ type Meta struct {
 	// Source is the audit source_service: "api" for the JSON endpoints, "id"
 	// for the built-in pages (the identity web app).
 	Source string
+	// RateLimit, when set, is told the state of the throttle that applies
+	// (the JSON endpoints turn it into RateLimit-* headers).
+	RateLimit func(cache.Decision)
+}
+
+func (m Meta) report(limit int, used int64, reset time.Duration) {
+	if m.RateLimit != nil {
+		m.RateLimit(cache.Decision{Allowed: used < int64(limit), Limit: limit, Remaining: max(0, limit-int(used)), Reset: reset})
+	}
+}
+
+func (m Meta) reportDecision(d cache.Decision) {
+	if m.RateLimit != nil {
+		m.RateLimit(d)
+	}
 }
 
 // MetaFrom returns the Meta of a request.
@@ -238,32 +255,57 @@ func banError(reason string, until *time.Time) error {
 	return apperr.Forbiddenf("%s", msg)
 }
 
-// throttled answers 429 when the account or the address has used up its
-// failed attempts in the current window.
-func (s *Service) throttled(ctx context.Context, email, ip string) error {
-	for _, l := range []struct {
+// failKeys are the limiter keys of failed logins with their limits.
+func failKeys(email, ip string) []struct {
+	key   string
+	limit int
+} {
+	return []struct {
 		key   string
 		limit int
-	}{{"login_fail:acct:" + email, FailPerAccount}, {"login_fail:ip:" + ip, FailPerIP}} {
+	}{{"login_fail:acct:" + email, FailPerAccount}, {"login_fail:ip:" + ip, FailPerIP}}
+}
+
+func (s *Service) failReset() time.Duration {
+	now := s.now()
+	return now.Truncate(FailWindow).Add(FailWindow).Sub(now)
+}
+
+// throttled answers 429 when the account or the address has used up its
+// failed attempts in the current window. It reports the tighter of the two.
+func (s *Service) throttled(ctx context.Context, email string, m Meta) error {
+	limit, used := 0, int64(-1)
+	for _, l := range failKeys(email, m.IP) {
 		n, err := s.Limiter.Count(ctx, l.key, FailWindow)
 		if err != nil {
 			return err
 		}
-		if n >= int64(l.limit) {
-			now := s.now()
-			return apperr.RateLimited(now.Truncate(FailWindow).Add(FailWindow).Sub(now), "too many failed login attempts; try again later")
+		if used < 0 || int64(l.limit)-n < int64(limit)-used {
+			limit, used = l.limit, n
 		}
+	}
+	m.report(limit, used, s.failReset())
+	if used >= int64(limit) {
+		return apperr.RateLimited(s.failReset(), "too many failed login attempts; try again later")
 	}
 	return nil
 }
 
 // failed counts a failed attempt and audits it (login_failed).
 func (s *Service) failed(ctx context.Context, email, userID string, m Meta, reason string) error {
-	for _, k := range []string{"login_fail:acct:" + email, "login_fail:ip:" + m.IP} {
-		if _, err := s.Limiter.Allow(ctx, k, 1<<30, FailWindow); err != nil {
+	limit, used := 0, int64(-1)
+	for _, l := range failKeys(email, m.IP) {
+		// A plain counter: the limit is checked by throttled.
+		d, err := s.Limiter.Allow(ctx, l.key, 1<<30, FailWindow)
+		if err != nil {
 			return err
 		}
+		n := int64(d.Limit - d.Remaining)
+		if used < 0 || int64(l.limit)-n < int64(limit)-used {
+			limit, used = l.limit, n
+		}
 	}
+	m.report(limit, used, s.failReset())
 	_, err := s.Audit.Record(ctx, s.DB, audit.Event{
 		UserID: userID, EventType: audit.LoginFailed, ResourceType: "user", ResourceID: userID,
 		IPAddress: m.IP, UserAgent: m.UserAgent, SourceService: m.Source,
@@ -291,7 +333,7 @@ func (s *Service) Login(ctx context.Context, in LoginInput, m Meta) (Result, err
 	if err := s.requireEnabled(ctx); err != nil {
 		return Result{}, err
 	}
-	if err := s.throttled(ctx, email, m.IP); err != nil {
+	if err := s.throttled(ctx, email, m); err != nil {
 		return Result{}, err
 	}
 	a, found, err := s.accountByEmail(ctx, email)
@@ -447,10 +489,11 @@ func (s *Service) Register(ctx context.Context, in RegisterInput, m Meta) (Resul
 	if username != "" && !ValidUsername(username) {
 		return Result{}, apperr.Invalid("username must be 3 to 30 characters: letters, digits and underscores")
 	}
-	d, err := s.Limiter.Allow(ctx, "register:ip:"+m.IP, 20, time.Hour)
+	d, err := s.Limiter.Allow(ctx, "register:ip:"+m.IP, RegisterPerIP, time.Hour)
 	if err != nil {
 		return Result{}, err
 	}
+	m.reportDecision(d)
 	if !d.Allowed {
 		return Result{}, apperr.RateLimited(d.Reset, "too many registrations from this address; try again later")
 	}

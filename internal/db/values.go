@@ -1,6 +1,7 @@
 package db
 
 import (
+	"context"
 	"database/sql/driver"
 	"encoding/json"
 	"errors"
@@ -139,4 +140,26 @@ func IsForeignKeyViolation(err error) bool {
 func Like(s string) string {
 	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 	return r.Replace(s)
+}
+
+// Scanner is a row to scan: *sql.Row or *sql.Rows.
+type Scanner interface{ Scan(dest ...any) error }
+
+// All runs a reading query through q and scans every row with scan, returning
+// an empty (never nil) slice when there are none.
+func All[T any](ctx context.Context, q Querier, scan func(Scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }

@@ -42,3 +42,12 @@ func TestPageLinks(t *testing.T) {
 		t.Fatal("empty list must have one page")
 	}
 }
+
+func TestRedactPath(t *testing.T) {
+	if got := redactPath("/v1/sessions/hm_st_abcdefghijklmnopqrstuvwxyz0123456789"); got != "/v1/sessions/hm_st_abc…" {
+		t.Fatalf("redacted = %q", got)
+	}
+	if got := redactPath("/v1/users/me"); got != "/v1/users/me" {
+		t.Fatalf("plain path changed: %q", got)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -75,7 +76,7 @@ func Base(cfg BaseConfig, next http.Handler) http.Handler {
 				log.LogAttrs(r.Context(), slog.LevelInfo, "request",
 					slog.String("method", r.Method),
 					slog.String("route", route),
-					slog.String("path", r.URL.Path),
+					slog.String("path", redactPath(r.URL.Path)),
 					slog.Int("status", status),
 					slog.Int64("duration_us", elapsed.Microseconds()),
 					slog.String("ip", ip))
@@ -164,4 +165,19 @@ func NewMetrics() *Metrics {
 func (m *Metrics) observe(method, route string, status int, d time.Duration) {
 	m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
 	m.latency.WithLabelValues(method, route).Observe(d.Seconds())
+}
+
+// redactPath hides bearer secrets that appear in a path (GET /v1/sessions/{token}
+// takes a session token there), so access logs never hold a usable token.
+func redactPath(p string) string {
+	if !strings.Contains(p, "hm_") {
+		return p
+	}
+	parts := strings.Split(p, "/")
+	for i, seg := range parts {
+		if strings.HasPrefix(seg, "hm_") && len(seg) > 12 {
+			parts[i] = seg[:min(len(seg), 9)] + "…"
+		}
+	}
+	return strings.Join(parts, "/")
 }

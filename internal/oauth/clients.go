@@ -309,9 +309,6 @@ func (s *Service) CreateClient(ctx context.Context, p *authn.Principal, in Clien
 	if err := applyInput(&c, in, true); err != nil {
 		return Client{}, err
 	}
-	if in.IsActive.Set {
-		c.IsActive = in.IsActive.Value
-	}
 	if in.IsFirstParty.Value {
 		if !p.IsAdmin() {
 			return Client{}, apperr.Forbiddenf("only super admins and system keys can register first-party clients")
@@ -426,6 +423,11 @@ func itoa(n int) string {
 // making a client first-party needs a super admin or a system key.
 // Deactivating a client revokes its tokens.
 func (s *Service) UpdateClient(ctx context.Context, p *authn.Principal, id string, in ClientInput, m Meta) (Client, error) {
+	if !in.Name.Set && !in.Description.Set && !in.LogoURL.Set && !in.HomepageURL.Set && !in.PrivacyPolicyURL.Set &&
+		!in.TermsOfServiceURL.Set && !in.RedirectURIs.Set && !in.AllowedScopes.Set && !in.ClientType.Set &&
+		!in.IsFirstParty.Set && !in.IsActive.Set && !in.IDTokenSignedResponseAlg.Set {
+		return Client{}, apperr.Invalid("give at least one field to change")
+	}
 	c, err := s.manageableClient(ctx, p, id, "oauth_clients:update")
 	if err != nil {
 		return c, err

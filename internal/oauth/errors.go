@@ -9,21 +9,19 @@ import (
 
 // OAuth error codes (RFC 6749 §4.1.2.1, §5.2; OpenID Connect Core §3.1.2.6).
 const (
-	ErrInvalidRequest          = "invalid_request"
-	ErrInvalidClient           = "invalid_client"
-	ErrInvalidGrant            = "invalid_grant"
-	ErrUnauthorizedClient      = "unauthorized_client"
-	ErrUnsupportedGrantType    = "unsupported_grant_type"
-	ErrInvalidScope            = "invalid_scope"
-	ErrAccessDenied            = "access_denied"
-	ErrServerError             = "server_error"
-	ErrLoginRequired           = "login_required"
-	ErrConsentRequired         = "consent_required"
-	ErrRequestNotSupported     = "request_not_supported"
-	ErrRequestURINotSupported  = "request_uri_not_supported"
-	ErrInvalidToken            = "invalid_token"
-	ErrInsufficientScope       = "insufficient_scope"
-	ErrUnsupportedResponseType = "unsupported_response_type"
+	ErrInvalidRequest         = "invalid_request"
+	ErrInvalidClient          = "invalid_client"
+	ErrInvalidGrant           = "invalid_grant"
+	ErrUnsupportedGrantType   = "unsupported_grant_type"
+	ErrInvalidScope           = "invalid_scope"
+	ErrAccessDenied           = "access_denied"
+	ErrServerError            = "server_error"
+	ErrLoginRequired          = "login_required"
+	ErrConsentRequired        = "consent_required"
+	ErrRequestNotSupported    = "request_not_supported"
+	ErrRequestURINotSupported = "request_uri_not_supported"
+	ErrInvalidToken           = "invalid_token"
+	ErrInsufficientScope      = "insufficient_scope"
 )
 
 // Error is an OAuth protocol error: written as {error, error_description}

@@ -142,14 +142,9 @@ func (h *Handler) RevokeOthers(w http.ResponseWriter, r *http.Request) {
 	now := h.Clock.Now()
 	var n int64
 	err := h.DB.Tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = $1 WHERE user_id = $2 AND id <> $3 AND revoked_at IS NULL AND expires_at > $1`,
-			db.TS(now), p.UserID, p.SessionID)
-		if err != nil {
+		var err error
+		if n, err = RevokeUser(ctx, tx, p.UserID, p.SessionID, now); err != nil || n == 0 {
 			return err
-		}
-		n, _ = res.RowsAffected()
-		if n == 0 {
-			return nil
 		}
 		_, err = h.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
 			UserID: p.UserID, EventType: audit.SessionRevoked, ResourceType: "session", ResourceID: p.SessionID,

@@ -121,7 +121,7 @@ func setParent(ctx context.Context, q db.Querier, c *Category, opt httpx.Opt[str
 
 // ListCategories serves GET /v1/trip-categories: a bare array ordered by sort_order, then name.
 func (h *Handler) ListCategories(w http.ResponseWriter, r *http.Request) {
-	rows, err := h.S.DB.QueryContext(r.Context(), `SELECT `+categoryCols+` FROM trip_categories ORDER BY sort_order, name, id`)
+	rows, err := h.S.DB.QueryContext(r.Context(), `SELECT `+categoryCols+` FROM trip_categories ORDER BY sort_order, LOWER(name), id`)
 	if err != nil {
 		httpx.Error(w, r, err)
 		return

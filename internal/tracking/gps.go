@@ -165,7 +165,7 @@ func (s *Service) CreatePoint(ctx context.Context, p *authn.Principal, in PointI
 		return Point{}, err
 	}
 	device := in.DeviceID
-	if device == nil && p.APIKeyID != "" {
+	if device == nil && p != nil && p.APIKeyID != "" {
 		// A key linked to a device records for that device when the body names none.
 		var id string
 		err := s.DB.QueryRowContext(ctx, `SELECT id FROM devices WHERE api_key_id = $1`, p.APIKeyID).Scan(&id)
@@ -175,31 +175,17 @@ func (s *Service) CreatePoint(ctx context.Context, p *authn.Principal, in PointI
 			return Point{}, err
 		}
 	}
-	now := s.Clock.Now()
+	now := db.FromTS(db.TS(s.Clock.Now()))
 	pt := Point{
 		ID: newID(), DeviceID: device, Latitude: *in.Latitude, Longitude: *in.Longitude, Altitude: *in.Altitude,
 		Heading: *in.Heading, Timestamp: time.Unix(*in.Timestamp, 0).UTC(), SpeedKmh: *in.SpeedKmh, SpeedMps: *in.SpeedMps,
 		SpeedMph: *in.SpeedMph, SpeedKnots: *in.SpeedKnots, PDOP: in.PDOP, HDOP: in.HDOP, VDOP: in.VDOP,
-		CreatedAt: db.FromTS(db.TS(now)),
+		CreatedAt: now,
 	}
-	ins, count, err := s.ingestStmts(ctx)
-	if err != nil {
-		return Point{}, err
+	err := s.ingest(ctx, &pt)
+	if err != nil && db.IsForeignKeyViolation(err) {
+		return Point{}, apperr.Invalid("device_id %s does not exist", *device)
 	}
-	err = s.DB.Tx(ctx, func(tx *sql.Tx) error {
-		var trip sql.NullString
-		err := tx.StmtContext(ctx, ins).QueryRowContext(ctx, pt.ID, nullS(device), pt.Latitude, pt.Longitude, pt.Altitude, pt.Heading, db.TS(pt.Timestamp),
-			pt.SpeedKmh, pt.SpeedMps, pt.SpeedMph, pt.SpeedKnots, nullF(pt.PDOP), nullF(pt.HDOP), nullF(pt.VDOP), db.TS(now)).Scan(&trip)
-		if err != nil {
-			if db.IsForeignKeyViolation(err) {
-				return apperr.Invalid("device_id %s does not exist", *device)
-			}
-			return err
-		}
-		pt.TripID = sptr(trip)
-		_, err = tx.StmtContext(ctx, count).ExecContext(ctx, 1, countSlot(pt.ID))
-		return err
-	})
 	if err != nil {
 		return Point{}, err
 	}
@@ -216,23 +202,84 @@ const (
 	insertPointSQL = `INSERT INTO gps_points (` + pointCols + `) VALUES ($1, $2,
 		(SELECT t.id FROM trips t WHERE t.device_id = $2 AND t.status = 'active' AND t.gps_logging_enabled = TRUE LIMIT 1),
 		$3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING trip_id`
-	countPointSQL = `UPDATE gps_point_count SET n = n + $1 WHERE slot = $2`
+	countPointSQL  = `UPDATE gps_point_count SET n = n + $1 WHERE slot = $2`
+	bucketPointSQL = `INSERT INTO gps_point_buckets (bucket, slot, n) VALUES ($1, $2, $3)
+		ON CONFLICT (bucket, slot) DO UPDATE SET n = gps_point_buckets.n + excluded.n`
+	// bucketMicros is the width of a bucket: one hour of timestamps.
+	bucketMicros = int64(time.Hour / time.Microsecond)
 )
 
-func (s *Service) ingestStmts(ctx context.Context) (ins, count *sql.Stmt, err error) {
+// bucketOf returns the hour bucket of a timestamp column value.
+func bucketOf(tsMicros int64) int64 { return tsMicros / bucketMicros }
+
+// countPoint adds delta to the total and to the point's hour bucket.
+func countPoint(ctx context.Context, tx *sql.Tx, count, bucket *sql.Stmt, id string, tsMicros, delta int64) error {
+	slot := countSlot(id)
+	if _, err := tx.StmtContext(ctx, count).ExecContext(ctx, delta, slot); err != nil {
+		return err
+	}
+	_, err := tx.StmtContext(ctx, bucket).ExecContext(ctx, bucketOf(tsMicros), slot, delta)
+	return err
+}
+
+func (s *Service) ingestStmts(ctx context.Context) (ins, count, bucket *sql.Stmt, err error) {
 	s.prep.Lock()
 	defer s.prep.Unlock()
-	if s.prep.insert == nil {
-		if s.prep.insert, err = s.DB.Writer().PrepareContext(ctx, insertPointSQL); err != nil {
-			return nil, nil, err
+	for _, p := range []struct {
+		dst **sql.Stmt
+		sql string
+	}{{&s.prep.insert, insertPointSQL}, {&s.prep.count, countPointSQL}, {&s.prep.bucket, bucketPointSQL}} {
+		if *p.dst == nil {
+			if *p.dst, err = s.DB.Writer().PrepareContext(ctx, p.sql); err != nil {
+				return nil, nil, nil, err
+			}
 		}
 	}
-	if s.prep.count == nil {
-		if s.prep.count, err = s.DB.Writer().PrepareContext(ctx, countPointSQL); err != nil {
-			return nil, nil, err
-		}
+	return s.prep.insert, s.prep.count, s.prep.bucket, nil
+}
+
+// insertPoint writes a point and its counts in one transaction.
+func (s *Service) insertPoint(ctx context.Context, pt *Point) error {
+	ins, count, bucket, err := s.ingestStmts(ctx)
+	if err != nil {
+		return err
 	}
-	return s.prep.insert, s.prep.count, nil
+	return s.DB.Tx(ctx, func(tx *sql.Tx) error {
+		var trip sql.NullString
+		if err := tx.StmtContext(ctx, ins).QueryRowContext(ctx, pointArgs(pt)...).Scan(&trip); err != nil {
+			return err
+		}
+		pt.TripID = sptr(trip)
+		return countPoint(ctx, tx, count, bucket, pt.ID, db.TS(pt.Timestamp), 1)
+	})
+}
+
+// insertPointPGSQL does on PostgreSQL what insertPoint does, as one statement
+// (data-modifying CTEs run atomically): one round trip instead of five, and
+// the counter rows stay locked only for the statement and its commit.
+const insertPointPGSQL = `WITH p AS (` + insertPointSQL + `),
+	c AS (UPDATE gps_point_count SET n = n + 1 WHERE slot = $16),
+	b AS (INSERT INTO gps_point_buckets (bucket, slot, n) VALUES ($17, $16, 1)
+		ON CONFLICT (bucket, slot) DO UPDATE SET n = gps_point_buckets.n + 1)
+	SELECT trip_id FROM p`
+
+func (s *Service) insertPointPG(ctx context.Context, pt *Point) error {
+	var trip sql.NullString
+	if err := s.DB.Writer().QueryRowContext(ctx, insertPointPGSQL, pgArgs(pt)...).Scan(&trip); err != nil {
+		return err
+	}
+	pt.TripID = sptr(trip)
+	return nil
+}
+
+// pgArgs are the arguments of insertPointPGSQL.
+func pgArgs(pt *Point) []any {
+	return append(pointArgs(pt), countSlot(pt.ID), bucketOf(db.TS(pt.Timestamp)))
+}
+
+func pointArgs(pt *Point) []any {
+	return []any{pt.ID, nullS(pt.DeviceID), pt.Latitude, pt.Longitude, pt.Altitude, pt.Heading, db.TS(pt.Timestamp),
+		pt.SpeedKmh, pt.SpeedMps, pt.SpeedMph, pt.SpeedKnots, nullF(pt.PDOP), nullF(pt.HDOP), nullF(pt.VDOP), db.TS(pt.CreatedAt)}
 }
 
 // countSlot spreads counter updates over the slots by point id.
@@ -312,21 +359,68 @@ func (s *Service) Current(ctx context.Context, deviceID *string) (Point, error) 
 	return p, nil
 }
 
-// ListPoints returns one page of points, newest first, and the total. The
-// page's ids come from the (ts, id) index alone, so a deep OFFSET skips index
-// entries rather than rows, and the total is the sum of the maintained
-// counter instead of a COUNT over every point.
+// ListPoints returns one page of points, newest first, and the total.
+//
+// The total is the sum of the maintained counter, not a COUNT over every
+// point. The page is found without skipping OFFSET rows from the top: the
+// hour buckets are walked from the newest to find the hour in which the page
+// starts, and only the points of that hour before the page are skipped, on
+// the (ts, id) index alone; the rows of the page are then read by id.
 func (s *Service) ListPoints(ctx context.Context, pg httpx.Page) ([]Point, int, error) {
 	var total int64
 	if err := s.DB.QueryRowContext(ctx, `SELECT COALESCE(SUM(n), 0) FROM gps_point_count`).Scan(&total); err != nil {
 		return nil, 0, err
 	}
-	if pg.Offset() >= int(total) {
+	offset := int64(pg.Offset())
+	if offset >= total {
 		return []Point{}, int(total), nil
 	}
+	upper, skip, err := s.pageStart(ctx, offset)
+	if err != nil {
+		return nil, 0, err
+	}
 	pts, err := scanPoints(s.DB.QueryContext(ctx, `SELECT `+pointCols+` FROM gps_points WHERE id IN
-		(SELECT id FROM gps_points ORDER BY ts DESC, id DESC LIMIT $1 OFFSET $2) ORDER BY ts DESC, id DESC`, pg.Limit, pg.Offset()))
+		(SELECT id FROM gps_points WHERE ts < $1 ORDER BY ts DESC, id DESC LIMIT $2 OFFSET $3) ORDER BY ts DESC, id DESC`, upper, pg.Limit, skip))
 	return pts, int(total), err
+}
+
+// pageStart finds where the point at offset (newest first) lies: the end of
+// its hour bucket (an exclusive ts bound) and how many points of that hour
+// come before it.
+func (s *Service) pageStart(ctx context.Context, offset int64) (upper, skip int64, err error) {
+	if offset == 0 {
+		return math.MaxInt64, 0, nil
+	}
+	rows, err := s.DB.QueryContext(ctx, `SELECT bucket, n FROM gps_point_buckets ORDER BY bucket DESC`)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer rows.Close()
+	var before, cur, inCur int64 // points in newer hours; the hour being summed and its points
+	cur = -1
+	for rows.Next() {
+		var b, n int64
+		if err := rows.Scan(&b, &n); err != nil {
+			return 0, 0, err
+		}
+		if b != cur {
+			if cur >= 0 && before+inCur > offset {
+				break
+			}
+			before += inCur
+			cur, inCur = b, 0
+		}
+		inCur += n
+	}
+	if err := rows.Err(); err != nil {
+		return 0, 0, err
+	}
+	if cur < 0 || before+inCur <= offset {
+		// The buckets disagree with the total (a write raced this read):
+		// fall back to skipping from the top.
+		return math.MaxInt64, offset, nil
+	}
+	return (cur + 1) * bucketMicros, offset - before, nil
 }
 
 // ListGPS serves GET /v1/gps.
@@ -426,10 +520,16 @@ func (h *Handler) DeleteGPS(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
+	_, count, bucket, err := h.S.ingestStmts(ctx)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
 	var device sql.NullString
 	err = h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
 		var trip sql.NullString
-		if err := tx.QueryRowContext(ctx, `SELECT device_id, trip_id FROM gps_points WHERE id = $1`, id).Scan(&device, &trip); err != nil {
+		var ts int64
+		if err := tx.QueryRowContext(ctx, `SELECT device_id, trip_id, ts FROM gps_points WHERE id = $1`, id).Scan(&device, &trip, &ts); err != nil {
 			return notFoundOr(err, "GPS point")
 		}
 		if trip.Valid {
@@ -442,8 +542,7 @@ func (h *Handler) DeleteGPS(w http.ResponseWriter, r *http.Request) {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return apperr.Conflictf("the GPS point was linked to a trip or deleted meanwhile")
 		}
-		_, err = tx.ExecContext(ctx, countPointSQL, -1, countSlot(id))
-		return err
+		return countPoint(ctx, tx, count, bucket, id, ts, -1)
 	})
 	if err != nil {
 		httpx.Error(w, r, err)

@@ -3,6 +3,7 @@ package tracking_test
 import (
 	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -227,6 +228,92 @@ func TestGPSDeviceFromAPIKey(t *testing.T) {
 		p := create(t, e, "/v1/gps", key, point(100, nil))
 		if p["device_id"] != dev["id"] {
 			t.Fatalf("point of a linked key = %v", p)
+		}
+	})
+}
+
+// TestGPSListPagesAcrossHours checks that every page, found through the hour
+// buckets, equals the same slice of the full newest-first order, also after
+// deletions and for points that arrive out of order.
+func TestGPSListPagesAcrossHours(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		sys := e.SystemKey
+		base := apptest.Start.Unix()
+		// 40 points over 7 hours, posted in a scrambled order, some sharing a timestamp.
+		var all []string
+		for i := range 40 {
+			if i%25 == 24 {
+				e.Clock.Advance(time.Minute)
+			}
+			ts := base - int64((i*7919)%40)*700 - int64(i%3)
+			if i%10 == 0 {
+				ts = base - 3600
+			}
+			all = append(all, create(t, e, "/v1/gps", sys, point(ts, nil))["id"].(string))
+		}
+		check := func(total int) {
+			t.Helper()
+			var full []string
+			for page := 1; ; page++ {
+				l := e.Call(t, "GET", fmt.Sprintf("/v1/gps?page=%d&limit=100", page), sys, nil, http.StatusOK).JSON()
+				full = append(full, ids(l["data"].([]any))...)
+				if len(l["data"].([]any)) < 100 {
+					break
+				}
+			}
+			if len(full) != total {
+				t.Fatalf("full list has %d, want %d", len(full), total)
+			}
+			for _, limit := range []int{1, 3, 7} {
+				for page := 1; (page-1)*limit < total; page++ {
+					got := ids(e.Call(t, "GET", fmt.Sprintf("/v1/gps?page=%d&limit=%d", page, limit), sys, nil, http.StatusOK).JSON()["data"].([]any))
+					want := full[(page-1)*limit : min(page*limit, total)]
+					if fmt.Sprint(got) != fmt.Sprint(want) {
+						t.Fatalf("limit %d page %d = %v, want %v", limit, page, got, want)
+					}
+				}
+			}
+		}
+		check(40)
+		for _, id := range all[5:15] {
+			e.Call(t, "DELETE", "/v1/gps/"+id, sys, nil, http.StatusNoContent)
+		}
+		check(30)
+	})
+}
+
+// TestGPSConcurrentIngest posts points at once, one of them for an unknown
+// device: batched writes still answer each request on its own.
+func TestGPSConcurrentIngest(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		dev := create(t, e, "/v1/devices", e.SystemKey, map[string]any{"name": "d"})["id"].(string)
+		admin := e.Admin(t)
+		const n = 24
+		status := make([]int, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			key, _ := e.NewAPIKey(t, admin.ID, "gps:write")
+			device := dev
+			if i == 7 {
+				device = uuid.NewString()
+			}
+			wg.Go(func() {
+				status[i] = e.Do(t, apptest.Req{Method: "POST", Path: "/v1/gps", Token: key, Body: point(int64(1000+i), map[string]any{"device_id": device})}).Status
+			})
+		}
+		wg.Wait()
+		for i, s := range status {
+			want := http.StatusCreated
+			if i == 7 {
+				want = http.StatusBadRequest
+			}
+			if s != want {
+				t.Errorf("request %d: %d, want %d", i, s, want)
+			}
+		}
+		l := e.Call(t, "GET", "/v1/gps?limit=100", e.SystemKey, nil, http.StatusOK).JSON()
+		if tot := l["pagination"].(map[string]any)["total"]; tot != float64(n-1) || len(l["data"].([]any)) != n-1 {
+			t.Fatalf("total = %v", tot)
 		}
 	})
 }

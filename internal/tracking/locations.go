@@ -203,7 +203,7 @@ func (h *Handler) ListLocations(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	rows, err := h.S.DB.QueryContext(ctx, `SELECT `+locationCols+` FROM locations ORDER BY name, id LIMIT $1 OFFSET $2`, pg.Limit, pg.Offset())
+	rows, err := h.S.DB.QueryContext(ctx, `SELECT `+locationCols+` FROM locations ORDER BY LOWER(name), id LIMIT $1 OFFSET $2`, pg.Limit, pg.Offset())
 	if err != nil {
 		httpx.Error(w, r, err)
 		return

@@ -2,6 +2,7 @@ package tracking_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -311,5 +312,33 @@ func TestTripTemplates(t *testing.T) {
 		e.Call(t, "DELETE", "/v1/trip-templates/"+id, op.Token, nil, http.StatusForbidden)
 		e.Call(t, "DELETE", "/v1/trip-templates/"+id, sys, nil, http.StatusNoContent)
 		e.Call(t, "DELETE", "/v1/trip-templates/"+id, sys, nil, http.StatusNotFound)
+	})
+}
+
+// TestNameOrderIgnoresCase lists mixed-case names the same way on both engines.
+func TestNameOrderIgnoresCase(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		for _, n := range []string{"beta", "Alpha", "gamma", "Delta"} {
+			create(t, e, "/v1/locations", e.SystemKey, map[string]any{"name": n})
+			create(t, e, "/v1/trip-templates", e.SystemKey, map[string]any{"name": n})
+			create(t, e, "/v1/trip-categories", e.SystemKey, map[string]any{"name": n})
+		}
+		names := func(list []any) string {
+			var out []string
+			for _, x := range list {
+				out = append(out, x.(map[string]any)["name"].(string))
+			}
+			return strings.Join(out, ",")
+		}
+		const want = "Alpha,beta,Delta,gamma"
+		if got := names(e.Call(t, "GET", "/v1/locations", e.SystemKey, nil, http.StatusOK).JSON()["data"].([]any)); got != want {
+			t.Errorf("locations = %s", got)
+		}
+		if got := names(e.Call(t, "GET", "/v1/trip-templates", e.SystemKey, nil, http.StatusOK).Array()); got != want {
+			t.Errorf("templates = %s", got)
+		}
+		if got := names(e.Call(t, "GET", "/v1/trip-categories", e.SystemKey, nil, http.StatusOK).Array()); got != want {
+			t.Errorf("categories = %s", got)
+		}
 	})
 }

@@ -116,7 +116,7 @@ func (b *templateBody) apply(ctx context.Context, q db.Querier, t *Template) err
 
 // ListTemplates serves GET /v1/trip-templates: a bare array ordered by name.
 func (h *Handler) ListTemplates(w http.ResponseWriter, r *http.Request) {
-	rows, err := h.S.DB.QueryContext(r.Context(), `SELECT `+templateCols+` FROM trip_templates ORDER BY name, id`)
+	rows, err := h.S.DB.QueryContext(r.Context(), `SELECT `+templateCols+` FROM trip_templates ORDER BY LOWER(name), id`)
 	if err != nil {
 		httpx.Error(w, r, err)
 		return

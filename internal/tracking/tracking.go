@@ -38,9 +38,10 @@ type Service struct {
 	Clock   clock.Clock
 	Events  events.Publisher // may be nil
 
+	ing  ingester // the GPS group commit (see ingest)
 	prep struct { // prepared ingestion statements (see ingestStmts)
 		sync.Mutex
-		insert, count *sql.Stmt
+		insert, count, bucket *sql.Stmt
 	}
 }
 

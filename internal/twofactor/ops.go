@@ -162,7 +162,7 @@ func (s *Service) Verify(ctx context.Context, p *authn.Principal, userID, code s
 	if err != nil {
 		return CodesResult{}, err
 	}
-	st, err := s.load(ctx, s.DB, uid)
+	st, err := load(ctx, s.DB, uid)
 	if err != nil {
 		return CodesResult{}, err
 	}
@@ -174,15 +174,15 @@ func (s *Service) Verify(ctx context.Context, p *authn.Principal, userID, code s
 	case !s.Clock.Now().Before(st.SetupExpiresAt):
 		return CodesResult{}, apperr.Invalid("the two-factor setup expired; start it again")
 	}
-	at := attempt{userID: uid, actorID: actorOf(p, uid), client: c, operation: opVerify}
+	at := &attempt{userID: uid, actorID: actorOf(p, uid), client: c, operation: opVerify}
 	pr, err := s.check(ctx, st, code, at)
 	if err != nil {
 		return CodesResult{}, err
 	}
 	now := s.Clock.Now()
-	codes, hashes, err := newBackupCodes()
+	codes, rows, err := s.newBackupCodes(uid)
 	if err != nil {
-		return CodesResult{}, err
+		return CodesResult{}, s.settle(ctx, at, pr.method, err)
 	}
 	err = s.DB.Tx(ctx, func(tx *sql.Tx) error {
 		// Conditional on the very setup that was checked: a parallel verify
@@ -198,14 +198,14 @@ func (s *Service) Verify(ctx context.Context, p *authn.Principal, userID, code s
 		} else if n == 0 {
 			return apperr.Invalid("two-factor authentication is already enabled or the setup was restarted")
 		}
-		if err := replaceBackupCodes(ctx, tx, uid, hashes, now); err != nil {
+		if err := replaceBackupCodes(ctx, tx, uid, rows, now); err != nil {
 			return err
 		}
 		return s.record(ctx, tx, at,
 			event{audit.TwoFAVerified, "Two-factor code verified", map[string]any{"operation": opVerify, "method": methodTOTP}},
 			event{audit.TwoFAEnabled, "Two-factor authentication enabled on " + st.PlatformName, map[string]any{"platform": st.PlatformSlug}})
 	})
-	if err != nil {
+	if err := s.settle(ctx, at, pr.method, err); err != nil {
 		return CodesResult{}, err
 	}
 	s.notify(ctx, uid, mail.KindTwoFactorEnabled, st.PlatformName, now)
@@ -229,7 +229,7 @@ func (s *Service) Disable(ctx context.Context, p *authn.Principal, userID, code 
 	if err != nil {
 		return DisableResult{}, err
 	}
-	at := attempt{userID: uid, actorID: actorOf(p, uid), client: c, operation: opDisable, allowBackup: true}
+	at := &attempt{userID: uid, actorID: actorOf(p, uid), client: c, operation: opDisable, allowBackup: true}
 	pr, err := s.check(ctx, st, code, at)
 	if err != nil {
 		return DisableResult{}, err
@@ -253,10 +253,7 @@ func (s *Service) Disable(ctx context.Context, p *authn.Principal, userID, code 
 		}
 		return s.record(ctx, tx, at, event{audit.TwoFADisabled, "Two-factor authentication disabled", map[string]any{"platform": st.PlatformSlug, "method": pr.method}})
 	})
-	if errors.Is(err, errReplay) {
-		return DisableResult{}, s.failed(ctx, at, pr.method)
-	}
-	if err != nil {
+	if err := s.settle(ctx, at, pr.method, err); err != nil {
 		return DisableResult{}, err
 	}
 	s.notify(ctx, uid, mail.KindTwoFactorDisabled, st.PlatformName, now)
@@ -276,29 +273,26 @@ func (s *Service) RegenerateBackupCodes(ctx context.Context, p *authn.Principal,
 	if err != nil {
 		return CodesResult{}, err
 	}
-	at := attempt{userID: uid, actorID: actorOf(p, uid), client: c, operation: opRegenerate}
+	at := &attempt{userID: uid, actorID: actorOf(p, uid), client: c, operation: opRegenerate}
 	pr, err := s.check(ctx, st, code, at)
 	if err != nil {
 		return CodesResult{}, err
 	}
-	codes, hashes, err := newBackupCodes()
+	codes, rows, err := s.newBackupCodes(uid)
 	if err != nil {
-		return CodesResult{}, err
+		return CodesResult{}, s.settle(ctx, at, pr.method, err)
 	}
 	now := s.Clock.Now()
 	err = s.DB.Tx(ctx, func(tx *sql.Tx) error {
 		if err := spend(ctx, tx, uid, pr, now); err != nil {
 			return err
 		}
-		if err := replaceBackupCodes(ctx, tx, uid, hashes, now); err != nil {
+		if err := replaceBackupCodes(ctx, tx, uid, rows, now); err != nil {
 			return err
 		}
 		return s.record(ctx, tx, at, event{audit.TwoFABackupRegenerated, "Two-factor backup codes regenerated", map[string]any{"count": BackupCodeCount}})
 	})
-	if errors.Is(err, errReplay) {
-		return CodesResult{}, s.failed(ctx, at, pr.method)
-	}
-	if err != nil {
+	if err := s.settle(ctx, at, pr.method, err); err != nil {
 		return CodesResult{}, err
 	}
 	s.notify(ctx, uid, mail.KindBackupCodesRegenerated, st.PlatformName, now)
@@ -317,7 +311,7 @@ type event struct {
 }
 
 // record writes the successful audit events of one operation inside tx.
-func (s *Service) record(ctx context.Context, tx *sql.Tx, at attempt, events ...event) error {
+func (s *Service) record(ctx context.Context, tx *sql.Tx, at *attempt, events ...event) error {
 	for _, e := range events {
 		if _, err := s.Audit.Record(ctx, tx, audit.Event{
 			UserID: at.userID, ActorID: at.actorID, EventType: e.typ, ResourceType: "two_factor", ResourceID: at.userID,
@@ -443,7 +437,7 @@ func (s *Service) VerifyLogin(ctx context.Context, userID, code, ip, userAgent s
 	if err != nil {
 		return err
 	}
-	at := attempt{userID: userID, client: Client{IPAddress: ip, UserAgent: userAgent}, operation: opLogin, allowBackup: true}
+	at := &attempt{userID: userID, client: Client{IPAddress: ip, UserAgent: userAgent}, operation: opLogin, allowBackup: true}
 	pr, err := s.check(ctx, st, code, at)
 	if err != nil {
 		return err
@@ -454,8 +448,5 @@ func (s *Service) VerifyLogin(ctx context.Context, userID, code, ip, userAgent s
 		}
 		return s.record(ctx, tx, at, event{audit.TwoFAVerified, "Two-factor code verified at login", map[string]any{"operation": opLogin, "method": pr.method}})
 	})
-	if errors.Is(err, errReplay) {
-		return s.failed(ctx, at, pr.method)
-	}
-	return err
+	return s.settle(ctx, at, pr.method, err)
 }

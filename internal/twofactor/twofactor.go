@@ -48,13 +48,13 @@ const (
 
 // Service holds the dependencies of two-factor authentication.
 type Service struct {
-	DB      *db.DB
-	Clock   clock.Clock
-	Box     *secretbox.Box // seals TOTP secrets at rest
-	Audit   *audit.Writer
-	Limiter *cache.Limiter // counts failed attempts (atomic on memory and Redis)
-	Mail    mail.Sender
-	Log     *slog.Logger
+	DB    *db.DB
+	Clock clock.Clock
+	Box   *secretbox.Box // seals TOTP secrets at rest
+	Audit *audit.Writer
+	Cache cache.Cache // counts attempts per user (Incr is atomic on memory and Redis)
+	Mail  mail.Sender
+	Log   *slog.Logger
 }
 
 var _ authflow.SecondFactor = (*Service)(nil)
@@ -131,7 +131,7 @@ type state struct {
 }
 
 // load returns the user's two-factor row, or nil when there is none.
-func (s *Service) load(ctx context.Context, q db.Querier, userID string) (*state, error) {
+func load(ctx context.Context, q db.Querier, userID string) (*state, error) {
 	var (
 		st      state
 		exp     int64
@@ -158,7 +158,7 @@ func (s *Service) load(ctx context.Context, q db.Querier, userID string) (*state
 // loadEnabled returns the row of a user with two-factor authentication on,
 // or a 400 when it is off (spec 2, Errors: "already disabled").
 func (s *Service) loadEnabled(ctx context.Context, userID string) (*state, error) {
-	st, err := s.load(ctx, s.DB, userID)
+	st, err := load(ctx, s.DB, userID)
 	if err != nil {
 		return nil, err
 	}
@@ -185,12 +185,14 @@ func (s *Service) Status(ctx context.Context, p *authn.Principal, userID string)
 	if err != nil {
 		return Status{}, err
 	}
-	return s.status(ctx, uid)
+	return StatusOf(ctx, s.DB, uid)
 }
 
-func (s *Service) status(ctx context.Context, userID string) (Status, error) {
+// StatusOf returns the two-factor state of userID without an access check,
+// for areas that have done their own (the personal-data export, GraphQL).
+func StatusOf(ctx context.Context, q db.Querier, userID string) (Status, error) {
 	out := Status{}
-	st, err := s.load(ctx, s.DB, userID)
+	st, err := load(ctx, q, userID)
 	if err != nil || st == nil || st.Status != stateEnabled {
 		return out, err
 	}
@@ -198,7 +200,7 @@ func (s *Service) status(ctx context.Context, userID string) (Status, error) {
 	out.EnabledAt = st.EnabledAt
 	slug := st.PlatformSlug
 	out.SetupPlatform, out.PlatformSlug = &slug, &slug
-	err = s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM two_factor_backup_codes WHERE user_id = $1 AND used_at IS NULL`, userID).
+	err = q.QueryRowContext(ctx, `SELECT COUNT(*) FROM two_factor_backup_codes WHERE user_id = $1 AND used_at IS NULL`, userID).
 		Scan(&out.BackupCodesRemaining)
 	return out, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"hmid/internal/authn"
 	"hmid/internal/db"
 	"hmid/internal/httpx"
+	"hmid/internal/sessions"
 )
 
 // Handler serves the users endpoints (spec 2, Users).
@@ -80,7 +82,8 @@ func (h *Handler) Get(w http.ResponseWriter, r *http.Request) {
 	httpx.WriteResource(w, r, http.StatusOK, u)
 }
 
-// Me serves GET /v1/users/me: the caller's own user.
+// Me serves GET /v1/users/me: the caller's own user (also for OAuth access
+// tokens, limited to their scopes).
 func (h *Handler) Me(w http.ResponseWriter, r *http.Request) {
 	p := authn.From(r.Context())
 	if p.UserID == "" {
@@ -91,6 +94,17 @@ func (h *Handler) Me(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
+	}
+	if p.Kind == authn.KindOAuth {
+		// An OAuth client sees only what its scopes grant, as in UserInfo
+		// (spec 1, UserInfo claims): no email without "email", no avatar
+		// without "profile".
+		if !p.HasOAuthScope("email") {
+			u.Email = nil
+		}
+		if !p.HasOAuthScope("profile") {
+			u.AvatarURL = nil
+		}
 	}
 	httpx.WriteResource(w, r, http.StatusOK, u)
 }
@@ -143,10 +157,10 @@ type updateBody struct {
 	AvatarsEnabled httpx.Opt[bool]   `json:"avatars_enabled"`
 }
 
-// Update serves PATCH /v1/users/{id}: only the fields sent change.
-// A user acting on themself without users:write cannot set the email here:
-// an unverified address would let them claim another person's address (and
-// with it the sign-in linking by email); they use the verified email change.
+// Update serves PATCH /v1/users/{id}: only the fields sent change. An email
+// set here is the user's contact address; it is not verified, so the sign-in
+// upsert never links accounts by it (only by verified platform-account
+// emails), and an address another user has answers 409.
 func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	p := authn.From(ctx)
@@ -177,10 +191,6 @@ func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 	email := strings.ToLower(strings.TrimSpace(b.Email.Value))
 	if b.Email.Set && !b.Email.Null && !validEmail(email) {
 		httpx.Error(w, r, apperr.Invalid("email is not a valid address"))
-		return
-	}
-	if b.Email.Set && !p.Can("users:write") {
-		httpx.Error(w, r, apperr.Forbiddenf("change your email address with the email change request, which verifies the new address"))
 		return
 	}
 	if b.AvatarURL.Set && !b.AvatarURL.Null && !validURL(b.AvatarURL.Value) {
@@ -305,9 +315,14 @@ func (h *Handler) UpdateLocale(w http.ResponseWriter, r *http.Request) {
 	}
 	var v any
 	if !b.Locale.Null {
+		supported, err := h.S.supportedLocales(ctx)
+		if err != nil {
+			httpx.Error(w, r, err)
+			return
+		}
 		loc := strings.ToLower(strings.TrimSpace(b.Locale.Value))
-		if !ValidLocale(loc) {
-			httpx.Error(w, r, apperr.Invalid("locale must be one of %s", strings.Join(SupportedLocales, ", ")))
+		if !slices.Contains(supported, loc) {
+			httpx.Error(w, r, apperr.Invalid("locale must be one of %s", strings.Join(supported, ", ")))
 			return
 		}
 		v = loc
@@ -385,7 +400,7 @@ func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
 	p := authn.From(ctx)
 	id := chi.URLParam(r, "id")
 	now := h.S.Clock.Now()
-	var sessions, keys int64
+	var revoked, keys int64
 	err := h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
 		u, err := h.S.active(ctx, tx, id)
 		if err != nil {
@@ -402,10 +417,9 @@ func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return apperr.NotFoundf("user not found")
 		}
-		if res, err = tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL`, db.TS(now), id); err != nil {
+		if revoked, err = sessions.RevokeUser(ctx, tx, id, "", now); err != nil {
 			return err
 		}
-		sessions, _ = res.RowsAffected()
 		if res, err = tx.ExecContext(ctx, `DELETE FROM api_keys WHERE user_id = $1`, id); err != nil {
 			return err
 		}
@@ -413,7 +427,7 @@ func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
 		_, err = h.S.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
 			UserID: id, ActorID: actorIfOther(p, id), EventType: audit.UserDeleted, ResourceType: "user", ResourceID: id,
 			Description: "user deleted; permanent deletion scheduled",
-			Metadata:    map[string]any{"scheduled_deletion_at": now.Add(DeletionGrace), "sessions_revoked": sessions, "api_keys_deleted": keys},
+			Metadata:    map[string]any{"scheduled_deletion_at": now.Add(DeletionGrace), "sessions_revoked": revoked, "api_keys_deleted": keys},
 		}))
 		return err
 	})

@@ -70,7 +70,10 @@ type oauthBody struct {
 // the web front end's authentication layer. The platform account
 // (oauthProvider, oauthProviderId) is looked up; when it exists its details
 // are refreshed (200); otherwise it is linked to the user with the same email
-// (200, account_linked), or a new user is created (201, user_created). A
+// (200, account_linked), or a new user is created (201, user_created).
+// Linking needs the address to be verified on one of that user's platform
+// accounts: a contact email typed into PATCH /v1/users/{id} must not let its
+// owner capture someone else's first sign-in (account pre-hijacking). A
 // disabled platform refuses every sign-in and a platform with registration
 // turned off refuses new users (403); a soft-deleted account answers 403.
 // Avatars are stored only while the user's avatars_enabled is on.
@@ -114,7 +117,8 @@ func (h *Handler) OAuthLogin(w http.ResponseWriter, r *http.Request) {
 		created bool
 		lu      LoginUser
 	)
-	err := h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	upsert := func(tx *sql.Tx) error {
+		created = false
 		var (
 			platformID, platformName string
 			enabled, registration    bool
@@ -146,7 +150,7 @@ func (h *Handler) OAuthLogin(w http.ResponseWriter, r *http.Request) {
 			if u.DeletedAt != nil {
 				return apperr.Forbiddenf("this account is scheduled for deletion")
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE platform_accounts SET username = $1, email = $2, avatar_url = $3, updated_at = $4 WHERE id = $5`,
+			if _, err := tx.ExecContext(ctx, `UPDATE platform_accounts SET username = $1, email = COALESCE($2, email), avatar_url = $3, updated_at = $4 WHERE id = $5`,
 				b.Name, nullable(email), nullable(avatarIf(u.AvatarsEnabled, image)), ts, accountID); err != nil {
 				return err
 			}
@@ -158,7 +162,9 @@ func (h *Handler) OAuthLogin(w http.ResponseWriter, r *http.Request) {
 		case errors.Is(err, sql.ErrNoRows):
 			linked := ""
 			if email != "" {
-				err := tx.QueryRowContext(ctx, `SELECT id FROM users WHERE LOWER(email) = $1 AND deleted_at IS NULL ORDER BY created_at, id LIMIT 1`, email).Scan(&linked)
+				err := tx.QueryRowContext(ctx, `SELECT u.id FROM users u WHERE LOWER(u.email) = $1 AND u.deleted_at IS NULL
+					AND EXISTS (SELECT 1 FROM platform_accounts pa WHERE pa.user_id = u.id AND LOWER(pa.email) = $1 AND pa.email_verified)
+					ORDER BY u.created_at, u.id LIMIT 1`, email).Scan(&linked)
 				if err != nil && !errors.Is(err, sql.ErrNoRows) {
 					return err
 				}
@@ -213,9 +219,18 @@ func (h *Handler) OAuthLogin(w http.ResponseWriter, r *http.Request) {
 		}
 		lu, err = h.S.loginUser(ctx, tx, userID)
 		return err
-	})
+	}
+	// A concurrent first sign-in of the same account (or a username taken in
+	// between) fails on a unique index; running again then finds the account
+	// the other request created.
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if err = h.S.DB.Tx(ctx, upsert); !db.IsUniqueViolation(err) {
+			break
+		}
+	}
 	if db.IsUniqueViolation(err) {
-		err = apperr.Conflictf("a concurrent sign-in created this account; retry")
+		err = apperr.Conflictf("concurrent sign-ins of this account collided; retry")
 	}
 	if err != nil {
 		httpx.Error(w, r, err)

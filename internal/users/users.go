@@ -31,6 +31,19 @@ type Service struct {
 	Clock clock.Clock
 	Epoch authn.Epoch // bumped after deletions and role changes
 	Audit *audit.Writer
+
+	// Locales returns the supported locales (the system setting
+	// email.supported_locales once the settings area provides it); nil means
+	// SupportedLocales.
+	Locales func(ctx context.Context) ([]string, error)
+}
+
+// supportedLocales returns the locales users may choose now.
+func (s *Service) supportedLocales(ctx context.Context) ([]string, error) {
+	if s.Locales == nil {
+		return SupportedLocales, nil
+	}
+	return s.Locales(ctx)
 }
 
 // User is the user resource (spec 2, User).
@@ -126,7 +139,7 @@ func ValidUsername(name string) error {
 	return nil
 }
 
-// ValidLocale reports whether locale is one of SupportedLocales.
+// ValidLocale reports whether locale is one of the default SupportedLocales.
 func ValidLocale(locale string) bool { return slices.Contains(SupportedLocales, locale) }
 
 // emailTaken reports whether another user already uses email (case-insensitively).

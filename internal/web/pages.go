@@ -97,7 +97,7 @@ func (h *Handler) LoginSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := h.Auth.Login(r.Context(), auth.LoginInput{Email: r.PostFormValue("email"), Password: r.PostFormValue("password")}, m)
 	if err != nil {
-		again(statusOf(err), h.errorText(r.Context(), lang, err))
+		again(status(w, err), h.errorText(r.Context(), lang, err))
 		return
 	}
 	if res.TwoFactorRequired {
@@ -133,15 +133,15 @@ func (h *Handler) codeStep(w http.ResponseWriter, r *http.Request, handle string
 	}
 	res, err := h.Auth.LoginWithCode(r.Context(), st.UserID, r.PostFormValue("code"), m)
 	if err != nil {
-		status := statusOf(err)
-		if status == http.StatusBadRequest || status == http.StatusTooManyRequests {
+		code := status(w, err)
+		if code == http.StatusBadRequest || code == http.StatusTooManyRequests {
 			// A wrong code (or too many): ask again within the same state.
-			h.render(w, r, status, "code", view{Title: "title.code", CSRF: h.csrfToken(w, r, "login", ""), State: handle, ReturnTo: st.ReturnTo,
+			h.render(w, r, code, "code", view{Title: "title.code", CSRF: h.csrfToken(w, r, "login", ""), State: handle, ReturnTo: st.ReturnTo,
 				Error: h.errorText(r.Context(), lang, err)})
 			return
 		}
 		_ = h.Cache.Delete(r.Context(), stateKey(handle))
-		again(status, h.errorText(r.Context(), lang, err))
+		again(code, h.errorText(r.Context(), lang, err))
 		return
 	}
 	_ = h.Cache.Delete(r.Context(), stateKey(handle))
@@ -187,7 +187,7 @@ func (h *Handler) RegisterSubmit(w http.ResponseWriter, r *http.Request) {
 		Email: r.PostFormValue("email"), Password: r.PostFormValue("password"), Username: r.PostFormValue("username"),
 	}, auth.MetaFrom(r, source))
 	if err != nil {
-		again(statusOf(err), h.errorText(r.Context(), lang, err))
+		again(status(w, err), h.errorText(r.Context(), lang, err))
 		return
 	}
 	h.signedIn(w, r, res, returnTo)
@@ -340,7 +340,7 @@ func (h *Handler) ForgotSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := h.Auth.RequestReset(r.Context(), r.PostFormValue("email"), auth.MetaFrom(r, source)); err != nil {
-		h.render(w, r, statusOf(err), "forgot", view{Title: "title.forgot", CSRF: h.csrfToken(w, r, "forgot", ""),
+		h.render(w, r, status(w, err), "forgot", view{Title: "title.forgot", CSRF: h.csrfToken(w, r, "forgot", ""),
 			Error: h.errorText(r.Context(), lang, err), Email: r.PostFormValue("email")})
 		return
 	}
@@ -378,7 +378,7 @@ func (h *Handler) ResetSubmit(w http.ResponseWriter, r *http.Request) {
 	case apperr.KindOf(err) == apperr.BadRequest:
 		h.message(w, r, http.StatusBadRequest, "title.reset", t("err.badlink"))
 	case err != nil:
-		again(statusOf(err), h.errorText(r.Context(), lang, err))
+		again(status(w, err), h.errorText(r.Context(), lang, err))
 	default:
 		auth.ClearSessionCookie(w, h.Secure)
 		h.message(w, r, http.StatusOK, "title.reset", t("reset.done"))

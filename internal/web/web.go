@@ -21,6 +21,7 @@ import (
 	"errors"
 	"html/template"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -78,6 +79,7 @@ func securityHeaders(w http.ResponseWriter) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Vary", "Accept-Language, Cookie")
 }
 
 // Stylesheet serves the embedded CSS.
@@ -157,7 +159,7 @@ func (h *Handler) message(w http.ResponseWriter, r *http.Request, status int, ti
 // fail renders err on a message page with its HTTP status.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	lang := language(r)
-	h.message(w, r, statusOf(err), "title.error", h.errorText(r.Context(), lang, err))
+	h.message(w, r, status(w, err), "title.error", h.errorText(r.Context(), lang, err))
 }
 
 // errorText localizes an error for a page. Messages of expected kinds are
@@ -186,6 +188,16 @@ func (h *Handler) errorText(ctx context.Context, lang string, err error) string 
 	default:
 		return t("err.invalid") + " " + e.Message
 	}
+}
+
+// status returns the HTTP status of err for a page, and sets Retry-After
+// when err is a rate limit (RFC 9110 §10.2.3).
+func status(w http.ResponseWriter, err error) int {
+	var e *apperr.Error
+	if errors.As(err, &e) && e.Kind == apperr.TooManyRequests && e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
+	}
+	return statusOf(err)
 }
 
 func statusOf(err error) int {

@@ -416,3 +416,68 @@ func TestStylesheet(t *testing.T) {
 		}
 	})
 }
+
+// TestPagesMatchContract sends the pages' common answers through the
+// harness, which checks each against api/openapi.yaml.
+func TestPagesMatchContract(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		u := e.NewUser(t, apptest.UserSpec{Password: pw})
+		cookie := map[string]string{"Cookie": auth.CookieName + "=" + u.Token}
+		for _, c := range []struct {
+			method, path string
+			header       map[string]string
+			status       int
+		}{
+			{"GET", "/", nil, 200},
+			{"GET", "/", cookie, 200},
+			{"GET", "/assets/hmid.css", nil, 200},
+			{"GET", "/login?return_to=/", nil, 200},
+			{"POST", "/login", nil, 403},
+			{"GET", "/register", nil, 200},
+			{"POST", "/register", nil, 403},
+			{"GET", "/consent?pending_authorization_id=x", nil, 303},
+			{"GET", "/consent?pending_authorization_id=x", cookie, 404},
+			{"POST", "/consent", nil, 303},
+			{"POST", "/consent", cookie, 403},
+			{"GET", "/logout", cookie, 200},
+			{"POST", "/logout", cookie, 403},
+			{"GET", "/forgot-password", nil, 200},
+			{"POST", "/forgot-password", nil, 403},
+			{"GET", "/reset-password", nil, 400},
+			{"GET", "/reset-password?token=hm_pr_x", nil, 200},
+			{"POST", "/reset-password", nil, 403},
+		} {
+			var body any
+			if c.method == "POST" {
+				body = url.Values{"email": {u.Email}}
+			}
+			r := e.Do(t, apptest.Req{Method: c.method, Path: c.path, Header: c.header, Body: body})
+			if r.Status != c.status {
+				t.Errorf("%s %s: %d, want %d", c.method, c.path, r.Status, c.status)
+			}
+		}
+	})
+}
+
+func TestLoginPageRefusals(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		u := e.NewUser(t, apptest.UserSpec{Password: pw})
+		b := newBrowser(t, e)
+		b.lang = "de"
+		if _, err := e.Server.DB.ExecContext(context.Background(), `INSERT INTO bans (id, user_id, reason, banned_at, is_permanent) VALUES ('b1', $1, 'spam', $2, TRUE)`,
+			u.ID, apptest.Start.UnixMicro()); err != nil {
+			t.Fatal(err)
+		}
+		want(t, b.login(u.Email, pw, ""), 403, "Das ist nicht erlaubt:", "banned")
+		if b.cookie(auth.CookieName) != nil {
+			t.Fatal("banned user got a session")
+		}
+		v := e.NewUser(t, apptest.UserSpec{Password: pw})
+		for range auth.FailPerAccount {
+			want(t, b.login(v.Email, "wrong password", ""), 401)
+		}
+		if p := b.login(v.Email, pw, ""); p.Status != 429 || p.Header.Get("Retry-After") == "" || !strings.Contains(p.Body, "Zu viele Versuche") {
+			t.Fatalf("throttled page: %d %v", p.Status, p.Header)
+		}
+	})
+}

@@ -19,12 +19,15 @@ CREATE TABLE two_factor (
 );
 
 -- Single-use backup codes, stored as Argon2id PHC strings; used_at is set
--- (by a conditional UPDATE) when a code is spent.
+-- (by a conditional UPDATE) when a code is spent. lookup_tag is 16 bits of a
+-- keyed MAC of the code: it picks the one row worth an Argon2id check without
+-- being a useful shortcut for guessing a code.
 CREATE TABLE two_factor_backup_codes (
     id TEXT PRIMARY KEY,
     user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
     code_hash TEXT NOT NULL,
+    lookup_tag TEXT NOT NULL,
     used_at BIGINT,
     created_at BIGINT NOT NULL
 );
-CREATE INDEX two_factor_backup_codes_user ON two_factor_backup_codes (user_id);
+CREATE INDEX two_factor_backup_codes_user ON two_factor_backup_codes (user_id, lookup_tag);

@@ -47,3 +47,22 @@ CREATE INDEX audit_events_status_created ON audit_events (status, created_at);
 CREATE INDEX audit_events_source_created ON audit_events (source_service, created_at);
 CREATE INDEX audit_events_resource_created ON audit_events (resource_type, created_at);
 CREATE INDEX audit_events_reported_created ON audit_events (is_reported, created_at);
+
+-- Daily event counts per low-cardinality dimension, kept by the audit writer
+-- in the same transaction as each event. An exact COUNT over a large slice of
+-- the log (no filter, status=success, a month) costs time proportional to the
+-- slice; summed from here it costs one row per day and combination, and only
+-- the partial days at the edges of a date range are counted in the log itself.
+CREATE TABLE audit_event_counts (
+    day BIGINT NOT NULL,
+    event_type TEXT NOT NULL,
+    status TEXT NOT NULL,
+    source_service TEXT NOT NULL,
+    is_reported BOOLEAN NOT NULL,
+    n BIGINT NOT NULL,
+    PRIMARY KEY (day, event_type, status, source_service, is_reported)
+);
+INSERT INTO audit_event_counts (day, event_type, status, source_service, is_reported, n)
+SELECT created_at - (created_at % 86400000000), event_type, status, source_service, is_reported, COUNT(*)
+FROM audit_events
+GROUP BY created_at - (created_at % 86400000000), event_type, status, source_service, is_reported;

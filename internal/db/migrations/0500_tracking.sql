@@ -131,6 +131,17 @@ CREATE TABLE gps_point_count (
 );
 INSERT INTO gps_point_count (slot, n) VALUES (0, 0), (1, 0), (2, 0), (3, 0), (4, 0), (5, 0), (6, 0), (7, 0), (8, 0), (9, 0), (10, 0), (11, 0), (12, 0), (13, 0), (14, 0), (15, 0);
 
+-- Points per hour of their timestamp (bucket = ts / 3600 s), also spread over
+-- 16 slots. A deep page walks these small rows from the newest hour to find
+-- the hour holding its first point, then skips only inside that hour, so the
+-- cost of page N no longer grows with N.
+CREATE TABLE gps_point_buckets (
+    bucket BIGINT NOT NULL,
+    slot INTEGER NOT NULL,
+    n BIGINT NOT NULL,
+    PRIMARY KEY (bucket, slot)
+);
+
 CREATE TABLE geofences (
     id TEXT PRIMARY KEY,
     name TEXT NOT NULL,

@@ -1,0 +1,943 @@
+package chat
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"hmid/internal/apperr"
+	"hmid/internal/audit"
+	"hmid/internal/authn"
+	"hmid/internal/clock"
+	"hmid/internal/db"
+	"hmid/internal/httpx"
+	"hmid/internal/realtime"
+)
+
+// Default sync timeouts (spec 3, Limits: guild sync 30 seconds; member sync 60).
+const (
+	DefaultSyncTimeout       = 30 * time.Second
+	DefaultMemberSyncTimeout = 60 * time.Second
+)
+
+// DefaultCDN is the platform's CDN, used when HMID_CHATPLATFORM_CDN_URL is empty.
+const DefaultCDN = "https://cdn.discordapp.com"
+
+// Topics of the requests sent to the bot over the real-time channel.
+const (
+	TopicSync        = "chatplatform.sync"
+	TopicMembersSync = "chatplatform.members.sync"
+)
+
+// Bot reaches the connected chat-platform bot (the real-time Hub implements it).
+type Bot interface {
+	Request(ctx context.Context, topic string, payload any) (json.RawMessage, error)
+}
+
+// Service holds the area's dependencies.
+type Service struct {
+	DB    *db.DB
+	Clock clock.Clock
+	Audit *audit.Writer
+	Bot   Bot
+	CDN   string // HMID_CHATPLATFORM_CDN_URL, without trailing slash
+
+	SyncTimeout       time.Duration // zero means DefaultSyncTimeout
+	MemberSyncTimeout time.Duration // zero means DefaultMemberSyncTimeout
+}
+
+// Handler serves the chat-platform endpoints.
+type Handler struct{ S *Service }
+
+// settingsID is the fixed id of the one bot-settings row.
+var settingsID = uuid.NewSHA1(uuid.MustParse("6f1c2a44-4a3e-4f7e-9a59-0d7b1c7a3e10"), []byte("chatplatform:bot-settings")).String()
+
+const guildCols = `id, guild_id, name, icon, owner_id, member_count, boost_count, premium_tier, bot_joined_at, last_synced_at`
+
+func (s *Service) scanGuild(row interface{ Scan(...any) error }) (Guild, error) {
+	var g Guild
+	var icon, owner sql.NullString
+	var joined, synced db.NullTime
+	err := row.Scan(&g.ID, &g.GuildID, &g.Name, &icon, &owner, &g.MemberCount, &g.BoostCount, &g.PremiumTier, &joined, &synced)
+	g.Icon, g.OwnerID = strPtr(icon), strPtr(owner)
+	g.IconURL = IconURL(s.CDN, g.GuildID, g.Icon)
+	g.BotJoinedAt, g.LastSyncedAt = joined.Ptr(), synced.Ptr()
+	return g, err
+}
+
+func strPtr(n sql.NullString) *string {
+	if !n.Valid {
+		return nil
+	}
+	v := n.String
+	return &v
+}
+
+func notFound(err error, what string) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return apperr.NotFoundf("%s not found", what)
+	}
+	return err
+}
+
+// guildBySnowflake loads a stored guild by its platform id.
+func (s *Service) guildBySnowflake(ctx context.Context, guildID string) (Guild, error) {
+	if !validSnowflake(guildID) {
+		return Guild{}, apperr.Invalid("guild_id must be a platform snowflake (decimal digits)")
+	}
+	g, err := s.scanGuild(s.DB.QueryRowContext(ctx, `SELECT `+guildCols+` FROM chat_guilds WHERE guild_id = $1`, guildID))
+	return g, notFound(err, "guild")
+}
+
+// guildByID loads a stored guild by its internal UUID.
+func (s *Service) guildByID(ctx context.Context, id string) (Guild, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return Guild{}, apperr.NotFoundf("guild not found")
+	}
+	g, err := s.scanGuild(s.DB.QueryRowContext(ctx, `SELECT `+guildCols+` FROM chat_guilds WHERE id = $1`, id))
+	return g, notFound(err, "guild")
+}
+
+func (s *Service) channels(ctx context.Context, g Guild) ([]Channel, error) {
+	rows, err := s.DB.QueryContext(ctx, `SELECT id, channel_id, name, channel_type, parent_id, position, topic, nsfw
+		FROM chat_channels WHERE guild_id = $1 ORDER BY position, name, channel_id`, g.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []Channel{}
+	for rows.Next() {
+		var c Channel
+		var parent, topic sql.NullString
+		if err := rows.Scan(&c.ID, &c.ChannelID, &c.Name, &c.ChannelTypeRaw, &parent, &c.Position, &topic, &c.NSFW); err != nil {
+			return nil, err
+		}
+		c.GuildID = g.GuildID
+		c.ParentID, c.Topic = strPtr(parent), strPtr(topic)
+		c.ChannelType = ChannelTypeName(c.ChannelTypeRaw)
+		c.IsTextBased, c.IsVoice = IsTextBased(c.ChannelTypeRaw), IsVoice(c.ChannelTypeRaw)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// ListGuilds serves GET /v1/chatplatform/guilds.
+func (h *Handler) ListGuilds(w http.ResponseWriter, r *http.Request) {
+	rows, err := h.S.DB.QueryContext(r.Context(), `SELECT `+guildCols+` FROM chat_guilds ORDER BY name, guild_id`)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	defer rows.Close()
+	out := []Guild{}
+	for rows.Next() {
+		g, err := h.S.scanGuild(rows)
+		if err != nil {
+			httpx.Error(w, r, err)
+			return
+		}
+		out = append(out, g)
+	}
+	if err := rows.Err(); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, map[string]any{"data": out})
+}
+
+// GetGuild serves GET /v1/chatplatform/guilds/{guild_id} (snowflake).
+func (h *Handler) GetGuild(w http.ResponseWriter, r *http.Request) {
+	g, err := h.S.guildBySnowflake(r.Context(), chi.URLParam(r, "guild_id"))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, g)
+}
+
+// ListChannels serves GET /v1/chatplatform/guilds/{guild_id}/channels.
+func (h *Handler) ListChannels(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	g, err := h.S.guildBySnowflake(ctx, chi.URLParam(r, "guild_id"))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	chs, err := h.S.channels(ctx, g)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, map[string]any{"data": chs})
+}
+
+// GetGuildFull serves GET /v1/chatplatform/guilds/{guild_id}/full: {guild, channels}.
+func (h *Handler) GetGuildFull(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	g, err := h.S.guildBySnowflake(ctx, chi.URLParam(r, "guild_id"))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	chs, err := h.S.channels(ctx, g)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, map[string]any{"guild": g, "channels": chs})
+}
+
+// DeleteGuild serves DELETE /v1/chatplatform/guilds/{guild_id} (internal UUID):
+// it removes the stored guild with its channels, roles and members only.
+func (h *Handler) DeleteGuild(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	g, err := h.S.guildByID(ctx, chi.URLParam(r, "guild_id"))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	err = h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+		// Children first: SQLite enforces the cascade only with foreign keys on, PostgreSQL always.
+		for _, t := range []string{"chat_members", "chat_roles", "chat_channels"} {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM `+t+` WHERE guild_id = $1`, g.ID); err != nil {
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM chat_guilds WHERE id = $1`, g.ID)
+		return err
+	})
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.NoContent(w)
+}
+
+// ---- sync ----
+
+// SyncResult is the answer of POST /v1/chatplatform/sync.
+type SyncResult struct {
+	Success        bool    `json:"success"`
+	Error          *string `json:"error"`
+	GuildsSynced   int     `json:"guilds_synced"`
+	ChannelsSynced int     `json:"channels_synced"`
+	RolesSynced    int     `json:"roles_synced"`
+}
+
+// MemberSyncResult is the answer of POST …/members/sync.
+type MemberSyncResult struct {
+	Success       bool    `json:"success"`
+	Error         *string `json:"error"`
+	MembersSynced int     `json:"members_synced"`
+}
+
+// BotGuild is a guild as the bot reports it.
+type BotGuild struct {
+	GuildID     string       `json:"guild_id"`
+	Name        string       `json:"name"`
+	Icon        *string      `json:"icon"`
+	OwnerID     *string      `json:"owner_id"`
+	MemberCount int          `json:"member_count"`
+	BoostCount  int          `json:"boost_count"`
+	PremiumTier int          `json:"premium_tier"`
+	BotJoinedAt *time.Time   `json:"bot_joined_at"`
+	Channels    []BotChannel `json:"channels"`
+	Roles       []BotRole    `json:"roles"`
+	Members     *[]BotMember `json:"members"` // optional; when present it replaces the stored members
+}
+
+// BotChannel is a channel as the bot reports it.
+type BotChannel struct {
+	ChannelID string  `json:"channel_id"`
+	Name      string  `json:"name"`
+	Type      int     `json:"type"`
+	ParentID  *string `json:"parent_id"`
+	Position  int     `json:"position"`
+	Topic     *string `json:"topic"`
+	NSFW      bool    `json:"nsfw"`
+}
+
+// BotRole is a role as the bot reports it.
+type BotRole struct {
+	RoleID      string `json:"role_id"`
+	Name        string `json:"name"`
+	Color       int    `json:"color"`
+	Position    int    `json:"position"`
+	Permissions string `json:"permissions"`
+	Managed     bool   `json:"managed"`
+	Mentionable bool   `json:"mentionable"`
+	Hoist       bool   `json:"hoist"`
+}
+
+// BotMember is a member as the bot reports it.
+type BotMember struct {
+	UserID                     string     `json:"user_id"`
+	Username                   string     `json:"username"`
+	Discriminator              string     `json:"discriminator"`
+	GlobalName                 *string    `json:"global_name"`
+	Nickname                   *string    `json:"nickname"`
+	Avatar                     *string    `json:"avatar"`
+	Bot                        bool       `json:"bot"`
+	System                     bool       `json:"system"`
+	JoinedAt                   *time.Time `json:"joined_at"`
+	PremiumSince               *time.Time `json:"premium_since"`
+	Deaf                       bool       `json:"deaf"`
+	Mute                       bool       `json:"mute"`
+	Pending                    bool       `json:"pending"`
+	CommunicationDisabledUntil *time.Time `json:"communication_disabled_until"`
+	Roles                      []string   `json:"roles"`
+}
+
+// botAnswer is the payload of the bot's response to a sync request.
+type botAnswer struct {
+	Success bool        `json:"success"`
+	Error   *string     `json:"error"`
+	Guilds  []BotGuild  `json:"guilds"`
+	Members []BotMember `json:"members"`
+}
+
+// ask sends a request to the bot and decodes its answer, mapping "no bot"
+// and "no answer in time" to 503.
+func (s *Service) ask(ctx context.Context, topic string, payload any, timeout time.Duration) (botAnswer, error) {
+	var ans botAnswer
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	raw, err := s.Bot.Request(ctx, topic, payload)
+	switch {
+	case errors.Is(err, realtime.ErrNoBot):
+		return ans, apperr.Unavailablef("no chat-platform bot is connected to the real-time channel")
+	case errors.Is(err, context.DeadlineExceeded):
+		return ans, apperr.Unavailablef("the chat-platform bot did not answer within %s", timeout)
+	case err != nil:
+		return ans, err
+	}
+	if err := json.Unmarshal(raw, &ans); err != nil {
+		return ans, apperr.Unavailablef("the chat-platform bot sent an answer that could not be read")
+	}
+	if !ans.Success && ans.Error == nil {
+		msg := "the bot reported a failure"
+		ans.Error = &msg
+	}
+	return ans, nil
+}
+
+func validateGuild(g BotGuild) error {
+	if !validSnowflake(g.GuildID) || strings.TrimSpace(g.Name) == "" || g.PremiumTier < 0 || g.PremiumTier > 3 {
+		return apperr.Unavailablef("the chat-platform bot reported an invalid guild")
+	}
+	for _, c := range g.Channels {
+		if !validSnowflake(c.ChannelID) {
+			return apperr.Unavailablef("the chat-platform bot reported an invalid channel")
+		}
+	}
+	for _, r := range g.Roles {
+		if !validSnowflake(r.RoleID) {
+			return apperr.Unavailablef("the chat-platform bot reported an invalid role")
+		}
+	}
+	if g.Members != nil {
+		return validateMembers(*g.Members)
+	}
+	return nil
+}
+
+func validateMembers(ms []BotMember) error {
+	for _, m := range ms {
+		if !validSnowflake(m.UserID) || m.Username == "" {
+			return apperr.Unavailablef("the chat-platform bot reported an invalid member")
+		}
+	}
+	return nil
+}
+
+// Sync serves POST /v1/chatplatform/sync: asks the bot for its guilds (one,
+// with guild_id) and stores what it reports.
+func (h *Handler) Sync(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	var body struct {
+		GuildID *string `json:"guild_id"`
+	}
+	if err := decodeOptional(r, &body); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	req := map[string]any{}
+	if body.GuildID != nil {
+		if !validSnowflake(*body.GuildID) {
+			httpx.Error(w, r, apperr.Invalid("guild_id must be a platform snowflake (decimal digits)"))
+			return
+		}
+		req["guild_id"] = *body.GuildID
+	}
+	ans, err := h.S.ask(ctx, TopicSync, req, or(h.S.SyncTimeout, DefaultSyncTimeout))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	res := SyncResult{Success: ans.Success, Error: ans.Error}
+	if ans.Success {
+		for _, g := range ans.Guilds {
+			if err := validateGuild(g); err != nil {
+				httpx.Error(w, r, err)
+				return
+			}
+		}
+		err := h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+			for _, g := range ans.Guilds {
+				if err := h.S.storeGuild(ctx, tx, g); err != nil {
+					return err
+				}
+				res.GuildsSynced++
+				res.ChannelsSynced += len(g.Channels)
+				res.RolesSynced += len(g.Roles)
+			}
+			return nil
+		})
+		if err != nil {
+			httpx.Error(w, r, err)
+			return
+		}
+	}
+	httpx.JSON(w, http.StatusOK, res)
+}
+
+func or(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// decodeOptional decodes a JSON body when there is one.
+func decodeOptional(r *http.Request, dst any) error {
+	if r.Body == nil {
+		return nil
+	}
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return apperr.Bad("request body could not be read")
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil
+	}
+	return httpx.DecodeBytes(b, dst)
+}
+
+// storeGuild upserts a reported guild and replaces its channels and roles
+// (and members, when reported), keeping the internal ids of rows that stay.
+func (s *Service) storeGuild(ctx context.Context, tx *sql.Tx, g BotGuild) error {
+	now := db.TS(s.Clock.Now())
+	var id string
+	err := tx.QueryRowContext(ctx, `INSERT INTO chat_guilds (id, guild_id, name, icon, owner_id, member_count, boost_count, premium_tier, bot_joined_at, last_synced_at, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $10)
+		ON CONFLICT (guild_id) DO UPDATE SET name = excluded.name, icon = excluded.icon, owner_id = excluded.owner_id,
+			member_count = excluded.member_count, boost_count = excluded.boost_count, premium_tier = excluded.premium_tier,
+			bot_joined_at = excluded.bot_joined_at, last_synced_at = excluded.last_synced_at, updated_at = excluded.updated_at
+		RETURNING id`,
+		uuid.NewString(), g.GuildID, g.Name, g.Icon, g.OwnerID, g.MemberCount, g.BoostCount, g.PremiumTier, db.NullTS(g.BotJoinedAt), now).Scan(&id)
+	if err != nil {
+		return err
+	}
+	keepCh := make([]string, 0, len(g.Channels))
+	for _, c := range g.Channels {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO chat_channels (id, guild_id, channel_id, name, channel_type, parent_id, position, topic, nsfw)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+			ON CONFLICT (guild_id, channel_id) DO UPDATE SET name = excluded.name, channel_type = excluded.channel_type,
+				parent_id = excluded.parent_id, position = excluded.position, topic = excluded.topic, nsfw = excluded.nsfw`,
+			uuid.NewString(), id, c.ChannelID, c.Name, c.Type, c.ParentID, c.Position, c.Topic, c.NSFW); err != nil {
+			return err
+		}
+		keepCh = append(keepCh, c.ChannelID)
+	}
+	if err := deleteMissing(ctx, tx, "chat_channels", "channel_id", id, keepCh); err != nil {
+		return err
+	}
+	keepRoles := make([]string, 0, len(g.Roles))
+	for _, rl := range g.Roles {
+		perms := rl.Permissions
+		if perms == "" {
+			perms = "0"
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO chat_roles (id, guild_id, role_id, name, color, position, permissions, managed, mentionable, hoist)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+			ON CONFLICT (guild_id, role_id) DO UPDATE SET name = excluded.name, color = excluded.color, position = excluded.position,
+				permissions = excluded.permissions, managed = excluded.managed, mentionable = excluded.mentionable, hoist = excluded.hoist`,
+			uuid.NewString(), id, rl.RoleID, rl.Name, rl.Color, rl.Position, perms, rl.Managed, rl.Mentionable, rl.Hoist); err != nil {
+			return err
+		}
+		keepRoles = append(keepRoles, rl.RoleID)
+	}
+	if err := deleteMissing(ctx, tx, "chat_roles", "role_id", id, keepRoles); err != nil {
+		return err
+	}
+	if g.Members != nil {
+		return storeMembers(ctx, tx, id, *g.Members)
+	}
+	return nil
+}
+
+// storeMembers replaces the stored members of guild id with ms.
+func storeMembers(ctx context.Context, tx *sql.Tx, id string, ms []BotMember) error {
+	keep := make([]string, 0, len(ms))
+	for _, m := range ms {
+		disc := m.Discriminator
+		if disc == "" {
+			disc = "0"
+		}
+		roles := m.Roles
+		if roles == nil {
+			roles = []string{}
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO chat_members (id, guild_id, user_id, username, discriminator, global_name, nickname, avatar,
+				bot, system, joined_at, premium_since, deaf, mute, pending, communication_disabled_until, roles)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+			ON CONFLICT (guild_id, user_id) DO UPDATE SET username = excluded.username, discriminator = excluded.discriminator,
+				global_name = excluded.global_name, nickname = excluded.nickname, avatar = excluded.avatar, bot = excluded.bot,
+				system = excluded.system, joined_at = excluded.joined_at, premium_since = excluded.premium_since, deaf = excluded.deaf,
+				mute = excluded.mute, pending = excluded.pending, communication_disabled_until = excluded.communication_disabled_until,
+				roles = excluded.roles`,
+			uuid.NewString(), id, m.UserID, m.Username, disc, m.GlobalName, m.Nickname, m.Avatar, m.Bot, m.System,
+			db.NullTS(m.JoinedAt), db.NullTS(m.PremiumSince), m.Deaf, m.Mute, m.Pending, db.NullTS(m.CommunicationDisabledUntil), db.JSON(roles)); err != nil {
+			return err
+		}
+		keep = append(keep, m.UserID)
+	}
+	return deleteMissing(ctx, tx, "chat_members", "user_id", id, keep)
+}
+
+// deleteMissing removes the guild's rows of table whose key column is not in keep.
+func deleteMissing(ctx context.Context, tx *sql.Tx, table, col, guildID string, keep []string) error {
+	rows, err := tx.QueryContext(ctx, `SELECT `+col+` FROM `+table+` WHERE guild_id = $1`, guildID)
+	if err != nil {
+		return err
+	}
+	set := make(map[string]bool, len(keep))
+	for _, k := range keep {
+		set[k] = true
+	}
+	var gone []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			rows.Close()
+			return err
+		}
+		if !set[k] {
+			gone = append(gone, k)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, k := range gone {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE guild_id = $1 AND `+col+` = $2`, guildID, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SyncMembers serves POST /v1/chatplatform/guilds/{guild_id}/members/sync (snowflake).
+func (h *Handler) SyncMembers(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	g, err := h.S.guildBySnowflake(ctx, chi.URLParam(r, "guild_id"))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	ans, err := h.S.ask(ctx, TopicMembersSync, map[string]any{"guild_id": g.GuildID}, or(h.S.MemberSyncTimeout, DefaultMemberSyncTimeout))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	res := MemberSyncResult{Success: ans.Success, Error: ans.Error}
+	if ans.Success {
+		if err := validateMembers(ans.Members); err != nil {
+			httpx.Error(w, r, err)
+			return
+		}
+		err := h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+			if err := storeMembers(ctx, tx, g.ID, ans.Members); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `UPDATE chat_guilds SET last_synced_at = $1 WHERE id = $2`, db.TS(h.S.Clock.Now()), g.ID)
+			return err
+		})
+		if err != nil {
+			httpx.Error(w, r, err)
+			return
+		}
+		res.MembersSynced = len(ans.Members)
+	}
+	httpx.JSON(w, http.StatusOK, res)
+}
+
+// ---- members ----
+
+const memberCols = `id, guild_id, user_id, username, discriminator, global_name, nickname, avatar, bot, system, joined_at,
+	premium_since, deaf, mute, pending, communication_disabled_until, roles`
+
+func (s *Service) scanMember(row interface{ Scan(...any) error }, now time.Time) (Member, error) {
+	var m Member
+	var global, nick, avatar sql.NullString
+	var joined, premium, timeout db.NullTime
+	var roles db.Strings
+	err := row.Scan(&m.ID, &m.GuildID, &m.UserID, &m.Username, &m.Discriminator, &global, &nick, &avatar, &m.Bot, &m.System,
+		&joined, &premium, &m.Deaf, &m.Mute, &m.Pending, &timeout, &roles)
+	m.GlobalName, m.Nickname, m.Avatar = strPtr(global), strPtr(nick), strPtr(avatar)
+	m.JoinedAt, m.PremiumSince, m.CommunicationDisabledUntil = joined.Ptr(), premium.Ptr(), timeout.Ptr()
+	m.Roles = roles
+	if m.Roles == nil {
+		m.Roles = []string{}
+	}
+	m.AvatarURL = AvatarURL(s.CDN, m.UserID, m.Discriminator, m.Avatar)
+	m.DisplayName = DisplayName(m.Username, m.GlobalName, m.Nickname)
+	m.FormattedUsername = FormattedUsername(m.Username, m.Discriminator)
+	m.IsTimedOut = timeout.Valid && timeout.Time.After(now)
+	return m, err
+}
+
+func parseBool(q, name string) (bool, error) {
+	switch strings.ToLower(q) {
+	case "", "false", "0":
+		return false, nil
+	case "true", "1":
+		return true, nil
+	}
+	return false, apperr.Invalid("%s must be true or false", name)
+}
+
+// ListMembers serves GET /v1/chatplatform/guilds/{guild_id}/members (internal UUID).
+func (h *Handler) ListMembers(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	g, err := h.S.guildByID(ctx, chi.URLParam(r, "guild_id"))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	botOnly, err := parseBool(q.Get("bot_only"), "bot_only")
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	humansOnly, err := parseBool(q.Get("humans_only"), "humans_only")
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if botOnly && humansOnly {
+		httpx.Error(w, r, apperr.Invalid("bot_only and humans_only cannot both be true"))
+		return
+	}
+	limit, offset := 50, 0
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			httpx.Error(w, r, apperr.Invalid("limit must be an integer"))
+			return
+		}
+		limit = min(max(n, 1), 100)
+	}
+	if v := q.Get("offset"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			httpx.Error(w, r, apperr.Invalid("offset must be an integer"))
+			return
+		}
+		offset = max(n, 0)
+	}
+	where := []string{"guild_id = $1"}
+	args := []any{g.ID}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if s := strings.TrimSpace(q.Get("search")); s != "" {
+		p := arg("%" + db.Like(strings.ToLower(s)) + "%")
+		where = append(where, `(LOWER(username) LIKE `+p+` ESCAPE '\' OR LOWER(COALESCE(global_name, '')) LIKE `+p+` ESCAPE '\' OR LOWER(COALESCE(nickname, '')) LIKE `+p+` ESCAPE '\')`)
+	}
+	if botOnly {
+		where = append(where, "bot = TRUE")
+	}
+	if humansOnly {
+		where = append(where, "bot = FALSE")
+	}
+	if role := q.Get("has_role"); role != "" {
+		if !validSnowflake(role) {
+			httpx.Error(w, r, apperr.Invalid("has_role must be a role snowflake"))
+			return
+		}
+		// Roles are a JSON array of digit strings, so the quoted id matches exactly one element.
+		where = append(where, "roles LIKE "+arg(`%"`+role+`"%`))
+	}
+	cond := strings.Join(where, " AND ")
+	var total int
+	if err := h.S.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM chat_members WHERE `+cond, args...).Scan(&total); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	lp, op := arg(limit), arg(offset)
+	rows, err := h.S.DB.QueryContext(ctx, `SELECT `+memberCols+` FROM chat_members WHERE `+cond+
+		` ORDER BY LOWER(username), user_id LIMIT `+lp+` OFFSET `+op, args...)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	defer rows.Close()
+	now := h.S.Clock.Now()
+	out := []Member{}
+	for rows.Next() {
+		m, err := h.S.scanMember(rows, now)
+		if err != nil {
+			httpx.Error(w, r, err)
+			return
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, map[string]any{"members": out, "total_count": total, "has_more": offset+len(out) < total})
+}
+
+// GetMember serves GET /v1/chatplatform/guilds/{guild_id}/members/{user_id}.
+func (h *Handler) GetMember(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	g, err := h.S.guildByID(ctx, chi.URLParam(r, "guild_id"))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	uid := chi.URLParam(r, "user_id")
+	if !validSnowflake(uid) {
+		httpx.Error(w, r, apperr.Invalid("user_id must be a platform snowflake (decimal digits)"))
+		return
+	}
+	m, err := h.S.scanMember(h.S.DB.QueryRowContext(ctx, `SELECT `+memberCols+` FROM chat_members WHERE guild_id = $1 AND user_id = $2`, g.ID, uid), h.S.Clock.Now())
+	if err != nil {
+		httpx.Error(w, r, notFound(err, "member"))
+		return
+	}
+	httpx.JSON(w, http.StatusOK, m)
+}
+
+// ---- settings ----
+
+// langTag is a BCP 47 language tag in the short forms bots use (en, de, pt-BR).
+var langTag = regexp.MustCompile(`^[a-zA-Z]{2,3}(-[a-zA-Z0-9]{2,8}){0,2}$`)
+
+func (s *Service) settings(ctx context.Context, q db.Querier) (BotSettings, error) {
+	if _, err := q.ExecContext(ctx, `INSERT INTO chat_bot_settings (id, auto_sync_enabled, sync_interval_seconds, initial_delay_seconds,
+		default_language, notify_on_guild_join, notify_on_guild_leave, command_cooldown_seconds, updated_at)
+		VALUES ($1, TRUE, 3600, 10, 'en', TRUE, TRUE, 3, $2) ON CONFLICT DO NOTHING`, settingsID, db.TS(s.Clock.Now())); err != nil {
+		return BotSettings{}, err
+	}
+	var b BotSettings
+	var u int64
+	err := q.QueryRowContext(ctx, `SELECT id, auto_sync_enabled, sync_interval_seconds, initial_delay_seconds, default_language,
+		notify_on_guild_join, notify_on_guild_leave, command_cooldown_seconds, updated_at FROM chat_bot_settings WHERE id = $1`, settingsID).
+		Scan(&b.ID, &b.AutoSyncEnabled, &b.SyncIntervalSeconds, &b.InitialDelaySeconds, &b.DefaultLanguage,
+			&b.NotifyOnGuildJoin, &b.NotifyOnGuildLeave, &b.CommandCooldownSeconds, &u)
+	b.UpdatedAt = db.FromTS(u)
+	return b, err
+}
+
+// GetSettings serves GET /v1/chatplatform/settings.
+func (h *Handler) GetSettings(w http.ResponseWriter, r *http.Request) {
+	var b BotSettings
+	err := h.S.DB.Tx(r.Context(), func(tx *sql.Tx) error {
+		var err error
+		b, err = h.S.settings(r.Context(), tx)
+		return err
+	})
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, b)
+}
+
+// settingsInput is the body of PUT /v1/chatplatform/settings.
+type settingsInput struct {
+	ID                     json.RawMessage `json:"id"`
+	UpdatedAt              json.RawMessage `json:"updated_at"`
+	AutoSyncEnabled        *bool           `json:"auto_sync_enabled"`
+	SyncIntervalSeconds    *int            `json:"sync_interval_seconds"`
+	InitialDelaySeconds    *int            `json:"initial_delay_seconds"`
+	DefaultLanguage        *string         `json:"default_language"`
+	NotifyOnGuildJoin      *bool           `json:"notify_on_guild_join"`
+	NotifyOnGuildLeave     *bool           `json:"notify_on_guild_leave"`
+	CommandCooldownSeconds *int            `json:"command_cooldown_seconds"`
+}
+
+func checkRange(name string, v *int, lo, hi int) error {
+	if v != nil && (*v < lo || *v > hi) {
+		return apperr.Invalid("%s must be between %d and %d", name, lo, hi)
+	}
+	return nil
+}
+
+// PutSettings serves PUT /v1/chatplatform/settings: any subset of the fields.
+func (h *Handler) PutSettings(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	var in settingsInput
+	if err := httpx.Decode(r, &in); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if in.ID != nil || in.UpdatedAt != nil {
+		httpx.Error(w, r, apperr.Invalid("id and updated_at cannot be changed"))
+		return
+	}
+	for _, err := range []error{
+		checkRange("sync_interval_seconds", in.SyncIntervalSeconds, 60, 7*86400),
+		checkRange("initial_delay_seconds", in.InitialDelaySeconds, 0, 86400),
+		checkRange("command_cooldown_seconds", in.CommandCooldownSeconds, 0, 86400),
+	} {
+		if err != nil {
+			httpx.Error(w, r, err)
+			return
+		}
+	}
+	if in.DefaultLanguage != nil && !langTag.MatchString(*in.DefaultLanguage) {
+		httpx.Error(w, r, apperr.Invalid("default_language must be a language tag such as en or pt-BR"))
+		return
+	}
+	var set []string
+	var args []any
+	add := func(col string, v any) {
+		args = append(args, v)
+		set = append(set, col+" = $"+strconv.Itoa(len(args)))
+	}
+	changed := map[string]any{}
+	field := func(col string, v any) {
+		add(col, v)
+		changed[col] = v
+	}
+	if in.AutoSyncEnabled != nil {
+		field("auto_sync_enabled", *in.AutoSyncEnabled)
+	}
+	if in.SyncIntervalSeconds != nil {
+		field("sync_interval_seconds", *in.SyncIntervalSeconds)
+	}
+	if in.InitialDelaySeconds != nil {
+		field("initial_delay_seconds", *in.InitialDelaySeconds)
+	}
+	if in.DefaultLanguage != nil {
+		field("default_language", *in.DefaultLanguage)
+	}
+	if in.NotifyOnGuildJoin != nil {
+		field("notify_on_guild_join", *in.NotifyOnGuildJoin)
+	}
+	if in.NotifyOnGuildLeave != nil {
+		field("notify_on_guild_leave", *in.NotifyOnGuildLeave)
+	}
+	if in.CommandCooldownSeconds != nil {
+		field("command_cooldown_seconds", *in.CommandCooldownSeconds)
+	}
+	if len(set) == 0 {
+		httpx.Error(w, r, apperr.Invalid("give at least one settings field to change"))
+		return
+	}
+	add("updated_at", db.TS(h.S.Clock.Now()))
+	args = append(args, settingsID)
+	err := h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+		if _, err := h.S.settings(ctx, tx); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE chat_bot_settings SET `+strings.Join(set, ", ")+` WHERE id = $`+strconv.Itoa(len(args)), args...); err != nil {
+			return err
+		}
+		_, err := h.S.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
+			UserID: authn.From(ctx).UserID, EventType: audit.BotGuildConfigured, ResourceType: "chatplatform_settings",
+			ResourceID: settingsID, Description: "Chat-platform bot settings changed", Metadata: changed,
+		}))
+		return err
+	})
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, map[string]any{"success": true})
+}
+
+// GetGuildSettings serves GET /v1/chatplatform/guilds/{guild_id}/settings (snowflake).
+func (h *Handler) GetGuildSettings(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	gid := chi.URLParam(r, "guild_id")
+	if !validSnowflake(gid) {
+		httpx.Error(w, r, apperr.Invalid("guild_id must be a platform snowflake (decimal digits)"))
+		return
+	}
+	var lang sql.NullString
+	err := h.S.DB.QueryRowContext(ctx, `SELECT default_language FROM chat_guild_settings WHERE guild_id = $1`, gid).Scan(&lang)
+	if errors.Is(err, sql.ErrNoRows) {
+		// No settings yet: the guild's defaults, if the guild is known.
+		if _, err := h.S.guildBySnowflake(ctx, gid); err != nil {
+			httpx.Error(w, r, err)
+			return
+		}
+	} else if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, GuildSettings{GuildID: gid, DefaultLanguage: strPtr(lang)})
+}
+
+// PutGuildSettings serves PUT /v1/chatplatform/guilds/{guild_id}/settings: {default_language: string or null}.
+func (h *Handler) PutGuildSettings(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	g, err := h.S.guildBySnowflake(ctx, chi.URLParam(r, "guild_id"))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	var in struct {
+		DefaultLanguage httpx.Opt[string] `json:"default_language"`
+	}
+	if err := httpx.Decode(r, &in); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if !in.DefaultLanguage.Set {
+		httpx.Error(w, r, apperr.Invalid("default_language is required (a language tag, or null for the global default)"))
+		return
+	}
+	lang := in.DefaultLanguage.Ptr()
+	if lang != nil && !langTag.MatchString(*lang) {
+		httpx.Error(w, r, apperr.Invalid("default_language must be a language tag such as en or pt-BR, or null"))
+		return
+	}
+	err = h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO chat_guild_settings (guild_id, default_language, updated_at) VALUES ($1, $2, $3)
+			ON CONFLICT (guild_id) DO UPDATE SET default_language = excluded.default_language, updated_at = excluded.updated_at`,
+			g.GuildID, lang, db.TS(h.S.Clock.Now())); err != nil {
+			return err
+		}
+		_, err := h.S.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
+			UserID: authn.From(ctx).UserID, EventType: audit.BotGuildConfigured, ResourceType: "chatplatform_guild",
+			ResourceID: g.GuildID, Description: "Chat-platform guild settings changed",
+			Metadata: map[string]any{"guild_id": g.GuildID, "default_language": lang},
+		}))
+		return err
+	})
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, map[string]any{"success": true})
+}

@@ -1,0 +1,764 @@
+// Package integrations connects users' accounts on an external streaming
+// platform (spec 3, Platform integrations). The platform is Twitch-like: an
+// OAuth 2.0 authorization-code flow (RFC 6749 §4.1) at its identity service,
+// and a Helix-style API for the user, followers, subscriptions and streams.
+//
+// Access and refresh tokens are sealed with the server key (AES-256-GCM)
+// before they are stored and never leave the service. The OAuth state is a
+// signed, expiring, single-use value bound to the user and redirect_uri.
+package integrations
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"hmid/internal/apperr"
+	"hmid/internal/authn"
+	"hmid/internal/cache"
+	"hmid/internal/clock"
+	"hmid/internal/config"
+	"hmid/internal/db"
+	"hmid/internal/httpx"
+	"hmid/internal/secretbox"
+)
+
+// Slug is the platform slug and path word of the streaming platform.
+const Slug = "streamplatform"
+
+// StateTTL is how long a connect state stays valid.
+const StateTTL = 10 * time.Minute
+
+// Scope is an OAuth scope the platform offers.
+type Scope struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Required    bool   `json:"required"`
+}
+
+// Scopes are the platform scopes hmid asks for (Twitch scope names).
+var Scopes = []Scope{
+	{"user:read:email", "Read the account's email address", false},
+	{"moderator:read:followers", "Read the channel's followers (follower statistics)", true},
+	{"channel:read:subscriptions", "Read the channel's subscribers (subscriber statistics)", false},
+	{"chat:read", "Read chat messages in the channel (chat bot)", false},
+	{"chat:edit", "Send chat messages in the channel (chat bot)", false},
+}
+
+// Platform describes a platform in GET /v1/integrations/platforms.
+type Platform struct {
+	Slug        string   `json:"slug"`
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	IconURL     *string  `json:"icon_url"`
+	Enabled     bool     `json:"enabled"`
+	Features    []string `json:"features"`
+}
+
+const platformName = "Streaming platform"
+
+// Integration is a connected account as served.
+type Integration struct {
+	ID              string     `json:"id"`
+	UserID          string     `json:"user_id"`
+	PlatformSlug    string     `json:"platform_slug"`
+	PlatformName    string     `json:"platform_name"`
+	PlatformUserID  string     `json:"platform_user_id"`
+	Username        string     `json:"username"`
+	DisplayName     *string    `json:"display_name"`
+	ProfileImageURL *string    `json:"profile_image_url"`
+	Scopes          []string   `json:"scopes"`
+	IsActive        bool       `json:"is_active"`
+	BotStatus       string     `json:"bot_status"`
+	ConnectedAt     time.Time  `json:"connected_at"`
+	LastRefreshedAt *time.Time `json:"last_refreshed_at"`
+
+	accessToken, refreshToken string // sealed
+	tokenExpiresAt            *time.Time
+}
+
+// Service holds the area's dependencies.
+type Service struct {
+	DB        *db.DB
+	Clock     clock.Clock
+	Box       *secretbox.Box
+	Cache     cache.Cache
+	Provider  config.ProviderConfig
+	PublicURL string
+	HTTP      *http.Client
+}
+
+// Handler serves the integration endpoints.
+type Handler struct{ S *Service }
+
+func (s *Service) enabled() bool { return s.Provider.ClientID != "" && s.Provider.ClientSecret != "" }
+
+func (s *Service) callbackURL() string { return s.PublicURL + "/v1/integrations/callback/" + Slug }
+
+func checkSlug(slug string) error {
+	if slug != Slug {
+		return apperr.NotFoundf("unknown platform %q", slug)
+	}
+	return nil
+}
+
+// user returns the caller's user id; integrations belong to users.
+func user(ctx context.Context) (string, error) {
+	p := authn.From(ctx)
+	if p == nil || p.UserID == "" {
+		return "", apperr.Forbiddenf("integrations belong to a user; use a user's session token or API key")
+	}
+	return p.UserID, nil
+}
+
+const cols = `id, user_id, platform_slug, platform_user_id, username, display_name, profile_image_url, scopes, is_active, bot_status,
+	connected_at, last_refreshed_at, access_token, refresh_token, token_expires_at`
+
+func scan(row interface{ Scan(...any) error }) (Integration, error) {
+	var i Integration
+	var disp, img, refresh sql.NullString
+	var scopes db.Strings
+	var conn int64
+	var refreshed, exp db.NullTime
+	err := row.Scan(&i.ID, &i.UserID, &i.PlatformSlug, &i.PlatformUserID, &i.Username, &disp, &img, &scopes, &i.IsActive, &i.BotStatus,
+		&conn, &refreshed, &i.accessToken, &refresh, &exp)
+	if disp.Valid {
+		i.DisplayName = &disp.String
+	}
+	if img.Valid {
+		i.ProfileImageURL = &img.String
+	}
+	i.Scopes = scopes
+	if i.Scopes == nil {
+		i.Scopes = []string{}
+	}
+	i.PlatformName = platformName
+	i.ConnectedAt = db.FromTS(conn)
+	i.LastRefreshedAt = refreshed.Ptr()
+	i.refreshToken = refresh.String
+	i.tokenExpiresAt = exp.Ptr()
+	return i, err
+}
+
+// own loads an integration of the caller; another user's is reported as not found.
+func (s *Service) own(ctx context.Context, id string) (Integration, error) {
+	uid, err := user(ctx)
+	if err != nil {
+		return Integration{}, err
+	}
+	if _, err := uuid.Parse(id); err != nil {
+		return Integration{}, apperr.NotFoundf("integration not found")
+	}
+	i, err := scan(s.DB.QueryRowContext(ctx, `SELECT `+cols+` FROM integrations WHERE id = $1 AND user_id = $2`, id, uid))
+	if errors.Is(err, sql.ErrNoRows) {
+		return i, apperr.NotFoundf("integration not found")
+	}
+	return i, err
+}
+
+func (s *Service) list(ctx context.Context, slug string) ([]Integration, error) {
+	out := []Integration{}
+	p := authn.From(ctx)
+	if p == nil || p.UserID == "" {
+		return out, nil
+	}
+	q, args := `SELECT `+cols+` FROM integrations WHERE user_id = $1`, []any{p.UserID}
+	if slug != "" {
+		q += ` AND platform_slug = $2`
+		args = append(args, slug)
+	}
+	rows, err := s.DB.QueryContext(ctx, q+` ORDER BY connected_at, id`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		i, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, i)
+	}
+	return out, rows.Err()
+}
+
+// List serves GET /v1/integrations: a bare array of the caller's integrations.
+func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
+	out, err := h.S.list(r.Context(), "")
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, out)
+}
+
+// ListPlatform serves GET /v1/integrations/platform/{slug}.
+func (h *Handler) ListPlatform(w http.ResponseWriter, r *http.Request) {
+	slug := chi.URLParam(r, "slug")
+	if err := checkSlug(slug); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	out, err := h.S.list(r.Context(), slug)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, out)
+}
+
+// Get serves GET /v1/integrations/{id}.
+func (h *Handler) Get(w http.ResponseWriter, r *http.Request) {
+	i, err := h.S.own(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, i)
+}
+
+// Platforms serves GET /v1/integrations/platforms.
+func (h *Handler) Platforms(w http.ResponseWriter, r *http.Request) {
+	httpx.JSON(w, http.StatusOK, map[string]any{"platforms": []Platform{{
+		Slug: Slug, Name: platformName, Description: "Live-streaming platform: channel statistics and a chat bot for your channel",
+		Enabled: h.S.enabled(), Features: []string{"oauth", "stats", "bot"},
+	}}})
+}
+
+// PlatformScopes serves GET /v1/integrations/platform/{slug}/scopes.
+func (h *Handler) PlatformScopes(w http.ResponseWriter, r *http.Request) {
+	slug := chi.URLParam(r, "slug")
+	if err := checkSlug(slug); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, map[string]any{"platform": slug, "scopes": Scopes})
+}
+
+// ---- connect and callback ----
+
+// state is the signed content of the OAuth state parameter.
+type state struct {
+	User     string   `json:"u"`
+	Platform string   `json:"p"`
+	Redirect string   `json:"r"`
+	Scopes   []string `json:"s"`
+	Nonce    string   `json:"n"`
+	Expires  int64    `json:"e"` // Unix seconds
+}
+
+var stateMACLabel = []byte("hmid integration state")
+
+func (s *Service) signState(st state) string {
+	b, _ := json.Marshal(st)
+	return base64.RawURLEncoding.EncodeToString(b) + "." + base64.RawURLEncoding.EncodeToString(s.Box.MAC(stateMACLabel, b))
+}
+
+// openState verifies the MAC (in constant time) and the expiry of a state.
+func (s *Service) openState(v string) (state, error) {
+	var st state
+	bad := apperr.Bad("invalid or tampered state")
+	body, mac, ok := strings.Cut(v, ".")
+	if !ok {
+		return st, bad
+	}
+	b, err1 := base64.RawURLEncoding.DecodeString(body)
+	m, err2 := base64.RawURLEncoding.DecodeString(mac)
+	if err1 != nil || err2 != nil || !secretbox.Equal(m, s.Box.MAC(stateMACLabel, b)) {
+		return st, bad
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, bad
+	}
+	if s.Clock.Now().Unix() > st.Expires {
+		return st, apperr.Bad("the state has expired; connect again")
+	}
+	return st, nil
+}
+
+// Connect serves POST /v1/integrations/platform/{slug}/connect.
+func (h *Handler) Connect(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	slug := chi.URLParam(r, "slug")
+	if err := checkSlug(slug); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	uid, err := user(ctx)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	var in struct {
+		RedirectURI string   `json:"redirect_uri"`
+		Scopes      []string `json:"scopes"`
+	}
+	if err := httpx.Decode(r, &in); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	u, err := url.Parse(in.RedirectURI)
+	if in.RedirectURI == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Fragment != "" {
+		httpx.Error(w, r, apperr.Invalid("redirect_uri is required: an absolute http(s) URL without fragment"))
+		return
+	}
+	scopes := []string{}
+	for _, sc := range Scopes {
+		if sc.Required {
+			scopes = append(scopes, sc.Name)
+		}
+	}
+	for _, name := range in.Scopes {
+		if !slices.ContainsFunc(Scopes, func(sc Scope) bool { return sc.Name == name }) {
+			httpx.Error(w, r, apperr.Invalid("unknown scope %q; see /v1/integrations/platform/%s/scopes", name, Slug))
+			return
+		}
+		if !slices.Contains(scopes, name) {
+			scopes = append(scopes, name)
+		}
+	}
+	if !h.S.enabled() {
+		httpx.Error(w, r, apperr.Unavailablef("the %s integration is not configured on this server", Slug))
+		return
+	}
+	st := state{User: uid, Platform: slug, Redirect: in.RedirectURI, Scopes: scopes, Nonce: uuid.NewString(),
+		Expires: h.S.Clock.Now().Add(StateTTL).Unix()}
+	signed := h.S.signState(st)
+	q := url.Values{
+		"client_id":     {h.S.Provider.ClientID},
+		"redirect_uri":  {h.S.callbackURL()},
+		"response_type": {"code"},
+		"scope":         {strings.Join(scopes, " ")},
+		"state":         {signed},
+	}
+	sep := "?"
+	if strings.Contains(h.S.Provider.AuthURL, "?") {
+		sep = "&"
+	}
+	httpx.JSON(w, http.StatusOK, map[string]any{"authorization_url": h.S.Provider.AuthURL + sep + q.Encode(), "state": signed})
+}
+
+// tokenResponse is the provider's token endpoint answer (RFC 6749 §5.1);
+// Twitch sends scope as an array, others as a space-separated string.
+type tokenResponse struct {
+	AccessToken  string          `json:"access_token"`
+	RefreshToken string          `json:"refresh_token"`
+	ExpiresIn    int64           `json:"expires_in"`
+	Scope        json.RawMessage `json:"scope"`
+}
+
+func (t tokenResponse) scopes() []string {
+	var list []string
+	if json.Unmarshal(t.Scope, &list) == nil {
+		return list
+	}
+	var s string
+	if json.Unmarshal(t.Scope, &s) == nil {
+		return strings.Fields(s)
+	}
+	return nil
+}
+
+// errRejected means the provider refused a grant (RFC 6749 §5.2).
+var errRejected = errors.New("integrations: grant rejected")
+
+func (s *Service) client() *http.Client {
+	if s.HTTP != nil {
+		return s.HTTP
+	}
+	return &http.Client{Timeout: 10 * time.Second}
+}
+
+// token posts a grant to the provider's token endpoint.
+func (s *Service) token(ctx context.Context, form url.Values) (tokenResponse, error) {
+	var t tokenResponse
+	form.Set("client_id", s.Provider.ClientID)
+	form.Set("client_secret", s.Provider.ClientSecret)
+	req, err := http.NewRequestWithContext(ctx, "POST", s.Provider.TokenURL, strings.NewReader(form.Encode()))
+	if err != nil {
+		return t, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	res, err := s.client().Do(req)
+	if err != nil {
+		return t, apperr.Unavailablef("the %s token endpoint is unreachable", Slug)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	switch {
+	case res.StatusCode == http.StatusBadRequest || res.StatusCode == http.StatusUnauthorized:
+		return t, errRejected
+	case res.StatusCode != http.StatusOK:
+		return t, apperr.Unavailablef("the %s token endpoint answered %d", Slug, res.StatusCode)
+	}
+	if err := json.Unmarshal(body, &t); err != nil || t.AccessToken == "" {
+		return t, apperr.Unavailablef("the %s token endpoint sent an unreadable answer", Slug)
+	}
+	return t, nil
+}
+
+// api calls a Helix-style endpoint with the app's Client-Id and the user's token.
+func (s *Service) api(ctx context.Context, accessToken, path string, out any) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", s.Provider.APIURL+path, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Client-Id", s.Provider.ClientID)
+	req.Header.Set("Authorization", "Bearer "+accessToken)
+	res, err := s.client().Do(req)
+	if err != nil {
+		return 0, apperr.Unavailablef("the %s API is unreachable", Slug)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<20))
+		return res.StatusCode, nil
+	}
+	if err := json.NewDecoder(io.LimitReader(res.Body, 4<<20)).Decode(out); err != nil {
+		return res.StatusCode, apperr.Unavailablef("the %s API sent an unreadable answer", Slug)
+	}
+	return res.StatusCode, nil
+}
+
+// sealFor seals a token bound to the integration's user and platform.
+func (s *Service) sealFor(userID, tok string) (string, error) {
+	return s.Box.Seal([]byte(tok), []byte("integration:"+Slug+":"+userID))
+}
+
+func (s *Service) open(i Integration, sealed string) (string, error) {
+	b, err := s.Box.Open(sealed, []byte("integration:"+Slug+":"+i.UserID))
+	return string(b), err
+}
+
+// Callback serves GET /v1/integrations/callback/{platform}: the provider
+// sends the user back here with code and state (RFC 6749 §4.1.2).
+func (h *Handler) Callback(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	if err := checkSlug(chi.URLParam(r, "platform")); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	st, err := h.S.openState(q.Get("state"))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if st.Platform != Slug {
+		httpx.Error(w, r, apperr.Bad("invalid or tampered state"))
+		return
+	}
+	// Single use: the first callback with a state wins (RFC 6749 §10.12).
+	first, err := h.S.Cache.SetNX(ctx, "integration:state:"+st.Nonce, []byte{1}, StateTTL+time.Minute)
+	if err != nil {
+		httpx.Error(w, r, apperr.Unavailablef("the cache is unavailable"))
+		return
+	}
+	if !first {
+		httpx.Error(w, r, apperr.Bad("this state has already been used; connect again"))
+		return
+	}
+	if e := q.Get("error"); e != "" {
+		http.Redirect(w, r, withQuery(st.Redirect, "error", e), http.StatusFound)
+		return
+	}
+	code := q.Get("code")
+	if code == "" {
+		httpx.Error(w, r, apperr.Bad("code is required"))
+		return
+	}
+	tok, err := h.S.token(ctx, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {h.S.callbackURL()}})
+	if errors.Is(err, errRejected) {
+		httpx.Error(w, r, apperr.Bad("the %s platform rejected the authorization code", Slug))
+		return
+	}
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	var users struct {
+		Data []struct {
+			ID              string `json:"id"`
+			Login           string `json:"login"`
+			DisplayName     string `json:"display_name"`
+			ProfileImageURL string `json:"profile_image_url"`
+		} `json:"data"`
+	}
+	status, err := h.S.api(ctx, tok.AccessToken, "/users", &users)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if status != http.StatusOK || len(users.Data) == 0 || users.Data[0].ID == "" {
+		httpx.Error(w, r, apperr.Unavailablef("the %s API did not return the connected user", Slug))
+		return
+	}
+	pu := users.Data[0]
+	scopes := tok.scopes()
+	if scopes == nil {
+		scopes = st.Scopes
+	}
+	access, err := h.S.sealFor(st.User, tok.AccessToken)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	var refresh any
+	if tok.RefreshToken != "" {
+		sealed, err := h.S.sealFor(st.User, tok.RefreshToken)
+		if err != nil {
+			httpx.Error(w, r, err)
+			return
+		}
+		refresh = sealed
+	}
+	now := h.S.Clock.Now()
+	var exp any
+	if tok.ExpiresIn > 0 {
+		exp = db.TS(now.Add(time.Duration(tok.ExpiresIn) * time.Second))
+	}
+	var id string
+	err = h.S.DB.Writer().QueryRowContext(ctx, `INSERT INTO integrations (id, user_id, platform_slug, platform_user_id, username, display_name,
+			profile_image_url, scopes, access_token, refresh_token, token_expires_at, is_active, bot_status, connected_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, TRUE, 'active', $12, $12)
+		ON CONFLICT (user_id, platform_slug, platform_user_id) DO UPDATE SET username = excluded.username,
+			display_name = excluded.display_name, profile_image_url = excluded.profile_image_url, scopes = excluded.scopes,
+			access_token = excluded.access_token, refresh_token = excluded.refresh_token, token_expires_at = excluded.token_expires_at,
+			is_active = TRUE, updated_at = excluded.updated_at
+		RETURNING id`,
+		uuid.NewString(), st.User, Slug, pu.ID, pu.Login, nullable(pu.DisplayName), nullable(pu.ProfileImageURL), db.JSON(scopes),
+		access, refresh, exp, db.TS(now)).Scan(&id)
+	if db.IsForeignKeyViolation(err) {
+		httpx.Error(w, r, apperr.NotFoundf("the user who started the connection no longer exists"))
+		return
+	}
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	http.Redirect(w, r, withQuery(st.Redirect, "integration_id", id), http.StatusFound)
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// withQuery adds one query parameter to a URL, keeping the ones it has.
+func withQuery(raw, k, v string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	q := u.Query()
+	q.Set(k, v)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// ---- operations on one integration ----
+
+// Delete serves DELETE /v1/integrations/{id}.
+func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	i, err := h.S.own(ctx, chi.URLParam(r, "id"))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if _, err := h.S.DB.ExecContext(ctx, `DELETE FROM integrations WHERE id = $1 AND user_id = $2`, i.ID, i.UserID); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, map[string]any{"success": true, "message": "Integration disconnected"})
+}
+
+// refresh uses the refresh_token grant (RFC 6749 §6) and stores the new tokens.
+func (s *Service) refresh(ctx context.Context, i *Integration) (time.Time, error) {
+	if i.refreshToken == "" {
+		return time.Time{}, apperr.Bad("this integration has no refresh token; connect the account again")
+	}
+	rt, err := s.open(*i, i.refreshToken)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("integrations: open refresh token: %w", err)
+	}
+	tok, err := s.token(ctx, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}})
+	if errors.Is(err, errRejected) {
+		_, _ = s.DB.ExecContext(ctx, `UPDATE integrations SET is_active = FALSE, updated_at = $1 WHERE id = $2`, db.TS(s.Clock.Now()), i.ID)
+		return time.Time{}, apperr.Bad("the %s platform refused the refresh token; connect the account again", Slug)
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	now := s.Clock.Now()
+	exp := now.Add(time.Duration(max(tok.ExpiresIn, 0)) * time.Second)
+	access, err := s.sealFor(i.UserID, tok.AccessToken)
+	if err != nil {
+		return time.Time{}, err
+	}
+	refresh := i.refreshToken
+	if tok.RefreshToken != "" {
+		if refresh, err = s.sealFor(i.UserID, tok.RefreshToken); err != nil {
+			return time.Time{}, err
+		}
+	}
+	if _, err := s.DB.ExecContext(ctx, `UPDATE integrations SET access_token = $1, refresh_token = $2, token_expires_at = $3,
+		last_refreshed_at = $4, is_active = TRUE, updated_at = $4 WHERE id = $5`, access, refresh, db.TS(exp), db.TS(now), i.ID); err != nil {
+		return time.Time{}, err
+	}
+	i.accessToken, i.refreshToken, i.tokenExpiresAt, i.IsActive = access, refresh, &exp, true
+	return exp, nil
+}
+
+// Refresh serves POST /v1/integrations/{id}/refresh.
+func (h *Handler) Refresh(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	i, err := h.S.own(ctx, chi.URLParam(r, "id"))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	exp, err := h.S.refresh(ctx, &i)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, map[string]any{"success": true, "message": "Token refreshed", "expires_at": exp})
+}
+
+// Stats is the channel statistics block.
+type Stats struct {
+	Followers      int       `json:"followers"`
+	Subscribers    int       `json:"subscribers"`
+	IsLive         bool      `json:"is_live"`
+	CurrentViewers int       `json:"current_viewers"`
+	StreamTitle    *string   `json:"stream_title"`
+	GameName       *string   `json:"game_name"`
+	UpdatedAt      time.Time `json:"updated_at"`
+}
+
+// Stats serves POST /v1/integrations/{id}/stats: followers, subscribers and
+// the live stream, read now from the platform.
+func (h *Handler) Stats(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	i, err := h.S.own(ctx, chi.URLParam(r, "id"))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if !i.IsActive {
+		httpx.Error(w, r, apperr.Bad("this integration is inactive; connect the account again"))
+		return
+	}
+	// An expired access token is refreshed first.
+	if i.tokenExpiresAt != nil && !h.S.Clock.Now().Before(*i.tokenExpiresAt) {
+		if _, err := h.S.refresh(ctx, &i); err != nil {
+			httpx.Error(w, r, err)
+			return
+		}
+	}
+	access, err := h.S.open(i, i.accessToken)
+	if err != nil {
+		httpx.Error(w, r, fmt.Errorf("integrations: open access token: %w", err))
+		return
+	}
+	bid := url.QueryEscape(i.PlatformUserID)
+	var total struct {
+		Total int `json:"total"`
+	}
+	var st Stats
+	status, err := h.S.api(ctx, access, "/channels/followers?broadcaster_id="+bid, &total)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if status == http.StatusUnauthorized {
+		httpx.Error(w, r, apperr.Bad("the %s platform refused the access token; refresh or connect again", Slug))
+		return
+	}
+	if status != http.StatusOK {
+		httpx.Error(w, r, apperr.Unavailablef("the %s API answered %d", Slug, status))
+		return
+	}
+	st.Followers = total.Total
+	total.Total = 0
+	// Subscriber counts need channel:read:subscriptions (and a partner channel);
+	// without them the platform answers 401/403 and the count is 0.
+	status, err = h.S.api(ctx, access, "/subscriptions?broadcaster_id="+bid, &total)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if status == http.StatusOK {
+		st.Subscribers = total.Total
+	}
+	var streams struct {
+		Data []struct {
+			Type        string `json:"type"`
+			Title       string `json:"title"`
+			GameName    string `json:"game_name"`
+			ViewerCount int    `json:"viewer_count"`
+		} `json:"data"`
+	}
+	status, err = h.S.api(ctx, access, "/streams?user_id="+bid, &streams)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if status != http.StatusOK {
+		httpx.Error(w, r, apperr.Unavailablef("the %s API answered %d", Slug, status))
+		return
+	}
+	if len(streams.Data) > 0 && streams.Data[0].Type == "live" {
+		s := streams.Data[0]
+		st.IsLive, st.CurrentViewers = true, s.ViewerCount
+		st.StreamTitle, st.GameName = &s.Title, &s.GameName
+	}
+	st.UpdatedAt = h.S.Clock.Now()
+	httpx.JSON(w, http.StatusOK, map[string]any{"success": true, "stats": st})
+}
+
+// BotStatuses are the values of bot_status.
+var BotStatuses = []string{"active", "paused", "disabled"}
+
+// SetBotStatus serves PATCH /v1/integrations/{id}/streamplatform-status.
+func (h *Handler) SetBotStatus(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	i, err := h.S.own(ctx, chi.URLParam(r, "id"))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	var in struct {
+		BotStatus *string `json:"bot_status"`
+	}
+	if err := httpx.Decode(r, &in); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if in.BotStatus == nil || !slices.Contains(BotStatuses, *in.BotStatus) {
+		httpx.Error(w, r, apperr.Invalid("bot_status is required: one of %s", strings.Join(BotStatuses, ", ")))
+		return
+	}
+	if _, err := h.S.DB.ExecContext(ctx, `UPDATE integrations SET bot_status = $1, updated_at = $2 WHERE id = $3`,
+		*in.BotStatus, db.TS(h.S.Clock.Now()), i.ID); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, map[string]any{"success": true, "bot_status": *in.BotStatus})
+}
