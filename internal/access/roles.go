@@ -23,18 +23,26 @@ type Handler struct {
 // ListRoles serves GET /v1/roles.
 func (h *Handler) ListRoles(w http.ResponseWriter, r *http.Request) {
 	p := httpx.ParsePage(r, 100)
-	ctx := r.Context()
-	var total int
-	if err := h.S.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM roles`).Scan(&total); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	roles, err := h.S.listRoles(ctx, `SELECT `+roleCols+` FROM roles ORDER BY is_system DESC, name LIMIT $1 OFFSET $2`, p.Limit, p.Offset())
+	roles, total, err := h.S.ListRoles(r.Context(), p)
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
 	httpx.WriteList(w, r, roles, p, total)
+}
+
+// ListRoles returns a page of roles, system roles first, and the total
+// count. The callers (REST and GraphQL) require roles:read.
+func (s *Service) ListRoles(ctx context.Context, p httpx.Page) ([]Role, int, error) {
+	var total int
+	if err := s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM roles`).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	roles, err := s.listRoles(ctx, `SELECT `+roleCols+` FROM roles ORDER BY is_system DESC, name LIMIT $1 OFFSET $2`, p.Limit, p.Offset())
+	if err != nil {
+		return nil, 0, err
+	}
+	return roles, total, nil
 }
 
 func (s *Service) listRoles(ctx context.Context, q string, args ...any) ([]Role, error) {

@@ -20,6 +20,7 @@ type areaHandlers struct {
 	trackingArea
 	settingsArea
 	realtimeArea
+	graphqlArea
 }
 
 // buildAreas constructs each area's services and handlers with explicit
@@ -73,6 +74,9 @@ func (s *Server) buildAreas(ctx context.Context) error {
 		return err
 	}
 
+	if err := s.buildGraphQL(ctx); err != nil {
+		return err
+	}
 	s.connectAreas()
 	return nil
 }

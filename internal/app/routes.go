@@ -280,6 +280,10 @@ func (s *Server) routes() http.Handler {
 	// /v1/ws authenticates itself: Authorization header or a single-use ?ticket=.
 	route("GET", "/v1/ws", Public(), s.Hub.ServeWS)
 	route("POST", "/v1/ws/ticket", Authenticated(), s.Hub.IssueTicket)
+	// GraphQL: public operations exist (oauthScopes, platforms), so the route
+	// only resolves a bearer; every resolver requires what its REST twin does.
+	route("GET", "/v1/graphql", Optional(), s.graphqlHandler.ServeHTTP)
+	route("POST", "/v1/graphql", Optional(), s.graphqlHandler.ServeHTTP)
 
 	return r
 }

@@ -22,9 +22,10 @@ type codeBody struct {
 	UserID string `json:"user_id"`
 }
 
-// client returns the request's origin for the audit log. The optional
-// X-Source-Service header names the calling app (spec 2, source_service).
-func client(r *http.Request) Client {
+// ClientFrom returns the request's origin for the audit log (REST and
+// GraphQL). The optional X-Source-Service header names the calling app
+// (spec 2, source_service).
+func ClientFrom(r *http.Request) Client {
 	return Client{IPAddress: httpx.ClientIP(r.Context()), UserAgent: r.UserAgent(), SourceService: sourceService(r)}
 }
 
@@ -97,7 +98,7 @@ func (h *Handler) Verify(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	out, err := h.S.Verify(r.Context(), authn.From(r.Context()), userIDOf(r, b.UserID), b.Code, client(r))
+	out, err := h.S.Verify(r.Context(), authn.From(r.Context()), userIDOf(r, b.UserID), b.Code, ClientFrom(r))
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -112,7 +113,7 @@ func (h *Handler) Disable(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	out, err := h.S.Disable(r.Context(), authn.From(r.Context()), userIDOf(r, b.UserID), b.Code, client(r))
+	out, err := h.S.Disable(r.Context(), authn.From(r.Context()), userIDOf(r, b.UserID), b.Code, ClientFrom(r))
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -127,7 +128,7 @@ func (h *Handler) RegenerateBackupCodes(w http.ResponseWriter, r *http.Request) 
 		httpx.Error(w, r, err)
 		return
 	}
-	out, err := h.S.RegenerateBackupCodes(r.Context(), authn.From(r.Context()), userIDOf(r, b.UserID), b.Code, client(r))
+	out, err := h.S.RegenerateBackupCodes(r.Context(), authn.From(r.Context()), userIDOf(r, b.UserID), b.Code, ClientFrom(r))
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
