@@ -13,6 +13,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 
 	"golang.org/x/crypto/argon2"
@@ -35,6 +36,18 @@ var ErrMalformed = errors.New("password: malformed hash")
 
 var b64 = base64.RawStdEncoding
 
+// slots bounds how many Argon2id computations run at once to the number of
+// cores. Each one takes 19 MiB and a core for tens of milliseconds; letting
+// every waiting request start its own only adds memory churn and garbage
+// collection, so a burst of logins is served faster in a queue.
+var slots = make(chan struct{}, runtime.GOMAXPROCS(0))
+
+func idKey(secret, salt []byte, p Params, keyLen uint32) []byte {
+	slots <- struct{}{}
+	defer func() { <-slots }()
+	return argon2.IDKey(secret, salt, p.Time, p.Memory, p.Threads, keyLen)
+}
+
 // Hash returns the PHC string of secret with fresh random salt.
 func Hash(secret string) (string, error) { return HashWith(OWASP, secret) }
 
@@ -44,7 +57,7 @@ func HashWith(p Params, secret string) (string, error) {
 	if _, err := rand.Read(salt); err != nil {
 		return "", err
 	}
-	key := argon2.IDKey([]byte(secret), salt, p.Time, p.Memory, p.Threads, p.KeyLen)
+	key := idKey([]byte(secret), salt, p, p.KeyLen)
 	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, p.Memory, p.Time, p.Threads, b64.EncodeToString(salt), b64.EncodeToString(key)), nil
 }
 
@@ -73,7 +86,7 @@ func Verify(secret, phc string) (bool, error) {
 	if err != nil || len(want) == 0 || len(want) > 128 {
 		return false, ErrMalformed
 	}
-	got := argon2.IDKey([]byte(secret), salt, p.Time, p.Memory, p.Threads, uint32(len(want)))
+	got := idKey([]byte(secret), salt, p, uint32(len(want)))
 	return subtle.ConstantTimeCompare(got, want) == 1, nil
 }
 

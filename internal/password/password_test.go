@@ -24,3 +24,19 @@ func TestHashVerify(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkArgon2idOWASP is the bound for password logins: OWASP-parameter
+// verifications per second on all cores (b.RunParallel).
+func BenchmarkArgon2idOWASP(b *testing.B) {
+	h, err := Hash("correct horse battery")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if ok, _ := Verify("correct horse battery", h); !ok {
+				b.Error("verify failed")
+			}
+		}
+	})
+}
