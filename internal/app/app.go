@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/go-chi/chi/v5"
 	"io"
 	"log/slog"
 	"net/http"
@@ -72,6 +73,7 @@ type Server struct {
 	SystemKey string
 
 	handler http.Handler
+	router  chi.Router
 	closers []func() error
 }
 
@@ -161,13 +163,14 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 	if err := s.buildAreas(ctx); err != nil {
 		return nil, err
 	}
+	s.router = s.routes()
 	s.handler = httpx.Base(httpx.BaseConfig{
 		PublicURL:      cfg.PublicURL,
 		TrustedProxies: cfg.TrustedProxies,
 		Logger:         s.Log,
 		AccessLog:      !cfg.DisableAccessLog,
 		Metrics:        s.Metrics,
-	}, s.routes())
+	}, s.router)
 	ok = true
 	return s, nil
 }
