@@ -16,7 +16,7 @@ import (
 const purgeInterval = 10 * time.Minute
 
 // accountsArea holds the handlers of this area (built by buildAccounts). The
-// services are exported so the lead can wire cross-area contracts (for
+// services are exported so cross-area contracts can be wired (for
 // example BanService.Tokens, the OAuth token revoker) and tests can run the
 // purge with the fake clock (DeletionService.Purge).
 type accountsArea struct {
