@@ -112,6 +112,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 
+	// The in-process server runs with the service's own runtime settings.
+	app.TuneRuntime(os.Getenv)
 	env := &Env{URL: *target, SystemKey: *key, Client: loadgen.NewHTTPClient(*conc), Concurrency: *conc}
 	engine := "target " + *target
 	if *target == "" {

@@ -57,6 +57,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	app.TuneRuntime(getenv)
 	level := slog.LevelInfo
 	_ = level.UnmarshalText([]byte(strings.ToUpper(cfg.LogLevel)))
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
