@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -57,43 +56,10 @@ func Each(t *testing.T, fn func(t *testing.T, e *Env), opts ...Option) {
 	})
 }
 
-// New starts hmid on engine eng.
+// New starts hmid on engine eng, with Redis keys of its own.
 func New(t *testing.T, eng dbtest.Engine, opts ...Option) *Env {
 	t.Helper()
-	e := &Env{T: t, Engine: eng, Clock: clock.NewFake(Start)}
-	e.HTTP = httptest.NewUnstartedServer(nil)
-	e.URL = "http://" + e.HTTP.Listener.Addr().String()
-	cfg := config.Config{
-		Addr:        ":0",
-		PublicURL:   e.URL,
-		DatabaseURL: eng.URL,
-		RedisURL:    eng.RedisURL,
-		SecretKey:   "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
-		MailFrom:    "hmid@localhost",
-		LogLevel:    "error",
-	}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	srv, err := app.New(context.Background(), cfg, app.Options{
-		Clock:       e.Clock,
-		Logger:      slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		CachePrefix: dbtest.Key(),
-	})
-	if err != nil {
-		t.Fatalf("start hmid: %v", err)
-	}
-	e.Server = srv
-	e.SystemKey = srv.SystemKey
-	e.HTTP.Config.Handler = srv
-	e.HTTP.Start()
-	e.Client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	t.Cleanup(func() {
-		e.HTTP.Close()
-		srv.Close()
-	})
-	e.router = contractRouter(t, e.URL)
-	return e
+	return NewOnURL(t, eng, dbtest.Key(), opts...)
 }
 
 var (
