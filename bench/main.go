@@ -73,21 +73,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		key    = fs.String("key", "", "system API key of the target server")
 		dbURL  = fs.String("db", "", "database URL for the in-process server (default: SQLite in a temp dir)")
 		redis  = fs.String("redis", "", "Redis URL for the in-process server")
-		prof   = fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+		prof   = fs.String("cpuprofile", "", "write a CPU profile of the load phase to this file (FILE.scenario when several run)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
-	}
-	if *prof != "" {
-		f, err := os.Create(*prof)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
 	}
 	sort.SliceStable(scenarios, func(i, j int) bool { return scenarios[i].Name < scenarios[j].Name })
 	if *list {
@@ -139,7 +128,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("%s: setup: %w", s.Name, err)
 		}
+		stop, err := startProfile(*prof, s.Name, len(chosen) > 1)
+		if err != nil {
+			return err
+		}
 		res := loadgen.Run(ctx, loadgen.Config{Concurrency: *conc, Duration: *dur, Warmup: *warm}, op)
+		stop()
 		res.Name = s.Name
 		fmt.Fprintln(out, res.String())
 		for _, e := range res.ErrorSamples {
@@ -150,6 +144,31 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// startProfile starts a CPU profile of one scenario's load phase, leaving out
+// its setup (creating thousands of keys or a million points would otherwise
+// dominate). path "" profiles nothing; with several scenarios each gets its
+// own file, path.name.
+func startProfile(path, name string, several bool) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	if several {
+		path += "." + name
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // startServer runs hmid in process on a loopback port.

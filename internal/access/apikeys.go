@@ -180,7 +180,7 @@ func (h *Handler) CreateKey(w http.ResponseWriter, r *http.Request) {
 	if p.UserID != "" {
 		owner = p.UserID
 	}
-	err := h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, user_id, name, description, key_hash, key_prefix, scopes, is_active, is_system, expires_at, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, TRUE, FALSE, $8, $9, $9)`,
 			id, owner, name, b.Description.Value, token.Hash(key), token.KeyPrefix(key), db.JSON(scopes), db.NullTS(b.ExpiresAt.Ptr()), db.TS(now)); err != nil {
@@ -323,7 +323,7 @@ func (h *Handler) DeleteKey(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, apperr.Forbiddenf("system API keys cannot be deleted"))
 		return
 	}
-	err = h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM api_keys WHERE id = $1`, k.ID); err != nil {
 			return err
 		}

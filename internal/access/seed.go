@@ -2,7 +2,6 @@ package access
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -88,7 +87,7 @@ const DefaultUserRole = "role_user"
 // permission is added only when the role itself is created.
 func (s *Service) Seed(ctx context.Context) error {
 	now := db.TS(s.Clock.Now())
-	return s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	return s.DB.Tx(ctx, func(tx *db.Tx) error {
 		for _, p := range Catalogue {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO permissions (id, resource, action, description, created_at, updated_at)
 				VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT DO NOTHING`, PermissionID(p.Resource, p.Action), p.Resource, p.Action, p.Description, now); err != nil {

@@ -78,7 +78,7 @@ func (s *Service) RequestEmailChange(ctx context.Context, userID, addr string) (
 	exp := now.Add(TokenTTL)
 	tok := token.New("")
 	id := uuid.NewString()
-	err = s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM email_change_requests WHERE user_id = $1`, userID); err != nil {
 			return err
 		}
@@ -106,7 +106,7 @@ func (s *Service) RequestEmailChange(ctx context.Context, userID, addr string) (
 func (s *Service) VerifyEmailChange(ctx context.Context, r *http.Request, tok string) error {
 	p := authn.From(ctx)
 	now := s.Clock.Now()
-	return s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	return s.DB.Tx(ctx, func(tx *db.Tx) error {
 		var id, userID, addr, cur string
 		err := tx.QueryRowContext(ctx, `SELECT id, user_id, new_email FROM email_change_requests WHERE token_hash = $1 AND expires_at > $2`,
 			token.Hash(tok), db.TS(now)).Scan(&id, &userID, &addr)

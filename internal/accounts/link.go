@@ -60,7 +60,7 @@ func (s *Service) RequestEmailLink(ctx context.Context, userID, addr, pass strin
 	exp := now.Add(TokenTTL)
 	tok := token.New("")
 	id := uuid.NewString()
-	err = s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM email_link_requests WHERE user_id = $1`, userID); err != nil {
 			return err
 		}
@@ -91,7 +91,7 @@ func (s *Service) VerifyEmailLink(ctx context.Context, r *http.Request, tok stri
 	p := authn.From(ctx)
 	now := s.Clock.Now()
 	accountID := uuid.NewString()
-	err := s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
 		var id, userID, addr, hash string
 		err := tx.QueryRowContext(ctx, `SELECT id, user_id, email, password_hash FROM email_link_requests WHERE token_hash = $1 AND expires_at > $2`,
 			token.Hash(tok), db.TS(now)).Scan(&id, &userID, &addr, &hash)

@@ -93,7 +93,7 @@ func account(ctx context.Context, q db.Querier, userID, accountID string) (Platf
 func (s *Service) SetPrimary(ctx context.Context, r *http.Request, userID, accountID string) (PlatformAccount, error) {
 	p := authn.From(ctx)
 	var out PlatformAccount
-	err := s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
 		if _, err := loadUser(ctx, tx, userID); err != nil {
 			return err
 		}
@@ -128,7 +128,7 @@ func (s *Service) SetPrimary(ctx context.Context, r *http.Request, userID, accou
 // (Invalid, with a message saying which rule applies).
 func (s *Service) Unlink(ctx context.Context, r *http.Request, userID, accountID string) error {
 	p := authn.From(ctx)
-	return s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	return s.DB.Tx(ctx, func(tx *db.Tx) error {
 		if _, err := loadUser(ctx, tx, userID); err != nil {
 			return err
 		}

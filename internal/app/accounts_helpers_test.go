@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"context"
-	"database/sql"
 	"regexp"
 	"strings"
 	"testing"
@@ -54,7 +53,7 @@ func providerUser(t testing.TB, e *apptest.Env, slug string) (apptest.User, stri
 	ctx := context.Background()
 	var uid, aid string
 	name := "p_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
-	err := e.Server.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := e.Server.DB.Tx(ctx, func(tx *db.Tx) error {
 		var err error
 		uid, aid, err = users.Create(ctx, tx, db.TS(e.Clock.Now()), users.NewAccount{
 			PlatformSlug: slug, PlatformUserID: uuid.NewString(), Username: name, Name: name,

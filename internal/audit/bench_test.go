@@ -2,7 +2,6 @@ package audit_test
 
 import (
 	"context"
-	"database/sql"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -51,7 +50,7 @@ func seedAuditLog(b *testing.B, url string) *db.DB {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	started := time.Now()
-	err = d.Tx(ctx, func(tx *sql.Tx) error {
+	err = d.Tx(ctx, func(tx *db.Tx) error {
 		for u := range benchUsers {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO users (id, username, email, created_at, updated_at) VALUES ($1, $2, $3, 0, 0)`,
 				benchUserID(u), fmt.Sprintf("user_%04d", u), fmt.Sprintf("User.%04d@Example.test", u)); err != nil {

@@ -63,7 +63,7 @@ func (h *Handler) Internal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var entry Entry
-	err = h.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = h.DB.Tx(ctx, func(tx *db.Tx) error {
 		id, err := h.Writer.Record(ctx, tx, e)
 		if err != nil {
 			return err

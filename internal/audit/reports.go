@@ -122,7 +122,7 @@ func (h *Handler) CreateReport(w http.ResponseWriter, r *http.Request) {
 	eventID := chi.URLParam(r, "event_id")
 	id := uuid.NewString()
 	now := db.TS(h.Clock.Now())
-	err := h.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := h.DB.Tx(ctx, func(tx *db.Tx) error {
 		var owner sql.NullString
 		var reported bool
 		err := tx.QueryRowContext(ctx, `SELECT user_id, is_reported FROM audit_events WHERE id = $1`, eventID).Scan(&owner, &reported)
@@ -219,7 +219,7 @@ func (h *Handler) UpdateReport(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "report_id")
 	now := h.Clock.Now()
 	var before, after Report
-	err := h.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := h.DB.Tx(ctx, func(tx *db.Tx) error {
 		var err error
 		if before, err = getReport(ctx, tx, id); err != nil {
 			return err

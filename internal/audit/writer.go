@@ -7,7 +7,6 @@ package audit
 
 import (
 	"context"
-	"database/sql"
 	"net/http"
 
 	"github.com/google/uuid"
@@ -101,7 +100,7 @@ func FromRequest(r *http.Request, e Event) Event {
 func (w *Writer) Record(ctx context.Context, q db.Querier, e Event) (string, error) {
 	if d, ok := q.(*db.DB); ok {
 		var id string
-		err := d.Tx(ctx, func(tx *sql.Tx) error {
+		err := d.Tx(ctx, func(tx *db.Tx) error {
 			var err error
 			id, err = w.Record(ctx, tx, e)
 			return err
@@ -148,7 +147,7 @@ func (w *Writer) Record(ctx context.Context, q db.Querier, e Event) (string, err
 		}
 		// Inside a transaction the event exists only once it commits: tell
 		// subscribers then, and never about an operation that rolled back.
-		if tx, ok := q.(*sql.Tx); ok && w.DB != nil {
+		if tx, ok := q.(*db.Tx); ok && w.DB != nil {
 			w.DB.AfterCommit(tx, notify)
 		} else {
 			notify()

@@ -82,7 +82,7 @@ func (s *Service) RequestReset(ctx context.Context, email string, m Meta) error 
 	now := s.now()
 	tok := token.New(PrefixPasswordReset)
 	expires := now.Add(ResetTTL)
-	err = s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
 		// A new link replaces the older ones: only the newest mail works.
 		if _, err := tx.ExecContext(ctx, `UPDATE password_reset_tokens SET used_at = $1 WHERE user_id = $2 AND used_at IS NULL`, db.TS(now), userID); err != nil {
 			return err
@@ -128,7 +128,7 @@ func (s *Service) ConfirmReset(ctx context.Context, tok, newPassword string, m M
 		return err
 	}
 	now := s.now()
-	err = s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
 		var userID string
 		// The conditional UPDATE makes the token single use even when two
 		// requests race: only one of them gets the row back.

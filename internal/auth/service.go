@@ -417,7 +417,7 @@ func (s *Service) secondStep(ctx context.Context, a account, code string, m Meta
 		}
 	}
 	now := s.now()
-	err := s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
 		var err error
 		res.Session, err = s.startSession(ctx, tx, a.userID, now, m)
 		return err
@@ -430,7 +430,7 @@ func (s *Service) secondStep(ctx context.Context, a account, code string, m Meta
 
 // startSession creates the session, records the login on the user and
 // audits login and session_created, inside tx.
-func (s *Service) startSession(ctx context.Context, tx *sql.Tx, userID string, now time.Time, m Meta) (sessions.Created, error) {
+func (s *Service) startSession(ctx context.Context, tx *db.Tx, userID string, now time.Time, m Meta) (sessions.Created, error) {
 	c, err := sessions.Create(ctx, tx, now, sessions.New{UserID: userID, Provider: Platform, IPAddress: m.IP, UserAgent: m.UserAgent})
 	if err != nil {
 		return c, err
@@ -515,7 +515,7 @@ func (s *Service) Register(ctx context.Context, in RegisterInput, m Meta) (Resul
 	}
 	now := s.now()
 	var res Result
-	err = s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
 		userID, _, err := users.Create(ctx, tx, db.TS(now), users.NewAccount{
 			PlatformSlug: Platform, PlatformUserID: email, Username: username, Email: email, PasswordHash: hash,
 		})
@@ -596,7 +596,7 @@ func (s *Service) Session(ctx context.Context, tok string) (*authn.Principal, er
 // Logout revokes the session and audits logout (reason user_initiated).
 func (s *Service) Logout(ctx context.Context, p *authn.Principal, m Meta) error {
 	now := s.now()
-	err := s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL`, db.TS(now), p.SessionID)
 		if err != nil {
 			return err

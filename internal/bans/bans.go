@@ -172,7 +172,7 @@ func (s *Service) Create(ctx context.Context, r *http.Request, userID, reason st
 	}
 	now := s.Clock.Now()
 	id := uuid.NewString()
-	err := s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
 		// Touch the user row first: on PostgreSQL it locks the row, so two
 		// racing bans of one user serialize and the second sees the first.
 		res, err := tx.ExecContext(ctx, `UPDATE users SET updated_at = updated_at WHERE id = $1 AND deleted_at IS NULL`, userID)
@@ -237,7 +237,7 @@ func (s *Service) Create(ctx context.Context, r *http.Request, userID, reason st
 func (s *Service) Lift(ctx context.Context, r *http.Request, userID string) error {
 	p := authn.From(ctx)
 	now := s.Clock.Now()
-	err := s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
 		if _, err := userExists(ctx, tx, userID); err != nil {
 			return err
 		}

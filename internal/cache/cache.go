@@ -18,6 +18,11 @@ type Cache interface {
 	Get(ctx context.Context, key string) ([]byte, error)
 	Set(ctx context.Context, key string, value []byte, ttl time.Duration) error
 	Delete(ctx context.Context, keys ...string) error
+	// GetMany returns the values of keys in one round trip, nil for each
+	// absent or expired key.
+	GetMany(ctx context.Context, keys []string) ([][]byte, error)
+	// SetMany stores every entry for ttl in one round trip.
+	SetMany(ctx context.Context, entries map[string][]byte, ttl time.Duration) error
 	// SetNX stores value only when key is absent, reporting whether it did;
 	// it is the building block of single-use markers and short leases.
 	SetNX(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error)

@@ -56,6 +56,31 @@ func TestCacheBasics(t *testing.T) {
 	}
 }
 
+func TestGetManySetMany(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	for name, c := range caches(t, clk) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			if err := c.SetMany(ctx, map[string][]byte{"m1": []byte("one"), "m3": []byte("three")}, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.GetMany(ctx, []string{"m1", "m2", "m3"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 3 || string(got[0]) != "one" || got[1] != nil || string(got[2]) != "three" {
+				t.Fatalf("GetMany = %q", got)
+			}
+			if v, err := c.Get(ctx, "m3"); err != nil || string(v) != "three" {
+				t.Fatalf("Get after SetMany = %q, %v", v, err)
+			}
+			if got, err := c.GetMany(ctx, nil); err != nil || len(got) != 0 {
+				t.Fatalf("GetMany(nil) = %q, %v", got, err)
+			}
+		})
+	}
+}
+
 func TestIncrIsAtomic(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	for name, c := range caches(t, clk) {

@@ -79,6 +79,32 @@ func (m *Memory) Set(_ context.Context, key string, value []byte, ttl time.Durat
 	return nil
 }
 
+// GetMany returns copies of the values of keys, nil for each miss.
+func (m *Memory) GetMany(_ context.Context, keys []string) ([][]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		if it, ok := m.getLocked(k, now); ok {
+			out[i] = append([]byte(nil), it.val...)
+		}
+	}
+	return out, nil
+}
+
+// SetMany stores every entry for ttl.
+func (m *Memory) SetMany(_ context.Context, entries map[string][]byte, ttl time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	for k, v := range entries {
+		m.items[k] = memItem{val: append([]byte(nil), v...), exp: expiry(now, ttl)}
+	}
+	m.sweepLocked(now)
+	return nil
+}
+
 // SetNX stores value only if key is absent.
 func (m *Memory) SetNX(_ context.Context, key string, value []byte, ttl time.Duration) (bool, error) {
 	m.mu.Lock()

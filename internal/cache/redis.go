@@ -58,6 +58,42 @@ func (r *Redis) Set(ctx context.Context, key string, value []byte, ttl time.Dura
 	return r.Client.Set(ctx, r.Prefix+key, value, ttl).Err()
 }
 
+// GetMany reads keys with one MGET.
+func (r *Redis) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	full := make([]string, len(keys))
+	for i, k := range keys {
+		full[i] = r.Prefix + k
+	}
+	vals, err := r.Client.MGet(ctx, full...).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(vals))
+	for i, v := range vals {
+		if s, ok := v.(string); ok {
+			out[i] = []byte(s)
+		}
+	}
+	return out, nil
+}
+
+// SetMany stores entries with one pipeline of SETs (MSET has no expiry).
+func (r *Redis) SetMany(ctx context.Context, entries map[string][]byte, ttl time.Duration) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	_, err := r.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for k, v := range entries {
+			p.Set(ctx, r.Prefix+k, v, ttl)
+		}
+		return nil
+	})
+	return err
+}
+
 // SetNX stores value only if key is absent.
 func (r *Redis) SetNX(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error) {
 	return r.Client.SetNX(ctx, r.Prefix+key, value, ttl).Result()

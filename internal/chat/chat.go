@@ -207,7 +207,7 @@ func (h *Handler) DeleteGuild(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	err = h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		// Children first: SQLite enforces the cascade only with foreign keys on, PostgreSQL always.
 		for _, t := range []string{"chat_members", "chat_roles", "chat_channels"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+t+` WHERE guild_id = $1`, g.ID); err != nil {
@@ -393,7 +393,7 @@ func (h *Handler) Sync(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		err := h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+		err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 			for _, g := range ans.Guilds {
 				if err := h.S.storeGuild(ctx, tx, g); err != nil {
 					return err
@@ -436,7 +436,7 @@ func decodeOptional(r *http.Request, dst any) error {
 
 // storeGuild upserts a reported guild and replaces its channels and roles
 // (and members, when reported), keeping the internal ids of rows that stay.
-func (s *Service) storeGuild(ctx context.Context, tx *sql.Tx, g BotGuild) error {
+func (s *Service) storeGuild(ctx context.Context, tx *db.Tx, g BotGuild) error {
 	now := db.TS(s.Clock.Now())
 	var id string
 	err := tx.QueryRowContext(ctx, `INSERT INTO chat_guilds (id, guild_id, name, icon, owner_id, member_count, boost_count, premium_tier, bot_joined_at, last_synced_at, created_at, updated_at)
@@ -488,7 +488,7 @@ func (s *Service) storeGuild(ctx context.Context, tx *sql.Tx, g BotGuild) error 
 }
 
 // storeMembers replaces the stored members of guild id with ms.
-func storeMembers(ctx context.Context, tx *sql.Tx, id string, ms []BotMember) error {
+func storeMembers(ctx context.Context, tx *db.Tx, id string, ms []BotMember) error {
 	keep := make([]string, 0, len(ms))
 	for _, m := range ms {
 		disc := m.Discriminator
@@ -517,7 +517,7 @@ func storeMembers(ctx context.Context, tx *sql.Tx, id string, ms []BotMember) er
 }
 
 // deleteMissing removes the guild's rows of table whose key column is not in keep.
-func deleteMissing(ctx context.Context, tx *sql.Tx, table, col, guildID string, keep []string) error {
+func deleteMissing(ctx context.Context, tx *db.Tx, table, col, guildID string, keep []string) error {
 	rows, err := tx.QueryContext(ctx, `SELECT `+col+` FROM `+table+` WHERE guild_id = $1`, guildID)
 	if err != nil {
 		return err
@@ -568,7 +568,7 @@ func (h *Handler) SyncMembers(w http.ResponseWriter, r *http.Request) {
 			httpx.Error(w, r, err)
 			return
 		}
-		err := h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+		err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 			if err := storeMembers(ctx, tx, g.ID, ans.Members); err != nil {
 				return err
 			}
@@ -759,7 +759,7 @@ func (s *Service) settings(ctx context.Context, q db.Querier) (BotSettings, erro
 // GetSettings serves GET /v1/chatplatform/settings.
 func (h *Handler) GetSettings(w http.ResponseWriter, r *http.Request) {
 	var b BotSettings
-	err := h.S.DB.Tx(r.Context(), func(tx *sql.Tx) error {
+	err := h.S.DB.Tx(r.Context(), func(tx *db.Tx) error {
 		var err error
 		b, err = h.S.settings(r.Context(), tx)
 		return err
@@ -855,7 +855,7 @@ func (h *Handler) PutSettings(w http.ResponseWriter, r *http.Request) {
 	}
 	add("updated_at", db.TS(h.S.Clock.Now()))
 	args = append(args, settingsID)
-	err := h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		if _, err := h.S.settings(ctx, tx); err != nil {
 			return err
 		}
@@ -922,7 +922,7 @@ func (h *Handler) PutGuildSettings(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, apperr.Invalid("default_language must be a language tag such as en or pt-BR, or null"))
 		return
 	}
-	err = h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO chat_guild_settings (guild_id, default_language, updated_at) VALUES ($1, $2, $3)
 			ON CONFLICT (guild_id) DO UPDATE SET default_language = excluded.default_language, updated_at = excluded.updated_at`,
 			g.GuildID, lang, db.TS(h.S.Clock.Now())); err != nil {

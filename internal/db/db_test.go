@@ -2,7 +2,6 @@ package db_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"testing"
 
@@ -25,7 +24,7 @@ func TestMigrateTxAndHooks(t *testing.T) {
 			t.Fatalf("second migrate: %v", err)
 		}
 		ran := 0
-		err = d.Tx(ctx, func(tx *sql.Tx) error {
+		err = d.Tx(ctx, func(tx *db.Tx) error {
 			d.AfterCommit(tx, func() { ran++ })
 			_, err := tx.ExecContext(ctx, `INSERT INTO settings (key, value, created_at, updated_at) VALUES ('a', '1', 1, 1)`)
 			return err
@@ -34,7 +33,7 @@ func TestMigrateTxAndHooks(t *testing.T) {
 			t.Fatalf("commit: ran %d, %v", ran, err)
 		}
 		boom := errors.New("boom")
-		err = d.Tx(ctx, func(tx *sql.Tx) error {
+		err = d.Tx(ctx, func(tx *db.Tx) error {
 			d.AfterCommit(tx, func() { ran++ })
 			if _, err := tx.ExecContext(ctx, `INSERT INTO settings (key, value, created_at, updated_at) VALUES ('b', '1', 1, 1)`); err != nil {
 				return err

@@ -78,7 +78,7 @@ func (s *Service) GetStatus(ctx context.Context, q db.Querier, userID string) (S
 // Invalid when the user is not scheduled for deletion.
 func (s *Service) Cancel(ctx context.Context, ev audit.Event, userID string) error {
 	now := s.Clock.Now()
-	return s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	return s.DB.Tx(ctx, func(tx *db.Tx) error {
 		st, err := s.GetStatus(ctx, tx, userID)
 		if err != nil {
 			return err
@@ -169,7 +169,7 @@ func (s *Service) Purge(ctx context.Context) (int, error) {
 // purgeOne removes one user and everything that names them, in one
 // transaction, and records ev as a user_deleted event without the user's id.
 func (s *Service) purgeOne(ctx context.Context, userID string, ev audit.Event) error {
-	err := s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
 		// Rows of other tables that hang off the user (directly or through
 		// rows deleted with the user) and would block the delete.
 		if err := s.clearReferences(ctx, tx, userID); err != nil {

@@ -2,7 +2,6 @@ package deletion
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 
@@ -82,7 +81,7 @@ func quote(id string) string { return `"` + strings.ReplaceAll(id, `"`, `""`) + 
 // column is user_id or NOT NULL (deleted); otherwise the column only names
 // the user (reviewed_by, created_by…) and is set to NULL. Rows hanging off
 // deleted rows further down are deleted.
-func (s *Service) clearReferences(ctx context.Context, tx *sql.Tx, userID string) error {
+func (s *Service) clearReferences(ctx context.Context, tx *db.Tx, userID string) error {
 	keys, err := s.foreignKeys(ctx, tx)
 	if err != nil {
 		return err
@@ -92,7 +91,7 @@ func (s *Service) clearReferences(ctx context.Context, tx *sql.Tx, userID string
 
 // clearBelow handles the rows referring to the rows of table matching where
 // (which are about to be deleted).
-func clearBelow(ctx context.Context, tx *sql.Tx, keys []foreignKey, table, where, userID string, depth int) error {
+func clearBelow(ctx context.Context, tx *db.Tx, keys []foreignKey, table, where, userID string, depth int) error {
 	if depth >= maxDepth {
 		return nil
 	}

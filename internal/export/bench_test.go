@@ -2,7 +2,6 @@ package export_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"io"
 	"log/slog"
@@ -50,7 +49,7 @@ func BenchmarkExport(b *testing.B) {
 		w := &audit.Writer{DB: d, Clock: clk}
 		const userID = "00000000-0000-4000-8000-000000000001"
 		now := db.TS(clk.Now())
-		err = d.Tx(ctx, func(tx *sql.Tx) error {
+		err = d.Tx(ctx, func(tx *db.Tx) error {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO users (id, username, email, preferred_locale, created_at, updated_at) VALUES ($1, 'bench', 'bench@example.test', 'de', $2, $2)`, userID, now); err != nil {
 				return err
 			}

@@ -89,7 +89,7 @@ func (h *Handler) Export(w http.ResponseWriter, r *http.Request) {
 	ip, ua := httpx.ClientIP(ctx), r.UserAgent()
 	// The archive is delivered: record it even if the client hangs up now.
 	bg := context.WithoutCancel(ctx)
-	err = h.DB.Tx(bg, func(tx *sql.Tx) error {
+	err = h.DB.Tx(bg, func(tx *db.Tx) error {
 		if _, err := tx.ExecContext(bg, `INSERT INTO export_logs (id, user_id, exported_at, ip_address, user_agent, export_format, file_size_bytes, locale, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 			uuid.NewString(), p.UserID, db.TS(now), ip, ua, archive.ExportFormat, out.n, locale, db.TS(h.Clock.Now())); err != nil {

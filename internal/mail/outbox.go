@@ -11,12 +11,12 @@ import (
 	"github.com/google/uuid"
 )
 
-// Execer runs a statement; *sql.DB, *sql.Conn and *sql.Tx satisfy it.
+// Execer runs a statement; *sql.DB, *sql.Conn and *db.Tx satisfy it.
 type Execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-// Queryer runs a query; *sql.DB, *sql.Conn and *sql.Tx satisfy it.
+// Queryer runs a query; *sql.DB, *sql.Conn and *db.Tx satisfy it.
 type Queryer interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }

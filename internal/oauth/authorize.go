@@ -524,7 +524,7 @@ func (s *Service) Decide(ctx context.Context, pendingID, userID string, approved
 	}
 	now := s.Clock.Now()
 	var out string
-	err := s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE oauth_pending_authorizations SET decided_at = $1
 			WHERE id = $2 AND user_id = $3 AND decided_at IS NULL AND expires_at > $1`, db.TS(now), pendingID, userID)
 		if err != nil {

@@ -326,7 +326,7 @@ func (s *Service) CreateClient(ctx context.Context, p *authn.Principal, in Clien
 		secretHash = token.Hash(c.ClientSecret)
 	}
 	now := s.Clock.Now()
-	err := s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO oauth_clients (id, owner_id, name, description, logo_url, homepage_url, privacy_policy_url, terms_of_service_url,
 			redirect_uris, allowed_scopes, client_type, is_first_party, is_active, id_token_alg, secret_hash, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16)`,
@@ -445,7 +445,7 @@ func (s *Service) UpdateClient(ctx context.Context, p *authn.Principal, id strin
 		c.IsFirstParty = in.IsFirstParty.Value
 	}
 	now := s.Clock.Now()
-	err = s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE oauth_clients SET name = $1, description = $2, logo_url = $3, homepage_url = $4,
 			privacy_policy_url = $5, terms_of_service_url = $6, redirect_uris = $7, allowed_scopes = $8, is_first_party = $9,
 			is_active = $10, id_token_alg = $11, updated_at = $12 WHERE id = $13`,
@@ -482,7 +482,7 @@ func (s *Service) RegenerateSecret(ctx context.Context, p *authn.Principal, id s
 		return "", apperr.Bad("public clients have no secret")
 	}
 	secret := token.New(token.PrefixClientSecret)
-	err = s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE oauth_clients SET secret_hash = $1, updated_at = $2 WHERE id = $3`,
 			token.Hash(secret), db.TS(s.Clock.Now()), c.ID); err != nil {
 			return err
@@ -507,7 +507,7 @@ func (s *Service) DeleteClient(ctx context.Context, p *authn.Principal, id strin
 	if c.IsFirstParty {
 		return apperr.Forbiddenf("first-party clients cannot be deleted")
 	}
-	return s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	return s.DB.Tx(ctx, func(tx *db.Tx) error {
 		// The tokens go with the client (ON DELETE CASCADE): a token of an
 		// unknown client never resolves again.
 		if _, err := tx.ExecContext(ctx, `DELETE FROM oauth_clients WHERE id = $1`, c.ID); err != nil {

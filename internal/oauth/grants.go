@@ -89,7 +89,7 @@ func (s *Service) RevokeConsent(ctx context.Context, userID, clientID string, m 
 	if _, err := uuid.Parse(clientID); err != nil {
 		return apperr.NotFoundf("no consent for that client")
 	}
-	return s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	return s.DB.Tx(ctx, func(tx *db.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM oauth_consents WHERE user_id = $1 AND client_id = $2`, userID, clientID)
 		if err != nil {
 			return err
@@ -118,7 +118,7 @@ func (s *Service) RevokeToken(ctx context.Context, userID, tokenID string) error
 	if _, err := uuid.Parse(tokenID); err != nil {
 		return apperr.NotFoundf("token not found")
 	}
-	return s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	return s.DB.Tx(ctx, func(tx *db.Tx) error {
 		var kind, family, pair string
 		err := tx.QueryRowContext(ctx, `SELECT kind, family_id, pair_id FROM oauth_tokens WHERE id = $1 AND user_id = $2`, tokenID, userID).Scan(&kind, &family, &pair)
 		if err == sql.ErrNoRows {
@@ -140,7 +140,7 @@ func (s *Service) RevokeToken(ctx context.Context, userID, tokenID string) error
 // RevokeUserTokens revokes every OAuth token of a user, with their open
 // authorization codes and pending authorizations (bans, account deletion).
 func (s *Service) RevokeUserTokens(ctx context.Context, userID string) error {
-	return s.DB.Tx(ctx, func(tx *sql.Tx) error { return s.RevokeUserTokensTx(ctx, tx, userID) })
+	return s.DB.Tx(ctx, func(tx *db.Tx) error { return s.RevokeUserTokensTx(ctx, tx, userID) })
 }
 
 // RevokeUserTokensTx is RevokeUserTokens inside the caller's transaction q.

@@ -42,7 +42,7 @@ func (h *Handler) Revoke(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	now := db.TS(s.Clock.Now())
-	err := s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
 		var kind, clientID, family, pair string
 		err := tx.QueryRowContext(ctx, `SELECT kind, client_id, family_id, pair_id FROM oauth_tokens WHERE token_hash = $1`, token.Hash(tok)).
 			Scan(&kind, &clientID, &family, &pair)

@@ -166,7 +166,7 @@ func (s *Service) exchangeCode(ctx context.Context, c Client, secret string, for
 		row    codeRow
 		issued issuedTokens
 	)
-	err := s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
 		hash := token.Hash(code)
 		err := tx.QueryRowContext(ctx, `SELECT family_id, client_id, user_id, redirect_uri, scopes, nonce, code_challenge, auth_time, expires_at
 			FROM oauth_codes WHERE code_hash = $1`, hash).
@@ -256,7 +256,7 @@ func (s *Service) refresh(ctx context.Context, c Client, secret string, form url
 		issued               issuedTokens
 		accessScopes         []string
 	)
-	err := s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
 		err := tx.QueryRowContext(ctx, `SELECT id, client_id, user_id, family_id, pair_id, scopes, auth_time, expires_at, rotated_at, revoked_at
 			FROM oauth_tokens WHERE token_hash = $1 AND kind = 'refresh'`, token.Hash(rt)).
 			Scan(&id, &clientID, &userID, &family, &pair, &scopes, &authTime, &expires, &rotated, &revoked)
@@ -333,7 +333,7 @@ type issuedTokens struct {
 // issueTokens stores a new access and refresh token pair of family. The
 // refresh token is always issued (spec 1, Token: the response carries
 // refresh_token) and keeps refreshScopes, the scope originally granted.
-func (s *Service) issueTokens(ctx context.Context, tx *sql.Tx, family, clientID, userID string, accessScopes, refreshScopes []string, authTime, now time.Time) (issuedTokens, error) {
+func (s *Service) issueTokens(ctx context.Context, tx *db.Tx, family, clientID, userID string, accessScopes, refreshScopes []string, authTime, now time.Time) (issuedTokens, error) {
 	out := issuedTokens{access: token.New(token.PrefixAccessToken), refresh: token.New(token.PrefixRefreshToken), accessScopes: accessScopes}
 	pair := uuid.NewString()
 	for _, t := range []struct {

@@ -113,7 +113,7 @@ func (c Changes) Empty() bool {
 func (s *Service) Update(ctx context.Context, r *http.Request, idOrSlug string, c Changes) (Platform, []string, error) {
 	var out Platform
 	var changed []string
-	err := s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
 		p, err := s.Get(ctx, tx, idOrSlug)
 		if err != nil {
 			return err

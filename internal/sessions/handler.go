@@ -108,7 +108,7 @@ func (h *Handler) Revoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := h.Clock.Now()
-	err := h.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := h.DB.Tx(ctx, func(tx *db.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = $1 WHERE id = $2 AND user_id = $3 AND revoked_at IS NULL AND expires_at > $1`,
 			db.TS(now), id, p.UserID)
 		if err != nil {
@@ -141,7 +141,7 @@ func (h *Handler) RevokeOthers(w http.ResponseWriter, r *http.Request) {
 	p := authn.From(ctx)
 	now := h.Clock.Now()
 	var n int64
-	err := h.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := h.DB.Tx(ctx, func(tx *db.Tx) error {
 		var err error
 		if n, err = RevokeUser(ctx, tx, p.UserID, p.SessionID, now); err != nil || n == 0 {
 			return err
@@ -216,7 +216,7 @@ func (h *Handler) CreateInternal(w http.ResponseWriter, r *http.Request) {
 		expires = t.UTC()
 	}
 	var rec Record
-	err := h.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := h.DB.Tx(ctx, func(tx *db.Tx) error {
 		var provider sql.NullString
 		err := tx.QueryRowContext(ctx, `SELECT last_login_provider FROM users WHERE id = $1 AND deleted_at IS NULL`, b.UserID).Scan(&provider)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -292,7 +292,7 @@ func (h *Handler) DeleteInternal(w http.ResponseWriter, r *http.Request) {
 		app = a
 	}
 	now := h.Clock.Now()
-	err := h.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := h.DB.Tx(ctx, func(tx *db.Tx) error {
 		rec, err := h.lookup(ctx, tx, chi.URLParam(r, "token"))
 		if err != nil {
 			return err

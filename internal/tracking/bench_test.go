@@ -3,7 +3,6 @@ package tracking_test
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"fmt"
 	"io"
 	"log/slog"
@@ -207,7 +206,7 @@ func BenchmarkGPSIngest(b *testing.B) {
 		keys := make([]string, devices)
 		devs := make([]string, devices)
 		now := db.TS(e.clock.Now())
-		err := e.srv.DB.Tx(ctx, func(tx *sql.Tx) error {
+		err := e.srv.DB.Tx(ctx, func(tx *db.Tx) error {
 			for i := range devices {
 				keys[i] = token.New(token.PrefixAPIKey)
 				kid, did := uuid.NewString(), uuid.NewString()

@@ -173,7 +173,7 @@ func (h *Handler) CreateCategory(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	err := h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		if err := setParent(ctx, tx, &c, b.ParentID); err != nil {
 			return err
 		}
@@ -207,7 +207,7 @@ func (h *Handler) UpdateCategory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var c Category
-	err = h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		var err error
 		if c, err = getCategory(ctx, tx, id); err != nil {
 			return err

@@ -67,7 +67,7 @@ func checkKeyLink(ctx context.Context, q db.Querier, p *authn.Principal, raw str
 }
 
 // linkKey moves key to device: a key drives at most one device.
-func linkKey(ctx context.Context, tx *sql.Tx, key, deviceID string, now time.Time) error {
+func linkKey(ctx context.Context, tx *db.Tx, key, deviceID string, now time.Time) error {
 	_, err := tx.ExecContext(ctx, `UPDATE devices SET api_key_id = NULL, updated_at = $1 WHERE api_key_id = $2 AND id <> $3`, db.TS(now), key, deviceID)
 	return err
 }
@@ -151,7 +151,7 @@ func (h *Handler) CreateDevice(w http.ResponseWriter, r *http.Request) {
 	}
 	id, now := newID(), h.S.Clock.Now()
 	var d Device
-	err = h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		if key != nil {
 			if err := linkKey(ctx, tx, *key, id, now); err != nil {
 				return err
@@ -224,7 +224,7 @@ func (h *Handler) UpdateDevice(w http.ResponseWriter, r *http.Request) {
 	}
 	now := h.S.Clock.Now()
 	var d Device
-	err = h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		if key != nil {
 			if err := linkKey(ctx, tx, *key, id, now); err != nil {
 				return err

@@ -2,7 +2,6 @@ package tracking
 
 import (
 	"bytes"
-	"database/sql"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -196,7 +195,7 @@ func (h *Handler) UpdateGeofence(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var g Geofence
-	err = h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		var err error
 		g, err = scanGeofence(tx.QueryRowContext(ctx, `SELECT `+geofenceCols+` FROM geofences WHERE id = $1`, id))
 		if err != nil {

@@ -189,7 +189,6 @@ func (s *Service) CreatePoint(ctx context.Context, p *authn.Principal, in PointI
 	if err != nil {
 		return Point{}, err
 	}
-	s.refreshCurrent(ctx, pt)
 	if device != nil {
 		events.Publish(ctx, s.Events, events.GPSDevice(*device), pt)
 	}
@@ -213,7 +212,7 @@ const (
 func bucketOf(tsMicros int64) int64 { return tsMicros / bucketMicros }
 
 // countPoint adds delta to the total and to the point's hour bucket.
-func countPoint(ctx context.Context, tx *sql.Tx, count, bucket *sql.Stmt, id string, tsMicros, delta int64) error {
+func countPoint(ctx context.Context, tx *db.Tx, count, bucket *sql.Stmt, id string, tsMicros, delta int64) error {
 	slot := countSlot(id)
 	if _, err := tx.StmtContext(ctx, count).ExecContext(ctx, delta, slot); err != nil {
 		return err
@@ -244,7 +243,7 @@ func (s *Service) insertPoint(ctx context.Context, pt *Point) error {
 	if err != nil {
 		return err
 	}
-	return s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	return s.DB.Tx(ctx, func(tx *db.Tx) error {
 		var trip sql.NullString
 		if err := tx.StmtContext(ctx, ins).QueryRowContext(ctx, pointArgs(pt)...).Scan(&trip); err != nil {
 			return err
@@ -252,29 +251,6 @@ func (s *Service) insertPoint(ctx context.Context, pt *Point) error {
 		pt.TripID = sptr(trip)
 		return countPoint(ctx, tx, count, bucket, pt.ID, db.TS(pt.Timestamp), 1)
 	})
-}
-
-// insertPointPGSQL does on PostgreSQL what insertPoint does, as one statement
-// (data-modifying CTEs run atomically): one round trip instead of five, and
-// the counter rows stay locked only for the statement and its commit.
-const insertPointPGSQL = `WITH p AS (` + insertPointSQL + `),
-	c AS (UPDATE gps_point_count SET n = n + 1 WHERE slot = $16),
-	b AS (INSERT INTO gps_point_buckets (bucket, slot, n) VALUES ($17, $16, 1)
-		ON CONFLICT (bucket, slot) DO UPDATE SET n = gps_point_buckets.n + 1)
-	SELECT trip_id FROM p`
-
-func (s *Service) insertPointPG(ctx context.Context, pt *Point) error {
-	var trip sql.NullString
-	if err := s.DB.Writer().QueryRowContext(ctx, insertPointPGSQL, pgArgs(pt)...).Scan(&trip); err != nil {
-		return err
-	}
-	pt.TripID = sptr(trip)
-	return nil
-}
-
-// pgArgs are the arguments of insertPointPGSQL.
-func pgArgs(pt *Point) []any {
-	return append(pointArgs(pt), countSlot(pt.ID), bucketOf(db.TS(pt.Timestamp)))
 }
 
 func pointArgs(pt *Point) []any {
@@ -297,30 +273,47 @@ func newer(a, b Point) bool {
 	return a.ID > b.ID
 }
 
-// refreshCurrent replaces the cached latest points with pt when pt is newer.
-// An absent entry is left absent: the next read loads the true latest point
-// from the database, which a late point with an old timestamp could not be.
-// Cache failures only make the next read go to the database.
-func (s *Service) refreshCurrent(ctx context.Context, pt Point) {
-	keys := []string{currentKey}
-	if pt.DeviceID != nil {
-		keys = append(keys, currentDeviceKey(*pt.DeviceID))
+// refreshCurrent replaces the cached latest points (globally and per device)
+// with the newest of pts where that is newer. It runs once per written batch,
+// so a batch costs one read and one write of the cache however many points it
+// holds. An absent entry is left absent: the next read loads the true latest
+// point from the database, which a late point with an old timestamp could not
+// be. Cache failures only make the next read go to the database.
+func (s *Service) refreshCurrent(ctx context.Context, pts []*Point) {
+	newest := map[string]*Point{}
+	consider := func(k string, p *Point) {
+		if cur, ok := newest[k]; !ok || newer(*p, *cur) {
+			newest[k] = p
+		}
 	}
-	raw, err := json.Marshal(pt)
+	for _, p := range pts {
+		consider(currentKey, p)
+		if p.DeviceID != nil {
+			consider(currentDeviceKey(*p.DeviceID), p)
+		}
+	}
+	keys := make([]string, 0, len(newest))
+	for k := range newest {
+		keys = append(keys, k)
+	}
+	cached, err := s.Cache.GetMany(ctx, keys)
 	if err != nil {
 		return
 	}
-	for _, k := range keys {
-		b, err := s.Cache.Get(ctx, k)
-		if err != nil {
+	set := map[string][]byte{}
+	for i, k := range keys {
+		if cached[i] == nil {
 			continue
 		}
 		var cur Point
-		if json.Unmarshal(b, &cur) == nil && !newer(pt, cur) {
+		if json.Unmarshal(cached[i], &cur) == nil && !newer(*newest[k], cur) {
 			continue
 		}
-		_ = s.Cache.Set(ctx, k, raw, CurrentTTL)
+		if raw, err := json.Marshal(newest[k]); err == nil {
+			set[k] = raw
+		}
 	}
+	_ = s.Cache.SetMany(ctx, set, CurrentTTL)
 }
 
 // forgetCurrent drops cached latest points that may show a deleted or changed point.
@@ -526,7 +519,7 @@ func (h *Handler) DeleteGPS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var device sql.NullString
-	err = h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		var trip sql.NullString
 		var ts int64
 		if err := tx.QueryRowContext(ctx, `SELECT device_id, trip_id, ts FROM gps_points WHERE id = $1`, id).Scan(&device, &trip, &ts); err != nil {

@@ -119,6 +119,11 @@ func (s *Service) writeBatch(batch []ingestReq) {
 				cmp.Compare(bucketOf(db.TS(a.pt.Timestamp)), bucketOf(db.TS(b.pt.Timestamp))))
 		})
 		if err := s.insertBatch(ctx, batch); err == nil {
+			pts := make([]*Point, len(batch))
+			for i, r := range batch {
+				pts[i] = r.pt
+			}
+			s.refreshCurrent(ctx, pts)
 			for _, r := range batch {
 				r.done <- nil
 			}
@@ -127,32 +132,28 @@ func (s *Service) writeBatch(batch []ingestReq) {
 	}
 	for _, r := range batch {
 		r.pt.TripID = nil
+		var err error
 		if s.DB.Flavor == db.Postgres {
-			r.done <- s.insertPointPG(ctx, r.pt)
+			err = s.insertBatchPG(ctx, []ingestReq{r})
 		} else {
-			r.done <- s.insertPoint(ctx, r.pt)
+			err = s.insertPoint(ctx, r.pt)
 		}
+		if err == nil {
+			s.refreshCurrent(ctx, []*Point{r.pt})
+		}
+		r.done <- err
 	}
 }
 
 func (s *Service) insertBatch(ctx context.Context, batch []ingestReq) error {
 	if s.DB.Flavor == db.Postgres {
-		return s.DB.Tx(ctx, func(tx *sql.Tx) error {
-			for _, r := range batch {
-				var trip sql.NullString
-				if err := tx.QueryRowContext(ctx, insertPointPGSQL, pgArgs(r.pt)...).Scan(&trip); err != nil {
-					return err
-				}
-				r.pt.TripID = sptr(trip)
-			}
-			return nil
-		})
+		return s.insertBatchPG(ctx, batch)
 	}
 	ins, count, bucket, err := s.ingestStmts(ctx)
 	if err != nil {
 		return err
 	}
-	return s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	return s.DB.Tx(ctx, func(tx *db.Tx) error {
 		insert := tx.StmtContext(ctx, ins)
 		for _, r := range batch {
 			var trip sql.NullString
@@ -165,5 +166,86 @@ func (s *Service) insertBatch(ctx context.Context, batch []ingestReq) error {
 			}
 		}
 		return nil
+	})
+}
+
+// insertBatchPGSQL writes a whole batch on PostgreSQL in one statement and
+// one round trip: the points come as parallel arrays, each linked to its
+// device's GPS-logging trip as in insertPointSQL, and the counters get one
+// update per slot and hour instead of one per point. The statement is one
+// snapshot, so the trip lookup sees the same trips for every point.
+const insertBatchPGSQL = `WITH v AS (
+		SELECT * FROM unnest($1::text[], $2::text[], $3::float8[], $4::float8[], $5::float8[], $6::float8[], $7::bigint[],
+			$8::float8[], $9::float8[], $10::float8[], $11::float8[], $12::float8[], $13::float8[], $14::float8[], $15::bigint[])
+			AS v(id, device_id, latitude, longitude, altitude, heading, ts, speed_kmh, speed_mps, speed_mph, speed_knots, pdop, hdop, vdop, created_at)
+	), p AS (
+		INSERT INTO gps_points (` + pointCols + `)
+		SELECT v.id, v.device_id,
+			(SELECT t.id FROM trips t WHERE t.device_id = v.device_id AND t.status = 'active' AND t.gps_logging_enabled = TRUE LIMIT 1),
+			v.latitude, v.longitude, v.altitude, v.heading, v.ts, v.speed_kmh, v.speed_mps, v.speed_mph, v.speed_knots, v.pdop, v.hdop, v.vdop, v.created_at
+		FROM v
+		RETURNING id, trip_id
+	), c AS (
+		UPDATE gps_point_count SET n = gps_point_count.n + d.n
+		FROM unnest($16::int[], $17::bigint[]) AS d(slot, n) WHERE gps_point_count.slot = d.slot
+	), b AS (
+		INSERT INTO gps_point_buckets (bucket, slot, n)
+		SELECT * FROM unnest($18::bigint[], $19::int[], $20::bigint[])
+		ON CONFLICT (bucket, slot) DO UPDATE SET n = gps_point_buckets.n + excluded.n
+	)
+	SELECT id, trip_id FROM p`
+
+// insertBatchPG runs insertBatchPGSQL for batch and sets each point's trip.
+// Should two instances' batches deadlock on the counter rows, PostgreSQL
+// aborts one and writeBatch writes its points one by one.
+func (s *Service) insertBatchPG(ctx context.Context, batch []ingestReq) error {
+	n := len(batch)
+	var (
+		ids, devices                      = make([]string, n), make([]*string, n)
+		lat, lon, alt, heading            = make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+		kmh, mps, mph, knots              = make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+		pdop, hdop, vdop                  = make([]*float64, n), make([]*float64, n), make([]*float64, n)
+		ts, created                       = make([]int64, n), make([]int64, n)
+		slotN                             = map[int]int64{}
+		bucketN                           = map[[2]int64]int64{}
+		byID                              = make(map[string]*Point, n)
+		cSlots, cN, bBuckets, bSlots, bNs []int64
+	)
+	for i, r := range batch {
+		pt := r.pt
+		ids[i], devices[i] = pt.ID, pt.DeviceID
+		lat[i], lon[i], alt[i], heading[i] = pt.Latitude, pt.Longitude, pt.Altitude, pt.Heading
+		kmh[i], mps[i], mph[i], knots[i] = pt.SpeedKmh, pt.SpeedMps, pt.SpeedMph, pt.SpeedKnots
+		pdop[i], hdop[i], vdop[i] = pt.PDOP, pt.HDOP, pt.VDOP
+		ts[i], created[i] = db.TS(pt.Timestamp), db.TS(pt.CreatedAt)
+		slot := countSlot(pt.ID)
+		slotN[slot]++
+		bucketN[[2]int64{bucketOf(ts[i]), int64(slot)}]++
+		byID[pt.ID] = pt
+	}
+	for slot, k := range slotN {
+		cSlots, cN = append(cSlots, int64(slot)), append(cN, k)
+	}
+	for bs, k := range bucketN {
+		bBuckets, bSlots, bNs = append(bBuckets, bs[0]), append(bSlots, bs[1]), append(bNs, k)
+	}
+	return s.DB.Tx(ctx, func(tx *db.Tx) error {
+		rows, err := tx.QueryContext(ctx, insertBatchPGSQL, ids, devices, lat, lon, alt, heading, ts,
+			kmh, mps, mph, knots, pdop, hdop, vdop, created, cSlots, cN, bBuckets, bSlots, bNs)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			var trip sql.NullString
+			if err := rows.Scan(&id, &trip); err != nil {
+				return err
+			}
+			if pt := byID[id]; pt != nil {
+				pt.TripID = sptr(trip)
+			}
+		}
+		return rows.Err()
 	})
 }

@@ -188,7 +188,7 @@ func (b *contactBody) apply(c *Contact) error {
 	return nil
 }
 
-func insertContact(ctx context.Context, tx *sql.Tx, c Contact) error {
+func insertContact(ctx context.Context, tx *db.Tx, c Contact) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO location_contacts (`+contactCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 		c.ID, c.LocationID, c.Name, c.Phone, c.Email, c.Role, db.TS(c.CreatedAt))
 	return err
@@ -266,7 +266,7 @@ func (h *Handler) CreateLocation(w http.ResponseWriter, r *http.Request) {
 		}
 		contacts = append(contacts, c)
 	}
-	err := h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO locations (`+locationCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)`,
 			l.ID, l.Name, l.Street, l.Zip, l.City, l.Country, nullF(l.Latitude), nullF(l.Longitude), l.Notes, l.IsActive, db.TS(now)); err != nil {
 			return err
@@ -309,7 +309,7 @@ func (h *Handler) UpdateLocation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var l Location
-	err = h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		var err error
 		if l, err = getLocation(ctx, tx, id); err != nil {
 			return err
@@ -372,7 +372,7 @@ func (h *Handler) CreateContact(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	err = h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM locations WHERE id = $1`, id).Scan(&n); err != nil {
 			return err
@@ -412,7 +412,7 @@ func (h *Handler) UpdateContact(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var c Contact
-	err = h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		var err error
 		c, err = scanContact(tx.QueryRowContext(ctx, `SELECT `+contactCols+` FROM location_contacts WHERE id = $1 AND location_id = $2`, cid, id))
 		if err != nil {

@@ -164,7 +164,7 @@ func (h *Handler) CreateTemplate(w http.ResponseWriter, r *http.Request) {
 	now := db.FromTS(db.TS(h.S.Clock.Now()))
 	t := Template{ID: newID(), Tags: []string{}, CreatedAt: now, UpdatedAt: now}
 	b.Name.Set = true
-	err := h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		if err := b.apply(ctx, tx, &t); err != nil {
 			return err
 		}
@@ -198,7 +198,7 @@ func (h *Handler) UpdateTemplate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var t Template
-	err = h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		var err error
 		if t, err = getTemplate(ctx, tx, id); err != nil {
 			return err
@@ -268,7 +268,7 @@ func (h *Handler) CreateTripFromTemplate(w http.ResponseWriter, r *http.Request)
 	}
 	now := db.FromTS(db.TS(h.S.Clock.Now()))
 	var t Trip
-	err = h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		tpl, err := getTemplate(ctx, tx, id)
 		if err != nil {
 			return err

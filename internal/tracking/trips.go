@@ -188,7 +188,7 @@ func cleanTags(in []string) []string {
 	return out
 }
 
-func insertTrip(ctx context.Context, tx *sql.Tx, t Trip) error {
+func insertTrip(ctx context.Context, tx *db.Tx, t Trip) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO trips (`+tripCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $19)`,
 		t.ID, t.Name, t.Description, t.Status, t.GPSLoggingEnabled, nullS(t.DeviceID), nullS(t.CategoryID), nullS(t.OriginID), nullS(t.DestinationID),
 		nullF(t.WeightKg), t.Notes, db.JSON(tags(t.Tags)), nullF(t.StartLatitude), nullF(t.StartLongitude), nullF(t.EndLatitude), nullF(t.EndLongitude),
@@ -271,7 +271,7 @@ func (h *Handler) CreateTrip(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	err := h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		if err := b.refs(ctx, tx, &t); err != nil {
 			return err
 		}
@@ -332,7 +332,7 @@ func (h *Handler) UpdateTrip(w http.ResponseWriter, r *http.Request) {
 	now := db.FromTS(db.TS(h.S.Clock.Now()))
 	var t Trip
 	var change *HistoryEntry
-	err = h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		var err error
 		if t, err = getTrip(ctx, tx, id); err != nil {
 			return err
@@ -434,7 +434,7 @@ func (h *Handler) DeleteTrip(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var t Trip
-	err = h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		var err error
 		if t, err = getTrip(ctx, tx, id); err != nil {
 			return err

@@ -137,7 +137,7 @@ func (s *Service) newBackupCodes(userID string) (codes []string, rows []backupRo
 
 // replaceBackupCodes deletes every backup code of the user and stores rows
 // instead, inside tx.
-func replaceBackupCodes(ctx context.Context, tx *sql.Tx, userID string, rows []backupRow, now time.Time) error {
+func replaceBackupCodes(ctx context.Context, tx *db.Tx, userID string, rows []backupRow, now time.Time) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM two_factor_backup_codes WHERE user_id = $1`, userID); err != nil {
 		return err
 	}
@@ -171,7 +171,7 @@ var errReplay = errors.New("twofactor: code already used")
 // spend marks the proof used inside tx with a conditional UPDATE, so two
 // requests with the same code cannot both succeed: a TOTP step must be later
 // than the last accepted one, a backup code must be unused.
-func spend(ctx context.Context, tx *sql.Tx, userID string, pr proof, now time.Time) error {
+func spend(ctx context.Context, tx *db.Tx, userID string, pr proof, now time.Time) error {
 	var res sql.Result
 	var err error
 	if pr.method == methodTOTP {

@@ -184,7 +184,7 @@ func (s *Service) Verify(ctx context.Context, p *authn.Principal, userID, code s
 	if err != nil {
 		return CodesResult{}, s.settle(ctx, at, pr.method, err)
 	}
-	err = s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
 		// Conditional on the very setup that was checked: a parallel verify
 		// (which enabled it first) or a new setup (another secret) wins.
 		res, err := tx.ExecContext(ctx, `UPDATE two_factor SET status = $1, enabled_at = $2, last_totp_step = $3, updated_at = $2
@@ -235,7 +235,7 @@ func (s *Service) Disable(ctx context.Context, p *authn.Principal, userID, code 
 		return DisableResult{}, err
 	}
 	now := s.Clock.Now()
-	err = s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
 		if err := spend(ctx, tx, uid, pr, now); err != nil {
 			return err
 		}
@@ -283,7 +283,7 @@ func (s *Service) RegenerateBackupCodes(ctx context.Context, p *authn.Principal,
 		return CodesResult{}, s.settle(ctx, at, pr.method, err)
 	}
 	now := s.Clock.Now()
-	err = s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
 		if err := spend(ctx, tx, uid, pr, now); err != nil {
 			return err
 		}
@@ -311,7 +311,7 @@ type event struct {
 }
 
 // record writes the successful audit events of one operation inside tx.
-func (s *Service) record(ctx context.Context, tx *sql.Tx, at *attempt, events ...event) error {
+func (s *Service) record(ctx context.Context, tx *db.Tx, at *attempt, events ...event) error {
 	for _, e := range events {
 		if _, err := s.Audit.Record(ctx, tx, audit.Event{
 			UserID: at.userID, ActorID: at.actorID, EventType: e.typ, ResourceType: "two_factor", ResourceID: at.userID,
@@ -442,7 +442,7 @@ func (s *Service) VerifyLogin(ctx context.Context, userID, code, ip, userAgent s
 	if err != nil {
 		return err
 	}
-	err = s.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
 		if err := spend(ctx, tx, userID, pr, s.Clock.Now()); err != nil {
 			return err
 		}

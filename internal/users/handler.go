@@ -198,7 +198,7 @@ func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var fields []string
-	err := h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		u, err := h.S.active(ctx, tx, id)
 		if err != nil {
 			return err
@@ -276,7 +276,7 @@ func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 	h.writeUser(w, r, id)
 }
 
-func (h *Handler) recordUpdate(ctx context.Context, tx *sql.Tx, r *http.Request, p *authn.Principal, id string, fields []string) error {
+func (h *Handler) recordUpdate(ctx context.Context, tx *db.Tx, r *http.Request, p *authn.Principal, id string, fields []string) error {
 	if fields == nil {
 		fields = []string{}
 	}
@@ -327,7 +327,7 @@ func (h *Handler) UpdateLocale(w http.ResponseWriter, r *http.Request) {
 		}
 		v = loc
 	}
-	err := h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		u, err := h.S.active(ctx, tx, id)
 		if err != nil {
 			return err
@@ -364,7 +364,7 @@ func (h *Handler) UpdateUsername(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	err := h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		u, err := h.S.active(ctx, tx, id)
 		if err != nil {
 			return err
@@ -401,7 +401,7 @@ func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	now := h.S.Clock.Now()
 	var revoked, keys int64
-	err := h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		u, err := h.S.active(ctx, tx, id)
 		if err != nil {
 			return err
@@ -528,7 +528,7 @@ func (h *Handler) AddRole(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	added := false
-	err := h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		u, err := h.S.active(ctx, tx, id)
 		if err != nil {
 			return err
@@ -580,7 +580,7 @@ func (h *Handler) RemoveRole(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	p := authn.From(ctx)
 	id, roleID := chi.URLParam(r, "id"), chi.URLParam(r, "role_id")
-	err := h.S.DB.Tx(ctx, func(tx *sql.Tx) error {
+	err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		u, err := h.S.Get(ctx, tx, id)
 		if err != nil {
 			return err

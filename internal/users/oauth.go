@@ -117,7 +117,7 @@ func (h *Handler) OAuthLogin(w http.ResponseWriter, r *http.Request) {
 		created bool
 		lu      LoginUser
 	)
-	upsert := func(tx *sql.Tx) error {
+	upsert := func(tx *db.Tx) error {
 		created = false
 		var (
 			platformID, platformName string

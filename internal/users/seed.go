@@ -67,7 +67,7 @@ func EnsureAdmin(ctx context.Context, d *db.DB, c clock.Clock, email, pass strin
 			return err
 		}
 	}
-	return d.Tx(ctx, func(tx *sql.Tx) error {
+	return d.Tx(ctx, func(tx *db.Tx) error {
 		if userID == "" {
 			var err error
 			userID, _, err = Create(ctx, tx, now, NewAccount{

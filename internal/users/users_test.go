@@ -2,7 +2,6 @@ package users
 
 import (
 	"context"
-	"database/sql"
 	"strings"
 	"testing"
 
@@ -60,7 +59,7 @@ func TestCreateAndFreeUsername(t *testing.T) {
 		}
 		var ids []string
 		for i := range 3 {
-			err := d.Tx(ctx, func(tx *sql.Tx) error {
+			err := d.Tx(ctx, func(tx *db.Tx) error {
 				id, _, err := Create(ctx, tx, 1, NewAccount{PlatformSlug: "github", PlatformUserID: "gh" + string(rune('0'+i)), Name: "Same Name"})
 				ids = append(ids, id)
 				return err
@@ -88,7 +87,7 @@ func TestCreateAndFreeUsername(t *testing.T) {
 			t.Fatalf("FreeUsername = %q, %v", free, err)
 		}
 		// The same platform account twice is a unique violation.
-		err = d.Tx(ctx, func(tx *sql.Tx) error {
+		err = d.Tx(ctx, func(tx *db.Tx) error {
 			_, _, err := Create(ctx, tx, 1, NewAccount{PlatformSlug: "github", PlatformUserID: "gh0", Name: "x"})
 			return err
 		})
