@@ -9,8 +9,6 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/google/uuid"
-
 	"hmid/internal/clock"
 	"hmid/internal/db"
 	"hmid/internal/httpx"
@@ -107,7 +105,7 @@ func (w *Writer) Record(ctx context.Context, q db.Querier, e Event) (string, err
 		})
 		return id, err
 	}
-	id := uuid.NewString()
+	id := db.NewID()
 	status := "success"
 	if e.Failed {
 		status = "failure"

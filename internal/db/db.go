@@ -69,6 +69,8 @@ type DB struct {
 	// per connection itself). Parsing SQL is a large part of a point query's
 	// cost in SQLite; statements are prepared once and reused.
 	readStmts, writeStmts stmtCache
+
+	gc *groupCommit // SQLite: runs every Tx on the one writer connection
 }
 
 // stmtCache keeps prepared statements of one pool, up to maxStmts texts (past
@@ -171,11 +173,17 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		d.Close()
 		return nil, fmt.Errorf("db: connect: %w", err)
 	}
+	if d.Flavor == SQLite {
+		d.gc = startGroupCommit(d)
+	}
 	return d, nil
 }
 
 // Close closes every pool.
 func (d *DB) Close() error {
+	if d.gc != nil {
+		d.gc.close()
+	}
 	d.readStmts.close()
 	d.writeStmts.close()
 	err := d.w.Close()
@@ -227,93 +235,6 @@ func (d *DB) QueryRowContext(ctx context.Context, query string, args ...any) *sq
 // Writer returns the writing pool, for a single INSERT/UPDATE … RETURNING
 // outside a transaction.
 func (d *DB) Writer() *sql.DB { return d.w }
-
-// Tx is a transaction on the writer, begun by DB.Tx. Its query methods
-// reuse the statements DB has prepared on SQLite, where parsing SQL costs
-// about as much as running a point query, and every write funnels through
-// the one writer connection.
-type Tx struct {
-	*sql.Tx
-	d *DB
-	// missed holds query texts run unprepared in this transaction; DB.Tx
-	// prepares them once the connection is free again (preparing on the pool
-	// now would wait for the connection this transaction holds).
-	missed []string
-	hooks  []func()
-}
-
-var _ Querier = (*Tx)(nil)
-
-// stmt returns the transaction's handle on the prepared statement for q, or
-// nil when q is not prepared yet (it then will be after this transaction).
-func (t *Tx) stmt(ctx context.Context, q string) *sql.Stmt {
-	if t.d.Flavor != SQLite {
-		return nil
-	}
-	if v, ok := t.d.writeStmts.m.Load(q); ok {
-		return t.Tx.StmtContext(ctx, v.(*sql.Stmt))
-	}
-	t.missed = append(t.missed, q)
-	return nil
-}
-
-// ExecContext runs a statement in the transaction.
-func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if st := t.stmt(ctx, query); st != nil {
-		return st.ExecContext(ctx, args...)
-	}
-	return t.Tx.ExecContext(ctx, query, args...)
-}
-
-// QueryContext runs a query in the transaction.
-func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if st := t.stmt(ctx, query); st != nil {
-		return st.QueryContext(ctx, args...)
-	}
-	return t.Tx.QueryContext(ctx, query, args...)
-}
-
-// QueryRowContext runs a single-row query in the transaction.
-func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if st := t.stmt(ctx, query); st != nil {
-		return st.QueryRowContext(ctx, args...)
-	}
-	return t.Tx.QueryRowContext(ctx, query, args...)
-}
-
-// Tx runs fn in a transaction on the writer, committing when fn returns nil
-// and rolling back otherwise. On SQLite the transaction starts IMMEDIATE, so
-// read-modify-write sequences inside it are serialized.
-func (d *DB) Tx(ctx context.Context, fn func(tx *Tx) error) error {
-	stx, err := d.w.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	tx := &Tx{Tx: stx, d: d}
-	err = fn(tx)
-	if err == nil {
-		err = stx.Commit()
-	} else {
-		_ = stx.Rollback()
-	}
-	for _, q := range tx.missed {
-		d.writeStmts.get(ctx, d.w, q)
-	}
-	if err != nil {
-		return err
-	}
-	for _, h := range tx.hooks {
-		h()
-	}
-	return nil
-}
-
-// AfterCommit registers f to run once tx commits; it is dropped when the
-// transaction rolls back. Side effects that must not be seen for a
-// rolled-back operation (notifications) use it.
-func (d *DB) AfterCommit(tx *Tx, f func()) {
-	tx.hooks = append(tx.hooks, f)
-}
 
 // TryLock takes a named, non-blocking lock shared by every instance on the same
 // database, for background jobs that must run on one instance at a time. On

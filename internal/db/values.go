@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // TS encodes t for a BIGINT timestamp column (Unix microseconds, UTC).
@@ -163,3 +165,10 @@ func All[T any](ctx context.Context, q Querier, scan func(Scanner) (T, error), q
 	}
 	return out, rows.Err()
 }
+
+// NewID returns a new row id: a UUID version 7 (RFC 9562 §5.7), whose
+// leading 48 bits are the creation time in milliseconds. Ids made one after
+// the other sort together, so inserts land at the right edge of the primary
+// key index instead of on a random page: fewer pages dirtied per write and,
+// on PostgreSQL, fewer full-page images in the WAL after each checkpoint.
+func NewID() string { return uuid.Must(uuid.NewV7()).String() }

@@ -424,7 +424,7 @@ func (s *Service) issueCode(ctx context.Context, q db.Querier, g grant, now time
 	code := token.New(token.PrefixAuthCode)
 	_, err := q.ExecContext(ctx, `INSERT INTO oauth_codes (code_hash, family_id, client_id, user_id, redirect_uri, scopes, nonce, code_challenge, auth_time, created_at, expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		token.Hash(code), uuid.NewString(), g.ClientID, g.UserID, g.RedirectURI, db.JSON(g.Scopes), g.Nonce, g.Challenge,
+		token.Hash(code), db.NewID(), g.ClientID, g.UserID, g.RedirectURI, db.JSON(g.Scopes), g.Nonce, g.Challenge,
 		db.TS(g.AuthTime), db.TS(now), db.TS(now.Add(CodeTTL)))
 	return code, err
 }

@@ -52,44 +52,59 @@ func (s *Service) PublicClientKey(clientID string) []byte {
 	return s.Box.MAC([]byte("hmid oidc id_token hs256"), []byte(clientID))
 }
 
+// claimCols are the columns, over users u, that a user's claims come from.
+const claimCols = `u.username, u.name, u.avatar_url, u.avatars_enabled, u.email, u.preferred_locale, u.last_login_provider, u.is_super_admin,
+	EXISTS (SELECT 1 FROM platform_accounts pa WHERE pa.user_id = u.id AND pa.email_verified AND LOWER(pa.email) = LOWER(u.email))`
+
+// claimRow holds claimCols of one user.
+type claimRow struct {
+	username, name               string
+	avatar, email, locale, prov  sql.NullString
+	avatarsOn, superAdmin, verif bool
+}
+
+// dest returns the scan destinations of claimCols, in order.
+func (c *claimRow) dest() []any {
+	return []any{&c.username, &c.name, &c.avatar, &c.avatarsOn, &c.email, &c.locale, &c.prov, &c.superAdmin, &c.verif}
+}
+
 // userClaims reads the user's claims for scopes, live (spec 1, ID token and
 // UserInfo claims). userInfo adds the fields only UserInfo carries
 // (provider, preferred_locale, is_super_admin, role_ids).
 func (s *Service) userClaims(ctx context.Context, userID string, scopes []string, userInfo bool) (map[string]any, error) {
-	claims := map[string]any{"sub": userID}
-	var (
-		username, name               string
-		avatar, email, locale, prov  sql.NullString
-		avatarsOn, superAdmin, verif bool
-	)
-	err := s.DB.QueryRowContext(ctx, `SELECT u.username, u.name, u.avatar_url, u.avatars_enabled, u.email, u.preferred_locale, u.last_login_provider, u.is_super_admin,
-		EXISTS (SELECT 1 FROM platform_accounts pa WHERE pa.user_id = u.id AND pa.email_verified AND LOWER(pa.email) = LOWER(u.email))
-		FROM users u WHERE u.id = $1`, userID).
-		Scan(&username, &name, &avatar, &avatarsOn, &email, &locale, &prov, &superAdmin, &verif)
-	if err != nil {
+	var row claimRow
+	if err := s.DB.QueryRowContext(ctx, `SELECT `+claimCols+` FROM users u WHERE u.id = $1`, userID).Scan(row.dest()...); err != nil {
 		return nil, err
 	}
+	return s.claims(ctx, userID, row, scopes, userInfo)
+}
+
+// claims builds the claims of userID for scopes from its claim columns,
+// reading roles and permissions when those scopes ask for them.
+func (s *Service) claims(ctx context.Context, userID string, row claimRow, scopes []string, userInfo bool) (map[string]any, error) {
+	claims := map[string]any{"sub": userID}
 	if slices.Contains(scopes, "profile") {
+		name := row.name
 		if name == "" {
-			name = username
+			name = row.username
 		}
 		claims["name"] = name
-		if avatarsOn && avatar.String != "" {
-			claims["picture"] = avatar.String
+		if row.avatarsOn && row.avatar.String != "" {
+			claims["picture"] = row.avatar.String
 		}
 		if userInfo {
-			if prov.String != "" {
-				claims["provider"] = prov.String
+			if row.prov.String != "" {
+				claims["provider"] = row.prov.String
 			}
-			if locale.String != "" {
-				claims["preferred_locale"] = locale.String
+			if row.locale.String != "" {
+				claims["preferred_locale"] = row.locale.String
 			}
-			claims["is_super_admin"] = superAdmin
+			claims["is_super_admin"] = row.superAdmin
 		}
 	}
-	if slices.Contains(scopes, "email") && email.String != "" {
-		claims["email"] = email.String
-		claims["email_verified"] = verif
+	if slices.Contains(scopes, "email") && row.email.String != "" {
+		claims["email"] = row.email.String
+		claims["email_verified"] = row.verif
 	}
 	if slices.Contains(scopes, "roles") {
 		rows, err := s.DB.QueryContext(ctx, `SELECT r.id, r.name FROM user_roles ur JOIN roles r ON r.id = ur.role_id WHERE ur.user_id = $1 ORDER BY r.name, r.id`, userID)
@@ -119,7 +134,7 @@ func (s *Service) userClaims(ctx context.Context, userID string, scopes []string
 		if err != nil {
 			return nil, err
 		}
-		if superAdmin {
+		if row.superAdmin {
 			perms["*:*"] = struct{}{}
 		}
 		claims["permissions"] = perms.List()

@@ -146,19 +146,21 @@ func union(a, b []string) []string {
 	return out
 }
 
+// usableSQL is the condition, over users u, that the user may still authorize
+// clients: not deleted and not banned at the time in parameter now (as "$2").
+func usableSQL(now string) string {
+	return `(u.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM bans b WHERE b.user_id = u.id AND b.unbanned_at IS NULL
+		AND (b.expires_at IS NULL OR b.expires_at > ` + now + `)))`
+}
+
 // userUsable reports whether a user exists, is not deleted and not banned at now.
 func userUsable(ctx context.Context, q db.Querier, userID string, now time.Time) (bool, error) {
-	var deleted, banned bool
-	err := q.QueryRowContext(ctx, `SELECT u.deleted_at IS NOT NULL,
-		EXISTS (SELECT 1 FROM bans b WHERE b.user_id = u.id AND b.unbanned_at IS NULL AND (b.expires_at IS NULL OR b.expires_at > $2))
-		FROM users u WHERE u.id = $1`, userID, db.TS(now)).Scan(&deleted, &banned)
+	var usable bool
+	err := q.QueryRowContext(ctx, `SELECT `+usableSQL("$2")+` FROM users u WHERE u.id = $1`, userID, db.TS(now)).Scan(&usable)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
-	if err != nil {
-		return false, err
-	}
-	return !deleted && !banned, nil
+	return usable, err
 }
 
 // securityHeaders marks a response of the OAuth endpoints as never cached

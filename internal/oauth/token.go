@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"hmid/internal/apperr"
 	"hmid/internal/db"
 	"hmid/internal/token"
@@ -201,8 +199,8 @@ func (s *Service) exchangeCode(ctx context.Context, c Client, secret string, for
 			fail = oerr(ErrInvalidGrant, "the user can no longer authorize this client")
 			return nil
 		}
-		issued, err = s.issueTokens(ctx, tx, row.family, c.ID, row.userID, row.scopes, row.scopes, db.FromTS(row.authTime), now)
-		return err
+		issued = newIssuedTokens(row.scopes)
+		return s.storeTokens(ctx, tx, issued, row.family, c.ID, row.userID, row.scopes, db.FromTS(row.authTime), now)
 	})
 	if err != nil {
 		return TokenResponse{}, asOAuthErr(err)
@@ -240,6 +238,11 @@ func checkCode(row codeRow, c Client, redirect, verifier string, now time.Time) 
 // the presented one is spent by a conditional UPDATE, so of racing requests
 // exactly one wins; presenting a spent token again revokes its whole family
 // (RFC 9700 §4.14.2). A scope parameter may only narrow the access token.
+//
+// The token and its user are read first, on the readers; only the rotation
+// writes, and the conditional UPDATE at its start is what decides a race, so
+// a token spent or revoked between the read and the write still counts as
+// reused.
 func (s *Service) refresh(ctx context.Context, c Client, secret string, form url.Values) (TokenResponse, *Error) {
 	rt := form.Get("refresh_token")
 	if rt == "" {
@@ -247,81 +250,116 @@ func (s *Service) refresh(ctx context.Context, c Client, secret string, form url
 	}
 	now := s.Clock.Now()
 	var (
-		fail                 *Error
-		id, clientID, userID string
-		family, pair         string
-		scopes               db.Strings
-		authTime, expires    int64
-		rotated, revoked     db.NullTime
-		issued               issuedTokens
-		accessScopes         []string
+		old              spentToken
+		expires          int64
+		rotated, revoked db.NullTime
+		usable           bool
 	)
+	err := s.DB.QueryRowContext(ctx, `SELECT t.id, t.client_id, t.user_id, t.family_id, t.pair_id, t.scopes, t.auth_time, t.expires_at, t.rotated_at, t.revoked_at,
+		`+usableSQL("$2")+`
+		FROM oauth_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = $1 AND t.kind = 'refresh'`, token.Hash(rt), db.TS(now)).
+		Scan(&old.id, &old.clientID, &old.userID, &old.family, &old.pair, &old.scopes, &old.authTime, &expires, &rotated, &revoked, &usable)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return TokenResponse{}, oerr(ErrInvalidGrant, "invalid refresh token")
+	case err != nil:
+		return TokenResponse{}, asOAuthErr(err)
+	case old.clientID != c.ID:
+		return TokenResponse{}, oerr(ErrInvalidGrant, "the refresh token was issued to another client")
+	case rotated.Valid:
+		return TokenResponse{}, s.revokeFamily(ctx, old.family, now)
+	case revoked.Valid || !now.Before(db.FromTS(expires)):
+		return TokenResponse{}, oerr(ErrInvalidGrant, "the refresh token is expired or revoked")
+	}
+	accessScopes := []string(old.scopes)
+	if form.Has("scope") {
+		req := parseScope(form.Get("scope"))
+		if len(req) == 0 || !subset(req, old.scopes) {
+			return TokenResponse{}, oerr(ErrInvalidScope, "the scope may only narrow the scope originally granted")
+		}
+		accessScopes = req
+	}
+	if !usable {
+		return TokenResponse{}, oerr(ErrInvalidGrant, "the user can no longer authorize this client")
+	}
+	issued := newIssuedTokens(accessScopes)
+	won, err := s.rotate(ctx, old, issued, now)
+	if err != nil {
+		return TokenResponse{}, asOAuthErr(err)
+	}
+	if !won {
+		return TokenResponse{}, s.revokeFamily(ctx, old.family, now)
+	}
+	// OpenID Connect Core §12.2: the refreshed ID token carries no nonce.
+	return s.respond(ctx, c, secret, old.userID, issued, db.FromTS(old.authTime), "", now)
+}
+
+// spentToken is the refresh token a refresh grant presents.
+type spentToken struct {
+	id, clientID, userID, family, pair string
+	scopes                             db.Strings
+	authTime                           int64
+}
+
+// errReused answers a refresh token presented after it was spent.
+var errReused = oerr(ErrInvalidGrant, "the refresh token was already used; every token of this authorization is revoked")
+
+// revokeFamily revokes every token of an authorization whose refresh token
+// was presented twice, and returns the answer to that presentation.
+func (s *Service) revokeFamily(ctx context.Context, family string, now time.Time) *Error {
+	if _, err := s.DB.ExecContext(ctx, `UPDATE oauth_tokens SET revoked_at = $1 WHERE family_id = $2 AND revoked_at IS NULL`, db.TS(now), family); err != nil {
+		return asOAuthErr(err)
+	}
+	return errReused
+}
+
+// rotatePGSQL is rotate on PostgreSQL as one statement, so one round trip:
+// r spends the refresh token unless it already is; a revokes the access token
+// issued with it (the spec's state table) and i stores the new pair, both
+// only when r did. The access-token filter keeps a and r on different rows,
+// as a statement may not update one row twice.
+const rotatePGSQL = `WITH r AS (
+		UPDATE oauth_tokens SET rotated_at = $1, revoked_at = $1
+		WHERE id = $2 AND rotated_at IS NULL AND revoked_at IS NULL RETURNING id
+	), a AS (
+		UPDATE oauth_tokens SET revoked_at = $1
+		WHERE pair_id = $3 AND kind = 'access' AND revoked_at IS NULL AND EXISTS (SELECT 1 FROM r)
+	), i AS (
+		INSERT INTO oauth_tokens (id, kind, token_hash, family_id, pair_id, client_id, user_id, scopes, auth_time, created_at, expires_at)
+		SELECT v.id, v.kind, v.hash, $4, $5, $6, $7, v.scopes, $8, $1, v.expires
+		FROM r, (VALUES ($9::text, 'access', $10::text, $11::text, $12::bigint), ($13::text, 'refresh', $14::text, $15::text, $16::bigint))
+			AS v (id, kind, hash, scopes, expires)
+	)
+	SELECT COUNT(*) FROM r`
+
+// rotate spends old and stores the issued pair in its family, atomically. It
+// reports false, writing nothing, when old was already spent or revoked.
+func (s *Service) rotate(ctx context.Context, old spentToken, t issuedTokens, now time.Time) (bool, error) {
+	if s.DB.Flavor == db.Postgres {
+		var n int
+		err := s.DB.Writer().QueryRowContext(ctx, rotatePGSQL, db.TS(now), old.id, old.pair,
+			old.family, db.NewID(), old.clientID, old.userID, old.authTime,
+			db.NewID(), token.Hash(t.access), db.JSON(t.accessScopes), db.TS(now.Add(AccessTokenTTL)),
+			db.NewID(), token.Hash(t.refresh), db.JSON(old.scopes), db.TS(now.Add(RefreshTokenTTL))).Scan(&n)
+		return n == 1, err
+	}
+	won := false
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
-		err := tx.QueryRowContext(ctx, `SELECT id, client_id, user_id, family_id, pair_id, scopes, auth_time, expires_at, rotated_at, revoked_at
-			FROM oauth_tokens WHERE token_hash = $1 AND kind = 'refresh'`, token.Hash(rt)).
-			Scan(&id, &clientID, &userID, &family, &pair, &scopes, &authTime, &expires, &rotated, &revoked)
-		if errors.Is(err, sql.ErrNoRows) {
-			fail = oerr(ErrInvalidGrant, "invalid refresh token")
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if clientID != c.ID {
-			fail = oerr(ErrInvalidGrant, "the refresh token was issued to another client")
-			return nil
-		}
-		revokeFamily := func() error {
-			_, err := tx.ExecContext(ctx, `UPDATE oauth_tokens SET revoked_at = $1 WHERE family_id = $2 AND revoked_at IS NULL`, db.TS(now), family)
-			fail = oerr(ErrInvalidGrant, "the refresh token was already used; every token of this authorization is revoked")
-			return err
-		}
-		if rotated.Valid {
-			return revokeFamily()
-		}
-		if revoked.Valid || !now.Before(db.FromTS(expires)) {
-			fail = oerr(ErrInvalidGrant, "the refresh token is expired or revoked")
-			return nil
-		}
-		accessScopes = scopes
-		if form.Has("scope") {
-			req := parseScope(form.Get("scope"))
-			if len(req) == 0 || !subset(req, scopes) {
-				fail = oerr(ErrInvalidScope, "the scope may only narrow the scope originally granted")
-				return nil
-			}
-			accessScopes = req
-		}
-		usable, err := userUsable(ctx, tx, userID, now)
-		if err != nil {
-			return err
-		}
-		if !usable {
-			fail = oerr(ErrInvalidGrant, "the user can no longer authorize this client")
-			return nil
-		}
-		res, err := tx.ExecContext(ctx, `UPDATE oauth_tokens SET rotated_at = $1, revoked_at = $1 WHERE id = $2 AND rotated_at IS NULL AND revoked_at IS NULL`, db.TS(now), id)
+		res, err := tx.ExecContext(ctx, `UPDATE oauth_tokens SET rotated_at = $1, revoked_at = $1 WHERE id = $2 AND rotated_at IS NULL AND revoked_at IS NULL`, db.TS(now), old.id)
 		if err != nil {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n != 1 {
-			return revokeFamily()
+			return nil
 		}
 		// The access token issued with the spent refresh token dies with it (spec 1, states).
-		if _, err := tx.ExecContext(ctx, `UPDATE oauth_tokens SET revoked_at = $1 WHERE pair_id = $2 AND revoked_at IS NULL`, db.TS(now), pair); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE oauth_tokens SET revoked_at = $1 WHERE pair_id = $2 AND kind = 'access' AND revoked_at IS NULL`, db.TS(now), old.pair); err != nil {
 			return err
 		}
-		issued, err = s.issueTokens(ctx, tx, family, c.ID, userID, accessScopes, scopes, db.FromTS(authTime), now)
-		return err
+		won = true
+		return s.storeTokens(ctx, tx, t, old.family, old.clientID, old.userID, old.scopes, db.FromTS(old.authTime), now)
 	})
-	if err != nil {
-		return TokenResponse{}, asOAuthErr(err)
-	}
-	if fail != nil {
-		return TokenResponse{}, fail
-	}
-	// OpenID Connect Core §12.2: the refreshed ID token carries no nonce.
-	return s.respond(ctx, c, secret, userID, issued, db.FromTS(authTime), "", now)
+	return won, err
 }
 
 // issuedTokens is an access token and its refresh token, issued together.
@@ -330,27 +368,31 @@ type issuedTokens struct {
 	accessScopes    []string
 }
 
-// issueTokens stores a new access and refresh token pair of family. The
-// refresh token is always issued (spec 1, Token: the response carries
-// refresh_token) and keeps refreshScopes, the scope originally granted.
-func (s *Service) issueTokens(ctx context.Context, tx *db.Tx, family, clientID, userID string, accessScopes, refreshScopes []string, authTime, now time.Time) (issuedTokens, error) {
-	out := issuedTokens{access: token.New(token.PrefixAccessToken), refresh: token.New(token.PrefixRefreshToken), accessScopes: accessScopes}
-	pair := uuid.NewString()
-	for _, t := range []struct {
+// newIssuedTokens draws a new access and refresh token pair.
+func newIssuedTokens(accessScopes []string) issuedTokens {
+	return issuedTokens{access: token.New(token.PrefixAccessToken), refresh: token.New(token.PrefixRefreshToken), accessScopes: accessScopes}
+}
+
+// storeTokens stores t, hashed, as a new pair of family. The refresh token
+// is always issued (spec 1, Token: the response carries refresh_token) and
+// keeps refreshScopes, the scope originally granted.
+func (s *Service) storeTokens(ctx context.Context, tx *db.Tx, t issuedTokens, family, clientID, userID string, refreshScopes []string, authTime, now time.Time) error {
+	pair := db.NewID()
+	for _, row := range []struct {
 		kind, tok string
 		scopes    []string
 		ttl       time.Duration
 	}{
-		{"access", out.access, accessScopes, AccessTokenTTL},
-		{"refresh", out.refresh, refreshScopes, RefreshTokenTTL},
+		{"access", t.access, t.accessScopes, AccessTokenTTL},
+		{"refresh", t.refresh, refreshScopes, RefreshTokenTTL},
 	} {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO oauth_tokens (id, kind, token_hash, family_id, pair_id, client_id, user_id, scopes, auth_time, created_at, expires_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-			uuid.NewString(), t.kind, token.Hash(t.tok), family, pair, clientID, userID, db.JSON(t.scopes), db.TS(authTime), db.TS(now), db.TS(now.Add(t.ttl))); err != nil {
-			return out, err
+			db.NewID(), row.kind, token.Hash(row.tok), family, pair, clientID, userID, db.JSON(row.scopes), db.TS(authTime), db.TS(now), db.TS(now.Add(row.ttl))); err != nil {
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // respond builds the token response, with an ID token when openid was granted.

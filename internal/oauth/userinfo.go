@@ -18,6 +18,24 @@ import (
 // (authn.OAuthTokens). Unknown, expired or revoked tokens, tokens of inactive
 // clients and tokens of deleted or banned users are authn.ErrInvalidToken.
 func (s *Service) ResolveAccessToken(ctx context.Context, tok string) (*authn.Principal, error) {
+	return s.resolveAccess(ctx, tok, nil)
+}
+
+// resolveSQL reads an access token with the state of its client and user;
+// resolveClaimsSQL adds the user's claim columns, so UserInfo needs one query.
+const (
+	resolveCols = `t.id, t.user_id, t.client_id, t.scopes, t.expires_at, t.auth_time, t.revoked_at, c.is_active,
+		u.deleted_at IS NOT NULL,
+		EXISTS (SELECT 1 FROM bans b WHERE b.user_id = u.id AND b.unbanned_at IS NULL AND (b.expires_at IS NULL OR b.expires_at > $2))`
+	resolveFrom = ` FROM oauth_tokens t JOIN oauth_clients c ON c.id = t.client_id JOIN users u ON u.id = t.user_id
+		WHERE t.token_hash = $1 AND t.kind = 'access'`
+	resolveSQL       = `SELECT ` + resolveCols + resolveFrom
+	resolveClaimsSQL = `SELECT ` + resolveCols + `, ` + claimCols + resolveFrom
+)
+
+// resolveAccess resolves an access token; with claims set it also reads the
+// user's claim columns into it.
+func (s *Service) resolveAccess(ctx context.Context, tok string, claims *claimRow) (*authn.Principal, error) {
 	if !token.HasShape(tok, token.PrefixAccessToken) {
 		return nil, authn.ErrInvalidToken
 	}
@@ -30,12 +48,12 @@ func (s *Service) ResolveAccessToken(ctx context.Context, tok string) (*authn.Pr
 		active, deleted   bool
 		banned            bool
 	)
-	err := s.DB.QueryRowContext(ctx, `SELECT t.id, t.user_id, t.client_id, t.scopes, t.expires_at, t.auth_time, t.revoked_at, c.is_active,
-		u.deleted_at IS NOT NULL,
-		EXISTS (SELECT 1 FROM bans b WHERE b.user_id = u.id AND b.unbanned_at IS NULL AND (b.expires_at IS NULL OR b.expires_at > $2))
-		FROM oauth_tokens t JOIN oauth_clients c ON c.id = t.client_id JOIN users u ON u.id = t.user_id
-		WHERE t.token_hash = $1 AND t.kind = 'access'`, token.Hash(tok), db.TS(now)).
-		Scan(&p.OAuthTokenID, &p.UserID, &p.OAuthClientID, &scopes, &expires, &authTime, &revoked, &active, &deleted, &banned)
+	query := resolveSQL
+	dest := []any{&p.OAuthTokenID, &p.UserID, &p.OAuthClientID, &scopes, &expires, &authTime, &revoked, &active, &deleted, &banned}
+	if claims != nil {
+		query, dest = resolveClaimsSQL, append(dest, claims.dest()...)
+	}
+	err := s.DB.QueryRowContext(ctx, query, token.Hash(tok), db.TS(now)).Scan(dest...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, authn.ErrInvalidToken
 	}
@@ -99,7 +117,8 @@ func (h *Handler) UserInfo(w http.ResponseWriter, r *http.Request) {
 		bearerError(http.StatusUnauthorized, "", "an access token is required")
 		return
 	}
-	p, err := h.S.ResolveAccessToken(r.Context(), tok)
+	var row claimRow
+	p, err := h.S.resolveAccess(r.Context(), tok, &row)
 	if err != nil {
 		if apperr.Is(err, apperr.Unauthorized) {
 			bearerError(http.StatusUnauthorized, ErrInvalidToken, "the access token is invalid, expired or revoked")
@@ -112,7 +131,7 @@ func (h *Handler) UserInfo(w http.ResponseWriter, r *http.Request) {
 		bearerError(http.StatusForbidden, ErrInsufficientScope, "the access token lacks the openid scope")
 		return
 	}
-	claims, err := h.S.userClaims(r.Context(), p.UserID, p.OAuthScopes, true)
+	claims, err := h.S.claims(r.Context(), p.UserID, row, p.OAuthScopes, true)
 	if err != nil {
 		httpx.Error(w, r, err)
 		return

@@ -7,8 +7,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/google/uuid"
-
 	"hmid/internal/clientinfo"
 	"hmid/internal/db"
 	"hmid/internal/token"
@@ -45,7 +43,7 @@ func Create(ctx context.Context, q db.Querier, now time.Time, n New) (Created, e
 		n.ExpiresAt = now.Add(DefaultTTL)
 	}
 	ci := clientinfo.Parse(n.UserAgent)
-	c := Created{ID: uuid.NewString(), Token: token.New(token.PrefixSession), ExpiresAt: n.ExpiresAt, CreatedAt: now}
+	c := Created{ID: db.NewID(), Token: token.New(token.PrefixSession), ExpiresAt: n.ExpiresAt, CreatedAt: now}
 	_, err := q.ExecContext(ctx, `INSERT INTO sessions (id, user_id, token_hash, ip_address, user_agent, device_type, browser_name, os_name, provider, auth_time, created_at, expires_at, last_activity_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $11)`,
 		c.ID, n.UserID, token.Hash(c.Token), n.IPAddress, truncate(n.UserAgent, 512), ci.DeviceType, ci.Browser, ci.OS, n.Provider,

@@ -167,7 +167,7 @@ func (h *Handler) CreateCategory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := db.FromTS(db.TS(h.S.Clock.Now()))
-	c := Category{ID: newID(), IsActive: true, CreatedAt: now, UpdatedAt: now}
+	c := Category{ID: db.NewID(), IsActive: true, CreatedAt: now, UpdatedAt: now}
 	b.Name.Set = true
 	if err := b.apply(&c); err != nil {
 		httpx.Error(w, r, err)

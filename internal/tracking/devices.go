@@ -149,7 +149,7 @@ func (h *Handler) CreateDevice(w http.ResponseWriter, r *http.Request) {
 	if b.IsActive.Set && !b.IsActive.Null {
 		active = b.IsActive.Value
 	}
-	id, now := newID(), h.S.Clock.Now()
+	id, now := db.NewID(), h.S.Clock.Now()
 	var d Device
 	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		if key != nil {

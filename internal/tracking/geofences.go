@@ -163,7 +163,7 @@ func (h *Handler) CreateGeofence(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	now := db.FromTS(db.TS(h.S.Clock.Now()))
-	g := Geofence{ID: newID(), IsActive: true, Metadata: json.RawMessage("{}"), CreatedAt: now, UpdatedAt: now}
+	g := Geofence{ID: db.NewID(), IsActive: true, Metadata: json.RawMessage("{}"), CreatedAt: now, UpdatedAt: now}
 	b.Name.Set = true
 	if err := b.apply(&g); err != nil {
 		httpx.Error(w, r, err)

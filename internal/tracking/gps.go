@@ -177,7 +177,7 @@ func (s *Service) CreatePoint(ctx context.Context, p *authn.Principal, in PointI
 	}
 	now := db.FromTS(db.TS(s.Clock.Now()))
 	pt := Point{
-		ID: newID(), DeviceID: device, Latitude: *in.Latitude, Longitude: *in.Longitude, Altitude: *in.Altitude,
+		ID: db.NewID(), DeviceID: device, Latitude: *in.Latitude, Longitude: *in.Longitude, Altitude: *in.Altitude,
 		Heading: *in.Heading, Timestamp: time.Unix(*in.Timestamp, 0).UTC(), SpeedKmh: *in.SpeedKmh, SpeedMps: *in.SpeedMps,
 		SpeedMph: *in.SpeedMph, SpeedKnots: *in.SpeedKnots, PDOP: in.PDOP, HDOP: in.HDOP, VDOP: in.VDOP,
 		CreatedAt: now,

@@ -38,7 +38,7 @@ func TestWriteBatchFallsBackPerPoint(t *testing.T) {
 		for i, device := range []string{dev, bad, dev} {
 			device := device
 			batch = append(batch, ingestReq{
-				pt:   &Point{ID: newID(), DeviceID: &device, Timestamp: fc.Now().Add(time.Duration(i) * time.Hour), CreatedAt: fc.Now()},
+				pt:   &Point{ID: db.NewID(), DeviceID: &device, Timestamp: fc.Now().Add(time.Duration(i) * time.Hour), CreatedAt: fc.Now()},
 				done: make(chan error, 1),
 			})
 		}
@@ -91,7 +91,7 @@ func TestWriteBatchLinksTripsAndCounts(t *testing.T) {
 		devices := []*string{&logged, &idle, nil, &logged}
 		var batch []ingestReq
 		for i, dev := range devices {
-			pt := &Point{ID: newID(), DeviceID: dev, Latitude: float64(i), Timestamp: fc.Now().Add(time.Duration(i) * 40 * time.Minute), CreatedAt: fc.Now()}
+			pt := &Point{ID: db.NewID(), DeviceID: dev, Latitude: float64(i), Timestamp: fc.Now().Add(time.Duration(i) * 40 * time.Minute), CreatedAt: fc.Now()}
 			if i%2 == 0 {
 				pt.PDOP = &pdop
 			}

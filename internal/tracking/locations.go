@@ -250,7 +250,7 @@ func (h *Handler) CreateLocation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := db.FromTS(db.TS(h.S.Clock.Now()))
-	l := Location{ID: newID(), IsActive: true, CreatedAt: now, UpdatedAt: now}
+	l := Location{ID: db.NewID(), IsActive: true, CreatedAt: now, UpdatedAt: now}
 	b.Name.Set = true
 	if err := b.apply(&l); err != nil {
 		httpx.Error(w, r, err)
@@ -258,7 +258,7 @@ func (h *Handler) CreateLocation(w http.ResponseWriter, r *http.Request) {
 	}
 	contacts := make([]Contact, 0, len(b.Contacts))
 	for _, cb := range b.Contacts {
-		c := Contact{ID: newID(), LocationID: l.ID, CreatedAt: now}
+		c := Contact{ID: db.NewID(), LocationID: l.ID, CreatedAt: now}
 		cb.Name.Set = true
 		if err := cb.apply(&c); err != nil {
 			httpx.Error(w, r, err)
@@ -366,7 +366,7 @@ func (h *Handler) CreateContact(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	c := Contact{ID: newID(), LocationID: id, CreatedAt: db.FromTS(db.TS(h.S.Clock.Now()))}
+	c := Contact{ID: db.NewID(), LocationID: id, CreatedAt: db.FromTS(db.TS(h.S.Clock.Now()))}
 	b.Name.Set = true
 	if err := b.apply(&c); err != nil {
 		httpx.Error(w, r, err)

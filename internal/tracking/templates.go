@@ -162,7 +162,7 @@ func (h *Handler) CreateTemplate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := db.FromTS(db.TS(h.S.Clock.Now()))
-	t := Template{ID: newID(), Tags: []string{}, CreatedAt: now, UpdatedAt: now}
+	t := Template{ID: db.NewID(), Tags: []string{}, CreatedAt: now, UpdatedAt: now}
 	b.Name.Set = true
 	err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		if err := b.apply(ctx, tx, &t); err != nil {
@@ -273,7 +273,7 @@ func (h *Handler) CreateTripFromTemplate(w http.ResponseWriter, r *http.Request)
 		if err != nil {
 			return err
 		}
-		t = Trip{ID: newID(), Name: tpl.Name + " (from template)", Description: tpl.Description, Status: StatusDraft,
+		t = Trip{ID: db.NewID(), Name: tpl.Name + " (from template)", Description: tpl.Description, Status: StatusDraft,
 			GPSLoggingEnabled: tpl.GPSLoggingEnabled, DeviceID: tpl.DeviceID, CategoryID: tpl.CategoryID, OriginID: tpl.OriginID,
 			DestinationID: tpl.DestinationID, WeightKg: b.WeightKg, Notes: tpl.Notes, Tags: tags(tpl.Tags), CreatedAt: now, UpdatedAt: now}
 		return insertTrip(ctx, tx, t)

@@ -50,11 +50,6 @@ type Handler struct {
 	S *Service
 }
 
-// newID returns a time-ordered UUID (version 7, RFC 9562 section 5.7): rows
-// written one after another get increasing ids, which keeps B-tree inserts at
-// the right edge and breaks ties of equal timestamps in insertion order.
-func newID() string { return uuid.Must(uuid.NewV7()).String() }
-
 // pathID reads a UUID path parameter, answering 400 when it is not one.
 func pathID(r *http.Request, name string) (string, error) {
 	return parseUUID(name, chi.URLParam(r, name))

@@ -265,7 +265,7 @@ func (h *Handler) CreateTrip(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := db.FromTS(db.TS(h.S.Clock.Now()))
-	t := Trip{ID: newID(), Status: StatusDraft, Tags: []string{}, CreatedAt: now, UpdatedAt: now}
+	t := Trip{ID: db.NewID(), Status: StatusDraft, Tags: []string{}, CreatedAt: now, UpdatedAt: now}
 	b.Name.Set = true
 	if err := b.apply(&t); err != nil {
 		httpx.Error(w, r, err)
@@ -399,7 +399,7 @@ func (h *Handler) UpdateTrip(w http.ResponseWriter, r *http.Request) {
 		if t.Status == old {
 			return nil
 		}
-		change = &HistoryEntry{ID: newID(), TripID: t.ID, OldStatus: old, NewStatus: t.Status, Latitude: b.Latitude.Ptr(), Longitude: b.Longitude.Ptr(), ChangedAt: now}
+		change = &HistoryEntry{ID: db.NewID(), TripID: t.ID, OldStatus: old, NewStatus: t.Status, Latitude: b.Latitude.Ptr(), Longitude: b.Longitude.Ptr(), ChangedAt: now}
 		if p != nil && p.UserID != "" {
 			change.ChangedBy = &p.UserID
 		}

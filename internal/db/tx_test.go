@@ -1,0 +1,106 @@
+package db_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"hmid/internal/db"
+	"hmid/internal/dbtest"
+)
+
+// TestConcurrentTxIsolatesFailures runs many transactions at once, as group
+// commit batches them on SQLite: those that fail (by error, by a constraint
+// violation, by panicking) leave nothing behind, the others all commit, and
+// after-commit hooks run exactly for the committed ones.
+func TestConcurrentTxIsolatesFailures(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
+		ctx := context.Background()
+		d, err := db.Open(ctx, eng.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		if err := d.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.ExecContext(ctx, `INSERT INTO settings (key, value, created_at, updated_at) VALUES ('taken', '1', 1, 1)`); err != nil {
+			t.Fatal(err)
+		}
+		const n = 120
+		boom := errors.New("boom")
+		var hooks atomic.Int32
+		errs := make([]error, n)
+		panics := make([]any, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				defer func() { panics[i] = recover() }()
+				errs[i] = d.Tx(ctx, func(tx *db.Tx) error {
+					d.AfterCommit(tx, func() { hooks.Add(1) })
+					if _, err := tx.ExecContext(ctx, `INSERT INTO settings (key, value, created_at, updated_at) VALUES ($1, '1', 1, 1)`, fmt.Sprintf("k%03d", i)); err != nil {
+						return err
+					}
+					switch i % 4 {
+					case 1:
+						return boom
+					case 2:
+						// A second row whose key is taken: the first insert must go too.
+						_, err := tx.ExecContext(ctx, `INSERT INTO settings (key, value, created_at, updated_at) VALUES ('taken', '1', 1, 1)`)
+						return err
+					case 3:
+						if i%8 == 3 {
+							panic("tx function panics")
+						}
+					}
+					return nil
+				})
+			})
+		}
+		wg.Wait()
+		committed := 0
+		for i := range n {
+			switch {
+			case i%4 == 1 && !errors.Is(errs[i], boom):
+				t.Errorf("tx %d: %v, want boom", i, errs[i])
+			case i%4 == 2 && !db.IsUniqueViolation(errs[i]):
+				t.Errorf("tx %d: %v, want a unique violation", i, errs[i])
+			case i%8 == 3 && panics[i] == nil:
+				t.Errorf("tx %d: the panic did not reach the caller", i)
+			case (i%4 == 0 || i%8 == 7) && (errs[i] != nil || panics[i] != nil):
+				t.Errorf("tx %d: %v %v, want success", i, errs[i], panics[i])
+			}
+			if i%4 == 0 || i%8 == 7 {
+				committed++
+			}
+		}
+		var rows int
+		if err := d.QueryRowContext(ctx, `SELECT COUNT(*) FROM settings WHERE key LIKE 'k%'`).Scan(&rows); err != nil {
+			t.Fatal(err)
+		}
+		if rows != committed || int(hooks.Load()) != committed {
+			t.Fatalf("%d rows and %d hooks, want %d of each", rows, hooks.Load(), committed)
+		}
+	})
+}
+
+// TestTxAfterContextEnds: a transaction whose context has ended is not run.
+func TestTxAfterContextEnds(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
+		d, err := db.Open(context.Background(), eng.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		ran := false
+		err = d.Tx(ctx, func(*db.Tx) error { ran = true; return nil })
+		if err == nil || ran {
+			t.Fatalf("ran %v, err %v; want context error and no run", ran, err)
+		}
+	})
+}
