@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"hmid/internal/password"
 )
 
 func init() {
@@ -26,6 +28,20 @@ func init() {
 				return nil, err
 			}
 			return e.get("/v1/users/me", k.Key), nil
+		}},
+		Scenario{Name: "argon2-bound", About: "Argon2id verifications in process, no HTTP: the bound password-login is held against", Setup: func(ctx context.Context, e *Env) (func(context.Context, int) error, error) {
+			// The same parameters and the same one-per-core gate as a login,
+			// measured in the same run so that both see the same machine.
+			h, err := password.Hash("correct horse battery")
+			if err != nil {
+				return nil, err
+			}
+			return func(context.Context, int) error {
+				if ok, err := password.Verify("correct horse battery", h); err != nil || !ok {
+					return fmt.Errorf("verify: %v, %v", ok, err)
+				}
+				return nil
+			}, nil
 		}},
 		Scenario{Name: "password-login", About: "POST /v1/auth/login (Argon2id verification)", Setup: func(ctx context.Context, e *Env) (func(context.Context, int) error, error) {
 			// Several accounts, so the per-account throttle of failures never matters.
