@@ -1,57 +1,72 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
-// call sends one JSON request and decodes a JSON answer into out (when not
-// nil), failing unless the status is want. The body is always drained so the
-// connection is reused.
-func (e *Env) call(ctx context.Context, method, path, tok string, body any, want int, out any) error {
-	var rd io.Reader
-	ctype := ""
+// timeout bounds one request, so a stuck server ends a run in errors.
+const timeout = 30 * time.Second
+
+// answer is what the scenarios read of a response.
+type answer struct {
+	status   int
+	location string // the Location header, for redirects
+	body     []byte
+}
+
+// send sends one request: body is nil, url.Values (sent as a form) or a
+// value sent as JSON; tok, when set, goes in as a bearer token. Nothing is
+// sent once ctx has ended.
+func (e *Env) send(ctx context.Context, method, path, tok string, body any) (answer, error) {
+	if err := ctx.Err(); err != nil {
+		return answer{}, err
+	}
+	req, res := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(res)
+	req.SetRequestURI(e.URL + path)
+	req.Header.SetMethod(method)
 	switch b := body.(type) {
 	case nil:
 	case url.Values:
-		rd, ctype = strings.NewReader(b.Encode()), "application/x-www-form-urlencoded"
+		req.Header.SetContentType("application/x-www-form-urlencoded")
+		req.SetBodyString(b.Encode())
 	default:
 		raw, err := json.Marshal(b)
 		if err != nil {
-			return err
+			return answer{}, err
 		}
-		rd, ctype = bytes.NewReader(raw), "application/json"
-	}
-	req, err := http.NewRequestWithContext(ctx, method, e.URL+path, rd)
-	if err != nil {
-		return err
-	}
-	if ctype != "" {
-		req.Header.Set("Content-Type", ctype)
+		req.Header.SetContentType("application/json")
+		req.SetBodyRaw(raw)
 	}
 	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
-	res, err := e.Client.Do(req)
+	if err := e.Client.DoTimeout(req, res, timeout); err != nil {
+		return answer{}, err
+	}
+	return answer{status: res.StatusCode(), location: string(res.Header.Peek("Location")), body: append([]byte(nil), res.Body()...)}, nil
+}
+
+// call sends one request (see send) and decodes a JSON answer into out (when
+// not nil), failing unless the status is want.
+func (e *Env) call(ctx context.Context, method, path, tok string, body any, want int, out any) error {
+	a, err := e.send(ctx, method, path, tok, body)
 	if err != nil {
 		return err
 	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	if err != nil {
-		return err
-	}
-	if res.StatusCode != want {
-		return fmt.Errorf("%s %s: status %d, want %d: %.200s", method, path, res.StatusCode, want, raw)
+	if a.status != want {
+		return fmt.Errorf("%s %s: status %d, want %d: %.200s", method, path, a.status, want, a.body)
 	}
 	if out != nil {
-		return json.Unmarshal(raw, out)
+		return json.Unmarshal(a.body, out)
 	}
 	return nil
 }

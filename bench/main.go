@@ -27,6 +27,8 @@ import (
 	"hmid/bench/loadgen"
 	"hmid/internal/app"
 	"hmid/internal/config"
+
+	"github.com/valyala/fasthttp"
 )
 
 // Env is what a scenario gets: the server's base URL, a system API key and a
@@ -35,7 +37,7 @@ type Env struct {
 	Server      *app.Server // the in-process server; nil with -target
 	URL         string
 	SystemKey   string
-	Client      *http.Client
+	Client      *fasthttp.Client
 	Concurrency int
 }
 
@@ -103,7 +105,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 
 	// The in-process server runs with the service's own runtime settings.
 	app.TuneRuntime(os.Getenv)
-	env := &Env{URL: *target, SystemKey: *key, Client: loadgen.NewHTTPClient(*conc), Concurrency: *conc}
+	env := &Env{URL: *target, SystemKey: *key, Client: loadgen.NewClient(*conc), Concurrency: *conc}
 	engine := "target " + *target
 	if *target == "" {
 		srv, base, sysKey, closeFn, err := startServer(ctx, *dbURL, *redis)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync/atomic"
 )
 
@@ -128,20 +127,13 @@ func (e *Env) oauthSetup(ctx context.Context) (*oauthBench, error) {
 	if err := e.call(ctx, http.MethodGet, "/v1/oauth/authorize?"+o.authorizeQuery("").Encode(), u.Session, nil, http.StatusOK, &pending); err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL+"/v1/oauth/authorize/consent",
-		strings.NewReader(fmt.Sprintf(`{"pending_authorization_id":%q,"approved":true}`, pending.ID)))
+	a, err := e.send(ctx, http.MethodPost, "/v1/oauth/authorize/consent", u.Session,
+		map[string]any{"pending_authorization_id": pending.ID, "approved": true})
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+u.Session)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := e.Client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusFound {
-		return nil, fmt.Errorf("consent: status %d", res.StatusCode)
+	if a.status != http.StatusFound {
+		return nil, fmt.Errorf("consent: status %d", a.status)
 	}
 	return o, nil
 }
@@ -161,19 +153,13 @@ func (o *oauthBench) codeFlow(ctx context.Context, e *Env) (tokenAnswer, error) 
 	verifier := "bench-verifier-0123456789-0123456789-0123456789"
 	sum := sha256.Sum256([]byte(verifier))
 	challenge := base64.RawURLEncoding.EncodeToString(sum[:])
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.URL+"/v1/oauth/authorize?"+o.authorizeQuery(challenge).Encode(), nil)
+	a, err := e.send(ctx, http.MethodGet, "/v1/oauth/authorize?"+o.authorizeQuery(challenge).Encode(), o.session, nil)
 	if err != nil {
 		return tokenAnswer{}, err
 	}
-	req.Header.Set("Authorization", "Bearer "+o.session)
-	res, err := e.Client.Do(req)
-	if err != nil {
-		return tokenAnswer{}, err
-	}
-	res.Body.Close()
-	loc, err := url.Parse(res.Header.Get("Location"))
-	if err != nil || res.StatusCode != http.StatusFound {
-		return tokenAnswer{}, fmt.Errorf("authorize: status %d", res.StatusCode)
+	loc, err := url.Parse(a.location)
+	if err != nil || a.status != http.StatusFound {
+		return tokenAnswer{}, fmt.Errorf("authorize: status %d", a.status)
 	}
 	code := loc.Query().Get("code")
 	if code == "" {

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 // countingServer answers 200, or 500 for paths starting with /fail, and counts
@@ -31,24 +33,15 @@ func countingServer(t *testing.T) (*httptest.Server, *atomic.Int64) {
 	return srv, &hits
 }
 
-// get is an op that fails on any non-200 status and drains the body so the
-// connection is reused.
-func get(client *http.Client, url string) func(context.Context, int) error {
-	return func(ctx context.Context, _ int) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+// get is an op that fails on any non-200 status.
+func get(client *fasthttp.Client, url string) func(context.Context, int) error {
+	return func(context.Context, int) error {
+		status, _, err := client.Get(nil, url)
 		if err != nil {
 			return err
 		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-			return err
-		}
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("status %d", resp.StatusCode)
+		if status != http.StatusOK {
+			return fmt.Errorf("status %d", status)
 		}
 		return nil
 	}
@@ -57,7 +50,7 @@ func get(client *http.Client, url string) func(context.Context, int) error {
 func TestRequestsModeExact(t *testing.T) {
 	srv, hits := countingServer(t)
 	const n = 1000
-	res := Run(t.Context(), Config{Concurrency: 16, Requests: n}, get(NewHTTPClient(16), srv.URL))
+	res := Run(t.Context(), Config{Concurrency: 16, Requests: n}, get(NewClient(16), srv.URL))
 	if res.Requests != n || hits.Load() != n {
 		t.Fatalf("Requests = %d, server hits = %d, want %d", res.Requests, hits.Load(), n)
 	}
@@ -74,7 +67,7 @@ func TestRequestsModeExact(t *testing.T) {
 
 func TestErrorsCounted(t *testing.T) {
 	srv, _ := countingServer(t)
-	client := NewHTTPClient(4)
+	client := NewClient(4)
 	var i atomic.Int64
 	ok, fail := get(client, srv.URL+"/"), get(client, srv.URL+"/fail")
 	op := func(ctx context.Context, w int) error {
@@ -114,7 +107,7 @@ func TestDurationMode(t *testing.T) {
 	srv, hits := countingServer(t)
 	const d = 300 * time.Millisecond
 	start := time.Now()
-	res := Run(t.Context(), Config{Concurrency: 8, Duration: d}, get(NewHTTPClient(8), srv.URL))
+	res := Run(t.Context(), Config{Concurrency: 8, Duration: d}, get(NewClient(8), srv.URL))
 	wall := time.Since(start)
 	if res.Requests == 0 || int64(res.Requests) != hits.Load() {
 		t.Fatalf("Requests = %d, server hits = %d", res.Requests, hits.Load())
@@ -129,7 +122,7 @@ func TestWarmupNotRecorded(t *testing.T) {
 	const warmup = 100 * time.Millisecond
 	start := time.Now()
 	res := Run(t.Context(), Config{Concurrency: 4, Requests: 50, Warmup: warmup},
-		get(NewHTTPClient(4), srv.URL))
+		get(NewClient(4), srv.URL))
 	wall := time.Since(start)
 	if res.Requests != 50 {
 		t.Fatalf("Requests = %d, want 50", res.Requests)
@@ -147,7 +140,7 @@ func TestContextCancellationStopsEarly(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	res := Run(ctx, Config{Concurrency: 4, Duration: time.Minute}, get(NewHTTPClient(4), srv.URL))
+	res := Run(ctx, Config{Concurrency: 4, Duration: time.Minute}, get(NewClient(4), srv.URL))
 	if wall := time.Since(start); wall > 5*time.Second {
 		t.Fatalf("Run took %v after a 200ms cancellation", wall)
 	}
@@ -244,15 +237,10 @@ func TestString(t *testing.T) {
 	}
 }
 
-func TestNewHTTPClient(t *testing.T) {
-	c := NewHTTPClient(32)
-	tr := c.Transport.(*http.Transport)
-	if tr.MaxIdleConnsPerHost != 32 || tr.MaxConnsPerHost != 32 || tr.Proxy != nil || tr.DisableKeepAlives {
-		t.Fatalf("transport: idle/host %d, proxy set %v, keep-alives off %v",
-			tr.MaxIdleConnsPerHost, tr.Proxy != nil, tr.DisableKeepAlives)
-	}
-	if tr.Protocols == nil || tr.Protocols.HTTP2() || !tr.Protocols.HTTP1() {
-		t.Fatal("transport must speak HTTP/1.1 only")
+func TestNewClient(t *testing.T) {
+	c := NewClient(32)
+	if c.MaxConnsPerHost != 32 || c.MaxConnWaitTimeout <= 0 || c.ReadTimeout <= 0 {
+		t.Fatalf("client: conns/host %d, wait %v, read timeout %v", c.MaxConnsPerHost, c.MaxConnWaitTimeout, c.ReadTimeout)
 	}
 
 	// Redirects come back to the caller instead of being followed.
@@ -260,20 +248,22 @@ func TestNewHTTPClient(t *testing.T) {
 		http.Redirect(w, r, "/elsewhere?code=abc", http.StatusFound)
 	}))
 	defer srv.Close()
-	resp, err := c.Get(srv.URL)
-	if err != nil {
+	req, res := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(res)
+	req.SetRequestURI(srv.URL)
+	if err := c.Do(req, res); err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/elsewhere?code=abc" {
-		t.Fatalf("status %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
+	if res.StatusCode() != http.StatusFound || string(res.Header.Peek("Location")) != "/elsewhere?code=abc" {
+		t.Fatalf("status %d, Location %q", res.StatusCode(), res.Header.Peek("Location"))
 	}
 }
 
 // Keep-alive connections are reused: a run of 2,000 requests opens about one
 // connection per worker. The bound leaves room for a connection the transport
 // replaces on a loaded machine; without reuse there would be hundreds.
-func TestHTTPClientReusesConnections(t *testing.T) {
+func TestClientReusesConnections(t *testing.T) {
 	var conns atomic.Int64
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ok")
@@ -285,7 +275,7 @@ func TestHTTPClientReusesConnections(t *testing.T) {
 	}
 	srv.Start()
 	defer srv.Close()
-	res := Run(t.Context(), Config{Concurrency: 8, Requests: 2000}, get(NewHTTPClient(8), srv.URL))
+	res := Run(t.Context(), Config{Concurrency: 8, Requests: 2000}, get(NewClient(8), srv.URL))
 	if res.Errors != 0 {
 		t.Fatalf("errors: %v", res.ErrorSamples)
 	}
