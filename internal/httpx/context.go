@@ -6,46 +6,72 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 )
 
-type ctxKey int
+type ctxKey struct{}
 
-const (
-	keyBaseURL ctxKey = iota
-	keyRequestID
-	keyClientIP
-	keyLogger
-)
+// reqInfo is what the Base middleware stores for a request, as one context
+// value rather than four.
+type reqInfo struct {
+	baseURL, id, ip string
+	root            *slog.Logger                // the service logger
+	log             atomic.Pointer[slog.Logger] // root with the request id, made on first use
+}
+
+func info(ctx context.Context) *reqInfo {
+	i, _ := ctx.Value(ctxKey{}).(*reqInfo)
+	return i
+}
 
 // BaseURL returns the public base URL stored by the Base middleware.
 func BaseURL(ctx context.Context) string {
-	s, _ := ctx.Value(keyBaseURL).(string)
-	return s
+	if i := info(ctx); i != nil {
+		return i.baseURL
+	}
+	return ""
 }
 
 // WithBaseURL returns ctx carrying the public base URL.
 func WithBaseURL(ctx context.Context, base string) context.Context {
-	return context.WithValue(ctx, keyBaseURL, base)
+	n := &reqInfo{baseURL: base}
+	if i := info(ctx); i != nil {
+		n.id, n.ip, n.root = i.id, i.ip, i.root
+	}
+	return context.WithValue(ctx, ctxKey{}, n)
 }
 
 // RequestID returns the request id stored by the Base middleware.
 func RequestID(ctx context.Context) string {
-	s, _ := ctx.Value(keyRequestID).(string)
-	return s
+	if i := info(ctx); i != nil {
+		return i.id
+	}
+	return ""
 }
 
 // ClientIP returns the client address resolved by the Base middleware.
 func ClientIP(ctx context.Context) string {
-	s, _ := ctx.Value(keyClientIP).(string)
-	return s
+	if i := info(ctx); i != nil {
+		return i.ip
+	}
+	return ""
 }
 
-// Logger returns the request-scoped logger (with the request id), or the default logger.
+// Logger returns the request-scoped logger (with the request id), or the
+// default logger. It is made on first use: most requests never log.
 func Logger(ctx context.Context) *slog.Logger {
-	if l, ok := ctx.Value(keyLogger).(*slog.Logger); ok {
+	i := info(ctx)
+	if i == nil || i.root == nil {
+		return slog.Default()
+	}
+	if l := i.log.Load(); l != nil {
 		return l
 	}
-	return slog.Default()
+	l := i.root.With(slog.String("request_id", i.id))
+	if !i.log.CompareAndSwap(nil, l) {
+		return i.log.Load()
+	}
+	return l
 }
 
 // ResolveClientIP returns the client's address. X-Forwarded-For is believed

@@ -38,13 +38,7 @@ func Base(cfg BaseConfig, next http.Handler) http.Handler {
 			id = newRequestID()
 		}
 		ip := ResolveClientIP(r, cfg.TrustedProxies)
-		log := cfg.Logger.With(slog.String("request_id", id))
-		ctx := r.Context()
-		ctx = context.WithValue(ctx, keyBaseURL, cfg.PublicURL)
-		ctx = context.WithValue(ctx, keyRequestID, id)
-		ctx = context.WithValue(ctx, keyClientIP, ip)
-		ctx = context.WithValue(ctx, keyLogger, log)
-		r = r.WithContext(ctx)
+		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, &reqInfo{baseURL: cfg.PublicURL, id: id, ip: ip, root: cfg.Logger}))
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 		}
@@ -55,7 +49,7 @@ func Base(cfg BaseConfig, next http.Handler) http.Handler {
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}
-				log.Error("panic", slog.Any("panic", fmt.Sprint(p)), slog.String("stack", string(debug.Stack())))
+				Logger(r.Context()).Error("panic", slog.Any("panic", fmt.Sprint(p)), slog.String("stack", string(debug.Stack())))
 				if !sw.wrote {
 					JSON(sw, http.StatusInternalServerError, ErrorBody{Error: "InternalError", Message: "an internal error occurred"})
 				}
@@ -73,7 +67,7 @@ func Base(cfg BaseConfig, next http.Handler) http.Handler {
 				cfg.Metrics.observe(r.Method, route, status, elapsed)
 			}
 			if cfg.AccessLog {
-				log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+				Logger(r.Context()).LogAttrs(r.Context(), slog.LevelInfo, "request",
 					slog.String("method", r.Method),
 					slog.String("route", route),
 					slog.String("path", redactPath(r.URL.Path)),
