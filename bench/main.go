@@ -193,7 +193,10 @@ func startServer(ctx context.Context, dbURL, redisURL string) (srv *app.Server, 
 		LogLevel: "error", DisableAccessLog: true,
 		SystemAPIKey: "hm_benchSystemKey0123456789abcdefghijklmnopqrstuv",
 	}
-	srv, err = app.New(ctx, cfg, app.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	// A Redis namespace of its own per run: rate-limit windows of an earlier
+	// run (registrations from this address, say) must not fail this one.
+	srv, err = app.New(ctx, cfg, app.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		CachePrefix: fmt.Sprintf("hmid-bench-%d:", time.Now().UnixNano())})
 	if err != nil {
 		return nil, "", "", nil, err
 	}
