@@ -328,6 +328,19 @@ func (s *Service) forgetCurrent(ctx context.Context, deviceID *string) {
 // Current returns the latest point, of one device when deviceID is set,
 // from the cache when it holds one (at most CurrentTTL old).
 func (s *Service) Current(ctx context.Context, deviceID *string) (Point, error) {
+	raw, err := s.currentJSON(ctx, deviceID)
+	if err != nil {
+		return Point{}, err
+	}
+	var p Point
+	err = json.Unmarshal(raw, &p)
+	return p, err
+}
+
+// currentJSON is Current as the point's JSON encoding, which is what the
+// cache holds: GET /v1/gps/current serves it without decoding and encoding
+// the point again.
+func (s *Service) currentJSON(ctx context.Context, deviceID *string) (json.RawMessage, error) {
 	key := currentKey
 	where, args := "", []any{}
 	if deviceID != nil {
@@ -335,21 +348,22 @@ func (s *Service) Current(ctx context.Context, deviceID *string) (Point, error) 
 		where, args = " WHERE device_id = $1", []any{*deviceID}
 	}
 	if b, err := s.Cache.Get(ctx, key); err == nil {
-		var p Point
-		if json.Unmarshal(b, &p) == nil {
-			return p, nil
+		if json.Valid(b) {
+			return b, nil
 		}
 	} else if !errors.Is(err, cache.ErrMiss) {
-		return Point{}, err
+		return nil, err
 	}
 	p, err := scanPoint(s.DB.QueryRowContext(ctx, `SELECT `+pointCols+` FROM gps_points`+where+` ORDER BY ts DESC, id DESC LIMIT 1`, args...))
 	if err != nil {
-		return Point{}, notFoundOr(err, "GPS point")
+		return nil, notFoundOr(err, "GPS point")
 	}
-	if raw, err := json.Marshal(p); err == nil {
-		_ = s.Cache.Set(ctx, key, raw, CurrentTTL)
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
 	}
-	return p, nil
+	_ = s.Cache.Set(ctx, key, raw, CurrentTTL)
+	return raw, nil
 }
 
 // ListPoints returns one page of points, newest first, and the total.
@@ -438,7 +452,7 @@ func (h *Handler) CurrentGPS(w http.ResponseWriter, r *http.Request) {
 		}
 		device = &id
 	}
-	p, err := h.S.Current(r.Context(), device)
+	p, err := h.S.currentJSON(r.Context(), device)
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
