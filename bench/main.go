@@ -11,12 +11,14 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -173,15 +175,50 @@ func startProfile(path, name string, several bool) (stop func(), err error) {
 	}, nil
 }
 
+// freshSchema creates an empty schema for one run on the PostgreSQL database
+// at dbURL and returns a URL whose search_path names it, and a function that
+// drops it: each run starts from an empty database, as it does on SQLite,
+// instead of measuring what earlier runs left behind.
+func freshSchema(ctx context.Context, dbURL string) (string, func(), error) {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return "", nil, fmt.Errorf("-db: %w", err)
+	}
+	schema := fmt.Sprintf("hmid_bench_%d", time.Now().UnixNano())
+	admin, err := sql.Open("pgx", dbURL)
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := admin.ExecContext(ctx, `CREATE SCHEMA `+schema); err != nil {
+		admin.Close()
+		return "", nil, fmt.Errorf("create schema for the run: %w", err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String(), func() {
+		_, _ = admin.ExecContext(context.Background(), `DROP SCHEMA `+schema+` CASCADE`)
+		admin.Close()
+	}, nil
+}
+
 // startServer runs hmid in process on a loopback port.
 func startServer(ctx context.Context, dbURL, redisURL string) (srv *app.Server, base, sysKey string, closeFn func(), err error) {
 	dir, err := os.MkdirTemp("", "hmid-bench-")
 	if err != nil {
 		return nil, "", "", nil, err
 	}
+	dropSchema := func() {}
 	if dbURL == "" {
 		dbURL = "sqlite:" + dir + "/hmid.db"
+	} else if dbURL, dropSchema, err = freshSchema(ctx, dbURL); err != nil {
+		return nil, "", "", nil, err
 	}
+	defer func() {
+		if err != nil {
+			dropSchema()
+		}
+	}()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, "", "", nil, err
@@ -205,6 +242,7 @@ func startServer(ctx context.Context, dbURL, redisURL string) (srv *app.Server, 
 	return srv, base, cfg.SystemAPIKey, func() {
 		hs.Close()
 		srv.Close()
+		dropSchema()
 		os.RemoveAll(dir)
 	}, nil
 }
