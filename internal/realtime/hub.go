@@ -321,19 +321,41 @@ func (h *Hub) keepAlive() {
 	}
 }
 
-// publishLoop sends queued messages to Redis so publishers never wait for the network.
+// maxPublishBatch bounds how many queued messages one pipeline to Redis carries.
+const maxPublishBatch = 128
+
+// publishLoop sends queued messages to Redis so publishers never wait for
+// the network, pipelining the messages that queued up during the last send.
 func (h *Hub) publishLoop() {
 	defer h.wg.Done()
+	batch := make([]redisMsg, 0, maxPublishBatch)
 	for {
 		select {
 		case <-h.ctx.Done():
 			return
 		case m := <-h.out:
-			ctx, cancel := context.WithTimeout(h.ctx, 2*time.Second)
-			if err := h.cfg.Redis.Publish(ctx, m.channel, m.body).Err(); err != nil && h.ctx.Err() == nil {
-				h.cfg.Log.Warn("realtime: Redis publish failed", slog.String("error", err.Error()))
+			batch = append(batch[:0], m)
+		}
+		// Whatever queued up meanwhile goes in the same round trip.
+	drain:
+		for len(batch) < maxPublishBatch {
+			select {
+			case m := <-h.out:
+				batch = append(batch, m)
+			default:
+				break drain
 			}
-			cancel()
+		}
+		ctx, cancel := context.WithTimeout(h.ctx, 2*time.Second)
+		_, err := h.cfg.Redis.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, m := range batch {
+				p.Publish(ctx, m.channel, m.body)
+			}
+			return nil
+		})
+		cancel()
+		if err != nil && h.ctx.Err() == nil {
+			h.cfg.Log.Warn("realtime: Redis publish failed", slog.String("error", err.Error()))
 		}
 	}
 }
