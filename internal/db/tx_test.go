@@ -19,14 +19,7 @@ import (
 func TestConcurrentTxIsolatesFailures(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
 		ctx := context.Background()
-		d, err := db.Open(ctx, eng.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
-		if err := d.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
+		d := eng.Open(t)
 		if _, err := d.ExecContext(ctx, `INSERT INTO settings (key, value, created_at, updated_at) VALUES ('taken', '1', 1, 1)`); err != nil {
 			t.Fatal(err)
 		}
@@ -90,15 +83,11 @@ func TestConcurrentTxIsolatesFailures(t *testing.T) {
 // TestTxAfterContextEnds: a transaction whose context has ended is not run.
 func TestTxAfterContextEnds(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
-		d, err := db.Open(context.Background(), eng.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
+		d := eng.Open(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		ran := false
-		err = d.Tx(ctx, func(*db.Tx) error { ran = true; return nil })
+		err := d.Tx(ctx, func(*db.Tx) error { ran = true; return nil })
 		if err == nil || ran {
 			t.Fatalf("ran %v, err %v; want context error and no run", ran, err)
 		}

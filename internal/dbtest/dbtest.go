@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
+
+	"hmid/internal/db"
 )
 
 // Engine is one database to run a test on.
@@ -40,6 +42,22 @@ func Each(t *testing.T, fn func(t *testing.T, e Engine)) {
 			fn(t, Engine{Name: "postgres", URL: Postgres(t), RedisURL: RedisURL()})
 		})
 	}
+}
+
+// Open opens and migrates the engine's database, closing it when the test
+// and its cleanups registered later have finished.
+func (e Engine) Open(t testing.TB) *db.DB {
+	t.Helper()
+	ctx := context.Background()
+	d, err := db.Open(ctx, e.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if err := d.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // SQLite returns the URL of a fresh SQLite database file removed after the test.

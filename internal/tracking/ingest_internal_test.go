@@ -18,14 +18,7 @@ import (
 func TestWriteBatchFallsBackPerPoint(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
 		ctx := context.Background()
-		d, err := db.Open(ctx, eng.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
-		if err := d.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
+		d := eng.Open(t)
 		fc := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 		s := &Service{DB: d, Cache: cache.NewMemory(fc.Now), Clock: fc}
 		defer s.Close()
@@ -66,14 +59,7 @@ func TestWriteBatchFallsBackPerPoint(t *testing.T) {
 func TestWriteBatchLinksTripsAndCounts(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
 		ctx := context.Background()
-		d, err := db.Open(ctx, eng.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
-		if err := d.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
+		d := eng.Open(t)
 		fc := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 		s := &Service{DB: d, Cache: cache.NewMemory(fc.Now), Clock: fc}
 		defer s.Close()
