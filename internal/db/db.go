@@ -71,6 +71,8 @@ type DB struct {
 	readStmts, writeStmts stmtCache
 
 	gc *groupCommit // SQLite: runs every Tx on the one writer connection
+
+	versions versions // per-table write counters (Version)
 }
 
 // stmtCache keeps prepared statements of one pool, up to maxStmts texts (past
@@ -204,6 +206,7 @@ func (d *DB) Ping(ctx context.Context) error {
 
 // ExecContext runs a writing statement on the writer.
 func (d *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	defer d.versions.bump(d.versions.of(query))
 	if d.Flavor == SQLite {
 		if st := d.writeStmts.get(ctx, d.w, query); st != nil {
 			return st.ExecContext(ctx, args...)
@@ -233,7 +236,8 @@ func (d *DB) QueryRowContext(ctx context.Context, query string, args ...any) *sq
 }
 
 // Writer returns the writing pool, for a single INSERT/UPDATE … RETURNING
-// outside a transaction.
+// outside a transaction. Its writes do not advance Version: tables whose
+// rows are cached (users) are written through ExecContext or Tx only.
 func (d *DB) Writer() *sql.DB { return d.w }
 
 // TryLock takes a named, non-blocking lock shared by every instance on the same

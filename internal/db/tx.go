@@ -20,6 +20,7 @@ type Tx struct {
 	// would wait for the connection this transaction holds).
 	missed []string
 	hooks  []func()
+	wrote  []string // tables written, for Version once the transaction ends
 }
 
 var _ Querier = (*Tx)(nil)
@@ -51,6 +52,7 @@ func (t *Tx) stmtCtx(ctx context.Context) context.Context {
 
 // ExecContext runs a statement in the transaction.
 func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	t.wrote = append(t.wrote, t.d.versions.of(query)...)
 	ctx = t.stmtCtx(ctx)
 	if st := t.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
@@ -60,6 +62,7 @@ func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Re
 
 // QueryContext runs a query in the transaction.
 func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	t.wrote = append(t.wrote, t.d.versions.of(query)...)
 	ctx = t.stmtCtx(ctx)
 	if st := t.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
@@ -69,6 +72,7 @@ func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.
 
 // QueryRowContext runs a single-row query in the transaction.
 func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	t.wrote = append(t.wrote, t.d.versions.of(query)...)
 	ctx = t.stmtCtx(ctx)
 	if st := t.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
@@ -113,6 +117,7 @@ func (d *DB) Tx(ctx context.Context, fn func(tx *Tx) error) error {
 	} else {
 		_ = stx.Rollback()
 	}
+	d.versions.bump(tx.wrote)
 	if err != nil {
 		return err
 	}
@@ -179,6 +184,9 @@ func (g *groupCommit) run(ctx context.Context, fn func(*Tx) error) error {
 		return ctx.Err()
 	}
 	<-r.done
+	if r.tx != nil {
+		g.d.versions.bump(r.tx.wrote)
+	}
 	if r.panic != nil {
 		panic(r.panic)
 	}

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"hmid/internal/apperr"
@@ -36,6 +37,46 @@ type Service struct {
 	// email.supported_locales once the settings area provides it); nil means
 	// SupportedLocales.
 	Locales func(ctx context.Context) ([]string, error)
+
+	rows rowCache
+}
+
+// rowCache keeps user rows read outside transactions on SQLite, each with
+// the users table's version (db.DB.Version) read before it was loaded: a
+// row is served only while no write to users has ended since, so it is never
+// older than the last committed change. SQLite's database belongs to one
+// process, which sees every write; on PostgreSQL other instances write too,
+// and rows are always read.
+type rowCache struct {
+	mu sync.Mutex
+	m  map[string]cachedUser
+}
+
+type cachedUser struct {
+	u       User
+	version uint64
+}
+
+// maxCachedUsers bounds the cache; on overflow it starts again empty.
+const maxCachedUsers = 50_000
+
+func (c *rowCache) get(id string, version uint64) (User, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[id]
+	if !ok || e.version != version {
+		return User{}, false
+	}
+	return e.u.clone(), true
+}
+
+func (c *rowCache) put(id string, u User, version uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCachedUsers {
+		c.m = map[string]cachedUser{}
+	}
+	c.m[id] = cachedUser{u: u.clone(), version: version}
 }
 
 // supportedLocales returns the locales users may choose now.
@@ -65,6 +106,22 @@ type User struct {
 	IsSuperAdmin             bool       `json:"is_super_admin"`
 
 	lastLoginProvider string
+}
+
+// clone returns u with its pointed-to values copied, so a cached row and the
+// copies handed out share nothing a caller could change.
+func (u User) clone() User {
+	u.Email, u.AvatarURL, u.PrimaryPlatformAccountID, u.PreferredLocale = cloneP(u.Email), cloneP(u.AvatarURL), cloneP(u.PrimaryPlatformAccountID), cloneP(u.PreferredLocale)
+	u.LastLoginAt, u.DeletedAt, u.ScheduledDeletionAt = cloneP(u.LastLoginAt), cloneP(u.DeletedAt), cloneP(u.ScheduledDeletionAt)
+	return u
+}
+
+func cloneP[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }
 
 const userCols = `id, username, email, name, avatar_url, primary_platform_account_id, created_at, updated_at,
@@ -103,9 +160,24 @@ func notFoundOr(err error, what string) error {
 }
 
 // Get returns a user, soft-deleted ones included. Errors: NotFound.
+// Outside a transaction on SQLite the row may come from the row cache.
 func (s *Service) Get(ctx context.Context, q db.Querier, id string) (User, error) {
+	cached := q == db.Querier(s.DB) && s.DB.Flavor == db.SQLite
+	var version uint64
+	if cached {
+		version = s.DB.Version("users")
+		if u, ok := s.rows.get(id, version); ok {
+			return u, nil
+		}
+	}
 	u, err := scanUser(q.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE id = $1`, id))
-	return u, notFoundOr(err, "user")
+	if err != nil {
+		return u, notFoundOr(err, "user")
+	}
+	if cached {
+		s.rows.put(id, u, version)
+	}
+	return u, nil
 }
 
 // active returns a user that is not soft-deleted. A deleted account is

@@ -2,7 +2,9 @@ package users
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"hmid/internal/clock"
@@ -107,4 +109,61 @@ func TestLocalesHook(t *testing.T) {
 	if got, _ := s.supportedLocales(ctx); strings.Join(got, ",") != "en,fr" {
 		t.Fatalf("configured locales = %v", got)
 	}
+}
+
+// TestGetNeverServesAStaleRow reads users while other goroutines change
+// them through transactions and plain statements: whenever a change has
+// returned, every later Get outside a transaction shows it, cache or not, and
+// a caller changing what Get returned changes nothing for the next one.
+func TestGetNeverServesAStaleRow(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
+		ctx := context.Background()
+		d := eng.Open(t)
+		s := &Service{DB: d, Clock: clock.System{}}
+		const n = 4
+		for i := range n {
+			if _, err := d.ExecContext(ctx, `INSERT INTO users (id, username, name, created_at, updated_at) VALUES ($1, $1, 'v0', 0, 0)`, fmt.Sprintf("u%d", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		for i := range n {
+			id := fmt.Sprintf("u%d", i)
+			wg.Go(func() {
+				for v := 1; v <= 40; v++ {
+					name := fmt.Sprintf("v%d", v)
+					var err error
+					if v%2 == 0 {
+						err = d.Tx(ctx, func(tx *db.Tx) error {
+							_, err := tx.ExecContext(ctx, `UPDATE users SET name = $1 WHERE id = $2`, name, id)
+							return err
+						})
+					} else {
+						_, err = d.ExecContext(ctx, `UPDATE users SET name = $1 WHERE id = $2`, name, id)
+					}
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					for range 3 {
+						u, err := s.Get(ctx, d, id)
+						if err != nil || u.Name != name {
+							t.Errorf("%s after writing %s: read %q, %v", id, name, u.Name, err)
+							return
+						}
+						u.Name = "changed by a caller"
+						if u.Email == nil {
+							u.Email = new(string)
+						}
+						*u.Email = "changed@example.com"
+					}
+				}
+			})
+		}
+		wg.Wait()
+		u, err := s.Get(ctx, d, "u0")
+		if err != nil || u.Email != nil || u.Name != "v40" {
+			t.Fatalf("final read: %+v, %v", u, err)
+		}
+	})
 }
