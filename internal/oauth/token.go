@@ -301,16 +301,13 @@ type spentToken struct {
 	authTime                           int64
 }
 
-// errReused answers a refresh token presented after it was spent.
-var errReused = oerr(ErrInvalidGrant, "the refresh token was already used; every token of this authorization is revoked")
-
 // revokeFamily revokes every token of an authorization whose refresh token
 // was presented twice, and returns the answer to that presentation.
 func (s *Service) revokeFamily(ctx context.Context, family string, now time.Time) *Error {
 	if _, err := s.DB.ExecContext(ctx, `UPDATE oauth_tokens SET revoked_at = $1 WHERE family_id = $2 AND revoked_at IS NULL`, db.TS(now), family); err != nil {
 		return asOAuthErr(err)
 	}
-	return errReused
+	return oerr(ErrInvalidGrant, "the refresh token was already used; every token of this authorization is revoked")
 }
 
 // rotatePGSQL is rotate on PostgreSQL as one statement, so one round trip:
