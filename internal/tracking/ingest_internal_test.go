@@ -18,14 +18,8 @@ import (
 func TestWriteBatchFallsBackPerPoint(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
 		ctx := context.Background()
-		d := eng.Open(t)
-		fc := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-		s := &Service{DB: d, Cache: cache.NewMemory(fc.Now), Clock: fc}
-		defer s.Close()
-		dev := uuid.NewString()
-		if _, err := d.ExecContext(ctx, `INSERT INTO devices (id, name, created_at, updated_at) VALUES ($1, 'd', 1, 1)`, dev); err != nil {
-			t.Fatal(err)
-		}
+		d, s, fc := ingestService(t, eng)
+		dev := newDevice(t, d)
 		bad := uuid.NewString()
 		var batch []ingestReq
 		for i, device := range []string{dev, bad, dev} {
@@ -59,16 +53,8 @@ func TestWriteBatchFallsBackPerPoint(t *testing.T) {
 func TestWriteBatchLinksTripsAndCounts(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
 		ctx := context.Background()
-		d := eng.Open(t)
-		fc := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-		s := &Service{DB: d, Cache: cache.NewMemory(fc.Now), Clock: fc}
-		defer s.Close()
-		logged, idle, trip := uuid.NewString(), uuid.NewString(), uuid.NewString()
-		for _, dev := range []string{logged, idle} {
-			if _, err := d.ExecContext(ctx, `INSERT INTO devices (id, name, created_at, updated_at) VALUES ($1, 'd', 1, 1)`, dev); err != nil {
-				t.Fatal(err)
-			}
-		}
+		d, s, fc := ingestService(t, eng)
+		logged, idle, trip := newDevice(t, d), newDevice(t, d), uuid.NewString()
 		if _, err := d.ExecContext(ctx, `INSERT INTO trips (id, name, status, gps_logging_enabled, device_id, created_at, updated_at)
 			VALUES ($1, 't', 'active', TRUE, $2, 1, 1)`, trip, logged); err != nil {
 			t.Fatal(err)
@@ -111,4 +97,24 @@ func TestWriteBatchLinksTripsAndCounts(t *testing.T) {
 			t.Fatalf("counted %d points, %d in buckets over %d hours; want 4, 4, 3", total, buckets, hours)
 		}
 	})
+}
+
+// ingestService returns a migrated database of eng and a tracking service on
+// it with an in-process cache and a fake clock; the service's writer stops
+// before the database closes.
+func ingestService(t *testing.T, eng dbtest.Engine) (*db.DB, *Service, *clock.Fake) {
+	d := eng.Open(t)
+	fc := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := &Service{DB: d, Cache: cache.NewMemory(fc.Now), Clock: fc}
+	t.Cleanup(func() { s.Close() })
+	return d, s, fc
+}
+
+// newDevice inserts a device and returns its id.
+func newDevice(t *testing.T, d *db.DB) string {
+	id := uuid.NewString()
+	if _, err := d.ExecContext(context.Background(), `INSERT INTO devices (id, name, created_at, updated_at) VALUES ($1, 'd', 1, 1)`, id); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
