@@ -41,14 +41,18 @@ type Env struct {
 	SystemKey   string
 	Client      *fasthttp.Client
 	Concurrency int
+	WS          WSConfig // the ws-fanout scenario's shape
 }
 
 // Scenario is one benchmark: Setup prepares data and returns the operation
-// each worker runs in a loop.
+// each worker runs in a loop. A scenario that is not a loop of requests
+// (the WebSocket fan-out) sets Measure instead, which runs it and prints
+// its own figures.
 type Scenario struct {
-	Name  string
-	About string
-	Setup func(ctx context.Context, e *Env) (op func(ctx context.Context, worker int) error, err error)
+	Name    string
+	About   string
+	Setup   func(ctx context.Context, e *Env) (op func(ctx context.Context, worker int) error, err error)
+	Measure func(ctx context.Context, e *Env, out io.Writer) error
 }
 
 var scenarios []Scenario
@@ -59,6 +63,9 @@ func register(s ...Scenario) { scenarios = append(scenarios, s...) }
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if wsClientMode() {
+		os.Exit(runWSClients(ctx, os.Stdout))
+	}
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -78,6 +85,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		dbURL  = fs.String("db", "", "database URL for the in-process server (default: SQLite in a temp dir)")
 		redis  = fs.String("redis", "", "Redis URL for the in-process server")
 		prof   = fs.String("cpuprofile", "", "write a CPU profile of the load phase to this file (FILE.scenario when several run)")
+		wsConn = fs.Int("ws-conns", 10_000, "ws-fanout: WebSocket connections")
+		wsPts  = fs.Int("ws-points", 20, "ws-fanout: GPS points posted")
+		wsGap  = fs.Duration("ws-interval", time.Second, "ws-fanout: time between two points")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -107,7 +117,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 
 	// The in-process server runs with the service's own runtime settings.
 	app.TuneRuntime(os.Getenv)
-	env := &Env{URL: *target, SystemKey: *key, Client: loadgen.NewClient(*conc), Concurrency: *conc}
+	env := &Env{URL: *target, SystemKey: *key, Client: loadgen.NewClient(*conc), Concurrency: *conc,
+		WS: WSConfig{Connections: *wsConn, Points: *wsPts, Interval: *wsGap}}
 	engine := "target " + *target
 	if *target == "" {
 		srv, base, sysKey, closeFn, err := startServer(ctx, *dbURL, *redis)
@@ -128,6 +139,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "hmid bench: %s, %d clients, %s per scenario\n", engine, *conc, *dur)
 	for _, s := range chosen {
+		if s.Measure != nil {
+			if err := s.Measure(ctx, env, out); err != nil {
+				return fmt.Errorf("%s: %w", s.Name, err)
+			}
+			continue
+		}
 		op, err := s.Setup(ctx, env)
 		if err != nil {
 			return fmt.Errorf("%s: setup: %w", s.Name, err)

@@ -1,17 +1,20 @@
 package realtime
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
+	"github.com/gorilla/websocket"
 
 	"hmid/internal/apperr"
 	"hmid/internal/authn"
@@ -25,6 +28,23 @@ type Message struct {
 	ID      string          `json:"id,omitempty"`
 	Topic   string          `json:"topic,omitempty"`
 	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+// upgrader performs the handshake (RFC 6455 §4.2). Zero buffer sizes reuse
+// the HTTP server's buffers of the hijacked connection; compression is off,
+// so an event frame is encoded once for all its subscribers.
+var upgrader = websocket.Upgrader{
+	// Authentication is by bearer token or single-use ticket, never by
+	// cookie, so a cross-origin page gains nothing: origins are not checked.
+	CheckOrigin: func(*http.Request) bool { return true },
+}
+
+// hijacker lets the upgrader take over the connection through the
+// middleware's response writers, which expose the server's by Unwrap.
+type hijacker struct{ http.ResponseWriter }
+
+func (h hijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return http.NewResponseController(h.ResponseWriter).Hijack()
 }
 
 // ErrorPayload is the payload of an error message, shaped like a REST error.
@@ -54,18 +74,28 @@ type conn struct {
 
 	subs map[string]string // guarded by hub.mu: internal topic → shown topic
 
+	// awaitingPong is set when the keep-alive pings and cleared by the pong.
+	awaitingPong atomic.Bool
+
 	qmu     sync.Mutex // guards the fields below
 	limit   int
-	queue   [][]byte
-	spare   [][]byte // the previous batch's backing array, reused
+	queue   []outgoing
+	spare   []outgoing // the previous batch's backing array, reused
 	writing bool
 	closed  bool
 
 	once sync.Once
 }
 
-// enqueue queues frame without blocking; false means the queue is full.
-func (c *conn) enqueue(frame []byte) bool {
+// outgoing is one queued message: an event frame encoded once for all its
+// subscribers, or the bytes of a message to this connection alone.
+type outgoing struct {
+	shared *websocket.PreparedMessage
+	own    []byte
+}
+
+// enqueue queues m without blocking; false means the queue is full.
+func (c *conn) enqueue(m outgoing) bool {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
 	if c.closed {
@@ -74,7 +104,7 @@ func (c *conn) enqueue(frame []byte) bool {
 	if len(c.queue) >= c.limit {
 		return false
 	}
-	c.queue = append(c.queue, frame)
+	c.queue = append(c.queue, m)
 	if !c.writing {
 		c.writing = true
 		go c.flush()
@@ -82,10 +112,9 @@ func (c *conn) enqueue(frame []byte) bool {
 	return true
 }
 
-// flush writes queued frames until the queue is empty; it is the only writer
-// of data frames on the socket.
+// flush writes queued messages until the queue is empty; it is the only
+// writer of data frames on the socket.
 func (c *conn) flush() {
-	h := c.hub
 	for {
 		c.qmu.Lock()
 		if len(c.queue) == 0 || c.closed {
@@ -96,14 +125,14 @@ func (c *conn) flush() {
 		batch := c.queue
 		c.queue = c.spare[:0]
 		c.qmu.Unlock()
-		for i, frame := range batch {
-			// Not derived from the hub's context: registering 10,000 children
-			// on one parent is costly, and Close unblocks writes by dropping
-			// every connection anyway.
-			ctx, cancel := context.WithTimeout(context.Background(), h.cfg.WriteTimeout)
-			err := c.ws.Write(ctx, websocket.MessageText, frame)
-			cancel()
-			batch[i] = nil
+		for i, m := range batch {
+			var err error
+			if m.shared != nil {
+				err = c.ws.WritePreparedMessage(m.shared)
+			} else {
+				err = c.ws.WriteMessage(websocket.TextMessage, m.own)
+			}
+			batch[i] = outgoing{}
 			if err != nil {
 				c.qmu.Lock()
 				c.writing = false
@@ -118,6 +147,9 @@ func (c *conn) flush() {
 	}
 }
 
+// closeGrace bounds the wait for sending a close frame to a leaving client.
+const closeGrace = time.Second
+
 // drop closes the connection without waiting (slow consumers, shutdown, revoked credentials).
 func (c *conn) drop(reason string) {
 	c.once.Do(func() {
@@ -127,10 +159,11 @@ func (c *conn) drop(reason string) {
 		c.qmu.Unlock()
 		c.hub.remove(c) // counts and fan-out forget it at once
 		go func() {
-			// A close frame is attempted only if the writer is not stuck;
-			// CloseNow releases the socket regardless.
-			_ = c.ws.Close(websocket.StatusPolicyViolation, reason)
-			_ = c.ws.CloseNow()
+			// The close frame (RFC 6455 §5.5.1) is attempted only briefly:
+			// a stuck writer keeps the lock, and closing the socket frees it.
+			_ = c.ws.WriteControl(websocket.CloseMessage,
+				websocket.FormatCloseMessage(websocket.ClosePolicyViolation, reason), time.Now().Add(closeGrace))
+			_ = c.ws.Close()
 		}()
 	})
 }
@@ -177,17 +210,19 @@ func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, apperr.Bad("this endpoint needs a WebSocket upgrade request (RFC 6455 §4.1)"))
 		return
 	}
-	// Authentication is by bearer token or single-use ticket, never by
-	// cookie, so a cross-origin page gains nothing: origins are not checked.
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	ws, err := upgrader.Upgrade(hijacker{w}, r, nil)
 	if err != nil {
-		return // Accept has answered
+		return // Upgrade has answered
 	}
 	ws.SetReadLimit(maxClientMessageBytes)
 	h.mu.RLock()
 	limit := h.cfg.SendQueue
 	h.mu.RUnlock()
 	c := &conn{hub: h, ws: ws, token: tok, p: p, limit: limit, subs: map[string]string{}}
+	ws.SetPongHandler(func(string) error {
+		c.awaitingPong.Store(false)
+		return nil
+	})
 	h.add(c)
 	// The connection is hijacked: the reader runs on a fresh goroutine, whose
 	// stack stays small, instead of the HTTP server's deep one.
@@ -224,11 +259,11 @@ func (c *conn) recheck() bool {
 // readLoop reads and handles client messages until the connection ends.
 func (c *conn) readLoop(ctx context.Context) {
 	for {
-		typ, data, err := c.ws.Read(ctx)
+		typ, data, err := c.ws.ReadMessage()
 		if err != nil {
 			return
 		}
-		if typ != websocket.MessageText {
+		if typ != websocket.TextMessage {
 			c.reply(Message{Type: "error", Payload: errPayload("BadRequest", "messages are JSON text frames")})
 			continue
 		}
@@ -249,7 +284,7 @@ func errPayload(kind, msg string) json.RawMessage {
 // reply queues an answer; a client that cannot take its own answers is dropped.
 func (c *conn) reply(m Message) {
 	frame, _ := json.Marshal(m)
-	if !c.enqueue(frame) {
+	if !c.enqueue(outgoing{own: frame}) {
 		c.drop("slow consumer: send queue full")
 	}
 }

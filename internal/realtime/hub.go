@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/gorilla/websocket"
 	"github.com/redis/go-redis/v9"
 
 	"hmid/internal/authn"
@@ -237,16 +238,23 @@ func (h *Hub) deliver(topic string, payload json.RawMessage) {
 		h.mu.RUnlock()
 		return
 	}
-	// One frame per shown topic name (audit.user.<id> is shown as audit.me).
-	var frame []byte
-	var frameTopic string
+	// One message per shown topic name (audit.user.<id> is shown as
+	// audit.me), its frame encoded once for every subscriber.
+	var msg outgoing
+	var msgTopic string
 	var slow []*conn
 	for c, shown := range subs {
-		if frame == nil || shown != frameTopic {
-			frameTopic = shown
-			frame = eventFrame(shown, payload)
+		if msg.shared == nil || shown != msgTopic {
+			msgTopic = shown
+			pm, err := websocket.NewPreparedMessage(websocket.TextMessage, eventFrame(shown, payload))
+			if err != nil {
+				h.mu.RUnlock()
+				h.cfg.Log.Error("realtime: prepare event frame", slog.String("error", err.Error()))
+				return
+			}
+			msg = outgoing{shared: pm}
 		}
-		if !c.enqueue(frame) {
+		if !c.enqueue(msg) {
 			slow = append(slow, c)
 		}
 	}
@@ -305,11 +313,15 @@ func (h *Hub) keepAlive() {
 						c.drop("credential no longer valid")
 						continue
 					}
-					ctx, cancel := context.WithTimeout(h.ctx, interval)
-					if err := c.ws.Ping(ctx); err != nil {
+					// The previous round's ping is still unanswered: the
+					// client has not read for a whole interval.
+					if c.awaitingPong.Swap(true) {
 						c.drop("no pong")
+						continue
 					}
-					cancel()
+					if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(h.cfg.WriteTimeout)); err != nil {
+						c.drop("ping failed")
+					}
 				}
 			}()
 		}
@@ -586,7 +598,7 @@ func (h *Hub) Request(ctx context.Context, topic string, payload any) (json.RawM
 // sendRequest queues a request frame on bot connection b.
 func (h *Hub) sendRequest(b *conn, id, topic string, payload json.RawMessage) bool {
 	frame, _ := json.Marshal(Message{Type: "request", ID: id, Topic: topic, Payload: payload})
-	if !b.enqueue(frame) {
+	if !b.enqueue(outgoing{own: frame}) {
 		b.drop("slow consumer: send queue full")
 		return false
 	}
