@@ -213,7 +213,7 @@ func runWSClients(ctx context.Context, out io.Writer) int {
 // would be counted as delivery delay.
 func createdAt(msg []byte) time.Time {
 	const key = `"created_at":"`
-	i := bytes.Index(msg, []byte(key))
+	i := bytes.LastIndex(msg, []byte(key)) // a point ends with it
 	if i < 0 {
 		return time.Time{}
 	}

@@ -114,6 +114,13 @@ func (c *conn) enqueue(m outgoing) bool {
 
 // flush writes queued messages until the queue is empty; it is the only
 // writer of data frames on the socket.
+//
+// Data frames are written without a deadline: arming one per write costs a
+// timer update on each of the sockets of a fan-out. A writer stuck on a
+// client that takes nothing is ended all the same, by whichever comes
+// first: its queue overflows (drop), or the keep-alive's ping cannot get
+// the write lock within WriteTimeout or goes unanswered for an interval
+// (drop, which closes the socket and so fails the blocked write).
 func (c *conn) flush() {
 	for {
 		c.qmu.Lock()

@@ -65,8 +65,8 @@ type Config struct {
 
 	SendQueue        int           // per-connection queued messages before the connection is dropped
 	PingInterval     time.Duration // server ping (and credential re-check) period
-	WriteTimeout     time.Duration
-	MaxSubscriptions int // per connection
+	WriteTimeout     time.Duration // bounds a ping or close frame's write (data frames have none, see flush)
+	MaxSubscriptions int           // per connection
 }
 
 // Hub is the set of live connections and their subscriptions.
