@@ -132,6 +132,22 @@ func TestWSAuthentication(t *testing.T) {
 		e.Call(t, "GET", "/v1/ws", "hm_st_bogus", nil, http.StatusUnauthorized)
 		e.Call(t, "GET", "/v1/ws?ticket=hm_wt_nope", "", nil, http.StatusUnauthorized)
 		e.Call(t, "GET", "/v1/ws", u.Token, nil, http.StatusBadRequest) // not an upgrade
+		// An upgrade without Sec-WebSocket-Key is refused in the API's error shape.
+		req, _ := http.NewRequest("GET", e.URL+"/v1/ws", nil)
+		req.Header.Set("Authorization", "Bearer "+u.Token)
+		req.Header.Set("Connection", "Upgrade")
+		req.Header.Set("Upgrade", "websocket")
+		req.Header.Set("Sec-WebSocket-Version", "13")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct{ Error, Message string }
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || body.Error != "BadRequest" || body.Message == "" {
+			t.Fatalf("upgrade without a key: %d %+v", resp.StatusCode, body)
+		}
 		if _, resp, err := dialWS(t, e, "", ""); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("dial without token: %v %v", resp, err)
 		}

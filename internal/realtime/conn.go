@@ -37,6 +37,14 @@ var upgrader = websocket.Upgrader{
 	// Authentication is by bearer token or single-use ticket, never by
 	// cookie, so a cross-origin page gains nothing: origins are not checked.
 	CheckOrigin: func(*http.Request) bool { return true },
+	// A handshake the upgrader refuses is answered like every other error.
+	Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {
+		if status == http.StatusBadRequest {
+			httpx.Error(w, r, apperr.Bad("%s (RFC 6455 §4.2.1)", reason.Error()))
+			return
+		}
+		httpx.Error(w, r, reason)
+	},
 }
 
 // hijacker lets the upgrader take over the connection through the
