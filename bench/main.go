@@ -86,8 +86,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		redis  = fs.String("redis", "", "Redis URL for the in-process server")
 		prof   = fs.String("cpuprofile", "", "write a CPU profile of the load phase to this file (FILE.scenario when several run)")
 		wsConn = fs.Int("ws-conns", 10_000, "ws-fanout: WebSocket connections")
-		wsPts  = fs.Int("ws-points", 20, "ws-fanout: GPS points posted")
-		wsGap  = fs.Duration("ws-interval", time.Second, "ws-fanout: time between two points")
+		wsDevs = fs.Int("ws-devices", 1, "ws-fanout: devices the connections watch, round-robin")
+		wsPts  = fs.Int("ws-points", 20, "ws-fanout: GPS points posted per device")
+		wsGap  = fs.Duration("ws-interval", time.Second, "ws-fanout: time between two points of one device")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -118,7 +119,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	// The in-process server runs with the service's own runtime settings.
 	app.TuneRuntime(os.Getenv)
 	env := &Env{URL: *target, SystemKey: *key, Client: loadgen.NewClient(*conc), Concurrency: *conc,
-		WS: WSConfig{Connections: *wsConn, Points: *wsPts, Interval: *wsGap}}
+		WS: WSConfig{Connections: *wsConn, Devices: *wsDevs, Points: *wsPts, Interval: *wsGap}}
 	engine := "target " + *target
 	if *target == "" {
 		srv, base, sysKey, closeFn, err := startServer(ctx, *dbURL, *redis)

@@ -21,13 +21,14 @@ import (
 // WSConfig shapes the ws-fanout scenario.
 type WSConfig struct {
 	Connections int           // subscribed WebSocket clients
-	Points      int           // GPS points posted
-	Interval    time.Duration // between two points
+	Devices     int           // devices the clients watch, round-robin (1: all watch one)
+	Points      int           // GPS points posted per device
+	Interval    time.Duration // between two points of one device
 }
 
 func init() {
 	register(
-		Scenario{Name: "ws-fanout", About: "GPS points posted for one device reach its 10,000 WebSocket subscribers: server memory, delivery p99", Measure: wsFanout},
+		Scenario{Name: "ws-fanout", About: "GPS points posted for one device reach its 10,000 WebSocket subscribers (-ws-devices spreads them): server memory, delivery p99", Measure: wsFanout},
 		Scenario{Name: "graphql-my-oauth-clients", About: "POST /v1/graphql query myOauthClients (a user with ten clients)", Setup: func(ctx context.Context, e *Env) (func(context.Context, int) error, error) {
 			u, err := e.newUser(ctx, "")
 			if err != nil {
@@ -65,24 +66,28 @@ const (
 	envWSClients  = "HMID_BENCH_WS_CLIENTS" // connections; set only in the client process
 	envWSURL      = "HMID_BENCH_WS_URL"
 	envWSToken    = "HMID_BENCH_WS_TOKEN"
-	envWSTopic    = "HMID_BENCH_WS_TOPIC"
+	envWSTopics   = "HMID_BENCH_WS_TOPICS" // comma-separated
 	envWSEvents   = "HMID_BENCH_WS_EVENTS"
 	envWSDeadline = "HMID_BENCH_WS_DEADLINE" // how long to wait for the events
 )
 
-// wsFanout opens Connections clients in a second process, all subscribed to
-// one device's GPS topic, posts Points GPS points for that device through
-// the API and reports the server's resident memory and the delay from each
-// point's created_at to its arrival at every client.
+// wsFanout opens Connections clients in a second process, each subscribed
+// to the GPS topic of one of Devices devices, posts Points GPS points per
+// device through the API (the devices' points spread evenly over each
+// Interval) and reports the server's resident memory and the delay from
+// each point's created_at to its arrival at every subscriber.
 func wsFanout(ctx context.Context, e *Env, out io.Writer) error {
 	cfg := e.WS
-	var dev struct {
-		Data struct {
-			ID string `json:"id"`
-		} `json:"data"`
+	if cfg.Devices < 1 || cfg.Devices > cfg.Connections {
+		return fmt.Errorf("-ws-devices must be between 1 and -ws-conns")
 	}
-	if err := e.call(ctx, http.MethodPost, "/v1/devices", e.SystemKey, map[string]any{"name": "fan-out tracker"}, http.StatusCreated, &dev); err != nil {
+	devices, err := e.trackers(ctx, cfg.Devices)
+	if err != nil {
 		return err
+	}
+	topics := make([]string, len(devices))
+	for i, d := range devices {
+		topics[i] = "gps.device." + d.id
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -97,7 +102,7 @@ func wsFanout(ctx context.Context, e *Env, out io.Writer) error {
 		envWSClients+"="+strconv.Itoa(cfg.Connections),
 		envWSURL+"="+"ws"+strings.TrimPrefix(e.URL, "http")+"/v1/ws",
 		envWSToken+"="+e.SystemKey,
-		envWSTopic+"="+"gps.device."+dev.Data.ID,
+		envWSTopics+"="+strings.Join(topics, ","),
 		envWSEvents+"="+strconv.Itoa(cfg.Points),
 		envWSDeadline+"="+(time.Duration(cfg.Points)*cfg.Interval+time.Minute).String(),
 	)
@@ -134,11 +139,12 @@ func wsFanout(ctx context.Context, e *Env, out io.Writer) error {
 	// Reset the peak so that it covers the fan-out only (proc(5), clear_refs).
 	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
 
-	tick := time.NewTicker(cfg.Interval)
+	tick := time.NewTicker(cfg.Interval / time.Duration(cfg.Devices))
 	defer tick.Stop()
-	for i := range cfg.Points {
-		if err := e.call(ctx, http.MethodPost, "/v1/gps", e.SystemKey, map[string]any{
-			"device_id": dev.Data.ID, "latitude": 52.52 + float64(i)/1000, "longitude": 13.405, "altitude": 34, "heading": 90,
+	for i := range cfg.Points * cfg.Devices {
+		d := devices[i%len(devices)]
+		if err := e.call(ctx, http.MethodPost, "/v1/gps", d.key, map[string]any{
+			"device_id": d.id, "latitude": 52.52 + float64(i)/1e6, "longitude": 13.405, "altitude": 34, "heading": 90,
 			"timestamp": time.Now().Unix(), "speed_kmh": 36, "speed_mps": 10, "speed_mph": 22.37, "speed_knots": 19.44,
 		}, http.StatusCreated, nil); err != nil {
 			return err
@@ -158,13 +164,13 @@ func wsFanout(ctx context.Context, e *Env, out io.Writer) error {
 		return err
 	}
 	mib := func(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
-	fmt.Fprintf(out, "%-24s %d connections opened and subscribed in %v\n", "ws-fanout", cfg.Connections, opened.Round(time.Millisecond))
+	fmt.Fprintf(out, "%-24s %d connections watching %d device(s), opened and subscribed in %v\n", "ws-fanout", cfg.Connections, cfg.Devices, opened.Round(time.Millisecond))
 	if inProcess {
 		peak := procStatus("VmHWM:")
 		fmt.Fprintf(out, "%-24s server RSS %s before, %s with the connections idle (%.1f KiB each), %s at the peak of the fan-out\n",
 			"", mib(base), mib(idle), float64(idle-base)/float64(cfg.Connections)/1024, mib(peak))
 	}
-	fmt.Fprintf(out, "%-24s %d points %v apart: %d/%d deliveries, p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
+	fmt.Fprintf(out, "%-24s %d points per device, %v apart: %d/%d deliveries, p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
 		"", cfg.Points, cfg.Interval, res.Received, res.Expected, res.P50ms, res.P99ms, res.Maxms)
 	if res.Received != res.Expected {
 		return fmt.Errorf("lost deliveries: %d of %d", res.Expected-res.Received, res.Expected)
@@ -190,7 +196,8 @@ func runWSClients(ctx context.Context, out io.Writer) int {
 		fmt.Fprintln(os.Stderr, "ws clients: bad configuration in the environment")
 		return 2
 	}
-	cl, err := wsclient.Dial(ctx, wsclient.Config{URL: os.Getenv(envWSURL), Token: os.Getenv(envWSToken), Topic: os.Getenv(envWSTopic), Connections: n})
+	topics := strings.Split(os.Getenv(envWSTopics), ",")
+	cl, err := wsclient.Dial(ctx, wsclient.Config{URL: os.Getenv(envWSURL), Token: os.Getenv(envWSToken), Topics: topics, Connections: n})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ws clients:", err)
 		return 1

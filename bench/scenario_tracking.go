@@ -15,45 +15,9 @@ import (
 func init() {
 	register(
 		Scenario{Name: "gps-ingest", About: "POST /v1/gps from 10,000 devices, each with its own API key", Setup: func(ctx context.Context, e *Env) (func(context.Context, int) error, error) {
-			type device struct{ id, key string }
-			devices := make([]device, 10_000)
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			var setupErr error
-			var once sync.Once
-			for range 16 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for {
-						i := int(next.Add(1) - 1)
-						if i >= len(devices) {
-							return
-						}
-						var k struct {
-							ID  string `json:"id"`
-							Key string `json:"key"`
-						}
-						err := e.call(ctx, http.MethodPost, "/v1/api-keys", e.SystemKey, map[string]any{"name": fmt.Sprintf("device %d", i), "scopes": []string{"gps:write"}}, http.StatusCreated, &k)
-						var d struct {
-							Data struct {
-								ID string `json:"id"`
-							} `json:"data"`
-						}
-						if err == nil {
-							err = e.call(ctx, http.MethodPost, "/v1/devices", e.SystemKey, map[string]any{"name": fmt.Sprintf("tracker %d", i), "api_key_id": k.ID}, http.StatusCreated, &d)
-						}
-						if err != nil {
-							once.Do(func() { setupErr = err })
-							return
-						}
-						devices[i] = device{id: d.Data.ID, key: k.Key}
-					}
-				}()
-			}
-			wg.Wait()
-			if setupErr != nil {
-				return nil, setupErr
+			devices, err := e.trackers(ctx, 10_000)
+			if err != nil {
+				return nil, err
 			}
 			var n atomic.Int64
 			return func(ctx context.Context, _ int) error {
@@ -162,4 +126,49 @@ func seedPoints(ctx context.Context, d *db.DB, n int, tripID, tag string) error 
 	}
 	_, err := d.ExecContext(ctx, stmt)
 	return err
+}
+
+// tracker is a device with an API key of its own (GPS writes are rate
+// limited per key).
+type tracker struct{ id, key string }
+
+// trackers creates n devices, each linked to an API key with gps:write.
+func (e *Env) trackers(ctx context.Context, n int) ([]tracker, error) {
+	devices := make([]tracker, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var setupErr error
+	var once sync.Once
+	for range min(16, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(devices) {
+					return
+				}
+				var k struct {
+					ID  string `json:"id"`
+					Key string `json:"key"`
+				}
+				err := e.call(ctx, http.MethodPost, "/v1/api-keys", e.SystemKey, map[string]any{"name": fmt.Sprintf("device %d", i), "scopes": []string{"gps:write"}}, http.StatusCreated, &k)
+				var d struct {
+					Data struct {
+						ID string `json:"id"`
+					} `json:"data"`
+				}
+				if err == nil {
+					err = e.call(ctx, http.MethodPost, "/v1/devices", e.SystemKey, map[string]any{"name": fmt.Sprintf("tracker %d", i), "api_key_id": k.ID}, http.StatusCreated, &d)
+				}
+				if err != nil {
+					once.Do(func() { setupErr = err })
+					return
+				}
+				devices[i] = tracker{id: d.Data.ID, key: k.Key}
+			}
+		}()
+	}
+	wg.Wait()
+	return devices, setupErr
 }

@@ -1,5 +1,5 @@
 // Package wsclient holds the clients of the WebSocket fan-out benchmark: N
-// connections to the real-time channel, subscribed to one topic, that record
+// connections to the real-time channel, each subscribed to one topic, that record
 // for every event they receive the delay between the event's timestamp and
 // its arrival. They run in a process of their own, so that the server's
 // resident memory is measured alone and the file-descriptor limit is not
@@ -16,9 +16,9 @@ import "errors"
 
 // Config describes the clients.
 type Config struct {
-	URL         string // ws://host/v1/ws
-	Token       string // bearer of every client
-	Topic       string // topic every client subscribes to
+	URL         string   // ws://host/v1/ws
+	Token       string   // bearer of every client
+	Topics      []string // connection i subscribes to Topics[i % len(Topics)]
 	Connections int
 	Dialers     int // concurrent handshakes (default 64)
 }

@@ -43,13 +43,13 @@ func Dial(ctx context.Context, cfg Config) (*Clients, error) {
 	errs := make(chan error, cfg.Dialers)
 	var wg sync.WaitGroup
 	dialer := ws.Dialer{Header: ws.HandshakeHeaderHTTP(http.Header{"Authorization": {"Bearer " + cfg.Token}})}
-	sub := fmt.Sprintf(`{"type":"subscribe","id":"s","topic":%q}`, cfg.Topic)
 	for range cfg.Dialers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
 				dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				sub := fmt.Sprintf(`{"type":"subscribe","id":"s","topic":%q}`, cfg.Topics[i%len(cfg.Topics)])
 				cl, err := dialOne(dctx, dialer, cfg.URL, sub)
 				cancel()
 				if err != nil {
