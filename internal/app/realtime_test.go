@@ -148,6 +148,17 @@ func TestWSAuthentication(t *testing.T) {
 		if resp.StatusCode != http.StatusBadRequest || body.Error != "BadRequest" || body.Message == "" {
 			t.Fatalf("upgrade without a key: %d %+v", resp.StatusCode, body)
 		}
+		// Another version is refused with the one spoken (RFC 6455 §4.4).
+		req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+		req.Header.Set("Sec-WebSocket-Version", "8")
+		resp, err = http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Sec-WebSocket-Version") != "13" {
+			t.Fatalf("version 8: %d, Sec-WebSocket-Version %q", resp.StatusCode, resp.Header.Get("Sec-WebSocket-Version"))
+		}
 		if _, resp, err := dialWS(t, e, "", ""); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("dial without token: %v %v", resp, err)
 		}
@@ -401,4 +412,74 @@ func TestWSAcrossInstances(t *testing.T) {
 	if m := c.call("ping", "p", ""); m.Type != "pong" {
 		t.Fatalf("echoed event %+v", m)
 	}
+}
+
+// TestWSProtocol holds the server to RFC 6455 where the library leaves it to
+// the application: pings are answered, a close is echoed, a fragmented
+// message counts as one, and a message too big or not UTF-8 closes the
+// connection with the code that says why (§7.4.1).
+func TestWSProtocol(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		u := e.NewUser(t, apptest.UserSpec{})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+
+		c := mustDial(t, e, u.Token)
+		// The client's Ping returns once the server's pong arrives, which
+		// needs a reader running.
+		go func() {
+			for {
+				if _, _, err := c.ws.Read(ctx); err != nil {
+					return
+				}
+			}
+		}()
+		if err := c.ws.Ping(ctx); err != nil {
+			t.Fatalf("ping: %v", err)
+		}
+		// Close returns nil only when the server echoes the close frame.
+		if err := c.ws.Close(websocket.StatusNormalClosure, "bye"); err != nil {
+			t.Fatalf("close handshake: %v", err)
+		}
+
+		frag := mustDial(t, e, u.Token)
+		w, err := frag.ws.Writer(ctx, websocket.MessageText)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, part := range []string{`{"type":"ping",`, `"id":"f1"}`} {
+			if _, err := w.Write([]byte(part)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if m := frag.read(); m.Type != "pong" || m.ID != "f1" {
+			t.Fatalf("fragmented ping: %+v", m)
+		}
+
+		closedWith := func(c *wsClient) websocket.StatusCode {
+			t.Helper()
+			for {
+				if _, _, err := c.ws.Read(ctx); err != nil {
+					return websocket.CloseStatus(err)
+				}
+			}
+		}
+		big := mustDial(t, e, u.Token)
+		// The server may close before the whole message is sent: the write's own result does not matter.
+		_ = big.ws.Write(ctx, websocket.MessageText, []byte(`{"type":"ping","id":"`+strings.Repeat("x", 70<<10)+`"}`))
+		if code := closedWith(big); code != websocket.StatusMessageTooBig {
+			t.Fatalf("a 70 KiB message closed with %d, want 1009", code)
+		}
+		bad := mustDial(t, e, u.Token)
+		if err := bad.ws.Write(ctx, websocket.MessageText, []byte("{\"type\":\"\xff\"}")); err != nil {
+			t.Fatal(err)
+		}
+		if code := closedWith(bad); code != websocket.StatusInvalidFramePayloadData {
+			t.Fatalf("invalid UTF-8 closed with %d, want 1007", code)
+		}
+		waitFor(t, "every connection removed", func() bool { n, _ := e.Server.Hub.Counts(); return n == 1 })
+	})
 }

@@ -6,15 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
-	"github.com/gorilla/websocket"
+	"github.com/gobwas/ws"
+	"github.com/gobwas/ws/wsutil"
 
 	"hmid/internal/apperr"
 	"hmid/internal/authn"
@@ -28,31 +30,6 @@ type Message struct {
 	ID      string          `json:"id,omitempty"`
 	Topic   string          `json:"topic,omitempty"`
 	Payload json.RawMessage `json:"payload,omitempty"`
-}
-
-// upgrader performs the handshake (RFC 6455 §4.2). Zero buffer sizes reuse
-// the HTTP server's buffers of the hijacked connection; compression is off,
-// so an event frame is encoded once for all its subscribers.
-var upgrader = websocket.Upgrader{
-	// Authentication is by bearer token or single-use ticket, never by
-	// cookie, so a cross-origin page gains nothing: origins are not checked.
-	CheckOrigin: func(*http.Request) bool { return true },
-	// A handshake the upgrader refuses is answered like every other error.
-	Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {
-		if status == http.StatusBadRequest {
-			httpx.Error(w, r, apperr.Bad("%s (RFC 6455 §4.2.1)", reason.Error()))
-			return
-		}
-		httpx.Error(w, r, reason)
-	},
-}
-
-// hijacker lets the upgrader take over the connection through the
-// middleware's response writers, which expose the server's by Unwrap.
-type hijacker struct{ http.ResponseWriter }
-
-func (h hijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	return http.NewResponseController(h.ResponseWriter).Hijack()
 }
 
 // ErrorPayload is the payload of an error message, shaped like a REST error.
@@ -70,15 +47,19 @@ func errBadTopic(t string) error {
 	return &topicError{kind: "NotFound", msg: fmt.Sprintf("unknown topic %q: use gps.device.<device_id>, trips.<trip_id> or audit.me", t)}
 }
 
-// conn is one live WebSocket connection. Its send queue is a slice that
-// exists only while messages wait, and its writer goroutine runs only while
-// there is something to write, so an idle connection costs its reader alone.
+// conn is one live WebSocket connection. Frames are written at once when
+// the socket takes them; a backlog, and a goroutine writing it, exist only
+// while a socket is full, so an idle connection costs its reader alone.
 type conn struct {
-	hub   *Hub
-	ws    *websocket.Conn
-	token string // re-resolved periodically so revoked credentials lose the channel
-	p     *authn.Principal
-	pmu   sync.Mutex // guards p
+	hub    *Hub
+	nc     net.Conn
+	raw    syscall.RawConn // nc's descriptor, for writes that never wait (nil: none)
+	br     *bufio.Reader   // buffered reads of nc (may hold bytes sent right after the handshake)
+	rd     *wsutil.Reader  // owned by the reader goroutine
+	worker int             // fan-out worker of this connection's events, fixed so their order holds
+	token  string          // re-resolved periodically so revoked credentials lose the channel
+	p      *authn.Principal
+	pmu    sync.Mutex // guards p
 
 	subs map[string]string // guarded by hub.mu: internal topic → shown topic
 
@@ -87,48 +68,54 @@ type conn struct {
 
 	qmu     sync.Mutex // guards the fields below
 	limit   int
-	queue   []outgoing
-	spare   []outgoing // the previous batch's backing array, reused
-	writing bool
+	queue   [][]byte // frames (or their unwritten rest) waiting for the writer
+	spare   [][]byte // the previous batch's backing array, reused
+	writing bool     // a writer goroutine owns the socket
 	closed  bool
 
 	once sync.Once
 }
 
-// outgoing is one queued message: an event frame encoded once for all its
-// subscribers, or the bytes of a message to this connection alone.
-type outgoing struct {
-	shared *websocket.PreparedMessage
-	own    []byte
-}
-
-// enqueue queues m without blocking; false means the queue is full.
-func (c *conn) enqueue(m outgoing) bool {
+// send writes frame, or queues it behind earlier ones, without ever
+// blocking: while nothing waits, it writes what the socket takes at once,
+// and what is left, with everything after it, goes to a writer goroutine.
+// false means the queue is full: the caller drops a slow consumer.
+func (c *conn) send(frame []byte) bool {
 	c.qmu.Lock()
-	defer c.qmu.Unlock()
 	if c.closed {
+		c.qmu.Unlock()
 		return true // closing anyway
 	}
-	if len(c.queue) >= c.limit {
-		return false
+	if c.writing {
+		if len(c.queue) >= c.limit {
+			c.qmu.Unlock()
+			return false
+		}
+		c.queue = append(c.queue, frame)
+		c.qmu.Unlock()
+		return true
 	}
-	c.queue = append(c.queue, m)
-	if !c.writing {
+	n, err := tryWrite(c.raw, frame)
+	if err == nil && n < len(frame) {
+		c.queue = append(c.queue, frame[n:])
 		c.writing = true
 		go c.flush()
+	}
+	c.qmu.Unlock()
+	if err != nil {
+		c.drop(0, "write failed")
 	}
 	return true
 }
 
-// flush writes queued messages until the queue is empty; it is the only
-// writer of data frames on the socket.
+// flush writes the backlog until it is empty, all queued frames in one
+// (vectored) write at a time.
 //
-// Data frames are written without a deadline: arming one per write costs a
-// timer update on each of the sockets of a fan-out. A writer stuck on a
-// client that takes nothing is ended all the same, by whichever comes
-// first: its queue overflows (drop), or the keep-alive's ping cannot get
-// the write lock within WriteTimeout or goes unanswered for an interval
-// (drop, which closes the socket and so fails the blocked write).
+// The writes have no deadline: arming one per write costs a timer update
+// on each socket of a fan-out. A writer stuck on a client that takes
+// nothing ends all the same: its queue overflows, or the keep-alive's ping,
+// queued behind it, goes unanswered for an interval; either drops the
+// connection, and closing the socket fails the blocked write.
 func (c *conn) flush() {
 	for {
 		c.qmu.Lock()
@@ -140,21 +127,15 @@ func (c *conn) flush() {
 		batch := c.queue
 		c.queue = c.spare[:0]
 		c.qmu.Unlock()
-		for i, m := range batch {
-			var err error
-			if m.shared != nil {
-				err = c.ws.WritePreparedMessage(m.shared)
-			} else {
-				err = c.ws.WriteMessage(websocket.TextMessage, m.own)
-			}
-			batch[i] = outgoing{}
-			if err != nil {
-				c.qmu.Lock()
-				c.writing = false
-				c.qmu.Unlock()
-				c.drop("write failed")
-				return
-			}
+		bufs := net.Buffers(batch)
+		_, err := bufs.WriteTo(c.nc)
+		clear(batch)
+		if err != nil {
+			c.qmu.Lock()
+			c.writing = false
+			c.qmu.Unlock()
+			c.drop(0, "write failed")
+			return
 		}
 		c.qmu.Lock()
 		c.spare = batch[:0]
@@ -162,25 +143,40 @@ func (c *conn) flush() {
 	}
 }
 
-// closeGrace bounds the wait for sending a close frame to a leaving client.
-const closeGrace = time.Second
+// drop closes the connection without waiting (slow consumers, shutdown,
+// revoked credentials). With a code, a close frame saying why is sent
+// first (RFC 6455 §5.5.1), if the socket takes it at once.
+func (c *conn) drop(code ws.StatusCode, reason string) {
+	c.shut(code, reason)
+	_ = c.nc.Close()
+}
 
-// drop closes the connection without waiting (slow consumers, shutdown, revoked credentials).
-func (c *conn) drop(reason string) {
+// shut is drop without closing the socket: the hub forgets the connection,
+// nothing more is written but the close frame, and reading may go on.
+func (c *conn) shut(code ws.StatusCode, reason string) {
 	c.once.Do(func() {
 		c.qmu.Lock()
+		if code != 0 && !c.writing {
+			_, _ = tryWrite(c.raw, closeFrame(code, reason))
+		}
 		c.closed = true
 		c.queue, c.spare = nil, nil
 		c.qmu.Unlock()
 		c.hub.remove(c) // counts and fan-out forget it at once
-		go func() {
-			// The close frame (RFC 6455 §5.5.1) is attempted only briefly:
-			// a stuck writer keeps the lock, and closing the socket frees it.
-			_ = c.ws.WriteControl(websocket.CloseMessage,
-				websocket.FormatCloseMessage(websocket.ClosePolicyViolation, reason), time.Now().Add(closeGrace))
-			_ = c.ws.Close()
-		}()
 	})
+}
+
+// lingerTime bounds how long a refused client's remaining input is read.
+const lingerTime = time.Second
+
+// refuse ends a connection whose client broke the protocol: it sends the
+// close frame and reads what the client still sends until it closes, for at
+// most lingerTime. Closing with unread input would make the kernel reset
+// the connection, and the client would lose the close frame and its code.
+func (c *conn) refuse(code ws.StatusCode, reason string) {
+	c.shut(code, reason)
+	_ = c.nc.SetReadDeadline(time.Now().Add(lingerTime))
+	_, _ = io.Copy(io.Discard, c.br)
 }
 
 func (c *conn) principal() *authn.Principal {
@@ -221,30 +217,34 @@ func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, apperr.Forbiddenf("OAuth access tokens are not accepted on the real-time channel; use a session token or an API key"))
 		return
 	}
-	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
-		httpx.Error(w, r, apperr.Bad("this endpoint needs a WebSocket upgrade request (RFC 6455 §4.1)"))
+	if err := checkHandshake(w, r); err != nil {
+		httpx.Error(w, r, err)
 		return
 	}
-	ws, err := upgrader.Upgrade(hijacker{w}, r, nil)
+	nc, rw, _, err := ws.HTTPUpgrader{}.Upgrade(r, w)
 	if err != nil {
-		return // Upgrade has answered
+		return // the upgrader has answered
 	}
-	ws.SetReadLimit(maxClientMessageBytes)
+	_ = nc.SetDeadline(time.Time{}) // none of the HTTP server's timeouts apply any more
+	// A connection without a descriptor (TLS ended in process, say) writes
+	// every frame from its writer goroutine: tryWrite takes a nil raw.
+	var raw syscall.RawConn
+	if sc, ok := nc.(syscall.Conn); ok {
+		raw, _ = sc.SyscallConn()
+	}
 	h.mu.RLock()
 	limit := h.cfg.SendQueue
 	h.mu.RUnlock()
-	c := &conn{hub: h, ws: ws, token: tok, p: p, limit: limit, subs: map[string]string{}}
-	ws.SetPongHandler(func(string) error {
-		c.awaitingPong.Store(false)
-		return nil
-	})
+	// The hijacked writer is left behind: frames go to the socket directly.
+	c := &conn{hub: h, nc: nc, raw: raw, br: rw.Reader, token: tok, p: p, limit: limit, subs: map[string]string{},
+		worker: h.fan.assign()}
 	h.add(c)
 	// The connection is hijacked: the reader runs on a fresh goroutine, whose
 	// stack stays small, instead of the HTTP server's deep one.
 	go func() {
 		defer h.remove(c)
 		c.readLoop(h.ctx)
-		c.drop("connection closed")
+		c.drop(0, "connection closed")
 	}()
 }
 
@@ -272,13 +272,29 @@ func (c *conn) recheck() bool {
 }
 
 // readLoop reads and handles client messages until the connection ends.
+// Control frames are answered here, also between the fragments of a message.
 func (c *conn) readLoop(ctx context.Context) {
+	c.rd = &wsutil.Reader{Source: c.br, State: ws.StateServerSide, CheckUTF8: true,
+		MaxMessageSize: maxClientMessageBytes, OnIntermediate: c.control}
 	for {
-		typ, data, err := c.ws.ReadMessage()
+		hdr, err := c.rd.NextFrame()
+		if err == nil && hdr.OpCode.IsControl() {
+			if err := c.control(hdr, c.rd); err != nil {
+				return
+			}
+			continue
+		}
+		var data []byte
+		if err == nil {
+			data, err = io.ReadAll(c.rd)
+		}
 		if err != nil {
+			if code, reason := closeCodeFor(err); code != 0 {
+				c.refuse(code, reason)
+			}
 			return
 		}
-		if typ != websocket.TextMessage {
+		if hdr.OpCode != ws.OpText {
 			c.reply(Message{Type: "error", Payload: errPayload("BadRequest", "messages are JSON text frames")})
 			continue
 		}
@@ -291,6 +307,39 @@ func (c *conn) readLoop(ctx context.Context) {
 	}
 }
 
+// errClosing ends the read loop after a close frame.
+var errClosing = errors.New("realtime: connection closing")
+
+// control answers a control frame (RFC 6455 §5.5): a ping with a pong, a
+// close with a close echoing its code; a pong ends the keep-alive's wait.
+func (c *conn) control(h ws.Header, r io.Reader) error {
+	payload, err := io.ReadAll(r) // at most 125 bytes: the reader checked the header
+	if err != nil {
+		return err
+	}
+	switch h.OpCode {
+	case ws.OpPing:
+		if !c.send(ws.MustCompileFrame(ws.NewPongFrame(payload))) {
+			c.drop(ws.StatusPolicyViolation, "slow consumer: send queue full")
+			return errClosing
+		}
+	case ws.OpPong:
+		c.awaitingPong.Store(false)
+	case ws.OpClose:
+		code, reason := ws.ParseCloseFrameData(payload)
+		if err := ws.CheckCloseFrameData(code, reason); err != nil && len(payload) > 0 {
+			c.refuse(ws.StatusProtocolError, err.Error())
+			return errClosing
+		}
+		if code == 0 {
+			code = ws.StatusNormalClosure
+		}
+		c.drop(code, "")
+		return errClosing
+	}
+	return nil
+}
+
 func errPayload(kind, msg string) json.RawMessage {
 	b, _ := json.Marshal(ErrorPayload{Error: kind, Message: msg})
 	return b
@@ -298,9 +347,9 @@ func errPayload(kind, msg string) json.RawMessage {
 
 // reply queues an answer; a client that cannot take its own answers is dropped.
 func (c *conn) reply(m Message) {
-	frame, _ := json.Marshal(m)
-	if !c.enqueue(outgoing{own: frame}) {
-		c.drop("slow consumer: send queue full")
+	b, _ := json.Marshal(m)
+	if !c.send(textFrame(b)) {
+		c.drop(ws.StatusPolicyViolation, "slow consumer: send queue full")
 	}
 }
 
@@ -343,7 +392,7 @@ func (c *conn) handle(ctx context.Context, m Message) {
 			c.reply(Message{Type: "error", ID: m.ID, Payload: errPayload("Forbidden", "a bot connects with a system API key or an API key holding chatplatform:*")})
 			return
 		}
-		c.ws.SetReadLimit(maxBotMessageBytes) // bot answers carry whole guilds
+		c.rd.MaxMessageSize = maxBotMessageBytes // bot answers carry whole guilds
 		if err := h.addBot(ctx, c); err != nil {
 			h.cfg.Log.Error("realtime: register bot", slog.String("error", err.Error()))
 			c.reply(Message{Type: "error", ID: m.ID, Payload: errPayload("ServiceUnavailable", "the bot could not be registered")})

@@ -4,9 +4,11 @@
 //
 // The Hub implements events.Publisher (areas announce GPS points, trip status
 // changes), audit.Notifier (the audit.me topic) and health.Counter. Publishing
-// never blocks: each connection has a bounded send queue, and a connection
-// whose queue is full is dropped instead of slowing the publisher. With Redis
-// configured, events and bot requests cross instances through Redis pub/sub.
+// never blocks: fan-out workers write each event's frame, encoded once, to
+// the subscribers' sockets with writes that never wait; a socket that cannot
+// take a frame gets a bounded backlog, and a connection whose backlog is
+// full is dropped instead of slowing anyone. With Redis configured, events
+// and bot requests cross instances through Redis pub/sub.
 //
 // Messages are JSON {type, id, topic, payload} (DECISIONS.md, Operational data).
 package realtime
@@ -21,8 +23,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gobwas/ws"
 	"github.com/google/uuid"
-	"github.com/gorilla/websocket"
 	"github.com/redis/go-redis/v9"
 
 	"hmid/internal/authn"
@@ -36,7 +38,6 @@ import (
 const (
 	DefaultSendQueue        = 256
 	DefaultPingInterval     = 30 * time.Second
-	DefaultWriteTimeout     = 10 * time.Second
 	DefaultMaxSubscriptions = 200
 	// TicketTTL is how long a connection ticket from POST /v1/ws/ticket stays valid.
 	TicketTTL = 60 * time.Second
@@ -63,9 +64,8 @@ type Config struct {
 	Redis     *redis.Client
 	Namespace string
 
-	SendQueue        int           // per-connection queued messages before the connection is dropped
+	SendQueue        int           // messages a full socket may hold back before its connection is dropped
 	PingInterval     time.Duration // server ping (and credential re-check) period
-	WriteTimeout     time.Duration // bounds a ping or close frame's write (data frames have none, see flush)
 	MaxSubscriptions int           // per connection
 }
 
@@ -87,6 +87,7 @@ type Hub struct {
 	botSubMu sync.Mutex    // serializes subscribing the bot-request channel
 	retune   chan struct{} // wakes keepAlive after Tune
 
+	fan    *fanout       // writes events to subscribers
 	out    chan redisMsg // asynchronous Redis publishes
 	ps     *redis.PubSub
 	ctx    context.Context
@@ -116,9 +117,6 @@ func New(cfg Config) (*Hub, error) {
 	if cfg.PingInterval <= 0 {
 		cfg.PingInterval = DefaultPingInterval
 	}
-	if cfg.WriteTimeout <= 0 {
-		cfg.WriteTimeout = DefaultWriteTimeout
-	}
 	if cfg.MaxSubscriptions <= 0 {
 		cfg.MaxSubscriptions = DefaultMaxSubscriptions
 	}
@@ -134,6 +132,7 @@ func New(cfg Config) (*Hub, error) {
 		retune:   make(chan struct{}, 1),
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
+	h.fan = startFanout(h.ctx, &h.wg)
 	if cfg.Redis != nil {
 		h.out = make(chan redisMsg, 4096)
 		h.ps = cfg.Redis.Subscribe(h.ctx, h.chEvents(), h.chResponses())
@@ -166,7 +165,7 @@ func (h *Hub) Close() error {
 	}
 	h.mu.Unlock()
 	for _, c := range all {
-		c.drop("server shutting down")
+		c.drop(ws.StatusGoingAway, "server shutting down")
 	}
 	if h.ps != nil {
 		h.ps.Close()
@@ -238,29 +237,31 @@ func (h *Hub) deliver(topic string, payload json.RawMessage) {
 		h.mu.RUnlock()
 		return
 	}
-	// One message per shown topic name (audit.user.<id> is shown as
-	// audit.me), its frame encoded once for every subscriber.
-	var msg outgoing
-	var msgTopic string
-	var slow []*conn
+	// One frame per shown topic name (audit.user.<id> is shown as
+	// audit.me), encoded once for every subscriber; one job per worker.
+	type key struct {
+		worker int
+		shown  string
+	}
+	frames := map[string][]byte{}
+	jobs := map[key]*fanJob{}
 	for c, shown := range subs {
-		if msg.shared == nil || shown != msgTopic {
-			msgTopic = shown
-			pm, err := websocket.NewPreparedMessage(websocket.TextMessage, eventFrame(shown, payload))
-			if err != nil {
-				h.mu.RUnlock()
-				h.cfg.Log.Error("realtime: prepare event frame", slog.String("error", err.Error()))
-				return
+		k := key{c.worker, shown}
+		j := jobs[k]
+		if j == nil {
+			frame, ok := frames[shown]
+			if !ok {
+				frame = textFrame(eventFrame(shown, payload))
+				frames[shown] = frame
 			}
-			msg = outgoing{shared: pm}
+			j = &fanJob{frame: frame, conns: make([]*conn, 0, len(subs)/len(h.fan.workers)+1)}
+			jobs[k] = j
 		}
-		if !c.enqueue(msg) {
-			slow = append(slow, c)
-		}
+		j.conns = append(j.conns, c)
 	}
 	h.mu.RUnlock()
-	for _, c := range slow {
-		c.drop("slow consumer: send queue full")
+	for k, j := range jobs {
+		h.fan.push(k.worker, *j)
 	}
 }
 
@@ -310,17 +311,17 @@ func (h *Hub) keepAlive() {
 				defer wg.Done()
 				for c := range jobs {
 					if !c.recheck() {
-						c.drop("credential no longer valid")
+						c.drop(ws.StatusPolicyViolation, "credential no longer valid")
 						continue
 					}
 					// The previous round's ping is still unanswered: the
 					// client has not read for a whole interval.
 					if c.awaitingPong.Swap(true) {
-						c.drop("no pong")
+						c.drop(ws.StatusPolicyViolation, "no pong")
 						continue
 					}
-					if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(h.cfg.WriteTimeout)); err != nil {
-						c.drop("ping failed")
+					if !c.send(pingFrame) {
+						c.drop(ws.StatusPolicyViolation, "slow consumer: send queue full")
 					}
 				}
 			}()
@@ -597,9 +598,9 @@ func (h *Hub) Request(ctx context.Context, topic string, payload any) (json.RawM
 
 // sendRequest queues a request frame on bot connection b.
 func (h *Hub) sendRequest(b *conn, id, topic string, payload json.RawMessage) bool {
-	frame, _ := json.Marshal(Message{Type: "request", ID: id, Topic: topic, Payload: payload})
-	if !b.enqueue(outgoing{own: frame}) {
-		b.drop("slow consumer: send queue full")
+	msg, _ := json.Marshal(Message{Type: "request", ID: id, Topic: topic, Payload: payload})
+	if !b.send(textFrame(msg)) {
+		b.drop(ws.StatusPolicyViolation, "slow consumer: send queue full")
 		return false
 	}
 	return true
