@@ -32,14 +32,7 @@ var benchStart = time.Date(2025, 11, 22, 0, 0, 0, 0, time.UTC)
 func seedAuditLog(b *testing.B, url string) *db.DB {
 	b.Helper()
 	ctx := context.Background()
-	d, err := db.Open(ctx, url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { d.Close() })
-	if err := d.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
+	d := dbtest.Engine{URL: url}.Open(b)
 	benchEvents := *benchEventsFlag
 	if d.Flavor == db.SQLite {
 		// One large transaction: a page cache that holds the indexes being
@@ -50,7 +43,7 @@ func seedAuditLog(b *testing.B, url string) *db.DB {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	started := time.Now()
-	err = d.Tx(ctx, func(tx *db.Tx) error {
+	err := d.Tx(ctx, func(tx *db.Tx) error {
 		for u := range benchUsers {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO users (id, username, email, created_at, updated_at) VALUES ($1, $2, $3, 0, 0)`,
 				benchUserID(u), fmt.Sprintf("user_%04d", u), fmt.Sprintf("User.%04d@Example.test", u)); err != nil {

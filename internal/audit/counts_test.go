@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"hmid/internal/clock"
-	"hmid/internal/db"
 	"hmid/internal/dbtest"
 )
 
@@ -28,14 +27,7 @@ func TestFloorDay(t *testing.T) {
 func TestCountMatchesTheLog(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
 		ctx := context.Background()
-		d, err := db.Open(ctx, eng.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
-		if err := d.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
+		d := eng.Open(t)
 		start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 		clk := clock.NewFake(start)
 		w := &Writer{DB: d, Clock: clk}

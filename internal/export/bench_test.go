@@ -37,19 +37,12 @@ func BenchmarkExport(b *testing.B) {
 	}
 	for _, eng := range engines {
 		ctx := context.Background()
-		d, err := db.Open(ctx, eng.url)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { d.Close() })
-		if err := d.Migrate(ctx); err != nil {
-			b.Fatal(err)
-		}
+		d := dbtest.Engine{URL: eng.url}.Open(b)
 		clk := clock.NewFake(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 		w := &audit.Writer{DB: d, Clock: clk}
 		const userID = "00000000-0000-4000-8000-000000000001"
 		now := db.TS(clk.Now())
-		err = d.Tx(ctx, func(tx *db.Tx) error {
+		err := d.Tx(ctx, func(tx *db.Tx) error {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO users (id, username, email, preferred_locale, created_at, updated_at) VALUES ($1, 'bench', 'bench@example.test', 'de', $2, $2)`, userID, now); err != nil {
 				return err
 			}

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"hmid/internal/db"
 	"hmid/internal/dbtest"
 	"hmid/internal/token"
 )
@@ -13,14 +12,7 @@ import (
 func TestCreateAndRevokeUser(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
 		ctx := context.Background()
-		d, err := db.Open(ctx, eng.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
-		if err := d.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
+		d := eng.Open(t)
 		if _, err := d.ExecContext(ctx, `INSERT INTO users (id, username, created_at, updated_at) VALUES ('u1', 'u1', 0, 0)`); err != nil {
 			t.Fatal(err)
 		}

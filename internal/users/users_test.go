@@ -43,14 +43,7 @@ func TestLocales(t *testing.T) {
 func TestCreateAndFreeUsername(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
 		ctx := context.Background()
-		d, err := db.Open(ctx, eng.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
-		if err := d.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
+		d := eng.Open(t)
 		if err := SeedPlatforms(ctx, d, clock.System{}); err != nil {
 			t.Fatal(err)
 		}
