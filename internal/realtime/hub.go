@@ -45,7 +45,8 @@ const (
 	// bot message (its answers carry whole guilds with their members).
 	maxClientMessageBytes = 64 << 10
 	maxBotMessageBytes    = 16 << 20
-	// pingWorkers bounds the pings in flight during one keep-alive round.
+	// pingWorkers bounds the credential re-checks (database or cache reads)
+	// in flight during one keep-alive round; the pings themselves never wait.
 	pingWorkers = 64
 )
 
