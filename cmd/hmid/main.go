@@ -16,12 +16,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"hmid/internal/app"
 	"hmid/internal/config"
@@ -88,27 +87,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return nil
 	}
 
-	hs := &http.Server{
-		Addr:              cfg.Addr,
-		Handler:           srv,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.ListenAndServe() }()
-	logger.Info("hmid listening", slog.String("addr", cfg.Addr), slog.String("public_url", cfg.PublicURL), slog.String("version", app.Version))
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	// Graceful shutdown: stop accepting, drain in-flight requests.
-	logger.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		return err
-	}
-	return nil
+	logger.Info("hmid listening", slog.String("addr", ln.Addr().String()), slog.String("public_url", cfg.PublicURL), slog.String("version", app.Version))
+	return srv.Serve(ctx, ln)
 }
