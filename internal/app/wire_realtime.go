@@ -75,7 +75,7 @@ func (s *Server) realtimeNamespace(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("real-time namespace: %w", err)
 	}
 	var ns string
-	if err := s.DB.Writer().QueryRowContext(ctx, `SELECT value FROM realtime_state WHERE name = 'namespace'`).Scan(&ns); err != nil {
+	if err := s.DB.QueryRowContext(ctx, `SELECT value FROM realtime_state WHERE name = 'namespace'`).Scan(&ns); err != nil {
 		return "", fmt.Errorf("real-time namespace: %w", err)
 	}
 	return ns, nil

@@ -204,7 +204,7 @@ const accountSQL = `SELECT u.id, u.username, u.email, pa.password_hash, u.delete
 	FROM platform_accounts pa JOIN users u ON u.id = pa.user_id
 	WHERE pa.platform_id = $1 AND `
 
-func scanAccount(row *sql.Row) (account, error) {
+func scanAccount(row db.Scanner) (account, error) {
 	var a account
 	err := row.Scan(&a.userID, &a.username, &a.email, &a.hash, &a.deleted)
 	return a, err

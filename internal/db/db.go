@@ -43,18 +43,34 @@ const (
 	Postgres Flavor = "postgres"
 )
 
-// Querier is what both *DB and *sql.Tx offer; area code takes it so the same
+// Querier is what both *DB and *Tx offer; area code takes it so the same
 // function runs inside or outside a transaction.
 type Querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryRowContext(ctx context.Context, query string, args ...any) *Row
 }
 
-var (
-	_ Querier = (*DB)(nil)
-	_ Querier = (*sql.Tx)(nil)
-)
+var _ Querier = (*DB)(nil)
+
+// Row is the result of QueryRowContext. It is a *sql.Row that, for a
+// writing statement run outside a transaction (INSERT … RETURNING), advances
+// the written tables' Version once Scan has finished the statement, so a
+// cache of rows never keeps a row older than a committed write.
+type Row struct {
+	*sql.Row
+	done func()
+}
+
+// Scan copies the row's columns into dest, as sql.Row.Scan does.
+func (r *Row) Scan(dest ...any) error {
+	err := r.Row.Scan(dest...)
+	if r.done != nil {
+		r.done()
+		r.done = nil
+	}
+	return err
+}
 
 // DB is an open database with its flavor.
 type DB struct {
@@ -215,8 +231,13 @@ func (d *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.Re
 	return d.w.ExecContext(ctx, query, args...)
 }
 
-// QueryContext runs a reading query on the reader pool.
+// QueryContext runs a reading query on the reader pool. A writing statement
+// is refused: its tables' Version could not advance when it completes, so
+// writes go through ExecContext, QueryRowContext or a transaction.
 func (d *DB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if w := d.versions.of(query); len(w) > 0 {
+		return nil, fmt.Errorf("db: QueryContext is for reads; %v is written through ExecContext, QueryRowContext or Tx", w)
+	}
 	if d.Flavor == SQLite {
 		if st := d.readStmts.get(ctx, d.r, query); st != nil {
 			return st.QueryContext(ctx, args...)
@@ -225,20 +246,46 @@ func (d *DB) QueryContext(ctx context.Context, query string, args ...any) (*sql.
 	return d.r.QueryContext(ctx, query, args...)
 }
 
-// QueryRowContext runs a reading single-row query on the reader pool.
-func (d *DB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+// QueryRowContext runs a single-row query: a read on the reader pool, a
+// writing statement (INSERT/UPDATE/DELETE … RETURNING) on the writer, whose
+// tables' Version advances once the row is scanned.
+func (d *DB) QueryRowContext(ctx context.Context, query string, args ...any) *Row {
+	if w := d.versions.of(query); len(w) > 0 {
+		done := func() { d.versions.bump(w) }
+		if d.Flavor == SQLite {
+			if st := d.writeStmts.get(ctx, d.w, query); st != nil {
+				return &Row{Row: st.QueryRowContext(ctx, args...), done: done}
+			}
+		}
+		return &Row{Row: d.w.QueryRowContext(ctx, query, args...), done: done}
+	}
 	if d.Flavor == SQLite {
 		if st := d.readStmts.get(ctx, d.r, query); st != nil {
-			return st.QueryRowContext(ctx, args...)
+			return &Row{Row: st.QueryRowContext(ctx, args...)}
 		}
 	}
-	return d.r.QueryRowContext(ctx, query, args...)
+	return &Row{Row: d.r.QueryRowContext(ctx, query, args...)}
 }
 
-// Writer returns the writing pool, for a single INSERT/UPDATE … RETURNING
-// outside a transaction. Its writes do not advance Version: tables whose
-// rows are cached (users) are written through ExecContext or Tx only.
-func (d *DB) Writer() *sql.DB { return d.w }
+// WriteStmt is a writing statement prepared once on the writer, for a hot
+// path that runs it in many transactions (Tx.Stmt); it knows the tables it
+// writes, so running it advances their Version like any other write.
+type WriteStmt struct {
+	stmt   *sql.Stmt
+	tables []string
+}
+
+// PrepareWrite prepares query on the writer.
+func (d *DB) PrepareWrite(ctx context.Context, query string) (*WriteStmt, error) {
+	st, err := d.w.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return &WriteStmt{stmt: st, tables: d.versions.of(query)}, nil
+}
+
+// Close releases the prepared statement.
+func (w *WriteStmt) Close() error { return w.stmt.Close() }
 
 // TryLock takes a named, non-blocking lock shared by every instance on the same
 // database, for background jobs that must run on one instance at a time. On

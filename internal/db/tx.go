@@ -13,8 +13,8 @@ import (
 // reuse the statements DB has prepared on SQLite, where parsing SQL costs
 // about as much as running a point query.
 type Tx struct {
-	*sql.Tx
-	d *DB
+	tx *sql.Tx // unexported, so every statement goes through the methods that track writes
+	d  *DB
 	// missed holds query texts run unprepared in this transaction; they are
 	// prepared once the connection is free again (preparing on the pool now
 	// would wait for the connection this transaction holds).
@@ -32,7 +32,7 @@ func (t *Tx) stmt(ctx context.Context, q string) *sql.Stmt {
 		return nil
 	}
 	if v, ok := t.d.writeStmts.m.Load(q); ok {
-		return t.Tx.StmtContext(ctx, v.(*sql.Stmt))
+		return t.tx.StmtContext(ctx, v.(*sql.Stmt))
 	}
 	t.missed = append(t.missed, q)
 	return nil
@@ -57,7 +57,7 @@ func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Re
 	if st := t.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
-	return t.Tx.ExecContext(ctx, query, args...)
+	return t.tx.ExecContext(ctx, query, args...)
 }
 
 // QueryContext runs a query in the transaction.
@@ -67,17 +67,24 @@ func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.
 	if st := t.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
-	return t.Tx.QueryContext(ctx, query, args...)
+	return t.tx.QueryContext(ctx, query, args...)
 }
 
 // QueryRowContext runs a single-row query in the transaction.
-func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *Row {
 	t.wrote = append(t.wrote, t.d.versions.of(query)...)
 	ctx = t.stmtCtx(ctx)
 	if st := t.stmt(ctx, query); st != nil {
-		return st.QueryRowContext(ctx, args...)
+		return &Row{Row: st.QueryRowContext(ctx, args...)}
 	}
-	return t.Tx.QueryRowContext(ctx, query, args...)
+	return &Row{Row: t.tx.QueryRowContext(ctx, query, args...)}
+}
+
+// Stmt returns the transaction's handle on a statement prepared with
+// DB.PrepareWrite; its tables count as written by the transaction.
+func (t *Tx) Stmt(ctx context.Context, w *WriteStmt) *sql.Stmt {
+	t.wrote = append(t.wrote, w.tables...)
+	return t.tx.StmtContext(ctx, w.stmt)
 }
 
 // Tx runs fn in a transaction on the writer: its changes are committed when
@@ -102,7 +109,7 @@ func (d *DB) Tx(ctx context.Context, fn func(tx *Tx) error) error {
 	if err != nil {
 		return err
 	}
-	tx := &Tx{Tx: stx, d: d}
+	tx := &Tx{tx: stx, d: d}
 	defer func() {
 		// A panicking fn must not leave the transaction, its locks and its
 		// connection behind.
@@ -240,10 +247,10 @@ func (g *groupCommit) commit(batch []*txReq) {
 	}
 	// Control statements go through a Tx of their own, so they too are
 	// prepared once and reused.
-	ctl := &Tx{Tx: stx, d: d}
+	ctl := &Tx{tx: stx, d: d}
 	ok := false // some request's changes await the commit
 	for _, r := range batch {
-		r.tx = &Tx{Tx: stx, d: d}
+		r.tx = &Tx{tx: stx, d: d}
 		if err := r.ctx.Err(); err != nil {
 			r.err = err
 			continue

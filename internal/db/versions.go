@@ -13,10 +13,13 @@ import (
 // version nobody reads.
 var writeTarget = regexp.MustCompile(`(?i)\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+([a-z_][a-z0-9_]*)`)
 
-// versions counts, per table, the writes this process has made to it
-// through DB.ExecContext and Tx. It is what an in-process cache of rows
-// checks, on SQLite, where one process owns the database and so sees every
-// write (Writer's callers write no cached table).
+// versions counts, per table, the writes this process has made to it. It is
+// what an in-process cache of rows checks, on SQLite, where one process owns
+// the database and so sees every write. Every statement reaches the database
+// through DB or Tx methods that classify its text here (the pools and the
+// transaction's *sql.Tx are unexported, and DB.QueryContext refuses writes),
+// so no write can leave its table's version behind; versions_test.go holds
+// each path to that.
 type versions struct {
 	tables  sync.Map // table name → *atomic.Uint64
 	targets sync.Map // statement text → []string, the tables it writes
@@ -47,7 +50,7 @@ func (v *versions) bump(tables []string) {
 }
 
 // Version returns a number that changes after every write to table made
-// through ExecContext or a transaction of this DB, once that write has
+// through this DB (ExecContext, QueryRowContext, a transaction), once that write has
 // committed (or rolled back). A cache reads it before loading a row and
 // keeps the row only while it is unchanged, so the row can never be older
 // than the last committed write. It covers this process's writes only: on

@@ -531,7 +531,7 @@ func (h *Handler) Callback(w http.ResponseWriter, r *http.Request) {
 		exp = db.TS(now.Add(time.Duration(tok.ExpiresIn) * time.Second))
 	}
 	var id string
-	err = h.S.DB.Writer().QueryRowContext(ctx, `INSERT INTO integrations (id, user_id, platform_slug, platform_user_id, username, display_name,
+	err = h.S.DB.QueryRowContext(ctx, `INSERT INTO integrations (id, user_id, platform_slug, platform_user_id, username, display_name,
 			profile_image_url, scopes, access_token, refresh_token, token_expires_at, is_active, bot_status, connected_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, TRUE, 'active', $12, $12)
 		ON CONFLICT (user_id, platform_slug, platform_user_id) DO UPDATE SET username = excluded.username,

@@ -334,7 +334,7 @@ const rotatePGSQL = `WITH r AS (
 func (s *Service) rotate(ctx context.Context, old spentToken, t issuedTokens, now time.Time) (bool, error) {
 	if s.DB.Flavor == db.Postgres {
 		var n int
-		err := s.DB.Writer().QueryRowContext(ctx, rotatePGSQL, db.TS(now), old.id, old.pair,
+		err := s.DB.QueryRowContext(ctx, rotatePGSQL, db.TS(now), old.id, old.pair,
 			old.family, db.NewID(), old.clientID, old.userID, old.authTime,
 			db.NewID(), token.Hash(t.access), db.JSON(t.accessScopes), db.TS(now.Add(AccessTokenTTL)),
 			db.NewID(), token.Hash(t.refresh), db.JSON(old.scopes), db.TS(now.Add(RefreshTokenTTL))).Scan(&n)

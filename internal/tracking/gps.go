@@ -212,24 +212,24 @@ const (
 func bucketOf(tsMicros int64) int64 { return tsMicros / bucketMicros }
 
 // countPoint adds delta to the total and to the point's hour bucket.
-func countPoint(ctx context.Context, tx *db.Tx, count, bucket *sql.Stmt, id string, tsMicros, delta int64) error {
+func countPoint(ctx context.Context, tx *db.Tx, count, bucket *db.WriteStmt, id string, tsMicros, delta int64) error {
 	slot := countSlot(id)
-	if _, err := tx.StmtContext(ctx, count).ExecContext(ctx, delta, slot); err != nil {
+	if _, err := tx.Stmt(ctx, count).ExecContext(ctx, delta, slot); err != nil {
 		return err
 	}
-	_, err := tx.StmtContext(ctx, bucket).ExecContext(ctx, bucketOf(tsMicros), slot, delta)
+	_, err := tx.Stmt(ctx, bucket).ExecContext(ctx, bucketOf(tsMicros), slot, delta)
 	return err
 }
 
-func (s *Service) ingestStmts(ctx context.Context) (ins, count, bucket *sql.Stmt, err error) {
+func (s *Service) ingestStmts(ctx context.Context) (ins, count, bucket *db.WriteStmt, err error) {
 	s.prep.Lock()
 	defer s.prep.Unlock()
 	for _, p := range []struct {
-		dst **sql.Stmt
+		dst **db.WriteStmt
 		sql string
 	}{{&s.prep.insert, insertPointSQL}, {&s.prep.count, countPointSQL}, {&s.prep.bucket, bucketPointSQL}} {
 		if *p.dst == nil {
-			if *p.dst, err = s.DB.Writer().PrepareContext(ctx, p.sql); err != nil {
+			if *p.dst, err = s.DB.PrepareWrite(ctx, p.sql); err != nil {
 				return nil, nil, nil, err
 			}
 		}
@@ -245,7 +245,7 @@ func (s *Service) insertPoint(ctx context.Context, pt *Point) error {
 	}
 	return s.DB.Tx(ctx, func(tx *db.Tx) error {
 		var trip sql.NullString
-		if err := tx.StmtContext(ctx, ins).QueryRowContext(ctx, pointArgs(pt)...).Scan(&trip); err != nil {
+		if err := tx.Stmt(ctx, ins).QueryRowContext(ctx, pointArgs(pt)...).Scan(&trip); err != nil {
 			return err
 		}
 		pt.TripID = sptr(trip)

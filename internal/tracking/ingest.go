@@ -154,7 +154,7 @@ func (s *Service) insertBatch(ctx context.Context, batch []ingestReq) error {
 		return err
 	}
 	return s.DB.Tx(ctx, func(tx *db.Tx) error {
-		insert := tx.StmtContext(ctx, ins)
+		insert := tx.Stmt(ctx, ins)
 		for _, r := range batch {
 			var trip sql.NullString
 			if err := insert.QueryRowContext(ctx, pointArgs(r.pt)...).Scan(&trip); err != nil {

@@ -41,7 +41,7 @@ type Service struct {
 	ing  ingester // the GPS group commit (see ingest)
 	prep struct { // prepared ingestion statements (see ingestStmts)
 		sync.Mutex
-		insert, count, bucket *sql.Stmt
+		insert, count, bucket *db.WriteStmt
 	}
 }
 
