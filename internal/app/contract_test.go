@@ -28,3 +28,41 @@ func TestEveryRouteIsInTheContract(t *testing.T) {
 		}
 	}
 }
+
+// Every operation of api/openapi.yaml has a unique operationId and at least
+// one tag declared in the top-level tags list, so generated clients get stable
+// method names and generated docs group each operation under a described area.
+func TestEveryOperationHasIdAndTags(t *testing.T) {
+	doc, err := apptest.Contract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := map[string]bool{}
+	for _, tag := range doc.Tags {
+		if tag.Description == "" {
+			t.Errorf("tag %q has no description", tag.Name)
+		}
+		declared[tag.Name] = true
+	}
+	ids := map[string]string{}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			where := method + " " + path
+			if op.OperationID == "" {
+				t.Errorf("%s has no operationId", where)
+			} else if other, dup := ids[op.OperationID]; dup {
+				t.Errorf("%s and %s share the operationId %q", where, other, op.OperationID)
+			} else {
+				ids[op.OperationID] = where
+			}
+			if len(op.Tags) == 0 {
+				t.Errorf("%s has no tags", where)
+			}
+			for _, tag := range op.Tags {
+				if !declared[tag] {
+					t.Errorf("%s: tag %q is not in the top-level tags list", where, tag)
+				}
+			}
+		}
+	}
+}
