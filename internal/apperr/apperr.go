@@ -2,12 +2,19 @@
 //
 // An area returns *Error with a Kind; internal/httpx maps the kind to a status
 // and the REST body {error: KIND, message: TEXT}. Any other error is treated as
-// internal: logged with its detail, answered as 500 InternalError without it.
+// internal: logged with its detail, answered as 500 InternalError without it,
+// unless it says that a dependency is unreachable, out of time or out of
+// space (IsUnavailable): that is ServiceUnavailable, so one outage gets one
+// answer, 503, whichever store and route it surfaces in.
 package apperr
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
+	"sync"
+	"syscall"
 	"time"
 )
 
@@ -31,7 +38,7 @@ const (
 type Error struct {
 	Kind       Kind
 	Message    string
-	RetryAfter time.Duration // for TooManyRequests
+	RetryAfter time.Duration // for TooManyRequests and ServiceUnavailable
 	Err        error         // optional cause, never shown
 }
 
@@ -79,13 +86,62 @@ func RateLimited(retryAfter time.Duration, format string, args ...any) *Error {
 	return e
 }
 
-// KindOf returns the kind of err, or Internal when err carries none.
+// KindOf returns the kind of err: the kind it carries, ServiceUnavailable
+// when it is (or an Internal error is caused by) an unavailable dependency,
+// and Internal otherwise.
 func KindOf(err error) Kind {
 	var e *Error
-	if errors.As(err, &e) {
+	if errors.As(err, &e) && e.Kind != Internal {
 		return e.Kind
 	}
+	if unreachable(err) {
+		return ServiceUnavailable
+	}
 	return Internal
+}
+
+// IsUnavailable reports whether err means that a dependency (database,
+// cache, another service) cannot answer now rather than that the request or
+// the code is wrong: a ServiceUnavailable error, a deadline that passed, a
+// network failure, or a store error its package registered as such.
+func IsUnavailable(err error) bool { return err != nil && KindOf(err) == ServiceUnavailable }
+
+// classifiers are the stores' own tests for "unreachable" errors (driver
+// error codes that only the store's package knows), added by RegisterUnavailable.
+var classifiers struct {
+	sync.RWMutex
+	fs []func(error) bool
+}
+
+// RegisterUnavailable adds f to the tests of IsUnavailable. The packages
+// that own a driver (internal/db, internal/cache) register theirs at init,
+// so the classification stays in one place without apperr importing drivers.
+func RegisterUnavailable(f func(error) bool) {
+	classifiers.Lock()
+	defer classifiers.Unlock()
+	classifiers.fs = append(classifiers.fs, f)
+}
+
+// unreachable is IsUnavailable without the kind check: the generic causes
+// (deadline, network, out of disk space) and the registered ones.
+func unreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EIO) {
+		return true
+	}
+	classifiers.RLock()
+	defer classifiers.RUnlock()
+	for _, f := range classifiers.fs {
+		if f(err) {
+			return true
+		}
+	}
+	return false
 }
 
 // Is reports whether err has kind k.

@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"hmid/internal/apperr"
 )
 
 // Redis is the Cache shared by every instance through one Redis server.
@@ -17,6 +21,42 @@ type Redis struct {
 }
 
 var _ Cache = (*Redis)(nil)
+
+// Redis's "cannot answer now" errors are ServiceUnavailable for every caller,
+// also for code that uses the client directly (the real-time fan-out).
+func init() { apperr.RegisterUnavailable(IsUnavailable) }
+
+// IsUnavailable reports whether err means the Redis server cannot answer
+// now: the client's pool is exhausted, timed out or closed, the server is
+// loading its data set or is a replica without a master, or (caught by
+// apperr for every store) the network failed. Replies to a wrong command do
+// not count.
+func IsUnavailable(err error) bool {
+	if errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted) {
+		return true
+	}
+	var re redis.Error
+	if errors.As(err, &re) {
+		msg := re.Error()
+		return strings.HasPrefix(msg, "LOADING") || strings.HasPrefix(msg, "MASTERDOWN") ||
+			strings.HasPrefix(msg, "READONLY") || strings.HasPrefix(msg, "BUSY ") || strings.HasPrefix(msg, "TRYAGAIN")
+	}
+	return false
+}
+
+// errUnavailable is what Redis's methods return when the server cannot
+// answer: a ServiceUnavailable error keeping the cause for the log. A
+// connection the server closed (EOF) counts here, where it can only come
+// from Redis, and not in IsUnavailable, which sees every error.
+func errUnavailable(err error) error {
+	if err == nil || errors.Is(err, redis.Nil) {
+		return err
+	}
+	if !apperr.IsUnavailable(err) && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return err
+	}
+	return &apperr.Error{Kind: apperr.ServiceUnavailable, Message: "the cache is unavailable; try again later", Err: err}
+}
 
 // NewRedis connects to the server at url ("redis://…") and checks it answers.
 func NewRedis(ctx context.Context, url, prefix string) (*Redis, error) {
@@ -42,7 +82,7 @@ func NewRedis(ctx context.Context, url, prefix string) (*Redis, error) {
 func (r *Redis) Name() string { return "redis" }
 
 // Ping checks the server.
-func (r *Redis) Ping(ctx context.Context) error { return r.Client.Ping(ctx).Err() }
+func (r *Redis) Ping(ctx context.Context) error { return errUnavailable(r.Client.Ping(ctx).Err()) }
 
 // Get returns the value or ErrMiss.
 func (r *Redis) Get(ctx context.Context, key string) ([]byte, error) {
@@ -50,12 +90,12 @@ func (r *Redis) Get(ctx context.Context, key string) ([]byte, error) {
 	if errors.Is(err, redis.Nil) {
 		return nil, ErrMiss
 	}
-	return b, err
+	return b, errUnavailable(err)
 }
 
 // Set stores value for ttl (0 means no expiry).
 func (r *Redis) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	return r.Client.Set(ctx, r.Prefix+key, value, ttl).Err()
+	return errUnavailable(r.Client.Set(ctx, r.Prefix+key, value, ttl).Err())
 }
 
 // GetMany reads keys with one MGET.
@@ -69,7 +109,7 @@ func (r *Redis) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
 	}
 	vals, err := r.Client.MGet(ctx, full...).Result()
 	if err != nil {
-		return nil, err
+		return nil, errUnavailable(err)
 	}
 	out := make([][]byte, len(vals))
 	for i, v := range vals {
@@ -91,12 +131,13 @@ func (r *Redis) SetMany(ctx context.Context, entries map[string][]byte, ttl time
 		}
 		return nil
 	})
-	return err
+	return errUnavailable(err)
 }
 
 // SetNX stores value only if key is absent.
 func (r *Redis) SetNX(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error) {
-	return r.Client.SetNX(ctx, r.Prefix+key, value, ttl).Result()
+	ok, err := r.Client.SetNX(ctx, r.Prefix+key, value, ttl).Result()
+	return ok, errUnavailable(err)
 }
 
 // Delete removes keys.
@@ -108,7 +149,7 @@ func (r *Redis) Delete(ctx context.Context, keys ...string) error {
 	for i, k := range keys {
 		full[i] = r.Prefix + k
 	}
-	return r.Client.Del(ctx, full...).Err()
+	return errUnavailable(r.Client.Del(ctx, full...).Err())
 }
 
 // incrScript increments and sets the expiry only on creation, atomically, so a
@@ -127,9 +168,10 @@ func (r *Redis) Incr(ctx context.Context, key string, delta int64, ttl time.Dura
 		if errors.Is(err, redis.Nil) {
 			return 0, nil
 		}
-		return n, err
+		return n, errUnavailable(err)
 	}
-	return incrScript.Run(ctx, r.Client, []string{r.Prefix + key}, delta, ttl.Milliseconds()).Int64()
+	n, err := incrScript.Run(ctx, r.Client, []string{r.Prefix + key}, delta, ttl.Milliseconds()).Int64()
+	return n, errUnavailable(err)
 }
 
 // Close closes the connection pool.

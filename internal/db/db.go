@@ -18,13 +18,16 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -89,7 +92,30 @@ type DB struct {
 	gc *groupCommit // SQLite: runs every Tx on the one writer connection
 
 	versions versions // per-table write counters (Version)
+
+	dir    string       // directory of the SQLite file ("" otherwise), for Disk
+	fullAt atomic.Int64 // Unix nanoseconds of the last "disk full" write error
 }
+
+// Options tune Open. The zero value is the default of each field.
+type Options struct {
+	// SQLiteSync is SQLite's synchronous setting of a database file:
+	// "normal" (default; WAL commits survive a process crash, the last ones
+	// may be lost in a power cut) or "full" (every commit is fsynced).
+	SQLiteSync string
+	// StatementTimeout is PostgreSQL's statement_timeout, the server-side
+	// bound of one statement (0: 30 s). A URL that sets statement_timeout wins.
+	StatementTimeout time.Duration
+	// ConnectTimeout bounds a new PostgreSQL connection (0: 5 s). A URL that
+	// sets connect_timeout wins.
+	ConnectTimeout time.Duration
+}
+
+// Defaults of Options.
+const (
+	DefaultStatementTimeout = 30 * time.Second
+	DefaultConnectTimeout   = 5 * time.Second
+)
 
 // stmtCache keeps prepared statements of one pool, up to maxStmts texts (past
 // that, queries with generated texts are simply not cached).
@@ -127,9 +153,12 @@ func (c *stmtCache) close() {
 	})
 }
 
-// Open opens the database named by url: "sqlite:PATH", "memory" or "postgres://…".
-// It does not migrate; call Migrate.
-func Open(ctx context.Context, url string) (*DB, error) {
+// Open opens the database named by url with default Options.
+func Open(ctx context.Context, url string) (*DB, error) { return OpenWith(ctx, url, Options{}) }
+
+// OpenWith opens the database named by url: "sqlite:PATH", "memory" or
+// "postgres://…". It does not migrate; call Migrate.
+func OpenWith(ctx context.Context, url string, o Options) (*DB, error) {
 	d := &DB{locks: map[string]*sync.Mutex{}}
 	switch {
 	case url == "memory":
@@ -155,7 +184,12 @@ func Open(ctx context.Context, url string) (*DB, error) {
 				return nil, fmt.Errorf("db: create %s: %w", dir, err)
 			}
 		}
-		base := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
+		syncMode, err := sqliteSync(o.SQLiteSync)
+		if err != nil {
+			return nil, err
+		}
+		d.dir = filepath.Dir(path)
+		base := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(" + syncMode + ")"
 		w, err := sql.Open("sqlite", base+"&_txlock=immediate")
 		if err != nil {
 			return nil, err
@@ -174,7 +208,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		d.w, d.r = w, r
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
 		d.Flavor = Postgres
-		p, err := sql.Open("pgx", url)
+		p, err := sql.Open("pgx", postgresURL(url, o))
 		if err != nil {
 			return nil, err
 		}
@@ -195,6 +229,36 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		d.gc = startGroupCommit(d)
 	}
 	return d, nil
+}
+
+// sqliteSync maps HMID_SQLITE_SYNC to the PRAGMA synchronous value.
+func sqliteSync(v string) (string, error) {
+	switch strings.ToLower(v) {
+	case "", "normal":
+		return "NORMAL", nil
+	case "full":
+		return "FULL", nil
+	}
+	return "", fmt.Errorf("db: SQLite synchronous setting must be normal or full, got %q", v)
+}
+
+// postgresURL adds the connect and statement timeouts to url unless it sets
+// them. pgx sends parameters it does not know, such as statement_timeout, to
+// the server as run-time settings of each connection.
+func postgresURL(raw string, o Options) string {
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		return raw // sql.Open / the first ping reports it
+	}
+	q := u.Query()
+	if q.Get("connect_timeout") == "" {
+		q.Set("connect_timeout", strconv.Itoa(int(cmp.Or(o.ConnectTimeout, DefaultConnectTimeout).Seconds())))
+	}
+	if q.Get("statement_timeout") == "" {
+		q.Set("statement_timeout", strconv.FormatInt(cmp.Or(o.StatementTimeout, DefaultStatementTimeout).Milliseconds(), 10))
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // Close closes every pool.
@@ -225,10 +289,12 @@ func (d *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.Re
 	defer d.versions.bump(d.versions.of(query))
 	if d.Flavor == SQLite {
 		if st := d.writeStmts.get(ctx, d.w, query); st != nil {
-			return st.ExecContext(ctx, args...)
+			res, err := st.ExecContext(ctx, args...)
+			return res, d.observe(err)
 		}
 	}
-	return d.w.ExecContext(ctx, query, args...)
+	res, err := d.w.ExecContext(ctx, query, args...)
+	return res, d.observe(err)
 }
 
 // QueryContext runs a reading query on the reader pool. A writing statement

@@ -24,6 +24,12 @@ func (d *DB) Migrate(ctx context.Context) error {
 			return err
 		}
 		defer conn.Close()
+		// Waiting for another instance's migration, and a migration itself,
+		// may take longer than the statement_timeout that bounds requests.
+		if _, err := conn.ExecContext(ctx, "SET statement_timeout = 0"); err != nil {
+			return err
+		}
+		defer conn.ExecContext(context.Background(), "RESET statement_timeout")
 		if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock(hashtext('hmid.migrate'))"); err != nil {
 			return fmt.Errorf("db: migration lock: %w", err)
 		}

@@ -102,6 +102,10 @@ func (t *Tx) Stmt(ctx context.Context, w *WriteStmt) *sql.Stmt {
 // batch instead of once per request, and the writer never idles while a
 // descheduled request goroutine holds it.
 func (d *DB) Tx(ctx context.Context, fn func(tx *Tx) error) error {
+	return d.observe(d.tx(ctx, fn))
+}
+
+func (d *DB) tx(ctx context.Context, fn func(tx *Tx) error) error {
 	if d.gc != nil {
 		return d.gc.run(ctx, fn)
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"time"
 
 	"hmid/internal/apperr"
 )
@@ -37,29 +38,53 @@ func StatusOf(k apperr.Kind) int {
 	return http.StatusInternalServerError
 }
 
-// Error writes err as a REST error. Errors without a kind are logged with
-// their detail and answered as a bare 500; a cancelled request is not logged
-// as a failure.
+// unavailableRetry is the Retry-After of a 503 caused by an unreachable
+// dependency: long enough not to hammer it while it restarts.
+const unavailableRetry = 5 * time.Second
+
+// Error writes err as a REST error. Errors that say a dependency is
+// unreachable or out of time (apperr.IsUnavailable) are answered 503
+// ServiceUnavailable with Retry-After, whatever route they surface in; other
+// errors without a kind are logged with their detail and answered as a bare
+// 500; a cancelled request is not logged as a failure.
 func Error(w http.ResponseWriter, r *http.Request, err error) {
-	var e *apperr.Error
-	if !errors.As(err, &e) {
-		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
-			return
-		}
-		Logger(r.Context()).Error("internal error", slog.String("error", err.Error()))
-		JSON(w, http.StatusInternalServerError, ErrorBody{Error: string(apperr.Internal), Message: "an internal error occurred"})
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 		return
 	}
+	e := asAppErr(r, err)
 	if e.Kind == apperr.Internal && e.Err != nil {
 		Logger(r.Context()).Error("internal error", slog.String("error", e.Err.Error()))
 	}
-	if e.Kind == apperr.TooManyRequests && e.RetryAfter > 0 {
+	if (e.Kind == apperr.TooManyRequests || e.Kind == apperr.ServiceUnavailable) && e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 	}
 	if e.Kind == apperr.Unauthorized && w.Header().Get("WWW-Authenticate") == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="hmid"`)
 	}
 	JSON(w, StatusOf(e.Kind), ErrorBody{Error: string(e.Kind), Message: e.Message})
+}
+
+// asAppErr returns the *apperr.Error to answer err with: its own, a
+// ServiceUnavailable one for an unreachable dependency (logged as a warning:
+// the fault is outside hmid), or an Internal one keeping err for the log.
+func asAppErr(r *http.Request, err error) *apperr.Error {
+	var e *apperr.Error
+	known := errors.As(err, &e)
+	if known && e.Kind != apperr.Internal {
+		return e
+	}
+	if apperr.IsUnavailable(err) {
+		Logger(r.Context()).Warn("dependency unavailable", slog.String("error", err.Error()))
+		msg := "a service this request depends on is unavailable; try again later"
+		if errors.Is(err, context.DeadlineExceeded) {
+			msg = "the request did not complete within its time limit; try again later"
+		}
+		return &apperr.Error{Kind: apperr.ServiceUnavailable, Message: msg, RetryAfter: unavailableRetry, Err: err}
+	}
+	if known {
+		return e
+	}
+	return &apperr.Error{Kind: apperr.Internal, Message: "an internal error occurred", Err: err}
 }
 
 // NotFoundHandler answers unknown routes with a 404 JSON body.

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"hmid/internal/apperr"
 	"hmid/internal/httpx"
 )
 
@@ -16,6 +17,7 @@ const (
 	ErrInvalidScope           = "invalid_scope"
 	ErrAccessDenied           = "access_denied"
 	ErrServerError            = "server_error"
+	ErrTemporarilyUnavailable = "temporarily_unavailable"
 	ErrLoginRequired          = "login_required"
 	ErrConsentRequired        = "consent_required"
 	ErrRequestNotSupported    = "request_not_supported"
@@ -31,7 +33,7 @@ type Error struct {
 	Description string
 	Status      int
 	basic       bool  // the client authenticated with HTTP Basic: answer with WWW-Authenticate (RFC 6749 §5.2)
-	cause       error // the internal error behind a server_error, logged, never shown
+	cause       error // the internal error behind a server_error or temporarily_unavailable, logged, never shown
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Description }
@@ -41,8 +43,11 @@ func oerr(code, desc string) *Error {
 	if code == ErrInvalidClient {
 		st = http.StatusUnauthorized
 	}
-	if code == ErrServerError {
+	switch code {
+	case ErrServerError:
 		st = http.StatusInternalServerError
+	case ErrTemporarilyUnavailable:
+		st = http.StatusServiceUnavailable
 	}
 	return &Error{Code: code, Description: desc, Status: st}
 }
@@ -52,6 +57,9 @@ func writeOAuthError(w http.ResponseWriter, e *Error) {
 	securityHeaders(w)
 	if e.Status == http.StatusUnauthorized && e.basic {
 		w.Header().Set("WWW-Authenticate", `Basic realm="hmid", charset="UTF-8"`)
+	}
+	if e.Status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", retryAfterSeconds)
 	}
 	httpx.JSON(w, e.Status, map[string]string{"error": e.Code, "error_description": e.Description})
 }
@@ -70,10 +78,31 @@ func asOAuth(r *http.Request, err error) *Error {
 	return logged(r, asOAuthErr(err))
 }
 
+// retryAfterSeconds is the Retry-After of a temporarily_unavailable answer.
+const retryAfterSeconds = "5"
+
+// asOAuthErr wraps an error that is not an OAuth error, keeping it for the
+// log: temporarily_unavailable (503) when a dependency is unreachable or out
+// of time (apperr.IsUnavailable, RFC 6749 §4.1.2.1: "temporarily unable to
+// handle the request"), the same answer on the token endpoint; server_error
+// (500) otherwise.
+func asOAuthErr(err error) *Error {
+	e := oerr(ErrServerError, "the server could not complete the request")
+	if apperr.IsUnavailable(err) {
+		e = oerr(ErrTemporarilyUnavailable, "a service this request depends on is unavailable; try again later")
+	}
+	e.cause = err
+	return e
+}
+
 // logged logs the cause of a server_error and returns e.
 func logged(r *http.Request, e *Error) *Error {
 	if e.cause != nil {
-		httpx.Logger(r.Context()).Error("oauth: internal error", "err", e.cause)
+		if e.Code == ErrTemporarilyUnavailable {
+			httpx.Logger(r.Context()).Warn("oauth: dependency unavailable", "err", e.cause)
+		} else {
+			httpx.Logger(r.Context()).Error("oauth: internal error", "err", e.cause)
+		}
 	}
 	return e
 }

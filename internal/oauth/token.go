@@ -99,13 +99,6 @@ func (s *Service) authenticateClient(ctx context.Context, r *http.Request, form 
 	return c, secret, nil
 }
 
-// asOAuthErr wraps an internal error as server_error keeping it for the log.
-func asOAuthErr(err error) *Error {
-	e := oerr(ErrServerError, "the server could not complete the request")
-	e.cause = err
-	return e
-}
-
 // Token serves POST /v1/oauth/token (RFC 6749 §3.2; spec 1, Token).
 func (h *Handler) Token(w http.ResponseWriter, r *http.Request) {
 	s := h.S
