@@ -74,6 +74,7 @@ type Server struct {
 
 	handler http.Handler
 	router  chi.Router
+	limits  *requestLimits
 	closers []func() error
 }
 
@@ -99,7 +100,9 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 		}
 	}()
 
-	database, err := db.Open(ctx, cfg.DatabaseURL)
+	_, maxInFlight, readTimeout, requestTimeout := cfg.Limits()
+	// A statement may not outlive its request on the server either.
+	database, err := db.OpenWith(ctx, cfg.DatabaseURL, db.Options{SQLiteSync: cfg.SQLiteSync, StatementTimeout: requestTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +128,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 		}
 		s.Cache = rc
 		s.closers = append(s.closers, rc.Close)
-		s.Epoch = authn.CacheEpoch{Cache: rc}
+		s.Epoch = &authn.CacheEpoch{Cache: rc}
 	case database.Flavor == db.Postgres:
 		s.Cache = cache.NewMemory(s.Clock.Now)
 		s.Epoch = authn.DBEpoch{DB: database}
@@ -163,6 +166,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 	if err := s.buildAreas(ctx); err != nil {
 		return nil, err
 	}
+	s.limits = newRequestLimits(maxInFlight, readTimeout, requestTimeout)
 	s.router = s.routes()
 	s.handler = httpx.Base(httpx.BaseConfig{
 		PublicURL:      cfg.PublicURL,
@@ -170,7 +174,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 		Logger:         s.Log,
 		AccessLog:      !cfg.DisableAccessLog,
 		Metrics:        s.Metrics,
-	}, s.router)
+	}, s.limits.wrap(s.router))
 	ok = true
 	return s, nil
 }

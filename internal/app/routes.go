@@ -20,10 +20,19 @@ func (s *Server) routes() chi.Router {
 	route := func(method, path string, rule Rule, h http.HandlerFunc) {
 		r.With(s.Guard.Require(rule)).Method(method, path, h)
 	}
+	// stream is route for what the request limits must neither cut nor
+	// refuse: responses that last as long as the client wants, and /livez,
+	// which must answer while the server is busy.
+	stream := func(method, path string, rule Rule, h http.HandlerFunc) {
+		s.limits.streams[path] = true
+		route(method, path, rule, h)
+	}
 
 	// ---- Health, info, contract, metrics (spec 3 Health and info) ----
 	route("GET", "/health", Public(), s.health.Health)
 	route("GET", "/v1/health", Public(), s.health.Health)
+	stream("GET", "/livez", Public(), s.health.Live)
+	route("GET", "/readyz", Public(), s.health.Ready)
 	route("GET", "/v1", Public(), s.health.Info)
 	route("GET", "/v1/openapi.yaml", Public(), serveOpenAPI)
 	route("GET", "/metrics", Public(), promhttp.HandlerFor(s.Metrics.Registry, promhttp.HandlerOpts{}).ServeHTTP)
@@ -183,7 +192,7 @@ func (s *Server) routes() chi.Router {
 	// Optional: the handler accepts a system key in X-ID-App-Key OR a bearer
 	// principal holding audit:write, and answers 401 otherwise.
 	route("POST", "/v1/internal/audit", Optional(), ad.Internal)
-	route("GET", "/v1/user/export", Authenticated(), ex.Export)
+	stream("GET", "/v1/user/export", Authenticated(), ex.Export)
 	route("GET", "/v1/user/export/logs", Authenticated(), ex.Logs)
 
 	// ---- Tracking: GPS, devices, trips, locations, geofences, categories, templates (spec 3) ----
@@ -278,7 +287,7 @@ func (s *Server) routes() chi.Router {
 
 	// ---- Real-time channel and GraphQL ----
 	// /v1/ws authenticates itself: Authorization header or a single-use ?ticket=.
-	route("GET", "/v1/ws", Public(), s.Hub.ServeWS)
+	stream("GET", "/v1/ws", Public(), s.Hub.ServeWS)
 	route("POST", "/v1/ws/ticket", Authenticated(), s.Hub.IssueTicket)
 	// GraphQL: public operations exist (oauthScopes, platforms), so the route
 	// only resolves a bearer; every resolver requires what its REST twin does.

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"golang.org/x/net/netutil"
 )
 
 // shutdownGrace bounds how long a graceful shutdown waits for in-flight
@@ -17,10 +19,18 @@ const shutdownGrace = 20 * time.Second
 // gracefully: it stops accepting and drains the requests in flight. The
 // caller binds ln, so a port in use is reported before anything is logged
 // as listening.
+//
+// At most HMID_MAX_CONNECTIONS connections are open at once (past that,
+// new ones wait in the kernel's accept queue), and a client has
+// HMID_READ_TIMEOUT to send its headers; the body and response deadlines
+// are set per request (requestLimits), because the WebSocket and the data
+// export stream for longer than any server-wide WriteTimeout could allow.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	maxConns, _, readTimeout, _ := s.Config.Limits()
+	ln = netutil.LimitListener(ln, maxConns)
 	hs := &http.Server{
 		Handler:           s,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: readTimeout,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn),
 	}

@@ -2,8 +2,13 @@ package authn
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"sync"
 	"sync/atomic"
+	"time"
 
+	"hmid/internal/apperr"
 	"hmid/internal/cache"
 	"hmid/internal/db"
 )
@@ -23,20 +28,74 @@ func (e *MemoryEpoch) Current(context.Context) (int64, error) { return e.n.Load(
 // Bump advances the epoch.
 func (e *MemoryEpoch) Bump(context.Context) error { e.n.Add(1); return nil }
 
-// CacheEpoch keeps the epoch in a shared cache (Redis), for several instances.
-type CacheEpoch struct{ Cache cache.Cache }
+// CacheEpoch keeps the epoch in a shared cache (Redis), for several
+// instances. The epoch only tells when a cached principal must be reloaded,
+// and the database, not Redis, says whether a credential is valid; so an
+// unreachable Redis degrades to reading every principal from the database
+// (Current fails and the Resolver bypasses its cache), never to refusing
+// sessions and API keys (docs/decisions.md, "Authentication without Redis").
+type CacheEpoch struct {
+	Cache cache.Cache
+
+	mu      sync.Mutex
+	retryAt time.Time // after a failure, Redis is left alone until then
+	pending bool      // a Bump did not reach Redis: it is made up on recovery
+}
 
 const epochKey = "auth:epoch"
 
-// Current returns the epoch.
-func (e CacheEpoch) Current(ctx context.Context) (int64, error) {
-	return e.Cache.Incr(ctx, epochKey, 0, 0)
+// epochRetry is how long an unreachable Redis is not asked for the epoch
+// again, so that a frozen server costs one timeout a second, not one a request.
+const epochRetry = time.Second
+
+// ErrEpochUnknown is returned by Current when the shared epoch cannot be
+// read; cached principals must then not be trusted.
+var ErrEpochUnknown = errors.New("authn: the authentication epoch is unknown")
+
+// Current returns the epoch, first making up a Bump that failed.
+func (e *CacheEpoch) Current(ctx context.Context) (int64, error) {
+	e.mu.Lock()
+	wait, pending := time.Now().Before(e.retryAt), e.pending
+	e.mu.Unlock()
+	if wait {
+		return 0, ErrEpochUnknown
+	}
+	delta := int64(0)
+	if pending {
+		delta = 1
+	}
+	n, err := e.Cache.Incr(ctx, epochKey, delta, 0)
+	if err != nil {
+		e.failed(false)
+		return 0, fmt.Errorf("%w: %w", ErrEpochUnknown, err)
+	}
+	if pending {
+		e.mu.Lock()
+		e.pending = false
+		e.mu.Unlock()
+	}
+	return n, nil
 }
 
-// Bump advances the epoch.
-func (e CacheEpoch) Bump(ctx context.Context) error {
+// Bump advances the epoch. When Redis cannot be reached the change is
+// already in the database, which every instance reads while Redis is down;
+// the bump is remembered and made when Redis answers again, so principals
+// cached before the outage are reloaded then.
+func (e *CacheEpoch) Bump(ctx context.Context) error {
 	_, err := e.Cache.Incr(ctx, epochKey, 1, 0)
+	if err != nil && apperr.IsUnavailable(err) {
+		e.failed(true)
+		return nil
+	}
 	return err
+}
+
+// failed records that Redis did not answer.
+func (e *CacheEpoch) failed(missedBump bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.retryAt = time.Now().Add(epochRetry)
+	e.pending = e.pending || missedBump
 }
 
 // DBEpoch keeps the epoch in the auth_epoch table, for several instances on
@@ -58,6 +117,6 @@ func (e DBEpoch) Bump(ctx context.Context) error {
 
 var (
 	_ Epoch = (*MemoryEpoch)(nil)
-	_ Epoch = CacheEpoch{}
+	_ Epoch = (*CacheEpoch)(nil)
 	_ Epoch = DBEpoch{}
 )

@@ -28,11 +28,16 @@ type Resolver struct {
 
 	mu    sync.Mutex
 	cache map[string]*cached // by token hash
+	// gen advances each time the epoch becomes unknown: principals cached
+	// before may have been revoked meanwhile without the epoch showing it.
+	gen       uint64
+	epochLost bool // the last epoch read failed
 }
 
 type cached struct {
 	p         *Principal
-	epoch     int64
+	gen       uint64
+	epoch     int64 // noEpoch when loaded while the epoch was unknown
 	loadedAt  time.Time
 	touchedAt time.Time // last write of last_used_at / last_activity_at
 }
@@ -46,6 +51,10 @@ const touchEvery = time.Minute
 
 // maxCached bounds the principal cache; on overflow it is emptied.
 const maxCached = 100_000
+
+// noEpoch marks a principal loaded while the epoch was unknown: it is never
+// served from the cache (epochs are never negative).
+const noEpoch = -1
 
 // errInvalid is the one answer for a missing, unknown, expired or revoked
 // token: telling them apart would help an attacker.
@@ -67,22 +76,22 @@ func (r *Resolver) Resolve(ctx context.Context, tok string) (*Principal, error) 
 		return nil, errInvalid
 	}
 	now := r.Clock.Now()
-	epoch, err := r.Epoch.Current(ctx)
-	if err != nil {
-		return nil, apperr.Unavailablef("authentication state is unavailable")
-	}
+	epoch, gen := r.epoch(ctx)
 	h := token.Hash(tok)
 	r.mu.Lock()
 	c := r.cache[h]
 	r.mu.Unlock()
-	if c != nil && c.epoch == epoch && now.Sub(c.loadedAt) < cacheTTL {
+	if c != nil && epoch != noEpoch && c.epoch == epoch && c.gen == gen && now.Sub(c.loadedAt) < cacheTTL {
 		if !c.p.ExpiresAt.IsZero() && !now.Before(c.p.ExpiresAt) {
 			return nil, errInvalid
 		}
 		r.touch(ctx, c, now)
 		return c.p, nil
 	}
-	var p *Principal
+	var (
+		p   *Principal
+		err error
+	)
 	if isSession {
 		p, err = r.loadSession(ctx, h, now)
 	} else {
@@ -91,7 +100,7 @@ func (r *Resolver) Resolve(ctx context.Context, tok string) (*Principal, error) 
 	if err != nil {
 		return nil, err
 	}
-	nc := &cached{p: p, epoch: epoch, loadedAt: now}
+	nc := &cached{p: p, gen: gen, epoch: epoch, loadedAt: now}
 	if c != nil {
 		nc.touchedAt = c.touchedAt
 	}
@@ -103,6 +112,26 @@ func (r *Resolver) Resolve(ctx context.Context, tok string) (*Principal, error) 
 	r.mu.Unlock()
 	r.touch(ctx, nc, now)
 	return p, nil
+}
+
+// epoch reads the authentication epoch and the cache generation. When the
+// epoch cannot be read (Redis unreachable) it returns noEpoch: the
+// principal is then read from the database, which holds every revocation,
+// instead of failing the request; the generation advances once per outage
+// so that nothing cached before it is trusted after it.
+func (r *Resolver) epoch(ctx context.Context) (epoch int64, gen uint64) {
+	n, err := r.Epoch.Current(ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		if !r.epochLost {
+			r.epochLost = true
+			r.gen++
+		}
+		return noEpoch, r.gen
+	}
+	r.epochLost = false
+	return n, r.gen
 }
 
 // touch records use of the credential at most once a minute per instance, with

@@ -5,11 +5,14 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Config is the validated service configuration.
@@ -32,6 +35,14 @@ type Config struct {
 	StreamPlatform   ProviderConfig // HMID_STREAMPLATFORM_* (Twitch-like integration)
 	ChatPlatformCDN  string         // HMID_CHATPLATFORM_CDN_URL, base of guild icon and avatar URLs
 	DisableAccessLog bool           // HMID_ACCESS_LOG=off silences per-request log lines (benchmarks)
+
+	// Limits that keep slow or numerous clients from exhausting the server;
+	// zero means the default (Default* below).
+	MaxConnections      int           // HMID_MAX_CONNECTIONS, open client connections
+	MaxRequestsInFlight int           // HMID_MAX_REQUESTS_IN_FLIGHT, requests handled at once; more get 503
+	ReadTimeout         time.Duration // HMID_READ_TIMEOUT, to read a request's headers and body
+	RequestTimeout      time.Duration // HMID_REQUEST_TIMEOUT, to handle a request, database included
+	SQLiteSync          string        // HMID_SQLITE_SYNC: normal (default) or full
 }
 
 // ProviderConfig holds the endpoints and credentials of an external OAuth provider.
@@ -48,7 +59,25 @@ const (
 	DefaultAddr        = ":8080"
 	DefaultPublicURL   = "http://localhost:8080"
 	DefaultDatabaseURL = "sqlite:./data/hmid.db"
+
+	// DefaultMaxConnections leaves room for the 10,000 WebSocket clients
+	// that bench's ws-fanout holds open on a 2-core machine.
+	DefaultMaxConnections = 10_000
+	// DefaultMaxRequestsInFlight is far above what 2 cores and a pool of 32
+	// database connections serve at once, and bounds request bodies in
+	// memory to 256 MiB.
+	DefaultMaxRequestsInFlight = 256
+	DefaultReadTimeout         = 10 * time.Second
+	DefaultRequestTimeout      = 30 * time.Second
 )
+
+// Limits returns the connection and request limits with defaults filled in.
+func (c Config) Limits() (maxConns, maxInFlight int, readTimeout, requestTimeout time.Duration) {
+	return cmp.Or(c.MaxConnections, DefaultMaxConnections),
+		cmp.Or(c.MaxRequestsInFlight, DefaultMaxRequestsInFlight),
+		cmp.Or(c.ReadTimeout, DefaultReadTimeout),
+		cmp.Or(c.RequestTimeout, DefaultRequestTimeout)
+}
 
 // FromEnv builds a Config from getenv and validates it.
 func FromEnv(getenv func(string) string) (Config, error) {
@@ -82,6 +111,20 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			APIURL:       strings.TrimRight(get("HMID_STREAMPLATFORM_API_URL", "https://api.twitch.tv/helix"), "/"),
 		},
 		DisableAccessLog: strings.EqualFold(get("HMID_ACCESS_LOG", "on"), "off"),
+		SQLiteSync:       strings.ToLower(get("HMID_SQLITE_SYNC", "normal")),
+	}
+	var err error
+	if c.MaxConnections, err = positiveInt(get, "HMID_MAX_CONNECTIONS", DefaultMaxConnections); err != nil {
+		return c, err
+	}
+	if c.MaxRequestsInFlight, err = positiveInt(get, "HMID_MAX_REQUESTS_IN_FLIGHT", DefaultMaxRequestsInFlight); err != nil {
+		return c, err
+	}
+	if c.ReadTimeout, err = positiveDuration(get, "HMID_READ_TIMEOUT", DefaultReadTimeout); err != nil {
+		return c, err
+	}
+	if c.RequestTimeout, err = positiveDuration(get, "HMID_REQUEST_TIMEOUT", DefaultRequestTimeout); err != nil {
+		return c, err
 	}
 	if c.MailFrom == "" {
 		host := "localhost"
@@ -109,6 +152,26 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	return c, c.Validate()
 }
 
+// positiveInt reads a count that must be at least 1.
+func positiveInt(get func(string, string) string, name string, def int) (int, error) {
+	v := get(name, strconv.Itoa(def))
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%s must be a whole number of at least 1, got %q", name, v)
+	}
+	return n, nil
+}
+
+// positiveDuration reads a Go duration ("30s", "1m30s") that must be positive.
+func positiveDuration(get func(string, string) string, name string, def time.Duration) (time.Duration, error) {
+	v := get(name, def.String())
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s must be a positive duration such as 30s, got %q", name, v)
+	}
+	return d, nil
+}
+
 // Validate checks values that can be checked without touching the outside world.
 func (c Config) Validate() error {
 	u, err := url.Parse(c.PublicURL)
@@ -131,6 +194,9 @@ func (c Config) Validate() error {
 	}
 	if (c.AdminEmail == "") != (c.AdminPassword == "") {
 		return errors.New("HMID_ADMIN_EMAIL and HMID_ADMIN_PASSWORD must be set together")
+	}
+	if c.SQLiteSync != "" && c.SQLiteSync != "normal" && c.SQLiteSync != "full" {
+		return fmt.Errorf("HMID_SQLITE_SYNC must be normal or full, got %q", c.SQLiteSync)
 	}
 	if c.AdminPassword != "" && len(c.AdminPassword) < 8 {
 		return errors.New("HMID_ADMIN_PASSWORD must be at least 8 characters")

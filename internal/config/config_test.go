@@ -15,6 +15,10 @@ func TestDefaults(t *testing.T) {
 	if c.Addr != ":8080" || c.DatabaseURL != "sqlite:./data/hmid.db" || c.PublicURL != "http://localhost:8080" || c.SQLitePath() != "./data/hmid.db" {
 		t.Fatalf("defaults = %+v", c)
 	}
+	if c.MaxConnections != DefaultMaxConnections || c.MaxRequestsInFlight != DefaultMaxRequestsInFlight ||
+		c.ReadTimeout != DefaultReadTimeout || c.RequestTimeout != DefaultRequestTimeout || c.SQLiteSync != "normal" {
+		t.Fatalf("limit defaults = %+v", c)
+	}
 }
 
 func TestValidation(t *testing.T) {
@@ -28,6 +32,11 @@ func TestValidation(t *testing.T) {
 		{map[string]string{"HMID_ADMIN_EMAIL": "a@b.c"}, "set together"},
 		{map[string]string{"HMID_TRUSTED_PROXIES": "10.0.0.0/8, nonsense"}, "HMID_TRUSTED_PROXIES"},
 		{map[string]string{"HMID_REDIS_URL": "http://x"}, "HMID_REDIS_URL"},
+		{map[string]string{"HMID_MAX_CONNECTIONS": "0"}, "HMID_MAX_CONNECTIONS"},
+		{map[string]string{"HMID_MAX_REQUESTS_IN_FLIGHT": "many"}, "HMID_MAX_REQUESTS_IN_FLIGHT"},
+		{map[string]string{"HMID_READ_TIMEOUT": "10"}, "HMID_READ_TIMEOUT"},
+		{map[string]string{"HMID_REQUEST_TIMEOUT": "-1s"}, "HMID_REQUEST_TIMEOUT"},
+		{map[string]string{"HMID_SQLITE_SYNC": "off"}, "HMID_SQLITE_SYNC"},
 	}
 	for _, c := range cases {
 		_, err := FromEnv(env(c.env))

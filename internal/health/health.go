@@ -1,11 +1,14 @@
 // Package health serves the health and API info endpoints (spec 3, Health and
 // info): real database and cache pings with their response times, the
-// real-time channel's counts, uptime and version.
+// database's disk space, the real-time channel's counts, uptime and version;
+// and the container probes /livez (the process serves) and /readyz (its
+// database and cache answer).
 package health
 
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 
 	"hmid/internal/cache"
@@ -37,6 +40,15 @@ type Service struct {
 	ResponseTime float64 `json:"responseTime"` // milliseconds
 	Type         string  `json:"type,omitempty"`
 	Error        string  `json:"error,omitempty"`
+	Disk         *Disk   `json:"disk,omitempty"` // the database's only
+}
+
+// Disk is the space the database writes to: measured for a SQLite file,
+// and for both engines "full" while writes fail for lack of space.
+type Disk struct {
+	Status     string  `json:"status"` // ok or full
+	FreeBytes  *uint64 `json:"freeBytes,omitempty"`
+	TotalBytes *uint64 `json:"totalBytes,omitempty"`
 }
 
 // Websocket is the real-time channel's block.
@@ -44,6 +56,7 @@ type Websocket struct {
 	Status        string `json:"status"`
 	Connections   int    `json:"connections"`
 	Subscriptions int    `json:"subscriptions"`
+	Error         string `json:"error,omitempty"`
 }
 
 // Uptime is the process uptime split into units.
@@ -89,9 +102,66 @@ func ping(ctx context.Context, f func(context.Context) error) Service {
 	return Service{Status: "up", ResponseTime: ms}
 }
 
-// Health serves GET /health and /v1/health: 200 when every dependency is up,
-// 503 with status naming the failed service otherwise.
+// Health serves GET /health and /v1/health: 200 when every dependency is up
+// and the database's disk has room, 503 with status naming what failed
+// otherwise ("database unavailable", "redis and websocket unavailable",
+// "database disk full").
 func (h *Handler) Health(w http.ResponseWriter, r *http.Request) {
+	rep := h.report(r)
+	rep.Services.Database.Disk = h.disk()
+	var down []string
+	if rep.Services.Database.Status != "up" {
+		down = append(down, "database")
+	}
+	if rep.Services.Redis.Status != "up" {
+		down = append(down, "redis")
+	}
+	if rep.Services.Websocket.Status != "up" {
+		down = append(down, "websocket")
+	}
+	var problems []string
+	if len(down) > 0 {
+		problems = append(problems, joinNames(down)+" unavailable")
+	}
+	if d := rep.Services.Database.Disk; d != nil && d.Status == "full" {
+		problems = append(problems, "database disk full")
+	}
+	h.write(w, rep, problems)
+}
+
+// Ready serves GET /readyz, the readiness probe: the health body, 200 when
+// the database and the cache answer, 503 otherwise. A full disk does not
+// make an instance unready: it still serves reads, and so would any other.
+func (h *Handler) Ready(w http.ResponseWriter, r *http.Request) {
+	rep := h.report(r)
+	var down []string
+	if rep.Services.Database.Status != "up" {
+		down = append(down, "database")
+	}
+	if rep.Services.Redis.Status != "up" {
+		down = append(down, "redis")
+	}
+	var problems []string
+	if len(down) > 0 {
+		problems = append(problems, joinNames(down)+" unavailable")
+	}
+	h.write(w, rep, problems)
+}
+
+// Live is the body of GET /livez.
+type Live struct {
+	Status string `json:"status"`
+}
+
+// Live serves GET /livez, the liveness probe: 200 while the process serves
+// HTTP, whatever its dependencies do (restarting hmid would not bring them back).
+func (h *Handler) Live(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	httpx.JSON(w, http.StatusOK, Live{Status: "ok"})
+}
+
+// report pings the database and the cache and reads the real-time counts.
+func (h *Handler) report(r *http.Request) Report {
 	ctx := r.Context()
 	rep := Report{
 		Status:    "ok",
@@ -108,20 +178,48 @@ func (h *Handler) Health(w http.ResponseWriter, r *http.Request) {
 	if h.Realtime != nil {
 		rep.Services.Websocket.Connections, rep.Services.Websocket.Subscriptions = h.Realtime.Counts()
 	}
+	if h.Redis && rep.Services.Redis.Status != "up" {
+		// The channel fans events out to every instance through Redis.
+		rep.Services.Websocket.Status = "down"
+		rep.Services.Websocket.Error = "events cannot reach other instances while redis is unavailable"
+	}
+	return rep
+}
+
+// disk reports the database's disk: measured space where known, and "full"
+// while writes fail for lack of it.
+func (h *Handler) disk() *Disk {
+	st := h.DB.Disk()
+	if !st.Known && !st.Full {
+		return nil
+	}
+	d := &Disk{Status: "ok"}
+	if st.Full {
+		d.Status = "full"
+	}
+	if st.Known {
+		d.FreeBytes, d.TotalBytes = &st.FreeBytes, &st.TotalBytes
+	}
+	return d
+}
+
+// write answers rep: 200 without problems, 503 with status naming them.
+func (h *Handler) write(w http.ResponseWriter, rep Report, problems []string) {
 	status := http.StatusOK
-	switch {
-	case rep.Services.Database.Status != "up" && rep.Services.Redis.Status != "up":
-		rep.Status = "database and redis unavailable"
-		status = http.StatusServiceUnavailable
-	case rep.Services.Database.Status != "up":
-		rep.Status = "database unavailable"
-		status = http.StatusServiceUnavailable
-	case rep.Services.Redis.Status != "up":
-		rep.Status = "redis unavailable"
+	if len(problems) > 0 {
+		rep.Status = strings.Join(problems, "; ")
 		status = http.StatusServiceUnavailable
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	httpx.JSON(w, status, rep)
+}
+
+// joinNames joins names as "a", "a and b", "a, b and c".
+func joinNames(names []string) string {
+	if len(names) == 1 {
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // Info is the body of GET /v1.
