@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -38,8 +39,8 @@ func StatusOf(k apperr.Kind) int {
 	return http.StatusInternalServerError
 }
 
-// unavailableRetry is the Retry-After of a 503 caused by an unreachable
-// dependency: long enough not to hammer it while it restarts.
+// unavailableRetry is the Retry-After of a 503 that names no other: long
+// enough not to hammer a dependency while it restarts.
 const unavailableRetry = 5 * time.Second
 
 // Error writes err as a REST error. Errors that say a dependency is
@@ -55,7 +56,11 @@ func Error(w http.ResponseWriter, r *http.Request, err error) {
 	if e.Kind == apperr.Internal && e.Err != nil {
 		Logger(r.Context()).Error("internal error", slog.String("error", e.Err.Error()))
 	}
-	if (e.Kind == apperr.TooManyRequests || e.Kind == apperr.ServiceUnavailable) && e.RetryAfter > 0 {
+	if e.Kind == apperr.ServiceUnavailable {
+		// Every 503 says when to come back (RFC 9110 §10.2.3).
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(cmp.Or(e.RetryAfter, unavailableRetry).Seconds()))))
+	}
+	if e.Kind == apperr.TooManyRequests && e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 	}
 	if e.Kind == apperr.Unauthorized && w.Header().Get("WWW-Authenticate") == "" {
@@ -79,7 +84,7 @@ func asAppErr(r *http.Request, err error) *apperr.Error {
 		if errors.Is(err, context.DeadlineExceeded) {
 			msg = "the request did not complete within its time limit; try again later"
 		}
-		return &apperr.Error{Kind: apperr.ServiceUnavailable, Message: msg, RetryAfter: unavailableRetry, Err: err}
+		return &apperr.Error{Kind: apperr.ServiceUnavailable, Message: msg, Err: err}
 	}
 	if known {
 		return e
