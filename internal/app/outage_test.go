@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -410,4 +411,53 @@ func TestRedisDownKeepsSessionsAndKeys(t *testing.T) {
 		}
 		e.Call(t, "GET", "/readyz", "", nil, http.StatusServiceUnavailable)
 	})
+}
+
+// TestFullDiskIs503AndInHealth fills SQLite (its page limit stands in for
+// the disk) and expects writes to answer 503, not 500, and /health to say
+// that the database's disk is full.
+func TestFullDiskIs503AndInHealth(t *testing.T) {
+	e := apptest.New(t, dbtest.Engine{Name: "sqlite", URL: dbtest.SQLite(t)})
+	h := e.Call(t, "GET", "/health", "", nil, http.StatusOK).JSON()
+	disk := h["services"].(map[string]any)["database"].(map[string]any)["disk"].(map[string]any)
+	if disk["status"] != "ok" || disk["freeBytes"].(float64) <= 0 {
+		t.Fatalf("health disk = %v", disk)
+	}
+	ctx := context.Background()
+	var pages int
+	if err := e.Server.DB.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Server.DB.ExecContext(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", pages)); err != nil {
+		t.Fatal(err)
+	}
+	var r *apptest.Resp
+	for i := range 500 { // until a write needs a page the database may not have
+		body := fmt.Sprintf(`{"name":"device %d %s"}`, i, strings.Repeat("x", 200))
+		r = rawDo(t, e, "POST", "/v1/devices", e.SystemKey, strings.NewReader(body), map[string]string{"Content-Type": "application/json"})
+		if r.Status != http.StatusCreated {
+			break
+		}
+	}
+	wantUnavailable(t, r, "a write on a full disk")
+	h = e.Call(t, "GET", "/health", "", nil, http.StatusServiceUnavailable).JSON()
+	disk = h["services"].(map[string]any)["database"].(map[string]any)["disk"].(map[string]any)
+	if h["status"] != "database disk full" || disk["status"] != "full" {
+		t.Fatalf("health with a full disk: %v", h)
+	}
+	// Reads go on, so the instance stays ready.
+	e.Call(t, "GET", "/readyz", "", nil, http.StatusOK)
+	e.Call(t, "GET", "/v1/devices", e.SystemKey, nil, http.StatusOK)
+}
+
+// TestSQLiteSyncSetting checks that HMID_SQLITE_SYNC reaches the database
+// connections.
+func TestSQLiteSyncSetting(t *testing.T) {
+	for mode, want := range map[string]int{"": 1, "full": 2} {
+		e := apptest.New(t, dbtest.Engine{Name: "sqlite", URL: dbtest.SQLite(t)}, withConfig(func(c *config.Config) { c.SQLiteSync = mode }))
+		var n int
+		if err := e.Server.DB.QueryRowContext(context.Background(), "PRAGMA synchronous").Scan(&n); err != nil || n != want {
+			t.Fatalf("HMID_SQLITE_SYNC=%q: PRAGMA synchronous = %d, %v; want %d", mode, n, err, want)
+		}
+	}
 }

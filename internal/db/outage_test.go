@@ -1,0 +1,112 @@
+package db_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"hmid/internal/apperr"
+	"hmid/internal/db"
+	"hmid/internal/dbtest"
+)
+
+// TestSQLiteSyncReachesConnections opens SQLite with each HMID_SQLITE_SYNC
+// value and reads PRAGMA synchronous back on the writer and a reader.
+func TestSQLiteSyncReachesConnections(t *testing.T) {
+	ctx := context.Background()
+	for mode, want := range map[string]int{"": 1, "normal": 1, "full": 2} { // NORMAL = 1, FULL = 2
+		d, err := db.OpenWith(ctx, dbtest.SQLite(t), db.Options{SQLiteSync: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r, w int
+		if err := d.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&r); err != nil {
+			t.Fatal(err)
+		}
+		err = d.Tx(ctx, func(tx *db.Tx) error { return tx.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&w) })
+		d.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r != want || w != want {
+			t.Errorf("sync %q: reader synchronous=%d, writer %d, want %d", mode, r, w, want)
+		}
+	}
+	if _, err := db.OpenWith(ctx, dbtest.SQLite(t), db.Options{SQLiteSync: "off"}); err == nil {
+		t.Fatal("synchronous=off was accepted")
+	}
+}
+
+// TestPostgresStatementTimeout checks that the statement timeout reaches
+// every connection and that a statement cancelled by it is an outage.
+func TestPostgresStatementTimeout(t *testing.T) {
+	ctx := context.Background()
+	u := dbtest.Postgres(t)
+	d, err := db.OpenWith(ctx, u, db.Options{StatementTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var st string
+	if err := d.QueryRowContext(ctx, "SHOW statement_timeout").Scan(&st); err != nil || st != "500ms" {
+		t.Fatalf("statement_timeout = %q, %v; want 500ms", st, err)
+	}
+	var x any
+	err = d.QueryRowContext(ctx, "SELECT pg_sleep(2)").Scan(&x)
+	if err == nil || !db.IsUnavailable(err) || apperr.KindOf(err) != apperr.ServiceUnavailable {
+		t.Fatalf("a statement over the timeout: %v (unavailable %v)", err, db.IsUnavailable(err))
+	}
+	// The default, and a URL that sets its own.
+	d2, err := db.Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	if err := d2.QueryRowContext(ctx, "SHOW statement_timeout").Scan(&st); err != nil || st != "30s" {
+		t.Fatalf("default statement_timeout = %q, %v; want 30s", st, err)
+	}
+	d3, err := db.Open(ctx, u+"&statement_timeout=7000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d3.Close()
+	if err := d3.QueryRowContext(ctx, "SHOW statement_timeout").Scan(&st); err != nil || st != "7s" {
+		t.Fatalf("the URL's statement_timeout = %q, %v; want 7s", st, err)
+	}
+}
+
+// TestSQLiteFullDisk makes SQLite run out of pages and expects the failed
+// write to be an outage that Disk reports, and a constraint failure not to be.
+func TestSQLiteFullDisk(t *testing.T) {
+	ctx := context.Background()
+	d := dbtest.Engine{Name: "sqlite", URL: dbtest.SQLite(t)}.Open(t)
+	if st := d.Disk(); !st.Known || st.Full || st.TotalBytes == 0 {
+		t.Fatalf("disk before = %+v", st)
+	}
+	insert := func(key string, size int) error {
+		_, err := d.ExecContext(ctx, `INSERT INTO settings (key, value, created_at, updated_at) VALUES ($1, $2, 1, 1)`, key, strings.Repeat("x", size))
+		return err
+	}
+	if err := insert("dup", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := insert("dup", 1); err == nil || db.IsUnavailable(err) || apperr.KindOf(err) != apperr.Internal {
+		t.Fatalf("a unique violation: %v, classified unavailable", err)
+	}
+	var pages int
+	if err := d.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.ExecContext(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", pages)); err != nil {
+		t.Fatal(err)
+	}
+	err := insert("big", 1<<20)
+	if err == nil || !db.IsUnavailable(err) || apperr.KindOf(err) != apperr.ServiceUnavailable {
+		t.Fatalf("a write on a full database: %v", err)
+	}
+	if !d.Disk().Full {
+		t.Fatalf("disk after a full write = %+v, want Full", d.Disk())
+	}
+}
