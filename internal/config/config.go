@@ -151,10 +151,11 @@ func (c Config) validateMetricsAddr() error {
 	if c.MetricsAddr == "" {
 		return nil
 	}
-	if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+	_, port, err := net.SplitHostPort(c.MetricsAddr)
+	if err != nil {
 		return fmt.Errorf("HMID_METRICS_ADDR must be host:port or :port, got %q", c.MetricsAddr)
 	}
-	if c.MetricsAddr == c.Addr {
+	if c.MetricsAddr == c.Addr && port != "0" { // port 0 picks a free port for each
 		return fmt.Errorf("HMID_METRICS_ADDR must differ from HMID_ADDR (%q); leave it empty to serve /metrics on the main listener", c.Addr)
 	}
 	return nil
