@@ -2,95 +2,169 @@
 //
 // Usage:
 //
-//	hmid [serve]              start the service (the default)
-//	hmid migrate              apply database migrations and seed, then exit
-//	hmid keys create --system create a new system API key and print it
-//	hmid version              print the version
+//	hmid [serve]                            start the service (the default)
+//	hmid migrate                            apply database migrations and seed, then exit
+//	hmid keys create --system [--name N]    create a system API key and print it alone on stdout
+//	hmid healthcheck [--timeout D]          exit 0 when the local instance is ready (container probes)
+//	hmid version                            print the version
 //
-// Configuration comes from HMID_* environment variables; see README.md.
+// Every command takes --help. Configuration comes from HMID_* environment
+// variables; see README.md.
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
-
-	"hmid/internal/app"
-	"hmid/internal/config"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "hmid:", err)
-		os.Exit(1)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	if err == nil {
+		return
 	}
+	fmt.Fprintln(os.Stderr, "hmid:", err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		os.Exit(2) // the conventional status of a command-line mistake
+	}
+	os.Exit(1)
 }
+
+// env is what a command may use of the process, so tests drive run without globals.
+type env struct {
+	getenv         func(string) string
+	stdout, stderr io.Writer
+}
+
+// command is one subcommand: its flags, its help and what it does with the
+// arguments left after the flags.
+type command struct {
+	name    string
+	args    string // the synopsis after the name, for the usage line
+	summary string
+	detail  string                 // paragraphs of help after the usage line
+	flags   func(fs *flag.FlagSet) // registers the command's flags (nil: none)
+	run     func(ctx context.Context, e env, fs *flag.FlagSet) error
+}
+
+// commands lists every subcommand; the first is the default.
+func commands() []*command {
+	return []*command{serveCommand(), migrateCommand(), keysCommand(), healthcheckCommand(), versionCommand()}
+}
+
+// usageError is a mistake on the command line; main exits with status 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
 
 // run is main without globals, so tests can drive it.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	cmd := "serve"
+	e := env{getenv: getenv, stdout: stdout, stderr: stderr}
+	cmds := commands()
 	if len(args) > 0 {
-		cmd, args = args[0], args[1:]
-	}
-	switch cmd {
-	case "version", "--version", "-v":
-		fmt.Fprintln(stdout, "hmid", app.Version)
-		return nil
-	case "serve", "migrate", "keys":
-	case "help", "--help", "-h":
-		fmt.Fprintln(stdout, "usage: hmid [serve | migrate | keys create --system | version]")
-		return nil
-	default:
-		return fmt.Errorf("unknown command %q (want serve, migrate, keys or version)", cmd)
-	}
-	cfg, err := config.FromEnv(getenv)
-	if err != nil {
-		return err
-	}
-	app.TuneRuntime(getenv)
-	level := slog.LevelInfo
-	_ = level.UnmarshalText([]byte(strings.ToUpper(cfg.LogLevel)))
-	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
-
-	srv, err := app.New(ctx, cfg, app.Options{Logger: logger, Stdout: stdout})
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
-
-	switch cmd {
-	case "migrate":
-		fmt.Fprintln(stdout, "database migrated and seeded")
-		return nil
-	case "keys":
-		if len(args) < 2 || args[0] != "create" || args[1] != "--system" {
-			return errors.New("usage: hmid keys create --system [name]")
+		switch {
+		case isHelp(args[0]): // "hmid --help" asks about hmid, "hmid serve --help" about serve
+			printOverview(stdout, cmds)
+			return nil
+		case args[0] == "--version" || args[0] == "-v":
+			args = append([]string{"version"}, args[1:]...)
 		}
-		name := "System"
-		if len(args) > 2 {
-			name = args[2]
+	}
+	name := cmds[0].name
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, args = args[0], args[1:]
+	}
+	if name == "help" {
+		if len(args) > 0 {
+			if c := find(cmds, args[0]); c != nil {
+				return execute(ctx, e, c, []string{"--help"})
+			}
 		}
-		key, err := srv.Access.CreateSystemKey(ctx, name, "created with hmid keys create --system")
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, key)
+		printOverview(stdout, cmds)
 		return nil
 	}
-
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	c := find(cmds, name)
+	if c == nil {
+		printOverview(stderr, cmds)
+		return usageError{fmt.Sprintf("unknown command %q", name)}
 	}
-	logger.Info("hmid listening", slog.String("addr", ln.Addr().String()), slog.String("public_url", cfg.PublicURL), slog.String("version", app.Version))
-	return srv.Serve(ctx, ln)
+	return execute(ctx, e, c, args)
+}
+
+// find returns the command called name, or nil.
+func find(cmds []*command, name string) *command {
+	for _, c := range cmds {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+func isHelp(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
+
+// execute parses c's flags from args and runs it. --help prints the help to
+// stdout and runs nothing; a bad flag prints the help to stderr.
+func execute(ctx context.Context, e env, c *command, args []string) error {
+	fs := flag.NewFlagSet("hmid "+c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // the errors are returned and printed once, by main
+	if c.flags != nil {
+		c.flags(fs)
+	}
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		printHelp(e.stdout, c, fs)
+		return nil
+	case err != nil:
+		printHelp(e.stderr, c, fs)
+		return usageError{err.Error()}
+	}
+	return c.run(ctx, e, fs)
+}
+
+// printHelp writes a command's usage line, help text and flags.
+func printHelp(w io.Writer, c *command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "usage: %s\n\n%s\n", strings.TrimSpace("hmid "+c.name+" "+c.args), c.summary)
+	if c.detail != "" {
+		fmt.Fprintf(w, "\n%s\n", c.detail)
+	}
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		fmt.Fprintln(w, "\nflags:")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+}
+
+// printOverview lists the commands.
+func printOverview(w io.Writer, cmds []*command) {
+	fmt.Fprintln(w, "usage: hmid <command> [flags]\n\ncommands:")
+	for i, c := range cmds {
+		def := ""
+		if i == 0 {
+			def = " (the default)"
+		}
+		fmt.Fprintf(w, "  %-12s %s%s\n", c.name, c.summary, def)
+	}
+	fmt.Fprintln(w, "\n\"hmid <command> --help\" describes a command. Configuration is read from HMID_* environment variables (see README.md).")
+}
+
+// noArgs refuses positional arguments for commands that take none.
+func noArgs(fs *flag.FlagSet) error {
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("%s takes no arguments, got %q", strings.TrimPrefix(fs.Name(), "hmid "), fs.Args())}
+	}
+	return nil
 }

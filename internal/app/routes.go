@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"hmid/api"
 	. "hmid/internal/authn" //nolint:staticcheck // the rule names read as a table: Perm("roles:read"), PermOrSelf(…)
@@ -35,7 +34,11 @@ func (s *Server) routes() chi.Router {
 	route("GET", "/readyz", Public(), s.health.Ready)
 	route("GET", "/v1", Public(), s.health.Info)
 	route("GET", "/v1/openapi.yaml", Public(), serveOpenAPI)
-	route("GET", "/metrics", Public(), promhttp.HandlerFor(s.Metrics.Registry, promhttp.HandlerOpts{}).ServeHTTP)
+	// /metrics: on a listener of its own with HMID_METRICS_ADDR (cmd/hmid),
+	// else here, for system keys only: route and runtime figures are not public.
+	if s.Config.MetricsAddr == "" {
+		route("GET", "/metrics", SystemKey(), s.Metrics.Handler().ServeHTTP)
+	}
 
 	// ---- Roles and permissions (spec 1) ----
 	ac := &s.accessHandler

@@ -8,6 +8,8 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"net/netip"
 	"net/url"
 	"strconv"
@@ -32,6 +34,7 @@ type Config struct {
 	GeoIPDB          string         // HMID_GEOIP_DB
 	TrustedProxies   []netip.Prefix // HMID_TRUSTED_PROXIES, comma-separated CIDRs
 	LogLevel         string         // HMID_LOG_LEVEL: debug, info, warn, error
+	MetricsAddr      string         // HMID_METRICS_ADDR: listener of its own for /metrics; empty serves it on Addr behind a system key
 	StreamPlatform   ProviderConfig // HMID_STREAMPLATFORM_* (Twitch-like integration)
 	ChatPlatformCDN  string         // HMID_CHATPLATFORM_CDN_URL, base of guild icon and avatar URLs
 	DisableAccessLog bool           // HMID_ACCESS_LOG=off silences per-request log lines (benchmarks)
@@ -102,6 +105,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		PegelURL:        strings.TrimRight(get("HMID_PEGEL_URL", ""), "/"),
 		GeoIPDB:         get("HMID_GEOIP_DB", ""),
 		LogLevel:        get("HMID_LOG_LEVEL", "info"),
+		MetricsAddr:     get("HMID_METRICS_ADDR", ""),
 		ChatPlatformCDN: strings.TrimRight(get("HMID_CHATPLATFORM_CDN_URL", "https://cdn.discordapp.com"), "/"),
 		StreamPlatform: ProviderConfig{
 			ClientID:     get("HMID_STREAMPLATFORM_CLIENT_ID", ""),
@@ -201,7 +205,48 @@ func (c Config) Validate() error {
 	if c.AdminPassword != "" && len(c.AdminPassword) < 8 {
 		return errors.New("HMID_ADMIN_PASSWORD must be at least 8 characters")
 	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		return err
+	}
+	return c.validateMetricsAddr()
+}
+
+// validateMetricsAddr checks HMID_METRICS_ADDR is a host:port other than
+// HMID_ADDR, so a typo fails at start instead of at the second bind.
+func (c Config) validateMetricsAddr() error {
+	if c.MetricsAddr == "" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(c.MetricsAddr)
+	if err != nil {
+		return fmt.Errorf("HMID_METRICS_ADDR must be host:port or :port, got %q", c.MetricsAddr)
+	}
+	if c.MetricsAddr == c.Addr && port != "0" { // port 0 picks a free port for each
+		return fmt.Errorf("HMID_METRICS_ADDR must differ from HMID_ADDR (%q); leave it empty to serve /metrics on the main listener", c.Addr)
+	}
 	return nil
+}
+
+// Level is HMID_LOG_LEVEL as a slog level (info when unset).
+func (c Config) Level() slog.Level {
+	l, _ := parseLevel(c.LogLevel)
+	return l
+}
+
+// parseLevel accepts debug, info, warn and error in any case; an empty
+// value is info.
+func parseLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "", "info":
+		return slog.LevelInfo, nil
+	case "warn":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return slog.LevelInfo, fmt.Errorf("HMID_LOG_LEVEL must be debug, info, warn or error, got %q", s)
 }
 
 // IsPostgres reports whether the database is PostgreSQL.

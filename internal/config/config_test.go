@@ -1,6 +1,7 @@
 package config
 
 import (
+	"log/slog"
 	"strings"
 	"testing"
 )
@@ -47,5 +48,29 @@ func TestValidation(t *testing.T) {
 	c, err := FromEnv(env(map[string]string{"HMID_TRUSTED_PROXIES": "10.0.0.0/8,127.0.0.1", "HMID_PUBLIC_URL": "https://id.example.org/"}))
 	if err != nil || len(c.TrustedProxies) != 2 || c.PublicURL != "https://id.example.org" || c.MailFrom != "hmid@id.example.org" {
 		t.Fatalf("parsed = %+v, %v", c, err)
+	}
+}
+
+// TestLogLevelAndMetricsAddr checks that an unknown log level and a metrics
+// address that cannot be bound fail at start, and that good values parse.
+func TestLogLevelAndMetricsAddr(t *testing.T) {
+	for _, bad := range []map[string]string{
+		{"HMID_LOG_LEVEL": "verbose"},
+		{"HMID_LOG_LEVEL": "info+2"},
+		{"HMID_METRICS_ADDR": "9090"},
+		{"HMID_METRICS_ADDR": ":8080"},
+	} {
+		for k := range bad {
+			if _, err := FromEnv(env(bad)); err == nil || !strings.Contains(err.Error(), k) {
+				t.Errorf("%v: err = %v, want one naming %s", bad, err, k)
+			}
+		}
+	}
+	c, err := FromEnv(env(map[string]string{"HMID_LOG_LEVEL": "WARN", "HMID_METRICS_ADDR": "127.0.0.1:9090"}))
+	if err != nil || c.Level() != slog.LevelWarn || c.MetricsAddr != "127.0.0.1:9090" {
+		t.Fatalf("parsed = %+v (level %v), %v", c, c.Level(), err)
+	}
+	if c, _ := FromEnv(env(nil)); c.Level() != slog.LevelInfo {
+		t.Fatalf("default level %v", c.Level())
 	}
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // BaseConfig configures the Base middleware.
@@ -29,8 +31,11 @@ type BaseConfig struct {
 // Base is the outermost middleware: it stores the public base URL, a request
 // id (echoed as X-Request-ID), the client IP and a request logger in the
 // context; limits the body to 1 MiB; recovers panics as 500; records metrics;
-// and writes one JSON access-log line per request.
+// and writes one JSON access-log line per request. Metrics and the access log
+// are labelled with the chi route pattern the router matched ("unmatched"
+// when none did), so a series counts a route, not each of its URLs.
 func Base(cfg BaseConfig, next http.Handler) http.Handler {
+	routes, _ := next.(chi.Routes)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := r.Header.Get("X-Request-ID")
@@ -38,7 +43,13 @@ func Base(cfg BaseConfig, next http.Handler) http.Handler {
 			id = newRequestID()
 		}
 		ip := ResolveClientIP(r, cfg.TrustedProxies)
-		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, &reqInfo{baseURL: cfg.PublicURL, id: id, ip: ip, root: cfg.Logger}))
+		// chi creates its routing context only when it finds none, and then on
+		// a request copy this middleware never sees. Handing it one here lets
+		// the pattern it records be read after the router returned.
+		rctx := chi.NewRouteContext()
+		rctx.Routes = routes
+		ctx := context.WithValue(r.Context(), ctxKey{}, &reqInfo{baseURL: cfg.PublicURL, id: id, ip: ip, root: cfg.Logger})
+		r = r.WithContext(context.WithValue(ctx, chi.RouteCtxKey, rctx))
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 		}
@@ -56,8 +67,8 @@ func Base(cfg BaseConfig, next http.Handler) http.Handler {
 			}
 			elapsed := time.Since(start)
 			route := "unmatched"
-			if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
-				route = rc.RoutePattern()
+			if p := rctx.RoutePattern(); p != "" {
+				route = p
 			}
 			status := sw.status
 			if status == 0 {
@@ -152,8 +163,16 @@ func NewMetrics() *Metrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}, []string{"method", "route"}),
 	}
-	reg.MustRegister(m.requests, m.latency, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	// The collectors package replaces prometheus.NewGoCollector and
+	// prometheus.NewProcessCollector, which are deprecated.
+	reg.MustRegister(m.requests, m.latency, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// Handler serves the registry in the Prometheus exposition format, for
+// /metrics on the main listener or on a listener of its own.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
 }
 
 func (m *Metrics) observe(method, route string, status int, d time.Duration) {
