@@ -167,7 +167,7 @@ func TestGPSRateLimit(t *testing.T) {
 		}
 		// Another principal (the owner's session) has its own window.
 		e.Call(t, "POST", "/v1/gps", admin.Token, point(32, nil), http.StatusCreated)
-		e.Clock.Advance(time.Minute)
+		e.Advance(t, time.Minute)
 		r = e.Call(t, "POST", "/v1/gps", key, point(33, nil), http.StatusCreated)
 		if r.Header.Get("RateLimit-Remaining") != "29" {
 			t.Fatalf("new window remaining = %s", r.Header.Get("RateLimit-Remaining"))
@@ -243,7 +243,7 @@ func TestGPSListPagesAcrossHours(t *testing.T) {
 		var all []string
 		for i := range 40 {
 			if i%25 == 24 {
-				e.Clock.Advance(time.Minute)
+				e.Advance(t, time.Minute)
 			}
 			ts := base - int64((i*7919)%40)*700 - int64(i%3)
 			if i%10 == 0 {
