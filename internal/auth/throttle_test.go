@@ -166,4 +166,3 @@ func TestLoginThrottleUnavailable(t *testing.T) {
 		}
 	})
 }
-
