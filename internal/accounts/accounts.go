@@ -52,7 +52,7 @@ type Service struct {
 	Clock   clock.Clock
 	Audit   *audit.Writer
 	Mail    hmail.Sender
-	Limiter *cache.Limiter
+	Limiter cache.Limiter
 	Log     *slog.Logger
 	// PublicURL is the base of the links in verification mails.
 	PublicURL string
@@ -137,12 +137,12 @@ func emailInUse(ctx context.Context, q db.Querier, addr, userID string) (bool, e
 
 // limitMail counts one verification mail for userID and refuses beyond the limit.
 func (s *Service) limitMail(ctx context.Context, userID string) error {
-	d, err := s.Limiter.Allow(ctx, "accounts:mail:"+userID, mailLimit, mailWindow)
+	d, err := cache.Allow(ctx, s.Limiter, "accounts:mail:"+userID, cache.PerPeriod(mailLimit, mailWindow))
 	if err != nil {
 		return apperr.Unavailablef("rate limiter unavailable")
 	}
 	if !d.Allowed {
-		return apperr.RateLimited(d.Reset, "too many verification mails; try again later")
+		return apperr.RateLimited(d.RetryAfter, "too many verification mails; try again later")
 	}
 	return nil
 }

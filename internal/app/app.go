@@ -54,7 +54,7 @@ type Server struct {
 	Epoch   authn.Epoch
 	Guard   *authn.Guard
 	Audit   *audit.Writer
-	Limiter *cache.Limiter
+	Limiter cache.Limiter
 	Metrics *httpx.Metrics
 	areaHandlers
 	Started time.Time
@@ -129,6 +129,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 		s.Cache = rc
 		s.closers = append(s.closers, rc.Close)
 		s.Epoch = &authn.CacheEpoch{Cache: rc}
+		s.Limiter = cache.NewRedisLimiter(rc)
 	case database.Flavor == db.Postgres:
 		s.Cache = cache.NewMemory(s.Clock.Now)
 		s.Epoch = authn.DBEpoch{DB: database}
@@ -136,7 +137,9 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 		s.Cache = cache.NewMemory(s.Clock.Now)
 		s.Epoch = &authn.MemoryEpoch{}
 	}
-	s.Limiter = &cache.Limiter{Cache: s.Cache, Now: s.Clock.Now}
+	if s.Limiter == nil {
+		s.Limiter = cache.NewMemoryLimiter(s.Clock.Now)
+	}
 	s.Audit = &audit.Writer{DB: database, Clock: s.Clock}
 	if cfg.GeoIPDB != "" {
 		if s.GeoIP, err = geoip.Open(cfg.GeoIPDB); err != nil {

@@ -184,7 +184,7 @@ func TestTwoFactorLifecycle(t *testing.T) {
 		// Replay: the step accepted at verify is spent; the same code fails.
 		e.Call(t, "POST", tfBase+"/backup-codes/regenerate", u.Token, map[string]any{"code": late}, http.StatusBadRequest)
 		// Five minutes later the failure window is fresh.
-		e.Clock.Advance(5 * time.Minute)
+		e.Advance(t, 5*time.Minute)
 
 		// Regenerate: a backup code is refused; a TOTP code gives 10 new codes.
 		r = e.Call(t, "POST", tfBase+"/backup-codes/regenerate", u.Token, map[string]any{"code": codes[0]}, http.StatusBadRequest)
@@ -221,7 +221,7 @@ func TestTwoFactorLifecycle(t *testing.T) {
 		if st := tfStatus(t, e, u.Token); st["backup_codes_remaining"] != float64(9) {
 			t.Fatalf("status after using a backup code = %v", st)
 		}
-		e.Clock.Advance(5 * time.Minute)
+		e.Advance(t, 5*time.Minute)
 		loose := strings.ToUpper(strings.ReplaceAll(newCodes[1].(string), "-", ""))
 		r = e.Call(t, "DELETE", tfBase, u.Token, map[string]any{"code": loose}, http.StatusOK)
 		if m := r.JSON(); m["success"] != true || m["message"] == "" {
@@ -450,9 +450,10 @@ func TestTwoFactorThrottleParallel(t *testing.T) {
 		for i, s := range statuses {
 			count[s]++
 			if s == http.StatusTooManyRequests {
-				// The window started at 12:00:00; it is 12:00:30, so 270 s remain.
-				if retry[i] != "270" {
-					t.Errorf("429 with Retry-After %q, want 270", retry[i])
+				// Five attempts at once use the allowance up; one comes
+				// back every FailureWindow/MaxFailures = 60 s.
+				if retry[i] != "60" {
+					t.Errorf("429 with Retry-After %q, want 60", retry[i])
 				}
 			}
 		}
@@ -467,8 +468,8 @@ func TestTwoFactorThrottleParallel(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "TooManyRequests") {
 			t.Fatalf("login while blocked: %v", err)
 		}
-		// The window ends; the right code works again.
-		e.Clock.Advance(5 * time.Minute)
+		// The allowance comes back; the right code works again.
+		e.Advance(t, 5*time.Minute)
 		e.Call(t, "DELETE", tfBase, u.Token, map[string]any{"code": tfCode(t, secret, e.Clock.Now())}, http.StatusOK)
 	})
 }
@@ -588,7 +589,7 @@ func TestTwoFactorSingleUseUnderRace(t *testing.T) {
 
 		// Parallel logins with one TOTP code, then with one backup code:
 		// exactly one of each succeeds.
-		e.Clock.Advance(5 * time.Minute)
+		e.Advance(t, 5*time.Minute)
 		for _, c := range []func() string{
 			func() string { return tfCode(t, secret, e.Clock.Now()) },
 			func() string { return tfRegenerate(t, e, u, secret)[0] },
@@ -612,7 +613,7 @@ func TestTwoFactorSingleUseUnderRace(t *testing.T) {
 			if won != 1 {
 				t.Fatalf("code %s: %d parallel logins succeeded: %v", c, won, errs)
 			}
-			e.Clock.Advance(5 * time.Minute)
+			e.Advance(t, 5*time.Minute)
 		}
 	})
 }

@@ -14,7 +14,7 @@ type twofactorArea struct {
 
 // buildTwoFactor constructs the area with explicit dependencies.
 func (s *Server) buildTwoFactor(ctx context.Context) error {
-	svc := &twofactor.Service{DB: s.DB, Clock: s.Clock, Box: s.Box, Audit: s.Audit, Cache: s.Cache, Mail: s.Mail, Log: s.Log}
+	svc := &twofactor.Service{DB: s.DB, Clock: s.Clock, Box: s.Box, Audit: s.Audit, Limiter: s.Limiter, Mail: s.Mail, Log: s.Log}
 	s.twoFactorSvc = svc
 	s.twoFactorHandler = &twofactor.Handler{S: svc}
 	s.SecondFactor = svc

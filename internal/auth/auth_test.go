@@ -166,8 +166,13 @@ func TestLoginThrottle(t *testing.T) {
 		// Another account from the same address is not blocked yet.
 		other := e.NewUser(t, apptest.UserSpec{Password: pw})
 		login(t, e, other.Email, pw, 200)
-		e.Clock.Advance(auth.FailWindow)
-		login(t, e, u.Email, pw, 200)
+		// The allowance comes back one attempt every FailWindow/FailPerAccount.
+		e.Advance(t, auth.FailWindow/auth.FailPerAccount)
+		r = login(t, e, u.Email, pw, 200)
+		if r.Header.Get("RateLimit-Remaining") != "1" {
+			t.Fatalf("after one interval: RateLimit headers %v", r.Header)
+		}
+		e.Advance(t, auth.FailWindow)
 
 		// Per address: failures spread over several accounts (one unknown).
 		login(t, e, "probe@example.test", "wrong password", 401)
@@ -366,11 +371,11 @@ func TestPasswordReset(t *testing.T) {
 			t.Fatal("no new token")
 		}
 		e.Call(t, "POST", "/v1/auth/password-reset/confirm", "", map[string]any{"token": old, "password": "brand new password 2"}, 400)
-		e.Clock.Advance(auth.ResetTTL + time.Second)
+		e.Advance(t, auth.ResetTTL+time.Second)
 		e.Call(t, "POST", "/v1/auth/password-reset/confirm", "", map[string]any{"token": newer, "password": "brand new password 2"}, 400)
 
 		// Per-account throttle: silent (same answer, no more mail); per-address: 429.
-		e.Clock.Advance(auth.ResetWindow)
+		e.Advance(t, auth.ResetWindow)
 		for range auth.ResetPerAccount + 2 {
 			e.Call(t, "POST", "/v1/auth/password-reset/request", "", map[string]any{"email": u.Email}, 200)
 		}

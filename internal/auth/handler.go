@@ -1,9 +1,7 @@
 package auth
 
 import (
-	"math"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -165,12 +163,7 @@ func (h *Handler) ResetConfirm(w http.ResponseWriter, r *http.Request) {
 // headers (DECISIONS.md, REST conventions).
 func (h *Handler) meta(w http.ResponseWriter, r *http.Request) Meta {
 	m := MetaFrom(r, "api")
-	m.RateLimit = func(d cache.Decision) {
-		hd := w.Header()
-		hd.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
-		hd.Set("RateLimit-Remaining", strconv.Itoa(d.Remaining))
-		hd.Set("RateLimit-Reset", strconv.Itoa(int(math.Ceil(d.Reset.Seconds()))))
-	}
+	m.RateLimit = func(d cache.Decision) { httpx.SetRateLimit(w, d.Limit, d.Remaining, d.Reset) }
 	return m
 }
 

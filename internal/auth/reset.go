@@ -11,6 +11,7 @@ import (
 
 	"hmid/internal/apperr"
 	"hmid/internal/audit"
+	"hmid/internal/cache"
 	"hmid/internal/db"
 	"hmid/internal/mail"
 	"hmid/internal/token"
@@ -49,13 +50,13 @@ func (s *Service) RequestReset(ctx context.Context, email string, m Meta) error 
 	if !validEmail(email) {
 		return apperr.Invalid("email must be a valid email address")
 	}
-	d, err := s.Limiter.Allow(ctx, "reset:ip:"+m.IP, ResetPerIP, ResetWindow)
+	d, err := cache.Allow(ctx, s.Limiter, "reset:ip:"+m.IP, cache.PerPeriod(ResetPerIP, ResetWindow))
 	if err != nil {
-		return err
+		return apperr.Unavailablef("the password-reset throttle is unavailable; try again later")
 	}
 	m.reportDecision(d)
 	if !d.Allowed {
-		return apperr.RateLimited(d.Reset, "too many password-reset requests; try again later")
+		return apperr.RateLimited(d.RetryAfter, "too many password-reset requests; try again later")
 	}
 	var (
 		userID, name string
@@ -72,9 +73,9 @@ func (s *Service) RequestReset(ctx context.Context, email string, m Meta) error 
 	if err != nil {
 		return err
 	}
-	d, err = s.Limiter.Allow(ctx, "reset:acct:"+userID, ResetPerAccount, ResetWindow)
+	d, err = cache.Allow(ctx, s.Limiter, "reset:acct:"+userID, cache.PerPeriod(ResetPerAccount, ResetWindow))
 	if err != nil {
-		return err
+		return apperr.Unavailablef("the password-reset throttle is unavailable; try again later")
 	}
 	if !d.Allowed {
 		return nil

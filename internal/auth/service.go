@@ -25,6 +25,7 @@ import (
 	"hmid/internal/db"
 	"hmid/internal/password"
 	"hmid/internal/sessions"
+	"hmid/internal/token"
 	"hmid/internal/users"
 )
 
@@ -59,7 +60,7 @@ type Service struct {
 	DB      *db.DB
 	Clock   clock.Clock
 	Audit   *audit.Writer
-	Limiter *cache.Limiter
+	Limiter cache.Limiter
 	Epoch   authn.Epoch
 	// Resolver turns a session token (bearer or cookie) into a principal.
 	Resolver *authn.Resolver
@@ -86,12 +87,6 @@ type Meta struct {
 	// RateLimit, when set, is told the state of the throttle that applies
 	// (the JSON endpoints turn it into RateLimit-* headers).
 	RateLimit func(cache.Decision)
-}
-
-func (m Meta) report(limit int, used int64, reset time.Duration) {
-	if m.RateLimit != nil {
-		m.RateLimit(cache.Decision{Allowed: used < int64(limit), Limit: limit, Remaining: max(0, limit-int(used)), Reset: reset})
-	}
 }
 
 func (m Meta) reportDecision(d cache.Decision) {
@@ -255,64 +250,59 @@ func banError(reason string, until *time.Time) error {
 	return apperr.Forbiddenf("%s", msg)
 }
 
-// failKeys are the limiter keys of failed logins with their limits.
-func failKeys(email, ip string) []struct {
-	key   string
-	limit int
-} {
-	return []struct {
-		key   string
-		limit int
-	}{{"login_fail:acct:" + email, FailPerAccount}, {"login_fail:ip:" + ip, FailPerIP}}
+// loginQuotas are the allowances a login attempt is reserved in: the
+// account's, keyed by a hash of the normalized address (so the key has the
+// same size whatever was sent), and the client address's. Each is a GCRA
+// limit of n per FailWindow: n at once, then one more every FailWindow/n.
+func loginQuotas(email, ip string) []cache.Quota {
+	return []cache.Quota{
+		{Key: "login:acct:" + token.Hash(email), Limit: cache.PerPeriod(FailPerAccount, FailWindow)},
+		{Key: "login:ip:" + ip, Limit: cache.PerPeriod(FailPerIP, FailWindow)},
+	}
 }
 
-func (s *Service) failReset() time.Duration {
-	now := s.now()
-	return now.Truncate(FailWindow).Add(FailWindow).Sub(now)
+// reserveLogin takes one attempt from the account's and the address's
+// allowance before the password is checked. Counting only after the check
+// let every one of many concurrent guesses be checked; with the reservation
+// taken first (atomically, in the shared limiter), no more attempts are
+// checked than the allowance holds, however many arrive at once. The others
+// are answered 429 with Retry-After, unchecked. Without the limiter's store
+// there is no login (503): letting attempts through unthrottled would open
+// the door to guessing while Redis is down.
+func (s *Service) reserveLogin(ctx context.Context, email string, m Meta) (*cache.Reservation, error) {
+	rsv, d, err := cache.Reserve(ctx, s.Limiter, loginQuotas(email, m.IP)...)
+	if err != nil {
+		return nil, apperr.Unavailablef("the login throttle is unavailable; try again later")
+	}
+	m.reportDecision(d)
+	if rsv == nil {
+		return nil, apperr.RateLimited(d.RetryAfter, "too many failed login attempts; try again later")
+	}
+	return rsv, nil
 }
 
-// throttled answers 429 when the account or the address has used up its
-// failed attempts in the current window. It reports the tighter of the two.
-func (s *Service) throttled(ctx context.Context, email string, m Meta) error {
-	limit, used := 0, int64(-1)
-	for _, l := range failKeys(email, m.IP) {
-		n, err := s.Limiter.Count(ctx, l.key, FailWindow)
-		if err != nil {
-			return err
-		}
-		if used < 0 || int64(l.limit)-n < int64(limit)-used {
-			limit, used = l.limit, n
-		}
+// releaseLogin gives a reserved attempt back: only failures stay counted,
+// so a user who types the right password is never throttled by successes.
+// If the store fails now the attempt stays counted, the safe side.
+func (s *Service) releaseLogin(ctx context.Context, rsv *cache.Reservation, m Meta) {
+	if d, err := rsv.Release(ctx); err == nil {
+		m.reportDecision(d)
 	}
-	m.report(limit, used, s.failReset())
-	if used >= int64(limit) {
-		return apperr.RateLimited(s.failReset(), "too many failed login attempts; try again later")
-	}
-	return nil
 }
 
-// failed counts a failed attempt and audits it (login_failed).
-func (s *Service) failed(ctx context.Context, email, userID string, m Meta, reason string) error {
-	limit, used := 0, int64(-1)
-	for _, l := range failKeys(email, m.IP) {
-		// A plain counter: the limit is checked by throttled.
-		d, err := s.Limiter.Allow(ctx, l.key, 1<<30, FailWindow)
-		if err != nil {
-			return err
-		}
-		n := int64(d.Limit - d.Remaining)
-		if used < 0 || int64(l.limit)-n < int64(limit)-used {
-			limit, used = l.limit, n
-		}
-	}
-	m.report(limit, used, s.failReset())
+// failedWith audits a failed attempt (login_failed), whose reservation
+// stays counted, and returns answer (or the audit's error).
+func (s *Service) failedWith(ctx context.Context, userID string, m Meta, reason string, answer error) error {
 	_, err := s.Audit.Record(ctx, s.DB, audit.Event{
 		UserID: userID, EventType: audit.LoginFailed, ResourceType: "user", ResourceID: userID,
 		IPAddress: m.IP, UserAgent: m.UserAgent, SourceService: m.Source,
 		Description: "Failed login with email and password", Failed: true, ErrorMessage: reason,
 		Metadata: map[string]any{"provider": Platform},
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	return answer
 }
 
 // LoginInput is a login attempt.
@@ -324,7 +314,9 @@ type LoginInput struct {
 
 // Login checks email and password and, when the user has two-factor
 // authentication, the code; then it creates a session. Without a code for a
-// two-factor user it answers TwoFactorRequired and creates nothing.
+// two-factor user it answers TwoFactorRequired and creates nothing. The
+// attempt is reserved in the throttle before the password is checked (see
+// reserveLogin) and given back unless it failed.
 func (s *Service) Login(ctx context.Context, in LoginInput, m Meta) (Result, error) {
 	email := NormalizeEmail(in.Email)
 	if email == "" || in.Password == "" {
@@ -333,41 +325,44 @@ func (s *Service) Login(ctx context.Context, in LoginInput, m Meta) (Result, err
 	if err := s.requireEnabled(ctx); err != nil {
 		return Result{}, err
 	}
-	if err := s.throttled(ctx, email, m); err != nil {
-		return Result{}, err
-	}
-	a, found, err := s.accountByEmail(ctx, email)
+	rsv, err := s.reserveLogin(ctx, email, m)
 	if err != nil {
 		return Result{}, err
 	}
+	res, counted, err := s.login(ctx, email, in, m)
+	if !counted {
+		s.releaseLogin(ctx, rsv, m)
+	}
+	return res, err
+}
+
+// login is Login after the reservation; counted reports a failed attempt,
+// whose reservation must stay.
+func (s *Service) login(ctx context.Context, email string, in LoginInput, m Meta) (res Result, counted bool, err error) {
+	a, found, err := s.accountByEmail(ctx, email)
+	if err != nil {
+		return Result{}, false, err
+	}
 	if !found || a.deleted || !a.hash.Valid || len(in.Password) > MaxPassword {
 		password.VerifyDummy(in.Password)
-		if err := s.failed(ctx, email, a.userID, m, "invalid credentials"); err != nil {
-			return Result{}, err
-		}
-		return Result{}, errBadCredentials
+		return Result{}, true, s.failedWith(ctx, a.userID, m, "invalid credentials", errBadCredentials)
 	}
 	ok, err := password.Verify(in.Password, a.hash.String)
 	if err != nil && !errors.Is(err, password.ErrMalformed) {
-		return Result{}, err
+		return Result{}, false, err
 	}
 	if !ok {
-		if err := s.failed(ctx, email, a.userID, m, "invalid credentials"); err != nil {
-			return Result{}, err
-		}
-		return Result{}, errBadCredentials
+		return Result{}, true, s.failedWith(ctx, a.userID, m, "invalid credentials", errBadCredentials)
 	}
 	// The ban is told only to someone who knows the password, so it does
 	// not reveal which accounts exist or are banned.
 	if banned, reason, until, err := s.activeBan(ctx, a.userID); err != nil {
-		return Result{}, err
+		return Result{}, false, err
 	} else if banned {
-		if err := s.failed(ctx, email, a.userID, m, "account banned"); err != nil {
-			return Result{}, err
-		}
-		return Result{}, banError(reason, until)
+		return Result{}, true, s.failedWith(ctx, a.userID, m, "account banned", banError(reason, until))
 	}
-	return s.secondStep(ctx, a, in.Code, m)
+	res, err = s.secondStep(ctx, a, in.Code, m)
+	return res, false, err
 }
 
 // LoginWithCode finishes a login whose password step already succeeded (the
@@ -489,13 +484,13 @@ func (s *Service) Register(ctx context.Context, in RegisterInput, m Meta) (Resul
 	if username != "" && !ValidUsername(username) {
 		return Result{}, apperr.Invalid("username must be 3 to 30 characters: letters, digits and underscores")
 	}
-	d, err := s.Limiter.Allow(ctx, "register:ip:"+m.IP, RegisterPerIP, time.Hour)
+	d, err := cache.Allow(ctx, s.Limiter, "register:ip:"+m.IP, cache.PerPeriod(RegisterPerIP, time.Hour))
 	if err != nil {
-		return Result{}, err
+		return Result{}, apperr.Unavailablef("the registration throttle is unavailable; try again later")
 	}
 	m.reportDecision(d)
 	if !d.Allowed {
-		return Result{}, apperr.RateLimited(d.Reset, "too many registrations from this address; try again later")
+		return Result{}, apperr.RateLimited(d.RetryAfter, "too many registrations from this address; try again later")
 	}
 	if err := s.emailFree(ctx, email); err != nil {
 		return Result{}, err

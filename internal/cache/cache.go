@@ -1,5 +1,5 @@
 // Package cache holds the shared state that must be one across instances:
-// a key/value cache with expiry, a fixed-window rate limiter, and the
+// a key/value cache with expiry, a GCRA rate limiter (limiter.go), and the
 // authentication epoch. Each has an in-process implementation (one instance,
 // the default) and a Redis implementation (HMID_REDIS_URL, several instances).
 package cache
@@ -33,38 +33,4 @@ type Cache interface {
 	Ping(ctx context.Context) error
 	// Name is "memory" or "redis".
 	Name() string
-}
-
-// Decision is the outcome of a rate-limit check.
-type Decision struct {
-	Allowed   bool
-	Limit     int
-	Remaining int
-	Reset     time.Duration // until the window resets
-}
-
-// Limiter is a fixed-window rate limiter: at most limit hits per window for a key.
-// Windows are aligned on the injected clock, so tests move time to open a new one.
-type Limiter struct {
-	Cache Cache
-	Now   func() time.Time
-}
-
-// Allow counts one hit for key and tells whether it is within limit per window.
-func (l *Limiter) Allow(ctx context.Context, key string, limit int, window time.Duration) (Decision, error) {
-	now := l.Now()
-	start := now.Truncate(window)
-	reset := start.Add(window).Sub(now)
-	n, err := l.Cache.Incr(ctx, "rl:"+key+":"+start.Format("20060102T150405"), 1, window+time.Second)
-	if err != nil {
-		return Decision{}, err
-	}
-	d := Decision{Allowed: n <= int64(limit), Limit: limit, Remaining: max(0, limit-int(n)), Reset: reset}
-	return d, nil
-}
-
-// Count reports the hits recorded for key in the current window without adding one.
-func (l *Limiter) Count(ctx context.Context, key string, window time.Duration) (int64, error) {
-	start := l.Now().Truncate(window)
-	return l.Cache.Incr(ctx, "rl:"+key+":"+start.Format("20060102T150405"), 0, window+time.Second)
 }

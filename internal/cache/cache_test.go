@@ -102,28 +102,3 @@ func TestIncrIsAtomic(t *testing.T) {
 		})
 	}
 }
-
-func TestLimiterWindows(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC))
-	for name, c := range caches(t, clk) {
-		t.Run(name, func(t *testing.T) {
-			l := &cache.Limiter{Cache: c, Now: clk.Now}
-			ctx := context.Background()
-			key := "k-" + name
-			for i := 1; i <= 3; i++ {
-				d, err := l.Allow(ctx, key, 3, time.Minute)
-				if err != nil || !d.Allowed || d.Remaining != 3-i {
-					t.Fatalf("hit %d: %+v %v", i, d, err)
-				}
-			}
-			d, _ := l.Allow(ctx, key, 3, time.Minute)
-			if d.Allowed || d.Reset != 50*time.Second {
-				t.Fatalf("4th hit: %+v", d)
-			}
-			clk.Advance(time.Minute)
-			if d, _ := l.Allow(ctx, key, 3, time.Minute); !d.Allowed {
-				t.Fatalf("new window refused: %+v", d)
-			}
-		})
-	}
-}

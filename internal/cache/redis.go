@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
 	"hmid/internal/apperr"
@@ -176,3 +178,83 @@ func (r *Redis) Incr(ctx context.Context, key string, delta int64, ttl time.Dura
 
 // Close closes the connection pool.
 func (r *Redis) Close() error { return r.Client.Close() }
+
+// RateKeyPrefix is the prefix redis_rate puts before every limiter key (its
+// unexported redisPrefix); the Redis limiter's own scripts must use the same.
+const RateKeyPrefix = "rate:"
+
+// RedisLimiter is the Limiter shared by every instance through Redis:
+// github.com/go-redis/redis_rate's GCRA script. The script reads Redis's own
+// clock (TIME), so instances whose clocks differ still agree; it does not
+// follow an injected clock.
+type RedisLimiter struct {
+	rate   *redis_rate.Limiter
+	client *redis.Client
+	prefix string
+}
+
+var _ Limiter = (*RedisLimiter)(nil)
+
+// NewRedisLimiter returns the limiter on r's server, under r's prefix.
+func NewRedisLimiter(r *Redis) *RedisLimiter {
+	return &RedisLimiter{rate: redis_rate.NewLimiter(r.Client), client: r.Client, prefix: r.Prefix}
+}
+
+// AllowN takes n events from key's allowance, or none.
+func (l *RedisLimiter) AllowN(ctx context.Context, key string, lim Limit, n int) (Decision, error) {
+	if err := lim.valid(); err != nil {
+		return Decision{}, err
+	}
+	res, err := l.rate.AllowN(ctx, l.prefix+key, redis_rate.Limit{Rate: lim.Rate, Burst: lim.Burst, Period: lim.Period}, n)
+	if err != nil {
+		return Decision{}, errUnavailable(err)
+	}
+	return Decision{
+		Allowed: res.Allowed == n, Limit: lim.Burst, Remaining: res.Remaining,
+		Reset: max(0, res.ResetAfter), RetryAfter: max(0, res.RetryAfter),
+	}, nil
+}
+
+// refundScript moves a key's theoretical arrival time back by cost emission
+// intervals, atomically. redis_rate cannot do this: AllowN with a negative
+// cost stores nothing when the result is not in the future, so the last
+// event of a key could never be given back. Keys and values are
+// redis_rate's: RateKeyPrefix + key, the TAT in seconds since 2017-01-01 by
+// Redis's clock, expiring when the TAT passes.
+var refundScript = redis.NewScript(`
+redis.replicate_commands()
+local burst = tonumber(ARGV[1])
+local emission_interval = tonumber(ARGV[3]) / tonumber(ARGV[2])
+local cost = tonumber(ARGV[4])
+local jan_1_2017 = 1483228800
+local now = redis.call("TIME")
+now = (now[1] - jan_1_2017) + (now[2] / 1000000)
+local tat = tonumber(redis.call("GET", KEYS[1]) or now)
+local new_tat = math.max(tat - emission_interval * cost, now)
+local reset_after = new_tat - now
+if reset_after > 0 then
+  redis.call("SET", KEYS[1], new_tat, "EX", math.ceil(reset_after))
+else
+  redis.call("DEL", KEYS[1])
+end
+local remaining = (emission_interval * burst - reset_after) / emission_interval
+return {remaining, tostring(reset_after)}`)
+
+// Refund gives back n events of key.
+func (l *RedisLimiter) Refund(ctx context.Context, key string, lim Limit, n int) (Decision, error) {
+	if err := lim.valid(); err != nil {
+		return Decision{}, err
+	}
+	v, err := refundScript.Run(ctx, l.client, []string{RateKeyPrefix + l.prefix + key},
+		lim.Burst, lim.Rate, lim.Period.Seconds(), n).Slice()
+	if err != nil {
+		return Decision{}, errUnavailable(err)
+	}
+	remaining, _ := v[0].(int64)
+	resetS, _ := v[1].(string)
+	reset, err := strconv.ParseFloat(resetS, 64)
+	if err != nil {
+		return Decision{}, fmt.Errorf("cache: refund script answered %v", v)
+	}
+	return Decision{Allowed: true, Limit: lim.Burst, Remaining: int(remaining), Reset: time.Duration(reset * float64(time.Second))}, nil
+}

@@ -8,7 +8,6 @@ import (
 	"hash/fnv"
 	"math"
 	"net/http"
-	"strconv"
 	"time"
 
 	"hmid/internal/apperr"
@@ -493,17 +492,14 @@ func (h *Handler) GetGPS(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) CreateGPS(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	p := authn.From(ctx)
-	d, err := h.S.Limiter.Allow(ctx, rateKey(p), GPSRateLimit, GPSRateWindow)
+	d, err := cache.Allow(ctx, h.S.Limiter, rateKey(p), cache.PerPeriod(GPSRateLimit, GPSRateWindow))
 	if err != nil {
 		httpx.Error(w, r, apperr.Unavailablef("the rate limiter is unavailable"))
 		return
 	}
-	hd := w.Header()
-	hd.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
-	hd.Set("RateLimit-Remaining", strconv.Itoa(d.Remaining))
-	hd.Set("RateLimit-Reset", strconv.Itoa(int(math.Ceil(d.Reset.Seconds()))))
+	httpx.SetRateLimit(w, d.Limit, d.Remaining, d.Reset)
 	if !d.Allowed {
-		httpx.Error(w, r, apperr.RateLimited(d.Reset, "at most %d GPS points per %s; retry later", GPSRateLimit, GPSRateWindow))
+		httpx.Error(w, r, apperr.RateLimited(d.RetryAfter, "at most %d GPS points per %s; retry later", GPSRateLimit, GPSRateWindow))
 		return
 	}
 	var in PointInput

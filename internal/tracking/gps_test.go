@@ -11,6 +11,7 @@ import (
 
 	"hmid/internal/apptest"
 	"hmid/internal/db"
+	"hmid/internal/tracking"
 )
 
 func TestGPSCreateGetListDelete(t *testing.T) {
@@ -167,10 +168,43 @@ func TestGPSRateLimit(t *testing.T) {
 		}
 		// Another principal (the owner's session) has its own window.
 		e.Call(t, "POST", "/v1/gps", admin.Token, point(32, nil), http.StatusCreated)
-		e.Clock.Advance(time.Minute)
+		e.Advance(t, time.Minute)
 		r = e.Call(t, "POST", "/v1/gps", key, point(33, nil), http.StatusCreated)
 		if r.Header.Get("RateLimit-Remaining") != "29" {
 			t.Fatalf("new window remaining = %s", r.Header.Get("RateLimit-Remaining"))
+		}
+	})
+}
+
+// TestGPSRateLimitAcrossMinute: the whole allowance used just before a
+// minute boundary and a burst just after it do not add up (fixed windows
+// aligned on the clock accepted both, 60 points in 0.2 s).
+func TestGPSRateLimitAcrossMinute(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		admin := e.Admin(t)
+		key, _ := e.NewAPIKey(t, admin.ID, "gps:write")
+		e.Clock.Advance(59*time.Second + 900*time.Millisecond) // 12:00:59.9
+		start := time.Now()
+		accepted := 0
+		burst := func() {
+			for i := range tracking.GPSRateLimit {
+				r := e.Do(t, apptest.Req{Method: "POST", Path: "/v1/gps", Token: key, Body: point(int64(i), nil)})
+				switch {
+				case r.Status == http.StatusCreated:
+					accepted++
+				case r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") != "2":
+					t.Fatalf("POST /v1/gps: %d, Retry-After %q", r.Status, r.Header.Get("Retry-After"))
+				}
+			}
+		}
+		burst()
+		e.Clock.Advance(200 * time.Millisecond) // 12:01:00.1
+		burst()
+		// One point's allowance comes back every 2 s; Redis keeps real time,
+		// so there as many as really passed may be added.
+		bound := tracking.GPSRateLimit + int(time.Since(start)/(tracking.GPSRateWindow/tracking.GPSRateLimit))
+		if accepted > bound {
+			t.Fatalf("%d points accepted across a minute boundary, at most %d allowed", accepted, bound)
 		}
 	})
 }
@@ -243,7 +277,7 @@ func TestGPSListPagesAcrossHours(t *testing.T) {
 		var all []string
 		for i := range 40 {
 			if i%25 == 24 {
-				e.Clock.Advance(time.Minute)
+				e.Advance(t, time.Minute)
 			}
 			ts := base - int64((i*7919)%40)*700 - int64(i%3)
 			if i%10 == 0 {

@@ -33,8 +33,8 @@ import (
 // Service holds the dependencies of the tracking area.
 type Service struct {
 	DB      *db.DB
-	Cache   cache.Cache    // the latest-point cache, shared across instances with Redis
-	Limiter *cache.Limiter // the POST /v1/gps rate limit
+	Cache   cache.Cache   // the latest-point cache, shared across instances with Redis
+	Limiter cache.Limiter // the POST /v1/gps rate limit (GCRA)
 	Clock   clock.Clock
 	Events  events.Publisher // may be nil
 

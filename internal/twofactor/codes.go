@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 
 	"hmid/internal/apperr"
 	"hmid/internal/audit"
+	"hmid/internal/cache"
 	"hmid/internal/db"
 	"hmid/internal/password"
 )
@@ -201,48 +201,47 @@ type attempt struct {
 	operation   string // verify, disable, regenerate, login
 	allowBackup bool
 
-	slot string // the counter the attempt was reserved in (see reserve)
+	rsv *cache.Reservation // the attempt taken from the user's allowance (see reserve)
 }
 
-// reserve counts an attempt before its code is checked, in the user's
-// counter for the current FailureWindow (windows are aligned on the clock).
-// Cache.Incr is atomic on memory and Redis, so however many requests arrive
-// at once, at most MaxFailures of them get their code checked per window:
-// the others are answered 429 with Retry-After (the end of the window) and
-// audited, without checking. A code that turns out right, or is not checked
-// at all, gives its attempt back (refund), so the counter holds the failures
-// (and the checks in flight): every attempt with a wrong code stays counted.
-// With N wrong codes sent in parallel the counter ends at N, MaxFailures of
-// them are answered 400 and the rest 429.
+// attemptLimit is the user's allowance of code checks: a GCRA limit of
+// MaxFailures per FailureWindow (MaxFailures at once, then one more every
+// FailureWindow/MaxFailures).
+var attemptLimit = cache.PerPeriod(MaxFailures, FailureWindow)
+
+// reserve takes one attempt from the user's allowance before the code is
+// checked, in the shared limiter (the same reservation the password login
+// uses, cache.Reserve), so however many requests arrive at once, no more
+// codes are checked than the allowance holds: the others are answered 429
+// with Retry-After and audited, without checking. A code that turns out
+// right, or is not checked at all, gives its attempt back (refund), so only
+// failures (and the checks in flight) stay counted. With N wrong codes sent
+// in parallel, MaxFailures of them are answered 400 and the rest 429.
 func (s *Service) reserve(ctx context.Context, at *attempt) error {
-	now := s.Clock.Now()
-	start := now.Truncate(FailureWindow)
-	at.slot = "2fa:attempts:" + at.userID + ":" + strconv.FormatInt(start.Unix(), 10)
-	n, err := s.Cache.Incr(ctx, at.slot, 1, FailureWindow+time.Second)
+	rsv, d, err := cache.Reserve(ctx, s.Limiter, cache.Quota{Key: "2fa:attempts:" + at.userID, Limit: attemptLimit})
 	if err != nil {
 		return apperr.Unavailablef("rate-limit state is unavailable")
 	}
-	if n <= MaxFailures {
+	if rsv != nil {
+		at.rsv = rsv
 		return nil
 	}
 	msg := "too many failed two-factor attempts; try again later"
 	if err := s.auditFailure(ctx, *at, "", msg, true); err != nil {
 		return err
 	}
-	return apperr.RateLimited(start.Add(FailureWindow).Sub(now), "%s", msg)
+	return apperr.RateLimited(d.RetryAfter, "%s", msg)
 }
 
 // refund gives back a reserved attempt whose code was right or not checked.
-// The TTL matters only if the window ended meanwhile: the key then expires
-// instead of staying behind at -1.
 func (s *Service) refund(ctx context.Context, at *attempt) {
-	if at.slot == "" {
+	if at.rsv == nil {
 		return
 	}
-	if _, err := s.Cache.Incr(ctx, at.slot, -1, FailureWindow+time.Second); err != nil {
+	if _, err := at.rsv.Release(ctx); err != nil {
 		s.Log.WarnContext(ctx, "two-factor attempt not refunded", "user_id", at.userID, "error", err)
 	}
-	at.slot = ""
+	at.rsv = nil
 }
 
 // failed audits a rejected code, whose attempt stays counted, and returns 400.

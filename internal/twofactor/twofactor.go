@@ -10,8 +10,8 @@
 // step is stored and a code is accepted only for a later step than the last
 // one, so a code cannot be replayed (RFC 6238 §5.2: "the verifier MUST NOT
 // accept the second attempt of the OTP after the successful validation").
-// Failed attempts are counted per user in the shared cache, so the limit
-// holds across instances and parallel requests.
+// Attempts are reserved per user in the shared rate limiter before a code is
+// checked, so the limit holds across instances and parallel requests.
 package twofactor
 
 import (
@@ -52,9 +52,10 @@ type Service struct {
 	Clock clock.Clock
 	Box   *secretbox.Box // seals TOTP secrets at rest
 	Audit *audit.Writer
-	Cache cache.Cache // counts attempts per user (Incr is atomic on memory and Redis)
-	Mail  mail.Sender
-	Log   *slog.Logger
+	// Limiter holds each user's allowance of code checks (memory or Redis).
+	Limiter cache.Limiter
+	Mail    mail.Sender
+	Log     *slog.Logger
 }
 
 var _ authflow.SecondFactor = (*Service)(nil)
