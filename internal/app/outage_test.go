@@ -348,6 +348,10 @@ func TestPostgresDownIsAlways503(t *testing.T) {
 		r = rawDo(t, e, "GET", "/v1/oauth/authorize?"+authzParams(client.ID).Encode(), admin.Token, nil, nil)
 		oauthErr(t, r, http.StatusServiceUnavailable, "temporarily_unavailable")
 	}
+	// GraphQL answers in its own envelope, with REST's kind as the code.
+	if g := gqlPost(t, e, "", `{ platforms { slug } }`, nil, http.StatusOK); g.code() != "SERVICE_UNAVAILABLE" {
+		t.Fatalf("GraphQL with PostgreSQL down: %+v", g.Errors)
+	}
 	h := e.Call(t, "GET", "/health", "", nil, http.StatusServiceUnavailable).JSON()
 	if h["status"] != "database unavailable" || h["services"].(map[string]any)["database"].(map[string]any)["status"] != "down" {
 		t.Fatalf("health with PostgreSQL down: %v", h)

@@ -117,6 +117,14 @@ func (h *Handler) classify(ctx context.Context, res *gql.Response) {
 				}
 				continue
 			}
+			if apperr.IsUnavailable(e.ResolverError) {
+				// A store that cannot answer (a driver error apperr classifies):
+				// the same answer REST gives, not an internal error.
+				httpx.Logger(ctx).Warn("graphql: dependency unavailable", "path", e.Path, "err", e.ResolverError)
+				e.Message = "a dependency is unavailable; try again later"
+				e.Extensions = map[string]any{"code": codes[apperr.ServiceUnavailable]}
+				continue
+			}
 			httpx.Logger(ctx).Error("graphql: resolver failed", "path", e.Path, "err", e.ResolverError)
 			e.Message = "internal server error"
 			e.Extensions = map[string]any{"code": CodeInternal}

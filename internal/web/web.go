@@ -175,9 +175,19 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 // errors are logged and shown only as a generic sentence.
 func (h *Handler) errorText(ctx context.Context, lang string, err error) string {
 	t := translator(lang)
-	var e *apperr.Error
-	if !errors.As(err, &e) || e.Kind == apperr.Internal {
+	kind := apperr.KindOf(err)
+	if kind == apperr.Internal {
 		h.Log.ErrorContext(ctx, "page error", slog.String("error", err.Error()))
+		return t("err.internal")
+	}
+	if kind == apperr.ServiceUnavailable {
+		// An outage (apperr.KindOf classifies driver errors too) is no fault
+		// of the person's input.
+		h.Log.WarnContext(ctx, "page dependency unavailable", slog.String("error", err.Error()))
+		return t("err.unavailable")
+	}
+	var e *apperr.Error
+	if !errors.As(err, &e) {
 		return t("err.internal")
 	}
 	switch e.Kind {
@@ -191,8 +201,6 @@ func (h *Handler) errorText(ctx context.Context, lang string, err error) string 
 		return t("err.conflict")
 	case apperr.NotFound:
 		return t("err.notfound")
-	case apperr.ServiceUnavailable:
-		return t("err.unavailable")
 	default:
 		return t("err.invalid") + " " + e.Message
 	}
