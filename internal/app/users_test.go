@@ -388,6 +388,38 @@ func TestUserByEmail(t *testing.T) {
 	})
 }
 
+// TestUserByEmailSharedAddress: when two users share one address (registration
+// and a provider sign-in can lead there), a normal caller gets only their own
+// record, never the other's, whichever of them is older.
+func TestUserByEmailSharedAddress(t *testing.T) {
+	t.Parallel()
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		a := e.NewUser(t, apptest.UserSpec{Email: "shared@example.test"})
+		b := e.NewUser(t, apptest.UserSpec{})
+		c := e.NewUser(t, apptest.UserSpec{})
+		execSQL(t, e, `UPDATE users SET email = 'Shared@example.test', created_at = $1 WHERE id = $2`, db.TS(e.Clock.Now().Add(-time.Hour)), b.ID)
+		execSQL(t, e, `UPDATE users SET email = 'shared@example.test', created_at = $1 WHERE id = $2`, db.TS(e.Clock.Now().Add(time.Hour)), c.ID)
+		for _, u := range []apptest.User{a, b, c} {
+			if d := data(t, e.Call(t, "GET", "/v1/users/email/shared@example.test", u.Token, nil, http.StatusOK)); d["id"] != u.ID {
+				t.Fatalf("user %s looked up their shared address and got %v", u.ID, d["id"])
+			}
+		}
+		key, _ := e.NewAPIKey(t, a.ID, "users:write")
+		if d := data(t, e.Call(t, "GET", "/v1/users/email/shared@example.test", key, nil, http.StatusOK)); d["id"] != a.ID {
+			t.Fatalf("a's key got %v", d["id"])
+		}
+		if d := data(t, e.Call(t, "GET", "/v1/users/email/shared@example.test", e.SystemKey, nil, http.StatusOK)); d["id"] != b.ID {
+			t.Fatalf("system key got %v, want the oldest %s", d["id"], b.ID)
+		}
+		// A soft-deleted caller no longer owns the address.
+		execSQL(t, e, `UPDATE users SET deleted_at = $1 WHERE id = $2`, db.TS(e.Clock.Now()), c.ID)
+		r := e.Do(t, apptest.Req{Method: "GET", Path: "/v1/users/email/shared@example.test", Token: c.Token})
+		if r.Status == http.StatusOK {
+			t.Fatalf("a soft-deleted user read %s", r.Body)
+		}
+	})
+}
+
 func TestOAuthLogin(t *testing.T) {
 	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {

@@ -263,31 +263,32 @@ func knownSource(s string) string {
 
 // ByEmail serves GET /v1/users/email/{email}: the OAuth-login shape of the
 // active user with that email. A system key, a super admin or a holder of
-// users:read may ask for any address; anyone else only for their own (403).
+// users:read may ask for any address (several users may share one, through
+// registration and a provider sign-in; the oldest is answered). Anyone else
+// may ask only for their own address (403) and always gets their own record,
+// never another user's who shares it, whatever the linking rule.
 func (h *Handler) ByEmail(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	p := authn.From(ctx)
 	email := strings.ToLower(strings.TrimSpace(chi.URLParam(r, "email")))
-	if !p.IsAdmin() && !p.Can("users:read") {
-		own := ""
-		if p.UserID != "" {
-			var e sql.NullString
-			if err := h.S.DB.QueryRowContext(ctx, `SELECT email FROM users WHERE id = $1`, p.UserID).Scan(&e); err != nil && !errors.Is(err, sql.ErrNoRows) {
-				httpx.Error(w, r, err)
-				return
-			}
-			own = strings.ToLower(e.String)
+	var id string
+	if p.IsAdmin() || p.Can("users:read") {
+		err := h.S.DB.QueryRowContext(ctx, `SELECT id FROM users WHERE LOWER(email) = $1 AND deleted_at IS NULL ORDER BY created_at, id LIMIT 1`, email).Scan(&id)
+		if err != nil {
+			httpx.Error(w, r, notFoundOr(err, "user"))
+			return
+		}
+	} else {
+		own, err := h.ownEmail(ctx, p.UserID)
+		if err != nil {
+			httpx.Error(w, r, err)
+			return
 		}
 		if own == "" || own != email {
 			httpx.Error(w, r, apperr.Forbiddenf("you may only look up your own email address"))
 			return
 		}
-	}
-	var id string
-	err := h.S.DB.QueryRowContext(ctx, `SELECT id FROM users WHERE LOWER(email) = $1 AND deleted_at IS NULL ORDER BY created_at, id LIMIT 1`, email).Scan(&id)
-	if err != nil {
-		httpx.Error(w, r, notFoundOr(err, "user"))
-		return
+		id = p.UserID
 	}
 	lu, err := h.S.loginUser(ctx, h.S.DB, id)
 	if err != nil {
@@ -295,4 +296,18 @@ func (h *Handler) ByEmail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpx.WriteResource(w, r, http.StatusOK, lu)
+}
+
+// ownEmail returns the lower-cased email of the active user id, or "" when
+// the caller acts for no user, the user has no email or is soft-deleted.
+func (h *Handler) ownEmail(ctx context.Context, id string) (string, error) {
+	if id == "" {
+		return "", nil
+	}
+	var e sql.NullString
+	err := h.S.DB.QueryRowContext(ctx, `SELECT email FROM users WHERE id = $1 AND deleted_at IS NULL`, id).Scan(&e)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", err
+	}
+	return strings.ToLower(e.String), nil
 }
