@@ -601,3 +601,52 @@ func TestOAuthLoginConcurrentFirstSignIn(t *testing.T) {
 		}
 	})
 }
+
+// TestOAuthLoginConcurrentSameName: sixteen first sign-ins of different
+// accounts with the same display name at once all succeed, each with a
+// username of its own (they derive the same name and must not collide).
+func TestOAuthLoginConcurrentSameName(t *testing.T) {
+	t.Parallel()
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		const n = 16
+		type answer struct {
+			status   int
+			username string
+		}
+		answers := make(chan answer, n)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				body := map[string]any{"email": fmt.Sprintf("same%d@example.test", i), "name": "Same Name", "oauthProvider": "discord",
+					"oauthProviderId": fmt.Sprintf("same-%d", i)}
+				<-start
+				r := e.Do(t, apptest.Req{Method: "POST", Path: "/v1/users/oauth", Token: e.SystemKey, Body: body})
+				a := answer{status: r.Status}
+				if d, ok := r.JSON()["data"].(map[string]any); ok {
+					a.username, _ = d["username"].(string)
+				}
+				answers <- a
+			}()
+		}
+		close(start)
+		wg.Wait()
+		close(answers)
+		seen := map[string]bool{}
+		for a := range answers {
+			if a.status != http.StatusCreated || a.username == "" {
+				t.Errorf("sign-in answered %d, username %q", a.status, a.username)
+				continue
+			}
+			if seen[strings.ToLower(a.username)] {
+				t.Errorf("username %q given twice", a.username)
+			}
+			seen[strings.ToLower(a.username)] = true
+		}
+		if got := scalar[int](t, e, `SELECT COUNT(*) FROM users WHERE name = 'Same Name'`); got != n {
+			t.Fatalf("%d users, want %d", got, n)
+		}
+	})
+}

@@ -220,9 +220,9 @@ func (h *Handler) OAuthLogin(w http.ResponseWriter, r *http.Request) {
 		lu, err = h.S.loginUser(ctx, tx, userID)
 		return err
 	}
-	// A concurrent first sign-in of the same account (or a username taken in
-	// between) fails on a unique index; running again then finds the account
-	// the other request created.
+	// A concurrent first sign-in of the same account fails on the platform
+	// account's unique index; running again then finds the account the other
+	// request created. (A username taken in between is settled inside Create.)
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		if err = h.S.DB.Tx(ctx, upsert); !db.IsUniqueViolation(err) {
