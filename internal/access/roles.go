@@ -232,8 +232,8 @@ func (h *Handler) AddRolePermission(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, notFoundOr(err, "permission"))
 		return
 	}
-	if p := authn.From(ctx); !p.IsAdmin() && !p.Can(perm.String()) {
-		httpx.Error(w, r, apperr.Forbiddenf("you cannot grant %s, which you do not hold", perm.String()))
+	if err := mayChangeRolePermission(authn.From(ctx), role, perm, "grant"); err != nil {
+		httpx.Error(w, r, err)
 		return
 	}
 	if _, err := h.S.DB.ExecContext(ctx, `INSERT INTO role_permissions (role_id, permission_id, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
@@ -254,6 +254,8 @@ func (h *Handler) AddRolePermission(w http.ResponseWriter, r *http.Request) {
 }
 
 // RemoveRolePermission serves DELETE /v1/roles/{id}/permissions/{permission_id}.
+// Taking a permission away follows the rule of granting it, so roles:write
+// alone cannot strip an administrator's role of what the caller never held.
 func (h *Handler) RemoveRolePermission(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	role, err := h.S.GetRole(ctx, chi.URLParam(r, "id"))
@@ -261,7 +263,16 @@ func (h *Handler) RemoveRolePermission(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	res, err := h.S.DB.ExecContext(ctx, `DELETE FROM role_permissions WHERE role_id = $1 AND permission_id = $2`, role.ID, chi.URLParam(r, "permission_id"))
+	perm, err := scanPermission(h.S.DB.QueryRowContext(ctx, `SELECT `+permCols+` FROM permissions WHERE id = $1`, chi.URLParam(r, "permission_id")))
+	if err != nil {
+		httpx.Error(w, r, notFoundOr(err, "permission"))
+		return
+	}
+	if err := mayChangeRolePermission(authn.From(ctx), role, perm, "remove"); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	res, err := h.S.DB.ExecContext(ctx, `DELETE FROM role_permissions WHERE role_id = $1 AND permission_id = $2`, role.ID, perm.ID)
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -275,6 +286,25 @@ func (h *Handler) RemoveRolePermission(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpx.NoContent(w)
+}
+
+// mayChangeRolePermission is the one rule for adding a permission to a role
+// and for removing one from it (spec 1, Authentication 7: no escalation). The
+// permission sets of system roles (Admin, User, …) are changed only by super
+// admins and system keys; on other roles the caller must hold the permission
+// itself, so a key with roles:write can neither hand out nor take away what it
+// does not have. verb ("grant", "remove") words the Forbidden message.
+func mayChangeRolePermission(p *authn.Principal, role Role, perm Permission, verb string) error {
+	if p.IsAdmin() {
+		return nil
+	}
+	if role.IsSystem {
+		return apperr.Forbiddenf("only a super admin can change the permissions of the system role %q", role.Name)
+	}
+	if !p.Can(perm.String()) {
+		return apperr.Forbiddenf("you cannot %s %s, which you do not hold", verb, perm.String())
+	}
+	return nil
 }
 
 // ListPermissions serves GET /v1/permissions.

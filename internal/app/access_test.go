@@ -104,6 +104,44 @@ func TestRoleLifecycle(t *testing.T) {
 	})
 }
 
+// TestRolePermissionRemovalEscalation: removing a permission from a role
+// follows the rule of granting it (the caller holds it; super admins and
+// system keys exempt), and the permission sets of system roles change only
+// by a super admin or a system key.
+func TestRolePermissionRemovalEscalation(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		admin := e.Admin(t)
+		owner := e.NewUser(t, apptest.UserSpec{Roles: []string{"role_user", roleWith(t, e, "roles:write", "roles:read", "audit:read")}})
+		writer, _ := e.NewAPIKey(t, owner.ID, "roles:write")
+		all := access.PermissionID("*", "*")
+		auditRead := access.PermissionID("audit", "read")
+		usersRead := access.PermissionID("users", "read")
+
+		// The finding: a roles:write key took *:* away from the Admin role.
+		e.Call(t, "DELETE", "/v1/roles/role_admin/permissions/"+all, writer, nil, http.StatusForbidden)
+		if n := scalar[int](t, e, `SELECT COUNT(*) FROM role_permissions WHERE role_id = 'role_admin' AND permission_id = $1`, all); n != 1 {
+			t.Fatalf("Admin lost *:* (%d rows)", n)
+		}
+		// Even what the caller holds is not theirs to change on a system role.
+		e.Call(t, "DELETE", "/v1/roles/role_user/permissions/"+access.PermissionID("two_factor", "read"), owner.Token, nil, http.StatusForbidden)
+		e.Call(t, "POST", "/v1/roles/role_user/permissions", owner.Token, map[string]any{"permission_id": auditRead}, http.StatusForbidden)
+		e.Call(t, "DELETE", "/v1/roles/role_admin/permissions/nope", writer, nil, http.StatusNotFound)
+
+		// On a custom role: only what the caller holds, both ways.
+		custom := roleWith(t, e, "users:read", "audit:read")
+		e.Call(t, "DELETE", "/v1/roles/"+custom+"/permissions/"+usersRead, writer, nil, http.StatusForbidden)
+		e.Call(t, "DELETE", "/v1/roles/"+custom+"/permissions/"+usersRead, owner.Token, nil, http.StatusForbidden)
+		e.Call(t, "DELETE", "/v1/roles/"+custom+"/permissions/"+auditRead, owner.Token, nil, http.StatusNoContent)
+		e.Call(t, "POST", "/v1/roles/"+custom+"/permissions", owner.Token, map[string]any{"permission_id": auditRead}, http.StatusCreated)
+		e.Call(t, "POST", "/v1/roles/"+custom+"/permissions", owner.Token, map[string]any{"permission_id": access.PermissionID("users", "write")}, http.StatusForbidden)
+		e.Call(t, "DELETE", "/v1/roles/"+custom+"/permissions/"+usersRead, admin.Token, nil, http.StatusNoContent)
+
+		// Super admins and system keys may change system roles.
+		e.Call(t, "POST", "/v1/roles/role_user/permissions", admin.Token, map[string]any{"permission_id": auditRead}, http.StatusCreated)
+		e.Call(t, "DELETE", "/v1/roles/role_user/permissions/"+auditRead, e.SystemKey, nil, http.StatusNoContent)
+	})
+}
+
 func TestPermissions(t *testing.T) {
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		plain := e.NewUser(t, apptest.UserSpec{})

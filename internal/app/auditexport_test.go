@@ -625,3 +625,27 @@ func TestExportLogsPaging(t *testing.T) {
 		e.Call(t, "GET", "/v1/user/export/logs", e.SystemKey, nil, http.StatusUnauthorized)
 	})
 }
+
+// TestAuditFilterAcceptsOwnTypes: every event type hmid writes itself (bans
+// and platform changes extend the spec's list) can be filtered on, on the
+// admin list and on the user's own list.
+func TestAuditFilterAcceptsOwnTypes(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		admin := e.Admin(t)
+		u := e.NewUser(t, apptest.UserSpec{})
+		e.Call(t, "POST", "/v1/users/"+u.ID+"/ban", admin.Token, map[string]any{"reason": "spam"}, http.StatusCreated)
+		e.Call(t, "DELETE", "/v1/users/"+u.ID+"/ban", admin.Token, nil, http.StatusOK)
+		e.Call(t, "PATCH", "/v1/platforms/discord/settings", admin.Token, map[string]any{"registration_enabled": false}, http.StatusOK)
+		for _, typ := range []string{audit.UserBanned, audit.UserUnbanned, audit.PlatformUpdated} {
+			evs := auditEvents(t, e.Call(t, "GET", "/v1/admin/audit?event_type="+typ, admin.Token, nil, http.StatusOK))
+			if len(evs) != 1 || evs[0]["event_type"] != typ {
+				t.Fatalf("event_type=%s: %v", typ, evs)
+			}
+		}
+		for _, typ := range []string{audit.UserBanned, audit.UserUnbanned} {
+			if evs := auditEvents(t, e.Call(t, "GET", "/v1/users/"+u.ID+"/audit?event_type="+typ, admin.Token, nil, http.StatusOK)); len(evs) != 1 {
+				t.Fatalf("user audit event_type=%s: %v", typ, evs)
+			}
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,8 +12,10 @@ import (
 
 	"github.com/coder/websocket"
 
+	"hmid/internal/access"
 	"hmid/internal/apptest"
 	"hmid/internal/chat"
+	"hmid/internal/db"
 	"hmid/internal/dbtest"
 	"hmid/internal/realtime"
 )
@@ -121,6 +124,22 @@ func goodAnswer(topic string, payload json.RawMessage) any {
 	return nil
 }
 
+// TestBotPermissionsMatchCatalogue: the full set that makes a key a bot is
+// exactly the catalogue's chatplatform permissions, so neither can drift.
+func TestBotPermissionsMatchCatalogue(t *testing.T) {
+	var cat []string
+	for _, p := range access.Catalogue {
+		if p.Resource == "chatplatform" {
+			cat = append(cat, p.Resource+":"+p.Action)
+		}
+	}
+	slices.Sort(cat)
+	bot := slices.Sorted(slices.Values(realtime.BotPermissions))
+	if !slices.Equal(cat, bot) {
+		t.Fatalf("catalogue %v, bot permissions %v", cat, bot)
+	}
+}
+
 func TestChatPlatform(t *testing.T) {
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		sys := e.SystemKey
@@ -155,6 +174,22 @@ func TestChatPlatform(t *testing.T) {
 		botKey, _ := e.NewAPIKey(t, "", "chatplatform:*")
 		kb := startBot(t, e, botKey, nil)
 		_ = kb.c.ws.Close(websocket.StatusNormalClosure, "")
+		// So may a key holding all five chatplatform permissions, as scopes or through a role.
+		fiveKey, _ := e.NewAPIKey(t, "", realtime.BotPermissions...)
+		fb := startBot(t, e, fiveKey, nil)
+		_ = fb.c.ws.Close(websocket.StatusNormalClosure, "")
+		botRole := roleWith(t, e, realtime.BotPermissions...)
+		botOwner := e.NewUser(t, apptest.UserSpec{Roles: []string{"role_user", botRole}})
+		roleKey, roleKeyID := e.NewAPIKey(t, botOwner.ID)
+		execSQL(t, e, `INSERT INTO api_key_roles (api_key_id, role_id, created_at) VALUES ($1, $2, $3)`, roleKeyID, botRole, db.TS(e.Clock.Now()))
+		rb := startBot(t, e, roleKey, nil)
+		_ = rb.c.ws.Close(websocket.StatusNormalClosure, "")
+		fourKey, _ := e.NewAPIKey(t, "", realtime.BotPermissions[:4]...)
+		fc := mustDial(t, e, fourKey)
+		fc.send(realtime.Message{Type: "hello", ID: "h", Payload: json.RawMessage(`{"role":"bot"}`)})
+		if k := errKind(t, fc.read()); k != "Forbidden" {
+			t.Fatalf("key with four chatplatform permissions as bot: %s", k)
+		}
 		syncKey, _ := e.NewAPIKey(t, "", "chatplatform:sync")
 		sc := mustDial(t, e, syncKey)
 		sc.send(realtime.Message{Type: "hello", ID: "h", Payload: json.RawMessage(`{"role":"bot"}`)})
@@ -261,8 +296,11 @@ func TestChatPlatform(t *testing.T) {
 		e.Call(t, "GET", mpath+"?limit=500", reader, nil, http.StatusOK)
 		e.Call(t, "GET", mpath+"?bot_only=true&humans_only=true", reader, nil, http.StatusBadRequest)
 		e.Call(t, "GET", mpath+"?bot_only=maybe", reader, nil, http.StatusBadRequest)
-		e.Call(t, "GET", mpath+"?limit=x", reader, nil, http.StatusBadRequest)
-		e.Call(t, "GET", mpath+"?offset=x", reader, nil, http.StatusBadRequest)
+		// Unparsable limit and offset fall back to the defaults, as on every other list.
+		e.Call(t, "GET", mpath+"?limit=abc&offset=x", reader, nil, http.StatusOK).Decode(t, &ml)
+		if len(ml.Members) != 3 || ml.HasMore {
+			t.Fatalf("members with limit=abc %+v", ml)
+		}
 		e.Call(t, "GET", mpath+"?has_role=x%25", reader, nil, http.StatusBadRequest)
 		e.Call(t, "GET", "/v1/chatplatform/guilds/"+gid+"/members", reader, nil, http.StatusNotFound) // snowflake is not the internal id
 
@@ -290,6 +328,15 @@ func TestChatPlatform(t *testing.T) {
 		if n := count(""); n != 2 {
 			t.Fatalf("members after sync: %d", n)
 		}
+		// A success without a members field is a failed sync: nothing is deleted.
+		bot.setAnswer(func(string, json.RawMessage) any { return map[string]any{"success": true} })
+		e.Call(t, "POST", "/v1/chatplatform/guilds/"+gid+"/members/sync", sys, nil, http.StatusServiceUnavailable)
+		bot.setAnswer(func(string, json.RawMessage) any { return map[string]any{"success": true, "members": nil} })
+		e.Call(t, "POST", "/v1/chatplatform/guilds/"+gid+"/members/sync", sys, nil, http.StatusServiceUnavailable)
+		if n := count(""); n != 2 {
+			t.Fatalf("members after a sync without members: %d, want 2", n)
+		}
+		bot.setAnswer(goodAnswer)
 		e.Call(t, "POST", "/v1/chatplatform/guilds/999/members/sync", sys, nil, http.StatusNotFound)
 		e.Call(t, "POST", "/v1/chatplatform/guilds/x/members/sync", sys, nil, http.StatusBadRequest)
 

@@ -184,15 +184,15 @@ func TestGraphQLOAuthClients(t *testing.T) {
 			}
 		}
 		wantCode(t, gqlCode(t, e, "", regen, map[string]any{"id": confID}), "UNAUTHENTICATED")
-		// A reader (oauth_clients:read) who may not update is refused in the errors array.
+		// A reader (oauth_clients:read) who may not update is refused in the payload, as {success: false, error}.
 		reader := roleUser(t, e, "oauth_clients:read")
-		wantCode(t, gqlCode(t, e, reader.Token, regen, map[string]any{"id": confID}), "FORBIDDEN")
+		wantPayloadFailure(t, gqlData(t, e, reader.Token, regen, map[string]any{"id": confID})["regenerateOauthClientSecret"])
 
 		// deleteOauthClient.
 		const del = `mutation($id: ID!) { deleteOauthClient(id: $id) { success error } }`
 		wantCode(t, gqlCode(t, e, "", del, map[string]any{"id": pubID}), "UNAUTHENTICATED")
-		wantCode(t, gqlCode(t, e, reader.Token, del, map[string]any{"id": pubID}), "FORBIDDEN")
-		wantCode(t, gqlCode(t, e, admin.Token, del, map[string]any{"id": firstID}), "FORBIDDEN")
+		wantPayloadFailure(t, gqlData(t, e, reader.Token, del, map[string]any{"id": pubID})["deleteOauthClient"])
+		wantPayloadFailure(t, gqlData(t, e, admin.Token, del, map[string]any{"id": firstID})["deleteOauthClient"])
 		if r := gqlData(t, e, other.Token, del, map[string]any{"id": pubID})["deleteOauthClient"].(map[string]any); r["success"] != false || r["error"] != "OAuth client not found" {
 			t.Fatalf("delete by other %v", r)
 		}
@@ -204,6 +204,15 @@ func TestGraphQLOAuthClients(t *testing.T) {
 			t.Fatalf("second delete %v", r)
 		}
 	})
+}
+
+// wantPayloadFailure checks a {success, error} payload that reports a failure.
+func wantPayloadFailure(t *testing.T, v any) {
+	t.Helper()
+	r, ok := v.(map[string]any)
+	if !ok || r["success"] != false || r["error"] == nil || r["error"] == "" || r["clientSecret"] != nil {
+		t.Fatalf("want {success: false, error}, got %v", v)
+	}
 }
 
 func TestGraphQLConsentsAndTokens(t *testing.T) {

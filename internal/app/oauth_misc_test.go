@@ -3,13 +3,17 @@ package app_test
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"hmid/internal/apptest"
+	"hmid/internal/db"
+	"hmid/internal/oauth"
 )
 
 func TestOAuthAuthorizeByPOST(t *testing.T) {
@@ -75,6 +79,109 @@ func TestOAuthPurge(t *testing.T) {
 		}
 		oauthErr(t, refreshReq(t, e, c, tok["refresh_token"].(string)), http.StatusBadRequest, "invalid_grant")
 	})
+}
+
+// TestOAuthPurgeKeepsWhatReuseDetectionNeeds: spent refresh tokens are kept
+// while their family can still be used (so presenting one still revokes the
+// family), revoked access tokens go at once, and every row of a revoked or
+// expired family goes, in batches of oauth.PurgeBatch rows. /metrics shows
+// the tables' sizes.
+func TestOAuthPurgeKeepsWhatReuseDetectionNeeds(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		ctx := context.Background()
+		user := e.NewUser(t, apptest.UserSpec{})
+		c := mkClient(t, e, user.Token, nil)
+		count := func() int { return scalar[int](t, e, `SELECT COUNT(*) FROM oauth_tokens`) }
+		purge := func() {
+			t.Helper()
+			if err := e.Server.OAuth.Purge(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		// A chain of three rotations: R0..R2 spent, R3 and its access token live.
+		tok := tokens(t, e, user.Token, c, authzParams(c.ID))
+		spent := []string{tok["refresh_token"].(string)}
+		rt := spent[0]
+		for range 3 {
+			r := refreshReq(t, e, c, rt)
+			if r.Status != http.StatusOK {
+				t.Fatalf("refresh %d %s", r.Status, r.Body)
+			}
+			rt = r.JSON()["refresh_token"].(string)
+			spent = append(spent, rt)
+		}
+		if n := count(); n != 8 {
+			t.Fatalf("tokens before purge = %d", n)
+		}
+		purge()
+		// The three revoked access tokens go; the spent refresh tokens stay.
+		if n := count(); n != 5 {
+			t.Fatalf("tokens after purge = %d, want 5 (4 refresh, 1 access)", n)
+		}
+		// Reuse detection still works: R0 revokes the family, R3 with it.
+		oauthErr(t, refreshReq(t, e, c, spent[0]), http.StatusBadRequest, "invalid_grant")
+		oauthErr(t, refreshReq(t, e, c, rt), http.StatusBadRequest, "invalid_grant")
+		purge()
+		if n := count(); n != 0 {
+			t.Fatalf("tokens of a revoked family left: %d", n)
+		}
+
+		// A family revoked at the revocation endpoint goes too; a live one stays.
+		dead := tokens(t, e, user.Token, c, authzParams(c.ID))
+		live := tokens(t, e, user.Token, c, authzParams(c.ID))
+		r := e.Do(t, apptest.Req{Method: "POST", Path: "/v1/oauth/revoke", Body: url.Values{"token": {dead["refresh_token"].(string)},
+			"client_id": {c.ID}, "client_secret": {c.Secret}}})
+		if r.Status != http.StatusOK {
+			t.Fatalf("revoke %d %s", r.Status, r.Body)
+		}
+		// Many dead rows: more than one batch of expired families.
+		past := db.TS(e.Clock.Now().Add(-time.Hour))
+		const deadRows = 2*oauth.PurgeBatch + 17
+		for i := 0; i < deadRows; i += 500 {
+			var vals []string
+			for j := i; j < min(i+500, deadRows); j++ {
+				vals = append(vals, fmt.Sprintf("('dead-%05d', 'refresh', 'hash-%05d', 'fam-%05d', 'pair-%05d', '%s', '%s', '[]', %d, %d, %d)",
+					j, j, j/3, j, c.ID, user.ID, past, past, past))
+			}
+			execSQL(t, e, `INSERT INTO oauth_tokens (id, kind, token_hash, family_id, pair_id, client_id, user_id, scopes, auth_time, created_at, expires_at) VALUES `+strings.Join(vals, ", "))
+		}
+		if n := count(); n != 4+deadRows {
+			t.Fatalf("tokens before the big purge = %d", n)
+		}
+		if got := metricValue(t, e, `hmid_oauth_table_rows{table="oauth_tokens"}`); e.Server.DB.Flavor == db.SQLite && got != float64(4+deadRows) {
+			t.Fatalf("hmid_oauth_table_rows = %v, want %d", got, 4+deadRows)
+		}
+		purge()
+		if n := count(); n != 2 {
+			t.Fatalf("tokens after the big purge = %d, want the live pair", n)
+		}
+		if got := metricValue(t, e, `hmid_oauth_table_rows{table="oauth_tokens"}`); e.Server.DB.Flavor == db.SQLite && got != 2 {
+			t.Fatalf("hmid_oauth_table_rows after purge = %v", got)
+		}
+		metricValue(t, e, `hmid_oauth_table_rows{table="oauth_codes"}`)
+		metricValue(t, e, `hmid_oauth_table_rows{table="oauth_pending_authorizations"}`)
+		if r := refreshReq(t, e, c, live["refresh_token"].(string)); r.Status != http.StatusOK {
+			t.Fatalf("the live family stopped working: %d %s", r.Status, r.Body)
+		}
+	})
+}
+
+// metricValue reads one sample of /metrics by its name and labels.
+func metricValue(t *testing.T, e *apptest.Env, series string) float64 {
+	t.Helper()
+	body := string(e.Do(t, apptest.Req{Method: "GET", Path: "/metrics", Token: e.SystemKey}).Body)
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("no %s in /metrics", series)
+	return 0
 }
 
 // TestOAuthBasicCredentialsAreFormDecoded checks RFC 6749 §2.3.1: the client

@@ -191,6 +191,27 @@ func TestInternalSessions(t *testing.T) {
 	})
 }
 
+// TestInternalSessionBannedUser: a banned user gets no session from
+// POST /v1/sessions (403, nothing stored); once the ban ends, they do.
+func TestInternalSessionBannedUser(t *testing.T) {
+	t.Parallel()
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		admin := e.Admin(t)
+		u := e.NewUser(t, apptest.UserSpec{})
+		e.Call(t, "POST", "/v1/users/"+u.ID+"/ban", admin.Token, map[string]any{"reason": "spam", "duration_seconds": 3600}, http.StatusCreated)
+		before := scalar[int](t, e, `SELECT COUNT(*) FROM sessions WHERE user_id = $1`, u.ID)
+		e.Call(t, "POST", "/v1/sessions", e.SystemKey, map[string]any{"userId": u.ID}, http.StatusForbidden)
+		if after := scalar[int](t, e, `SELECT COUNT(*) FROM sessions WHERE user_id = $1`, u.ID); after != before {
+			t.Fatalf("sessions %d → %d for a banned user", before, after)
+		}
+		if userAuditCount(t, e, u.ID, "session_created") != 0 {
+			t.Fatal("session_created audited for a refused session")
+		}
+		e.Clock.Advance(2 * time.Hour) // the timed ban has expired
+		e.Call(t, "POST", "/v1/sessions", e.SystemKey, map[string]any{"userId": u.ID}, http.StatusCreated)
+	})
+}
+
 // fakeOAuth resolves hm_at_ tokens to fixed principals, standing in for the
 // OAuth area.
 type fakeOAuth map[string]*authn.Principal

@@ -3,6 +3,7 @@ package app_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -139,6 +140,10 @@ func TestPegel(t *testing.T) {
 		rhein := e.Call(t, "GET", "/v1/pegel/stations?water=rhein", reader, nil, http.StatusOK).Array()
 		if len(rhein) != 2 {
 			t.Fatalf("rhein = %v", rhein)
+		}
+		// A water with no station is an empty list, not null.
+		if b := strings.TrimSpace(string(e.Call(t, "GET", "/v1/pegel/stations?water=NOPE", reader, nil, http.StatusOK).Body)); b != "[]" {
+			t.Fatalf("stations of an unknown water = %s, want []", b)
 		}
 		for _, s := range rhein {
 			m := s.(map[string]any)

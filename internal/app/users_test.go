@@ -388,6 +388,38 @@ func TestUserByEmail(t *testing.T) {
 	})
 }
 
+// TestUserByEmailSharedAddress: when two users share one address (registration
+// and a provider sign-in can lead there), a normal caller gets only their own
+// record, never the other's, whichever of them is older.
+func TestUserByEmailSharedAddress(t *testing.T) {
+	t.Parallel()
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		a := e.NewUser(t, apptest.UserSpec{Email: "shared@example.test"})
+		b := e.NewUser(t, apptest.UserSpec{})
+		c := e.NewUser(t, apptest.UserSpec{})
+		execSQL(t, e, `UPDATE users SET email = 'Shared@example.test', created_at = $1 WHERE id = $2`, db.TS(e.Clock.Now().Add(-time.Hour)), b.ID)
+		execSQL(t, e, `UPDATE users SET email = 'shared@example.test', created_at = $1 WHERE id = $2`, db.TS(e.Clock.Now().Add(time.Hour)), c.ID)
+		for _, u := range []apptest.User{a, b, c} {
+			if d := data(t, e.Call(t, "GET", "/v1/users/email/shared@example.test", u.Token, nil, http.StatusOK)); d["id"] != u.ID {
+				t.Fatalf("user %s looked up their shared address and got %v", u.ID, d["id"])
+			}
+		}
+		key, _ := e.NewAPIKey(t, a.ID, "users:write")
+		if d := data(t, e.Call(t, "GET", "/v1/users/email/shared@example.test", key, nil, http.StatusOK)); d["id"] != a.ID {
+			t.Fatalf("a's key got %v", d["id"])
+		}
+		if d := data(t, e.Call(t, "GET", "/v1/users/email/shared@example.test", e.SystemKey, nil, http.StatusOK)); d["id"] != b.ID {
+			t.Fatalf("system key got %v, want the oldest %s", d["id"], b.ID)
+		}
+		// A soft-deleted caller no longer owns the address.
+		execSQL(t, e, `UPDATE users SET deleted_at = $1 WHERE id = $2`, db.TS(e.Clock.Now()), c.ID)
+		r := e.Do(t, apptest.Req{Method: "GET", Path: "/v1/users/email/shared@example.test", Token: c.Token})
+		if r.Status == http.StatusOK {
+			t.Fatalf("a soft-deleted user read %s", r.Body)
+		}
+	})
+}
+
 func TestOAuthLogin(t *testing.T) {
 	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
@@ -566,6 +598,55 @@ func TestOAuthLoginConcurrentFirstSignIn(t *testing.T) {
 		}
 		if n := scalar[int](t, e, `SELECT COUNT(*) FROM users WHERE email = 'race@example.test'`); n != 1 {
 			t.Fatalf("%d users", n)
+		}
+	})
+}
+
+// TestOAuthLoginConcurrentSameName: sixteen first sign-ins of different
+// accounts with the same display name at once all succeed, each with a
+// username of its own (they derive the same name and must not collide).
+func TestOAuthLoginConcurrentSameName(t *testing.T) {
+	t.Parallel()
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		const n = 16
+		type answer struct {
+			status   int
+			username string
+		}
+		answers := make(chan answer, n)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				body := map[string]any{"email": fmt.Sprintf("same%d@example.test", i), "name": "Same Name", "oauthProvider": "discord",
+					"oauthProviderId": fmt.Sprintf("same-%d", i)}
+				<-start
+				r := e.Do(t, apptest.Req{Method: "POST", Path: "/v1/users/oauth", Token: e.SystemKey, Body: body})
+				a := answer{status: r.Status}
+				if d, ok := r.JSON()["data"].(map[string]any); ok {
+					a.username, _ = d["username"].(string)
+				}
+				answers <- a
+			}()
+		}
+		close(start)
+		wg.Wait()
+		close(answers)
+		seen := map[string]bool{}
+		for a := range answers {
+			if a.status != http.StatusCreated || a.username == "" {
+				t.Errorf("sign-in answered %d, username %q", a.status, a.username)
+				continue
+			}
+			if seen[strings.ToLower(a.username)] {
+				t.Errorf("username %q given twice", a.username)
+			}
+			seen[strings.ToLower(a.username)] = true
+		}
+		if got := scalar[int](t, e, `SELECT COUNT(*) FROM users WHERE name = 'Same Name'`); got != n {
+			t.Fatalf("%d users, want %d", got, n)
 		}
 	})
 }

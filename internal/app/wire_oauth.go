@@ -24,11 +24,15 @@ func (s *Server) buildOAuth(ctx context.Context) error {
 		Resolver: s.Guard.Resolver,
 		Issuer:   s.Config.PublicURL,
 		LoginURL: s.Config.LoginURL,
+
+		PurgePause: oauth.DefaultPurgePause,
 	}
 	s.OAuth = svc
 	s.oauthHandler = &oauth.Handler{S: svc}
 	s.Guard.Resolver.OAuth = svc
 	s.Consents = svc
+
+	s.Metrics.Registry.MustRegister(svc.TableSizes())
 
 	// Expired codes, pending authorizations and tokens are purged hourly.
 	jobCtx, stop := context.WithCancel(context.Background())

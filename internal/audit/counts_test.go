@@ -81,3 +81,26 @@ func TestCountMatchesTheLog(t *testing.T) {
 		}
 	})
 }
+
+// TestRecordRefusesUnlistedType: EventTypes is the one list of types, so a
+// type missing from it (which the event_type filter would refuse) cannot be
+// stored either.
+func TestRecordRefusesUnlistedType(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
+		ctx := context.Background()
+		d := eng.Open(t)
+		w := &Writer{DB: d, Clock: clock.NewFake(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))}
+		if _, err := w.Record(ctx, d, Event{EventType: "made_up"}); err == nil {
+			t.Fatal("an unlisted event type was stored")
+		}
+		var n int
+		if err := d.QueryRowContext(ctx, `SELECT COUNT(*) FROM audit_events`).Scan(&n); err != nil || n != 0 {
+			t.Fatalf("stored %d events (%v)", n, err)
+		}
+		for _, typ := range []string{UserBanned, UserUnbanned, PlatformUpdated, Login} {
+			if _, err := w.Record(ctx, d, Event{EventType: typ}); err != nil {
+				t.Fatalf("%s: %v", typ, err)
+			}
+		}
+	})
+}

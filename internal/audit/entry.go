@@ -18,8 +18,9 @@ const (
 	StatusFailure = "failure"
 )
 
-// EventTypes lists every event type of spec 2 (Events), the values the
-// event_type filter and the internal endpoint accept.
+// EventTypes lists every event type hmid stores: those of spec 2 (Events)
+// and the ones hmid writes beyond them. It is the one list the event_type
+// filter, the internal endpoint and Writer.Record accept.
 var EventTypes = []string{
 	Login, LoginFailed, Logout, SessionCreated, SessionRevoked,
 	TwoFAEnabled, TwoFADisabled, TwoFAVerified, TwoFABackupRegenerated,
@@ -31,12 +32,13 @@ var EventTypes = []string{
 	ConsentGranted, ConsentRevoked,
 	APIKeyCreated, APIKeyRevoked,
 	BotCommandExecuted, BotGuildConfigured,
+	UserBanned, UserUnbanned, PlatformUpdated,
 }
 
 // SourceServices lists the source_service values of spec 2 (Events).
 var SourceServices = []string{"api", "id", "backend", "policies", "chat_platform_bot", "stream_platform_bot"}
 
-// IsEventType reports whether s is an event type of spec 2.
+// IsEventType reports whether s is in EventTypes.
 func IsEventType(s string) bool { return slices.Contains(EventTypes, s) }
 
 // Entry is a stored audit event as the API shows it (spec 2, Audit event).

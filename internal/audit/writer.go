@@ -7,6 +7,7 @@ package audit
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 
 	"hmid/internal/clock"
@@ -44,6 +45,14 @@ const (
 	APIKeyRevoked           = "api_key_revoked"
 	BotCommandExecuted      = "bot_command_executed"
 	BotGuildConfigured      = "bot_guild_configured"
+)
+
+// Event types hmid writes beyond the spec's list, which names none for bans
+// or platform settings.
+const (
+	UserBanned      = "user_banned"
+	UserUnbanned    = "user_unbanned"
+	PlatformUpdated = "platform_updated"
 )
 
 // Event is one audit record to write.
@@ -96,6 +105,12 @@ func FromRequest(r *http.Request, e Event) Event {
 // audit_event_counts) are written together: in q's transaction, or in one of
 // their own when q is the DB itself.
 func (w *Writer) Record(ctx context.Context, q db.Querier, e Event) (string, error) {
+	// EventTypes is the one list of types: what the event_type filter and the
+	// internal endpoint accept is exactly what can be stored, so a new type
+	// must be added there before any operation can write it.
+	if !IsEventType(e.EventType) {
+		return "", fmt.Errorf("audit: event type %q is not in audit.EventTypes", e.EventType)
+	}
 	if d, ok := q.(*db.DB); ok {
 		var id string
 		err := d.Tx(ctx, func(tx *db.Tx) error {

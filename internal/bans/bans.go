@@ -45,10 +45,10 @@ const (
 )
 
 // Audit event types of bans. The spec's event list has none for bans; these
-// extend it.
+// extend it (audit.EventTypes lists them).
 const (
-	EventBanned   = "user_banned"
-	EventUnbanned = "user_unbanned"
+	EventBanned   = audit.UserBanned
+	EventUnbanned = audit.UserUnbanned
 )
 
 // MaxDuration bounds duration_seconds (100 years): longer is a permanent ban.

@@ -301,10 +301,10 @@ type BotMember struct {
 
 // botAnswer is the payload of the bot's response to a sync request.
 type botAnswer struct {
-	Success bool        `json:"success"`
-	Error   *string     `json:"error"`
-	Guilds  []BotGuild  `json:"guilds"`
-	Members []BotMember `json:"members"`
+	Success bool         `json:"success"`
+	Error   *string      `json:"error"`
+	Guilds  []BotGuild   `json:"guilds"`
+	Members *[]BotMember `json:"members"` // nil when the answer has no members field
 }
 
 // ask sends a request to the bot and decodes its answer, mapping "no bot"
@@ -564,12 +564,19 @@ func (h *Handler) SyncMembers(w http.ResponseWriter, r *http.Request) {
 	}
 	res := MemberSyncResult{Success: ans.Success, Error: ans.Error}
 	if ans.Success {
-		if err := validateMembers(ans.Members); err != nil {
+		// A success without a members list is an answer that cannot be
+		// read, not an empty guild: storing it would delete every member.
+		if ans.Members == nil {
+			httpx.Error(w, r, apperr.Unavailablef("the chat-platform bot answered the member sync without members"))
+			return
+		}
+		members := *ans.Members
+		if err := validateMembers(members); err != nil {
 			httpx.Error(w, r, err)
 			return
 		}
 		err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
-			if err := storeMembers(ctx, tx, g.ID, ans.Members); err != nil {
+			if err := storeMembers(ctx, tx, g.ID, members); err != nil {
 				return err
 			}
 			_, err := tx.ExecContext(ctx, `UPDATE chat_guilds SET last_synced_at = $1 WHERE id = $2`, db.TS(h.S.Clock.Now()), g.ID)
@@ -579,7 +586,7 @@ func (h *Handler) SyncMembers(w http.ResponseWriter, r *http.Request) {
 			httpx.Error(w, r, err)
 			return
 		}
-		res.MembersSynced = len(ans.Members)
+		res.MembersSynced = len(members)
 	}
 	httpx.JSON(w, http.StatusOK, res)
 }
@@ -642,23 +649,7 @@ func (h *Handler) ListMembers(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, apperr.Invalid("bot_only and humans_only cannot both be true"))
 		return
 	}
-	limit, offset := 50, 0
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			httpx.Error(w, r, apperr.Invalid("limit must be an integer"))
-			return
-		}
-		limit = min(max(n, 1), 100)
-	}
-	if v := q.Get("offset"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			httpx.Error(w, r, apperr.Invalid("offset must be an integer"))
-			return
-		}
-		offset = max(n, 0)
-	}
+	limit, offset := httpx.ParseLimitOffset(r, 50)
 	where := []string{"guild_id = $1"}
 	args := []any{g.ID}
 	arg := func(v any) string {

@@ -26,8 +26,8 @@ func Parse(ua string) Info {
 	}
 	p := useragent.New(ua)
 	name, _ := p.Browser()
-	info := Info{DeviceType: "desktop", Browser: name, OS: p.OSInfo().Name}
 	lower := strings.ToLower(ua)
+	info := Info{DeviceType: "desktop", Browser: name, OS: osName(p.OSInfo().Name, lower)}
 	switch {
 	case strings.Contains(lower, "ipad") || strings.Contains(lower, "tablet") ||
 		(strings.Contains(lower, "android") && !strings.Contains(lower, "mobile")):
@@ -39,4 +39,21 @@ func Parse(ua string) Info {
 		info.DeviceType = "desktop"
 	}
 	return info
+}
+
+// appleNames maps the names the useragent library reads from Apple's tokens
+// to the systems' current names: "iPhone OS" has been iOS since 2010 and
+// "Mac OS X" macOS since 2016.
+var appleNames = map[string]string{"iPhone OS": "iOS", "Mac OS X": "macOS"}
+
+// osName names the operating system. An iPad says "CPU OS 17_0 like Mac OS X",
+// from which the library keeps only "OS"; that system is iPadOS.
+func osName(name, lowerUA string) string {
+	if strings.Contains(lowerUA, "ipad") && (name == "OS" || name == "iPhone OS") {
+		return "iPadOS"
+	}
+	if n, ok := appleNames[name]; ok {
+		return n
+	}
+	return name
 }

@@ -166,9 +166,11 @@ func (r *resolver) CreateOauthClient(ctx context.Context, args struct{ Input cre
 	return &out, nil
 }
 
-// mutationResult is MutationResult: business failures (unknown id, a rule
-// of the operation) are reported in error with success false; missing
-// authentication or permission and internal failures go to the errors array.
+// mutationResult is MutationResult: every failure the caller can act on
+// (unknown id, a rule of the operation, a missing permission) is reported in
+// error with success false, as spec 1 gives these mutations {success, error};
+// missing authentication, rate limits and internal failures go to the errors
+// array.
 type mutationResult struct {
 	Success bool
 	Error   *string
@@ -181,7 +183,7 @@ func outcome(err error) (*mutationResult, error) {
 	}
 	var ae *apperr.Error
 	switch apperr.KindOf(err) {
-	case apperr.NotFound, apperr.BadRequest, apperr.Validation, apperr.Conflict:
+	case apperr.NotFound, apperr.BadRequest, apperr.Validation, apperr.Conflict, apperr.Forbidden:
 		if stderrors.As(err, &ae) {
 			return &mutationResult{Error: &ae.Message}, nil
 		}

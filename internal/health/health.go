@@ -168,7 +168,8 @@ func (h *Handler) report(r *http.Request) Report {
 		Version:   h.Version,
 		Timestamp: h.Clock.Now(),
 		Uptime:    uptime(time.Since(h.Started)),
-		Links:     httpx.Links{Self: httpx.SelfURL(r)},
+		// One canonical self link, so /health and /v1/health answer the same body (spec 1, Versioning 2).
+		Links: httpx.Links{Self: httpx.URL(r, "/v1/health")},
 	}
 	rep.Services.Database = ping(ctx, h.DB.Ping)
 	rep.Services.Database.Type = string(h.DB.Flavor)

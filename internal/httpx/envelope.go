@@ -124,3 +124,19 @@ func ParsePageValues(page, limit string, def int) Page {
 	p.Limit = max(1, min(100, p.Limit))
 	return p
 }
+
+// ParseLimitOffset reads limit and offset from the query for the lists that
+// page by offset, with the rule of ParsePage: limit is clamped to 1..100 with
+// def when absent or unparsable, offset below 0 (or unparsable) becomes 0.
+func ParseLimitOffset(r *http.Request, def int) (limit, offset int) {
+	q := r.URL.Query()
+	limit = def
+	if n, err := strconv.Atoi(q.Get("limit")); err == nil {
+		limit = n
+	}
+	if n, err := strconv.Atoi(q.Get("offset")); err == nil {
+		// Keep offset arithmetic far from integer overflow, as ParsePageValues does.
+		offset = min(max(0, n), 1_000_000_000)
+	}
+	return max(1, min(100, limit)), offset
+}

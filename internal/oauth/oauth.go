@@ -54,6 +54,8 @@ type Service struct {
 	Issuer   string          // HMID_PUBLIC_URL, without trailing slash
 	LoginURL string          // where a user who is not logged in is sent; "" = Issuer + "/login"
 
+	PurgePause time.Duration // pause between Purge's batches (DefaultPurgePause in the server); 0 = none
+
 	keyMu  sync.Mutex
 	rsaKey *signingKey // loaded or created on first RS256 use
 }

@@ -2,43 +2,130 @@ package oauth
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"time"
 
 	"hmid/internal/db"
 )
 
-// Retention of spent rows. Codes and pending authorizations are kept a day
-// past expiry so a late replay is still recognised as one; refresh tokens
-// are kept 30 days past expiry so a stolen, long-rotated token presented
-// late still revokes its family (RFC 9700 §4.14.2).
-const (
-	shortRetention   = 24 * time.Hour
-	refreshRetention = 30 * 24 * time.Hour
-)
+// Retention of spent codes and pending authorizations: a day past expiry, so
+// a late replay of a code is still recognised as one and revokes the tokens
+// it bought (RFC 6749 §4.1.2).
+const shortRetention = 24 * time.Hour
 
-// Purge deletes expired codes, pending authorizations and tokens past their
-// retention. It is idempotent and safe to run on several instances.
+// PurgeBatch is the most rows one purge statement deletes. Each batch is its
+// own short statement, so the single SQLite writer (and PostgreSQL's row
+// locks) are held for milliseconds and requests interleave between batches.
+const PurgeBatch = 1000
+
+// DefaultPurgePause is the pause between two purge batches of the hourly job.
+const DefaultPurgePause = 20 * time.Millisecond
+
+// Purge deletes what nothing needs any more, in batches of at most
+// PurgeBatch rows with s.PurgePause between them:
+//   - codes and pending authorizations a day past expiry;
+//   - access tokens once expired or revoked (a revoked or expired access
+//     token is refused whether or not its row exists);
+//   - every token of a family with no live token left. A spent refresh
+//     token matters only while its family can still be used: presenting it
+//     then revokes the family (reuse detection, RFC 9700 §4.14.2). Once the
+//     family is revoked or expired there is nothing left to revoke, and the
+//     answer to the spent token, invalid_grant, is the same without its row.
+//
+// Spent refresh tokens of live families are kept. A family cannot come back
+// to life: new tokens join it only by rotating a live refresh token. Purge is
+// idempotent and safe to run on several instances.
 func (s *Service) Purge(ctx context.Context) error {
 	now := s.Clock.Now()
-	short, long := db.TS(now.Add(-shortRetention)), db.TS(now.Add(-refreshRetention))
-	for _, q := range []struct {
-		sql string
-		arg int64
-	}{
-		{`DELETE FROM oauth_codes WHERE expires_at < $1`, short},
-		{`DELETE FROM oauth_pending_authorizations WHERE expires_at < $1`, short},
-		{`DELETE FROM oauth_tokens WHERE kind = 'access' AND expires_at < $1`, short},
-		{`DELETE FROM oauth_tokens WHERE kind = 'refresh' AND expires_at < $1`, long},
+	short := db.TS(now.Add(-shortRetention))
+	for _, q := range []string{
+		`DELETE FROM oauth_codes WHERE code_hash IN (SELECT code_hash FROM oauth_codes WHERE expires_at < $1 LIMIT ` + strconv.Itoa(PurgeBatch) + `)`,
+		`DELETE FROM oauth_pending_authorizations WHERE id IN (SELECT id FROM oauth_pending_authorizations WHERE expires_at < $1 LIMIT ` + strconv.Itoa(PurgeBatch) + `)`,
 	} {
-		if _, err := s.DB.ExecContext(ctx, q.sql, q.arg); err != nil {
+		if err := s.purgeBatches(ctx, q, short); err != nil {
 			return err
 		}
 	}
-	return nil
+	return s.purgeTokens(ctx, db.TS(now))
+}
+
+// purgeBatches runs the batched DELETE q (with $1 = arg) until a batch
+// deletes less than PurgeBatch rows.
+func (s *Service) purgeBatches(ctx context.Context, q string, arg int64) error {
+	for {
+		res, err := s.DB.ExecContext(ctx, q, arg)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n < PurgeBatch {
+			return nil
+		}
+		if err := s.pause(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// deadTokensSQL selects, in id order after a cursor, the tokens Purge
+// deletes: access tokens no longer usable, and tokens of families without a
+// live token (the partial index oauth_tokens_live answers that per family).
+var deadTokensSQL = `SELECT t.id FROM oauth_tokens t WHERE t.id > $2 AND (
+		(t.kind = 'access' AND (t.revoked_at IS NOT NULL OR t.expires_at <= $1))
+		OR NOT EXISTS (SELECT 1 FROM oauth_tokens l WHERE l.family_id = t.family_id AND l.revoked_at IS NULL AND l.expires_at > $1))
+	ORDER BY t.id LIMIT ` + strconv.Itoa(PurgeBatch)
+
+// purgeTokens walks oauth_tokens once in id order (a keyset cursor, so the
+// kept rows are read once per run, not once per batch), selecting up to
+// PurgeBatch dead tokens on the readers and deleting them by id.
+func (s *Service) purgeTokens(ctx context.Context, now int64) error {
+	cursor := ""
+	for {
+		ids, err := db.All(ctx, s.DB, func(r db.Scanner) (string, error) {
+			var id string
+			return id, r.Scan(&id)
+		}, deadTokensSQL, now, cursor)
+		if err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		marks := make([]string, len(ids))
+		args := make([]any, len(ids))
+		for i, id := range ids {
+			marks[i], args[i] = "$"+strconv.Itoa(i+1), id
+		}
+		if _, err := s.DB.ExecContext(ctx, `DELETE FROM oauth_tokens WHERE id IN (`+strings.Join(marks, ", ")+`)`, args...); err != nil {
+			return err
+		}
+		if len(ids) < PurgeBatch {
+			return nil
+		}
+		cursor = ids[len(ids)-1]
+		if err := s.pause(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// pause waits s.PurgePause between batches, or returns ctx's error.
+func (s *Service) pause(ctx context.Context) error {
+	if s.PurgePause <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(s.PurgePause)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // RunPurge runs Purge every interval until ctx ends, on one instance at a
-// time (DB.TryLock), logging failures through logf.
+// time (DB.TryLock: a PostgreSQL advisory lock), logging failures through logf.
 func (s *Service) RunPurge(ctx context.Context, interval time.Duration, logf func(err error)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()

@@ -216,7 +216,9 @@ func (h *Handler) Stations(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := ByWater(st, r.URL.Query().Get("water"))
-	sorted := append([]Station(nil), out...)
+	// A copy, so sorting leaves the shared cache alone; never nil, so no
+	// match is [] and not null.
+	sorted := append(make([]Station, 0, len(out)), out...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Longname < sorted[j].Longname })
 	httpx.JSON(w, http.StatusOK, sorted)
 }

@@ -26,8 +26,9 @@ import (
 )
 
 // EventPlatformUpdated is the audit event type of a platform change. The
-// spec's event list has no platform event; this one extends it.
-const EventPlatformUpdated = "platform_updated"
+// spec's event list has no platform event; this one extends it
+// (audit.EventTypes lists it).
+const EventPlatformUpdated = audit.PlatformUpdated
 
 // Service holds the dependencies of the platforms area.
 type Service struct {

@@ -421,14 +421,28 @@ func (c *conn) isBot() bool {
 	return false
 }
 
+// BotPermissions are the chatplatform permissions of spec 3 (Chat platform);
+// holding every one of them is holding chatplatform:*. The catalogue has no
+// chatplatform:* entry, so a role can give a key only these five.
+var BotPermissions = []string{"chatplatform:read", "chatplatform:edit", "chatplatform:sync", "chatplatform:delete", "chatplatform:guild.sync"}
+
 // IsBot reports whether p may act as the chat-platform bot: a system API key,
-// or an API key holding chatplatform:* (through its scopes or roles). Session
-// tokens are for people, never bots.
+// or an API key holding chatplatform:* (through its scopes or roles), either
+// as the wildcard or as all of BotPermissions. Session tokens are for people,
+// never bots.
 func IsBot(p *authn.Principal) bool {
 	if p == nil || p.Kind != authn.KindAPIKey {
 		return false
 	}
-	return p.SystemKey || p.Can("chatplatform:*")
+	if p.SystemKey || p.Can("chatplatform:*") {
+		return true
+	}
+	for _, perm := range BotPermissions {
+		if !p.Can(perm) {
+			return false
+		}
+	}
+	return true
 }
 
 // Ticket is the answer of POST /v1/ws/ticket.

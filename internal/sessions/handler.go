@@ -186,7 +186,9 @@ type Record struct {
 
 // CreateInternal serves POST /v1/sessions (system key) with {userId,
 // expires}: a session for an active user. expires is an RFC 3339 time in the
-// future, at most MaxTTL ahead; without it the session lasts DefaultTTL.
+// future, at most MaxTTL ahead; without it the session lasts DefaultTTL. A
+// banned user gets no session (403), as login refuses them: a session that
+// authentication would refuse anyway must not be handed out.
 func (h *Handler) CreateInternal(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	var b struct {
@@ -218,12 +220,18 @@ func (h *Handler) CreateInternal(w http.ResponseWriter, r *http.Request) {
 	var rec Record
 	err := h.DB.Tx(ctx, func(tx *db.Tx) error {
 		var provider sql.NullString
-		err := tx.QueryRowContext(ctx, `SELECT last_login_provider FROM users WHERE id = $1 AND deleted_at IS NULL`, b.UserID).Scan(&provider)
+		var banned bool
+		err := tx.QueryRowContext(ctx, `SELECT u.last_login_provider, EXISTS (SELECT 1 FROM bans b WHERE b.user_id = u.id
+			AND b.unbanned_at IS NULL AND (b.expires_at IS NULL OR b.expires_at > $2))
+			FROM users u WHERE u.id = $1 AND u.deleted_at IS NULL`, b.UserID, db.TS(now)).Scan(&provider, &banned)
 		if errors.Is(err, sql.ErrNoRows) {
 			return apperr.NotFoundf("user not found")
 		}
 		if err != nil {
 			return err
+		}
+		if banned {
+			return apperr.Forbiddenf("this user is banned")
 		}
 		c, err := Create(ctx, tx, now, New{UserID: b.UserID, Provider: provider.String, IPAddress: httpx.ClientIP(ctx),
 			UserAgent: r.UserAgent(), ExpiresAt: expires})

@@ -440,7 +440,7 @@ func (h *Handler) DeleteTrip(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		if t.Status == StatusActive || t.Status == StatusPaused {
-			return apperr.Conflictf("an %s trip cannot be deleted; complete it first", t.Status)
+			return apperr.Conflictf("the trip is %s and cannot be deleted; complete it first", t.Status)
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM trips WHERE id = $1 AND status IN ('draft', 'completed')`, id)
 		if err != nil {

@@ -46,7 +46,9 @@ func TestTripLifecycleWithGPS(t *testing.T) {
 
 		e.Clock.Advance(time.Minute)
 		data(e.Call(t, "PATCH", "/v1/trips/"+id, op.Token, map[string]any{"status": "paused"}, http.StatusOK))
-		e.Call(t, "DELETE", "/v1/trips/"+id, op.Token, nil, http.StatusConflict)
+		if msg := e.Call(t, "DELETE", "/v1/trips/"+id, op.Token, nil, http.StatusConflict).JSON()["message"]; msg != "the trip is paused and cannot be deleted; complete it first" {
+			t.Fatalf("deleting a paused trip: %v", msg)
+		}
 		if p := create(t, e, "/v1/gps", op.Token, point(30, map[string]any{"device_id": dev})); p["trip_id"] != nil {
 			t.Fatalf("point during a paused trip = %v", p)
 		}

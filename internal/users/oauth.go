@@ -220,9 +220,9 @@ func (h *Handler) OAuthLogin(w http.ResponseWriter, r *http.Request) {
 		lu, err = h.S.loginUser(ctx, tx, userID)
 		return err
 	}
-	// A concurrent first sign-in of the same account (or a username taken in
-	// between) fails on a unique index; running again then finds the account
-	// the other request created.
+	// A concurrent first sign-in of the same account fails on the platform
+	// account's unique index; running again then finds the account the other
+	// request created. (A username taken in between is settled inside Create.)
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		if err = h.S.DB.Tx(ctx, upsert); !db.IsUniqueViolation(err) {
@@ -263,31 +263,32 @@ func knownSource(s string) string {
 
 // ByEmail serves GET /v1/users/email/{email}: the OAuth-login shape of the
 // active user with that email. A system key, a super admin or a holder of
-// users:read may ask for any address; anyone else only for their own (403).
+// users:read may ask for any address (several users may share one, through
+// registration and a provider sign-in; the oldest is answered). Anyone else
+// may ask only for their own address (403) and always gets their own record,
+// never another user's who shares it, whatever the linking rule.
 func (h *Handler) ByEmail(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	p := authn.From(ctx)
 	email := strings.ToLower(strings.TrimSpace(chi.URLParam(r, "email")))
-	if !p.IsAdmin() && !p.Can("users:read") {
-		own := ""
-		if p.UserID != "" {
-			var e sql.NullString
-			if err := h.S.DB.QueryRowContext(ctx, `SELECT email FROM users WHERE id = $1`, p.UserID).Scan(&e); err != nil && !errors.Is(err, sql.ErrNoRows) {
-				httpx.Error(w, r, err)
-				return
-			}
-			own = strings.ToLower(e.String)
+	var id string
+	if p.IsAdmin() || p.Can("users:read") {
+		err := h.S.DB.QueryRowContext(ctx, `SELECT id FROM users WHERE LOWER(email) = $1 AND deleted_at IS NULL ORDER BY created_at, id LIMIT 1`, email).Scan(&id)
+		if err != nil {
+			httpx.Error(w, r, notFoundOr(err, "user"))
+			return
+		}
+	} else {
+		own, err := h.ownEmail(ctx, p.UserID)
+		if err != nil {
+			httpx.Error(w, r, err)
+			return
 		}
 		if own == "" || own != email {
 			httpx.Error(w, r, apperr.Forbiddenf("you may only look up your own email address"))
 			return
 		}
-	}
-	var id string
-	err := h.S.DB.QueryRowContext(ctx, `SELECT id FROM users WHERE LOWER(email) = $1 AND deleted_at IS NULL ORDER BY created_at, id LIMIT 1`, email).Scan(&id)
-	if err != nil {
-		httpx.Error(w, r, notFoundOr(err, "user"))
-		return
+		id = p.UserID
 	}
 	lu, err := h.S.loginUser(ctx, h.S.DB, id)
 	if err != nil {
@@ -295,4 +296,18 @@ func (h *Handler) ByEmail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpx.WriteResource(w, r, http.StatusOK, lu)
+}
+
+// ownEmail returns the lower-cased email of the active user id, or "" when
+// the caller acts for no user, the user has no email or is soft-deleted.
+func (h *Handler) ownEmail(ctx context.Context, id string) (string, error) {
+	if id == "" {
+		return "", nil
+	}
+	var e sql.NullString
+	err := h.S.DB.QueryRowContext(ctx, `SELECT email FROM users WHERE id = $1 AND deleted_at IS NULL`, id).Scan(&e)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", err
+	}
+	return strings.ToLower(e.String), nil
 }
