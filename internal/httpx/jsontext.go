@@ -83,14 +83,13 @@ func (s *jsonScan) str(i int) (int, *apperr.Error) {
 				return 0, err
 			}
 			i += n
+			chars++ // an escape is one character
 		default:
 			if utf8.RuneStart(c) {
 				chars++
 			}
 			i++
-			continue
 		}
-		chars++
 		if chars > MaxJSONString {
 			return 0, apperr.Invalid("%s is longer than %d characters", s.where(), MaxJSONString)
 		}
