@@ -3,7 +3,6 @@ package httpx
 import (
 	"bytes"
 	"encoding/json"
-	"math"
 	"unicode/utf8"
 
 	"hmid/internal/apperr"
@@ -34,14 +33,6 @@ func CheckLen(field, v string, max int) error {
 func CheckItems(field string, n, max int) error {
 	if n > max {
 		return apperr.Invalid("%s must have at most %d items", field, max)
-	}
-	return nil
-}
-
-// CheckRange refuses a number outside [min, max], NaN and infinities.
-func CheckRange(field string, v, min, max float64) error {
-	if math.IsNaN(v) || v < min || v > max {
-		return apperr.Invalid("%s must be between %g and %g", field, min, max)
 	}
 	return nil
 }
