@@ -215,7 +215,7 @@ func TestInputBounds(t *testing.T) {
 		invalid("101 properties", "POST", "/v1/settings", admin.Token, map[string]any{"key": "wide", "value": wide}, "value")
 
 		// The JSON string backstop names the field it found.
-		invalid("a 16,385-character string anywhere", "POST", "/v1/devices", sys, map[string]any{"name": "d", "extra": strings.Repeat("s", 16385)}, "extra")
+		invalid("a 65,537-character string anywhere", "POST", "/v1/devices", sys, map[string]any{"name": "d", "extra": strings.Repeat("s", 65537)}, "extra")
 	})
 }
 

@@ -17,7 +17,9 @@ const (
 	MaxJSONDepth = 32
 	// MaxJSONString is the longest JSON string, in characters, anywhere in
 	// a body: the backstop for fields without a tighter bound of their own.
-	MaxJSONString = 16384
+	// It leaves room for the longest legitimate one, a GraphQL document
+	// (graphql.MaxQueryBytes, 32 KiB), which its own limit then judges.
+	MaxJSONString = 64 << 10
 )
 
 // jsonScan walks the text of a JSON body once, keeping the path of object
