@@ -84,6 +84,21 @@ func TestBoundaryRefusesNULAndInvalidUTF8(t *testing.T) {
 	})
 }
 
+// TestBoundaryGraphQLLiteral: a GraphQL string literal decodes \u0000 only
+// after the body was checked; the endpoint refuses it (PostgreSQL answered
+// an internal error, SQLite stored the NUL).
+func TestBoundaryGraphQLLiteral(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		u := e.NewUser(t, apptest.UserSpec{})
+		g := gqlPost(t, e, u.Token, `mutation { createOauthClient(input: {name: "a\u0000b", redirectUris: ["https://x.example/cb"], allowedScopes: ["openid"]}) { client { id } } }`, nil, http.StatusBadRequest)
+		if g.code() != "BAD_REQUEST" {
+			t.Fatalf("NUL in a GraphQL literal: %+v", g)
+		}
+		// An escaped backslash followed by u0000 is plain text.
+		gqlData(t, e, u.Token, `mutation { createOauthClient(input: {name: "a\\u0000b", redirectUris: ["https://x.example/cb"], allowedScopes: ["openid"]}) { client { id } } }`, nil)
+	})
+}
+
 // TestBoundaryForms: form fields of the OAuth endpoints answer invalid_request
 // (RFC 6749 §5.2), those of the pages BadRequest; both before any handler runs.
 func TestBoundaryForms(t *testing.T) {

@@ -90,6 +90,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, http.StatusBadRequest, CodeBadRequest, "query is required")
 		return
 	}
+	// String literals of the document decode to text only now; a NUL among
+	// them would reach the database, which PostgreSQL refuses.
+	if httpx.HasNULEscape(p.Query) {
+		writeFailure(w, http.StatusBadRequest, CodeBadRequest, "the query holds a NUL character (\\u0000)")
+		return
+	}
 	if r.Method == http.MethodGet && operationType(p.Query, p.OperationName) == "mutation" {
 		w.Header().Set("Allow", "POST")
 		writeFailure(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "mutations must be sent with POST")

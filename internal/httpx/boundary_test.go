@@ -136,3 +136,14 @@ func TestCheckJSONText(t *testing.T) {
 		t.Errorf("message %q does not name the field a.b", err.Message)
 	}
 }
+
+func TestHasNULEscape(t *testing.T) {
+	for text, want := range map[string]bool{
+		`"a"`: false, `"a\u0000b"`: true, `"a\\u0000b"`: false, `"a\\\u0000b"`: true,
+		`"\\u0000" "\u0000"`: true, `\u0001`: false, `\u0000`: true,
+	} {
+		if got := HasNULEscape(text); got != want {
+			t.Errorf("HasNULEscape(%s) = %v", text, got)
+		}
+	}
+}

@@ -186,3 +186,27 @@ func hex4(b []byte, i int) (rune, bool) {
 	}
 	return r, true
 }
+
+// HasNULEscape reports whether text holds the escape \u0000 that a JSON or
+// GraphQL string would decode to NUL: a backslash preceded by an even number
+// of backslashes, then u0000. GraphQL documents decode their own string
+// literals after the body was checked, so the GraphQL endpoint asks this of
+// the query text; a match in a comment or block string is refused too, which
+// costs nothing real.
+func HasNULEscape(text string) bool {
+	for i := strings.Index(text, `\u0000`); i >= 0; {
+		n := 0
+		for j := i - 1; j >= 0 && text[j] == '\\'; j-- {
+			n++
+		}
+		if n%2 == 0 {
+			return true
+		}
+		next := strings.Index(text[i+1:], `\u0000`)
+		if next < 0 {
+			return false
+		}
+		i += 1 + next
+	}
+	return false
+}
