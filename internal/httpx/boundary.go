@@ -19,6 +19,10 @@ const (
 	// carry. Go's net/url drops every parameter of a query over 10,000 and
 	// reports that only as an error most callers ignore; hmid answers 400.
 	MaxQueryParams = 1000
+	// MaxQueryValueBytes is the longest query parameter value. Search and
+	// prefix filters become LIKE patterns, and SQLite refuses one over
+	// 50,000 bytes; a GraphQL document longer than this goes by POST.
+	MaxQueryValueBytes = 16 << 10
 	// MaxUserAgentBytes is how much of User-Agent is kept: it is recorded with
 	// sessions and audit events, so it needs a bound like any stored input.
 	MaxUserAgentBytes = 512
@@ -79,6 +83,13 @@ func checkRequest(r *http.Request) string {
 	}
 	if msg := CheckValues("query parameter", q); msg != "" {
 		return msg
+	}
+	for k, vs := range q {
+		for _, v := range vs {
+			if len(v) > MaxQueryValueBytes {
+				return "the query parameter " + quoteName(k) + " is longer than " + strconv.Itoa(MaxQueryValueBytes) + " bytes"
+			}
+		}
 	}
 	if !isForm(r) {
 		return ""

@@ -33,6 +33,7 @@ func FuzzBoundary(f *testing.F) {
 		{"/login", "", "", "email=a%40b.c&password=pw"},
 		{"/v1", "", "curl\xff/8", ""},
 		{"/v1", "", strings.Repeat("é", 300), ""},
+		{"/v1/users", "search=" + strings.Repeat("x", MaxQueryValueBytes+1), "", ""},
 	} {
 		f.Add(s[0], s[1], s[2], s[3])
 	}
@@ -76,10 +77,18 @@ func checkPassed(t *testing.T, r *http.Request) {
 	if err != nil {
 		t.Fatalf("query %q passed: %v", r.URL.RawQuery, err)
 	}
+	for _, vs := range q {
+		for _, v := range vs {
+			if len(v) > MaxQueryValueBytes {
+				t.Fatalf("query value of %d bytes passed", len(v))
+			}
+		}
+	}
 	for _, vs := range []url.Values{q, r.PostForm} {
 		n := 0
 		for k, v := range vs {
 			n += len(v)
+
 			for _, s := range append(v, k) {
 				if !ValidText(s) {
 					t.Fatalf("parameter %q passed", s)
