@@ -12,9 +12,9 @@ import (
 	"hmid/internal/apptest"
 )
 
-// rawDo sends a request the contract router cannot match (a NUL or invalid
+// rawBoundary sends a request the contract router cannot match (a NUL or invalid
 // UTF-8 in the path, a non-API page) and returns status and body.
-func rawDo(t *testing.T, e *apptest.Env, method, path, ctype, body string, hdr map[string]string) (int, string) {
+func rawBoundary(t *testing.T, e *apptest.Env, method, path, ctype, body string, hdr map[string]string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, e.URL+path, strings.NewReader(body))
 	if err != nil {
@@ -52,7 +52,7 @@ func TestBoundaryRefusesNULAndInvalidUTF8(t *testing.T) {
 		r := e.Do(t, apptest.Req{Method: "POST", Path: "/v1/auth/login", Body: `{"email":"a\u0000b@example.com","password":"password123"}`})
 		wantBad(t, "login with \\u0000 in the email", r, "BadRequest")
 		for _, p := range []string{"/v1/platforms/a%00b", "/v1/platforms/a%ffb"} {
-			if st, body := rawDo(t, e, "GET", p, "", "", nil); st != http.StatusBadRequest || !strings.Contains(body, `"error":"BadRequest"`) {
+			if st, body := rawBoundary(t, e, "GET", p, "", "", nil); st != http.StatusBadRequest || !strings.Contains(body, `"error":"BadRequest"`) {
 				t.Fatalf("GET %s: %d %s", p, st, body)
 			}
 		}
@@ -109,7 +109,7 @@ func TestBoundaryForms(t *testing.T) {
 		}
 		r := e.Do(t, apptest.Req{Method: "GET", Path: "/v1/oauth/authorize?client_id=%ff&response_type=code"})
 		oauthErr(t, r, http.StatusBadRequest, "invalid_request")
-		st, body := rawDo(t, e, "POST", "/login", "application/x-www-form-urlencoded", "email=a%00b%40example.com&password=password123", nil)
+		st, body := rawBoundary(t, e, "POST", "/login", "application/x-www-form-urlencoded", "email=a%00b%40example.com&password=password123", nil)
 		if st != http.StatusBadRequest || !strings.Contains(body, `"BadRequest"`) {
 			t.Fatalf("login page with NUL: %d %s", st, body)
 		}
