@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -67,8 +68,28 @@ func (s *Service) visibleKey(ctx context.Context, p *authn.Principal, id string)
 	return k, nil
 }
 
-// checkScopes enforces Authentication 7: every scope must be a known
-// permission string the caller holds.
+// maxKeyScopes bounds the scopes array of an API key body, repeats counted
+// (docs/decisions.md, "Input bounds"); there are fewer permissions than that.
+const maxKeyScopes = 200
+
+// cleanScopes enforces Authentication 7: every scope must be a known
+// permission string the caller holds. It returns the scopes without
+// repeats, in their first order, as OAuth clients store theirs; nil is [].
+func (s *Service) cleanScopes(ctx context.Context, p *authn.Principal, in []string) ([]string, error) {
+	if err := httpx.CheckItems("scopes", len(in), maxKeyScopes); err != nil {
+		return nil, err
+	}
+	scopes := []string{}
+	for _, sc := range in {
+		if !slices.Contains(scopes, sc) {
+			scopes = append(scopes, sc)
+		}
+	}
+	return scopes, s.checkScopes(ctx, p, scopes)
+}
+
+// checkScopes checks each scope of a key: a resource:action string, a known
+// permission, and one the caller holds.
 func (s *Service) checkScopes(ctx context.Context, p *authn.Principal, scopes []string) error {
 	for _, sc := range scopes {
 		res, act, ok := strings.Cut(sc, ":")
@@ -161,11 +182,12 @@ func (h *Handler) CreateKey(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, apperr.Invalid("name is required and at most 100 characters"))
 		return
 	}
-	scopes := b.Scopes.Value
-	if scopes == nil {
-		scopes = []string{}
+	if err := httpx.CheckLen("description", b.Description.Value, httpx.MaxText); err != nil {
+		httpx.Error(w, r, err)
+		return
 	}
-	if err := h.S.checkScopes(ctx, p, scopes); err != nil {
+	scopes, err := h.S.cleanScopes(ctx, p, b.Scopes.Value)
+	if err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
@@ -180,7 +202,7 @@ func (h *Handler) CreateKey(w http.ResponseWriter, r *http.Request) {
 	if p.UserID != "" {
 		owner = p.UserID
 	}
-	err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
+	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, user_id, name, description, key_hash, key_prefix, scopes, is_active, is_system, expires_at, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, TRUE, FALSE, $8, $9, $9)`,
 			id, owner, name, b.Description.Value, token.Hash(key), token.KeyPrefix(key), db.JSON(scopes), db.NullTS(b.ExpiresAt.Ptr()), db.TS(now)); err != nil {
@@ -237,14 +259,15 @@ func (h *Handler) UpdateKey(w http.ResponseWriter, r *http.Request) {
 		k.Name = name
 	}
 	if b.Description.Set {
+		if err := httpx.CheckLen("description", b.Description.Value, httpx.MaxText); err != nil {
+			httpx.Error(w, r, err)
+			return
+		}
 		k.Description = b.Description.Value
 	}
 	if b.Scopes.Set {
-		scopes := b.Scopes.Value
-		if scopes == nil {
-			scopes = []string{}
-		}
-		if err := h.S.checkScopes(ctx, p, scopes); err != nil {
+		scopes, err := h.S.cleanScopes(ctx, p, b.Scopes.Value)
+		if err != nil {
 			httpx.Error(w, r, err)
 			return
 		}

@@ -177,7 +177,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 		Logger:         s.Log,
 		AccessLog:      !cfg.DisableAccessLog,
 		Metrics:        s.Metrics,
-	}, s.limits.wrap(s.router))
+	}, s.limits.wrap(httpx.Boundary(s.router, "/v1/oauth/authorize", "/v1/oauth/token", "/v1/oauth/revoke", "/v1/oauth/userinfo")))
 	ok = true
 	return s, nil
 }

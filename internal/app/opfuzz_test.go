@@ -29,13 +29,11 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
@@ -49,59 +47,7 @@ import (
 var fuzzAllowed = []struct {
 	cause string
 	match func(f fuzzFailure) bool
-}{
-	{
-		// Issue 11 item 6: NUL and invalid UTF-8 are to be refused with 400 at
-		// the boundary; today PostgreSQL refuses to store or compare them and
-		// the handler answers 500.
-		cause: "NUL or invalid UTF-8 reaches PostgreSQL (issue 11 item 6)",
-		match: func(f fuzzFailure) bool {
-			return f.engine == "postgres" && f.status == http.StatusInternalServerError && f.carriesNULOrInvalidUTF8()
-		},
-	},
-	{
-		// Issue 11 item 7: search and prefix query parameters have no length
-		// bound; SQLite refuses a LIKE pattern over 50,000 bytes ("LIKE or
-		// GLOB pattern too complex") and the handler answers 500.
-		cause: "unbounded search/prefix query parameter exceeds SQLite's LIKE pattern limit (issue 11 item 7)",
-		match: func(f fuzzFailure) bool {
-			return f.engine == "sqlite" && f.status == http.StatusInternalServerError && f.longestQueryValue() > 24000
-		},
-	},
-}
-
-// longestQueryValue is the length of the longest decoded query value.
-func (f fuzzFailure) longestQueryValue() int {
-	_, raw, _ := strings.Cut(f.target, "?")
-	q, _ := url.ParseQuery(raw)
-	longest := 0
-	for _, vs := range q {
-		for _, v := range vs {
-			longest = max(longest, len(v))
-		}
-	}
-	return longest
-}
-
-// carriesNULOrInvalidUTF8 tells whether the request line or body holds a NUL
-// byte or bytes that are not UTF-8, once percent- or JSON-decoded.
-func (f fuzzFailure) carriesNULOrInvalidUTF8() bool {
-	bad := func(s string) bool { return strings.ContainsRune(s, 0) || !utf8.ValidString(s) }
-	target, err := url.PathUnescape(f.target)
-	if err != nil || bad(target) || bad(string(f.reqBody)) || bytes.Contains(f.reqBody, []byte(`\u0000`)) {
-		return true
-	}
-	form, err := url.ParseQuery(string(f.reqBody))
-	if err != nil {
-		return false
-	}
-	for k, vs := range form {
-		if bad(k) || slices.ContainsFunc(vs, bad) {
-			return true
-		}
-	}
-	return false
-}
+}{}
 
 // fuzzPeerAbsent are the operations whose documented 503 says that a peer
 // the test does not run is not connected: the chat bot of the real-time

@@ -55,6 +55,11 @@ const (
 	MaxPassword = 1024
 )
 
+// MaxEmail is the longest email address accepted anywhere (RFC 5321 §4.5.3.1.3:
+// a path is at most 256 octets including the angle brackets). Login refuses
+// a longer one before it becomes a throttle key.
+const MaxEmail = 254
+
 // Service holds the dependencies of login, registration, logout and reset.
 type Service struct {
 	DB      *db.DB
@@ -156,7 +161,7 @@ func NormalizeEmail(e string) string { return strings.ToLower(strings.TrimSpace(
 
 // validEmail accepts a bare address (no display name) of sane length.
 func validEmail(e string) bool {
-	if e == "" || len(e) > 254 {
+	if e == "" || len(e) > MaxEmail {
 		return false
 	}
 	a, err := mail.ParseAddress(e)
@@ -321,6 +326,9 @@ func (s *Service) Login(ctx context.Context, in LoginInput, m Meta) (Result, err
 	email := NormalizeEmail(in.Email)
 	if email == "" || in.Password == "" {
 		return Result{}, apperr.Invalid("email and password are required")
+	}
+	if len(email) > MaxEmail {
+		return Result{}, apperr.Invalid("email must be at most %d characters", MaxEmail)
 	}
 	if err := s.requireEnabled(ctx); err != nil {
 		return Result{}, err

@@ -74,8 +74,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		p.Query, p.OperationName = q.Get("query"), q.Get("operationName")
 		if v := q.Get("variables"); v != "" {
-			if err := json.Unmarshal([]byte(v), &p.Variables); err != nil {
-				writeFailure(w, http.StatusBadRequest, CodeBadRequest, "variables must be a JSON object")
+			// The same checks as a POST body: no NUL, no invalid UTF-8, bounded depth.
+			if err := httpx.DecodeBytes([]byte(v), &p.Variables); err != nil {
+				writeFailure(w, http.StatusBadRequest, CodeBadRequest, "variables: "+messageOf(err))
 				return
 			}
 		}
@@ -87,6 +88,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if strings.TrimSpace(p.Query) == "" {
 		writeFailure(w, http.StatusBadRequest, CodeBadRequest, "query is required")
+		return
+	}
+	// String literals of the document decode to text only now; a NUL among
+	// them would reach the database, which PostgreSQL refuses.
+	if httpx.HasNULEscape(p.Query) {
+		writeFailure(w, http.StatusBadRequest, CodeBadRequest, "the query holds a NUL character (\\u0000)")
 		return
 	}
 	if r.Method == http.MethodGet && operationType(p.Query, p.OperationName) == "mutation" {

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"hmid/internal/apperr"
 )
@@ -34,11 +36,14 @@ func FuzzDecodeBytes(f *testing.F) {
 		`{"when":"2026-01-01T00:00:00Z"}`, `{"when":"yesterday"}`, `{"maybe":null,"flag":true}`, `{"flag":"yes"}`,
 		`{"nested":{"nested":{"tags":[1]}}}`, `{} {}`, `{"a":1}x`, `{"name":"\ud800"}`, `{"numbers":[1,2,"3"]}`,
 		`{"meta":{"k":[{"deep":true}]}}`, `{`, `{"name":`, "\xff\xfe", `{"opaque":{"a":null}}`,
+		`{"name":"a\u0000b"}`, `{"name":"a\\u0000b"}`, "{\"name\":\"a\xffb\"}", `{"name":"\ud83d\ude00"}`, `{"a\u0000":1}`,
+		strings.Repeat("[", 33) + strings.Repeat("]", 33), strings.Repeat(`{"a":`, 40) + "1" + strings.Repeat("}", 40),
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		for _, dst := range []any{&fuzzBody{}, &map[string]any{}, &[]any{}, new(string), new(int)} {
+		var free any
+		for _, dst := range []any{&fuzzBody{}, &map[string]any{}, &[]any{}, new(string), new(int), &free} {
 			err := DecodeBytes(body, dst)
 			if err == nil {
 				continue
@@ -47,11 +52,44 @@ func FuzzDecodeBytes(f *testing.F) {
 			if !errors.As(err, &ae) {
 				t.Fatalf("DecodeBytes(%q) into %T: %v is not an *apperr.Error", body, dst, err)
 			}
-			if ae.Kind != apperr.BadRequest {
-				t.Fatalf("DecodeBytes(%q): kind %s, want BadRequest", body, ae.Kind)
+			if ae.Kind != apperr.BadRequest && ae.Kind != apperr.Validation {
+				t.Fatalf("DecodeBytes(%q): kind %s, want BadRequest or ValidationError", body, ae.Kind)
 			}
 		}
+		if free != nil {
+			checkDecoded(t, body, free, 1)
+		}
 	})
+}
+
+// checkDecoded asserts what a decoded body may hold: strings (keys too)
+// that are valid UTF-8 without NUL and at most MaxJSONString characters,
+// nested at most MaxJSONDepth deep.
+func checkDecoded(t *testing.T, body []byte, v any, depth int) {
+	str := func(s string) {
+		if !ValidText(s) || utf8.RuneCountInString(s) > MaxJSONString {
+			t.Fatalf("DecodeBytes(%q) let the string %q through", body, s)
+		}
+	}
+	switch v := v.(type) {
+	case string:
+		str(v)
+	case []any:
+		if depth > MaxJSONDepth {
+			t.Fatalf("DecodeBytes(%q) let depth %d through", body, depth)
+		}
+		for _, x := range v {
+			checkDecoded(t, body, x, depth+1)
+		}
+	case map[string]any:
+		if depth > MaxJSONDepth {
+			t.Fatalf("DecodeBytes(%q) let depth %d through", body, depth)
+		}
+		for k, x := range v {
+			str(k)
+			checkDecoded(t, body, x, depth+1)
+		}
+	}
 }
 
 // FuzzParsePageValues checks the page and limit bounds and that the SQL

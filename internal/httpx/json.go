@@ -40,8 +40,10 @@ func JSON(w http.ResponseWriter, status int, v any) {
 func NoContent(w http.ResponseWriter) { w.WriteHeader(http.StatusNoContent) }
 
 // Decode reads a JSON request body into dst. Bodies over 1 MiB, malformed JSON,
-// values of the wrong type, trailing data and an empty body give a 400
-// *apperr.Error naming the problem; unknown fields are ignored.
+// values of the wrong type, trailing data, an empty body, and text no area
+// can store (invalid UTF-8, \u0000, unpaired surrogates, nesting deeper than
+// MaxJSONDepth, strings over MaxJSONString) give a 400 *apperr.Error naming
+// the problem; unknown fields are ignored.
 func Decode(r *http.Request, dst any) error {
 	if r.Body == nil {
 		return apperr.Bad("request body is required")
@@ -64,6 +66,11 @@ func DecodeBytes(body []byte, dst any) error {
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return apperr.Bad("request body is required")
+	}
+	// The text check runs first, but a body that is not JSON at all gets
+	// the decoder's syntax error rather than a finding of the text check.
+	if err := checkJSONText(body); err != nil && json.Valid(body) {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(dst); err != nil {

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -193,6 +194,13 @@ func (s *Service) parseAuthorize(r *http.Request) (ar authzRequest, oe *Error, o
 	return ar, s.checkAuthorizeParams(&ar, q), true
 }
 
+// Bounds of the client-chosen values an authorization request carries
+// through to the redirect and the ID token (docs/decisions.md, "Input bounds").
+const (
+	MaxState = 1024
+	MaxNonce = 512
+)
+
 func (s *Service) checkAuthorizeParams(ar *authzRequest, q url.Values) *Error {
 	// RFC 6749 §3.1: parameters must not be repeated.
 	for k, v := range q {
@@ -200,8 +208,14 @@ func (s *Service) checkAuthorizeParams(ar *authzRequest, q url.Values) *Error {
 			return oerr(ErrInvalidRequest, k+" is given more than once")
 		}
 	}
-	if len(ar.grant.State) > 2048 || len(ar.grant.Nonce) > 512 {
-		return oerr(ErrInvalidRequest, "state or nonce is too long")
+	if len(ar.grant.State) > MaxState {
+		// Not echoed: the error redirect would carry the whole oversized
+		// value back (RFC 6749 §4.1.2.1 asks for state only when it was valid).
+		ar.grant.State = ""
+		return oerr(ErrInvalidRequest, fmt.Sprintf("state must be at most %d bytes", MaxState))
+	}
+	if len(ar.grant.Nonce) > MaxNonce {
+		return oerr(ErrInvalidRequest, fmt.Sprintf("nonce must be at most %d bytes", MaxNonce))
 	}
 	// OpenID Connect Core §6: request objects are not supported.
 	if q.Has("request") {

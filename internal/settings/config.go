@@ -158,12 +158,9 @@ func (h *Handler) UpdateConfig(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, apperr.Invalid("value of %s must be %s", key, jsonKind(e.Value)))
 		return
 	}
-	if key == KeySupportedLocales {
-		var locales []string
-		if err := json.Unmarshal(b.Value.Value, &locales); err != nil || len(locales) == 0 {
-			httpx.Error(w, r, apperr.Invalid("%s must be a non-empty array of locale strings", key))
-			return
-		}
+	if err := checkConfigValue(key, b.Value.Value); err != nil {
+		httpx.Error(w, r, err)
+		return
 	}
 	if _, err := h.S.DB.ExecContext(ctx, `UPDATE system_config SET value = $1, updated_at = $2 WHERE key = $3`,
 		string(bytes.TrimSpace(b.Value.Value)), db.TS(h.S.Clock.Now()), key); err != nil {
@@ -175,6 +172,41 @@ func (h *Handler) UpdateConfig(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpx.JSON(w, http.StatusOK, e)
+}
+
+// The bounds of the cache lifetimes in system config, in seconds: at least
+// one (0 or less would disable the cache, a fraction cannot be stored as
+// whole seconds) and at most a day.
+const (
+	minCacheTTL = 1
+	maxCacheTTL = 86400
+)
+
+// checkConfigValue checks a new value of the config entry key beyond its
+// JSON type: the bounds of the entries hmid reads, and the free-form bound
+// for any other.
+func checkConfigValue(key string, raw json.RawMessage) error {
+	switch key {
+	case KeySupportedLocales:
+		var locales []string
+		if err := json.Unmarshal(raw, &locales); err != nil || len(locales) == 0 {
+			return apperr.Invalid("%s must be a non-empty array of locale strings", key)
+		}
+		if err := httpx.CheckItems(key, len(locales), 50); err != nil {
+			return err
+		}
+		for _, l := range locales {
+			if err := httpx.CheckLen(key+"[]", l, 35); err != nil { // BCP 47 tags fit in 35 characters (RFC 5646 §4.4.1)
+				return err
+			}
+		}
+	case KeyPegelCacheTTL, KeyStatsCacheTTL:
+		var n int64
+		if err := json.Unmarshal(raw, &n); err != nil || n < minCacheTTL || n > maxCacheTTL {
+			return apperr.Invalid("%s must be a whole number of seconds from %d to %d", key, minCacheTTL, maxCacheTTL)
+		}
+	}
+	return httpx.CheckFreeJSON("value", raw)
 }
 
 // jsonKind names the JSON type of a value: object, array, string, number, boolean or null.

@@ -126,6 +126,16 @@ type settingBody struct {
 	IsPublic    httpx.Opt[bool]            `json:"is_public"`
 }
 
+// check bounds the fields present: value as free-form JSON, description as text.
+func (b *settingBody) check() error {
+	if b.Value.Set && !b.Value.Null {
+		if err := httpx.CheckFreeJSON("value", b.Value.Value); err != nil {
+			return err
+		}
+	}
+	return httpx.CheckLen("description", b.Description.Value, httpx.MaxText)
+}
+
 // rawValue returns the JSON text of a value field; a JSON null stays null.
 func rawValue(o httpx.Opt[json.RawMessage]) string {
 	if o.Null {
@@ -148,6 +158,10 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 	}
 	if !b.Value.Set {
 		httpx.Error(w, r, apperr.Invalid("value is required (any JSON value)"))
+		return
+	}
+	if err := b.check(); err != nil {
+		httpx.Error(w, r, err)
 		return
 	}
 	now := db.TS(h.S.Clock.Now())
@@ -183,6 +197,10 @@ func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 	}
 	if !b.Value.Set && !b.Description.Set && !b.IsPublic.Set {
 		httpx.Error(w, r, apperr.Invalid("give at least one of value, description, is_public"))
+		return
+	}
+	if err := b.check(); err != nil {
+		httpx.Error(w, r, err)
 		return
 	}
 	ctx := r.Context()

@@ -66,6 +66,9 @@ func (b *categoryBody) apply(c *Category) error {
 		c.Name = name
 	}
 	if b.Description.Set {
+		if err := checkText("description", b.Description.Value); err != nil {
+			return err
+		}
 		c.Description = b.Description.Value
 	}
 	if b.Color.Set {

@@ -132,6 +132,9 @@ func (h *Handler) CreateDevice(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name, err := requiredName("name", b.Name.Value)
+	if err == nil {
+		err = b.checkText()
+	}
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -186,6 +189,10 @@ func (h *Handler) UpdateDevice(w http.ResponseWriter, r *http.Request) {
 	}
 	if !b.Name.Set && !b.Description.Set && !b.DeviceType.Set && !b.APIKeyID.Set && !b.IsActive.Set {
 		httpx.Error(w, r, apperr.Invalid("give at least one of name, description, device_type, api_key_id, is_active"))
+		return
+	}
+	if err := b.checkText(); err != nil {
+		httpx.Error(w, r, err)
 		return
 	}
 	var set setList
@@ -267,4 +274,12 @@ func (h *Handler) DeleteDevice(w http.ResponseWriter, r *http.Request) {
 	}
 	h.S.forgetCurrent(ctx, &id)
 	httpx.NoContent(w)
+}
+
+// checkText bounds the free-text fields of a device body.
+func (b *deviceBody) checkText() error {
+	if err := checkText("description", b.Description.Value); err != nil {
+		return err
+	}
+	return httpx.CheckLen("device_type", strings.TrimSpace(b.DeviceType.Value), maxNameLen)
 }

@@ -56,7 +56,7 @@ func TestEventsPublished(t *testing.T) {
 		}
 
 		lat, lon, alt, hd, sp := 1.0, 2.0, 3.0, 4.0, 5.0
-		ts := int64(100)
+		ts := pointEpoch + 100
 		pt, err := h.S.CreatePoint(t.Context(), nil, tracking.PointInput{Latitude: &lat, Longitude: &lon, Altitude: &alt, Heading: &hd, Timestamp: &ts,
 			SpeedKmh: &sp, SpeedMps: &sp, SpeedMph: &sp, SpeedKnots: &sp, DeviceID: &dev})
 		if err != nil {

@@ -57,6 +57,9 @@ func (b *geofenceBody) apply(g *Geofence) error {
 		g.Name = name
 	}
 	if b.Description.Set {
+		if err := checkText("description", b.Description.Value); err != nil {
+			return err
+		}
 		g.Description = b.Description.Value
 	}
 	if b.Latitude.Set {
@@ -78,8 +81,8 @@ func (b *geofenceBody) apply(g *Geofence) error {
 		g.Longitude = b.Longitude.Value
 	}
 	if b.RadiusKm.Set {
-		if v := b.RadiusKm.Value; b.RadiusKm.Null || !finite(v) || v <= 0 {
-			return apperr.Invalid("radius_km must be a number greater than 0")
+		if v := b.RadiusKm.Value; b.RadiusKm.Null || !finite(v) || v <= 0 || v > maxRadiusKm {
+			return apperr.Invalid("radius_km must be a number greater than 0 and at most %g", maxRadiusKm)
 		}
 		g.RadiusKm = b.RadiusKm.Value
 	}
@@ -94,6 +97,9 @@ func (b *geofenceBody) apply(g *Geofence) error {
 		var compact bytes.Buffer
 		if err := json.Compact(&compact, m); err != nil {
 			return apperr.Invalid("metadata must be a JSON object")
+		}
+		if err := httpx.CheckFreeJSON("metadata", compact.Bytes()); err != nil {
+			return err
 		}
 		g.Metadata = compact.Bytes()
 	}

@@ -96,10 +96,17 @@ type PointInput struct {
 	DeviceID   *string  `json:"device_id"`
 }
 
-// maxUnixSeconds is 9999-12-31T23:59:59Z, the last instant ISO 8601 years of four digits can show.
-const maxUnixSeconds = 253402300799
+// minPointTime is the earliest GPS timestamp accepted, and maxPointAhead how
+// far past the server's clock one may be. A point's timestamp orders
+// /v1/gps/current for everyone, so one from the far future would stay "the
+// latest" for years; a day of slack covers device clocks set wrong by a
+// time zone (docs/decisions.md, "Input bounds").
+var minPointTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func (in *PointInput) validate() error {
+const maxPointAhead = 24 * time.Hour
+
+// validate checks a point against the rules of spec 3; now is the server's clock.
+func (in *PointInput) validate(now time.Time) error {
 	required := []struct {
 		name string
 		v    *float64
@@ -113,8 +120,8 @@ func (in *PointInput) validate() error {
 	if in.Timestamp == nil {
 		return apperr.Invalid("timestamp is required (integer Unix seconds)")
 	}
-	if *in.Timestamp < 0 || *in.Timestamp > maxUnixSeconds {
-		return apperr.Invalid("timestamp must be Unix seconds between 0 and %d", maxUnixSeconds)
+	if lo, hi := minPointTime.Unix(), now.Add(maxPointAhead).Unix(); *in.Timestamp < lo || *in.Timestamp > hi {
+		return apperr.Invalid("timestamp must be Unix seconds from %d (2000-01-01) to %d (24 hours from now)", lo, hi)
 	}
 	if err := checkLat("latitude", in.Latitude); err != nil {
 		return err
@@ -160,7 +167,7 @@ func rateKey(p *authn.Principal) string {
 // trip with GPS logging is linked to that trip in the same statement, so a
 // status change racing the insert sees either the linked point or none.
 func (s *Service) CreatePoint(ctx context.Context, p *authn.Principal, in PointInput) (Point, error) {
-	if err := in.validate(); err != nil {
+	if err := in.validate(s.Clock.Now()); err != nil {
 		return Point{}, err
 	}
 	device := in.DeviceID

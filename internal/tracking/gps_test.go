@@ -124,7 +124,11 @@ func TestGPSValidation(t *testing.T) {
 			{"longitude -181", point(1, map[string]any{"longitude": -181})},
 			{"timestamp fraction", point(1, map[string]any{"timestamp": 1.5})},
 			{"timestamp string", point(1, map[string]any{"timestamp": "2026-01-01T00:00:00Z"})},
-			{"timestamp negative", point(-1, nil)},
+			{"timestamp negative", point(1, map[string]any{"timestamp": -1})},
+			{"timestamp zero", point(1, map[string]any{"timestamp": 0})},
+			{"timestamp before 2000", point(1, map[string]any{"timestamp": 946684799})},
+			{"timestamp a day and a second ahead", point(apptest.Start.Add(24*time.Hour+time.Second).Unix(), nil)},
+			{"timestamp in year 9999", point(253402300799, nil)},
 			{"heading 400", point(1, map[string]any{"heading": 400})},
 			{"negative speed", point(1, map[string]any{"speed_kmh": -1})},
 			{"device not uuid", point(1, map[string]any{"device_id": "abc"})},
@@ -143,7 +147,9 @@ func TestGPSValidation(t *testing.T) {
 		}
 		// Edges are inside the ranges.
 		e.Call(t, "POST", "/v1/gps", sys, point(0, map[string]any{"latitude": -90, "longitude": 180}), http.StatusCreated)
-		if n := e.Call(t, "GET", "/v1/gps", sys, nil, http.StatusOK).JSON()["pagination"].(map[string]any)["total"]; n != 1.0 {
+		e.Call(t, "POST", "/v1/gps", sys, point(946684800, nil), http.StatusCreated)
+		e.Call(t, "POST", "/v1/gps", sys, point(apptest.Start.Add(24*time.Hour).Unix(), nil), http.StatusCreated)
+		if n := e.Call(t, "GET", "/v1/gps", sys, nil, http.StatusOK).JSON()["pagination"].(map[string]any)["total"]; n != 3.0 {
 			t.Fatalf("total = %v, bad points were stored", n)
 		}
 	})

@@ -1,6 +1,8 @@
 package tracking_test
 
 import (
+	"time"
+
 	"net/http"
 	"strings"
 	"testing"
@@ -42,8 +44,16 @@ func create(t *testing.T, e *apptest.Env, path, tok string, body any) map[string
 	return data(e.Call(t, "POST", path, tok, body, http.StatusCreated))
 }
 
-// point is a valid GPS body at Unix second ts.
+// pointEpoch (2020-01-01) is where the small timestamps of the tests count
+// from: hmid accepts GPS timestamps from 2000-01-01 to a day past its clock.
+var pointEpoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
+
+// point is a valid GPS body at Unix second ts, or ts seconds past
+// pointEpoch when ts is before 2000.
 func point(ts int64, extra map[string]any) map[string]any {
+	if ts < 946684800 {
+		ts += pointEpoch
+	}
 	b := map[string]any{
 		"latitude": 52.52, "longitude": 13.405, "altitude": 34.5, "heading": 90, "timestamp": ts,
 		"speed_kmh": 36, "speed_mps": 10, "speed_mph": 22.37, "speed_knots": 19.44,

@@ -126,14 +126,19 @@ func (b *locationBody) apply(l *Location) error {
 		}
 		l.Name = name
 	}
-	if b.Street.Set {
-		l.Street = strings.TrimSpace(b.Street.Value)
-	}
-	if b.Zip.Set {
-		l.Zip = strings.TrimSpace(b.Zip.Value)
-	}
-	if b.City.Set {
-		l.City = strings.TrimSpace(b.City.Value)
+	for _, f := range []struct {
+		name string
+		opt  httpx.Opt[string]
+		dst  *string
+	}{{"street", b.Street, &l.Street}, {"zip", b.Zip, &l.Zip}, {"city", b.City, &l.City}} {
+		if !f.opt.Set {
+			continue
+		}
+		v := strings.TrimSpace(f.opt.Value)
+		if err := httpx.CheckLen(f.name, v, maxNameLen); err != nil {
+			return err
+		}
+		*f.dst = v
 	}
 	if b.Country.Set {
 		c, err := country(b.Country.Value)
@@ -155,6 +160,9 @@ func (b *locationBody) apply(l *Location) error {
 		l.Longitude = b.Longitude.Ptr()
 	}
 	if b.Notes.Set {
+		if err := checkText("notes", b.Notes.Value); err != nil {
+			return err
+		}
 		l.Notes = b.Notes.Value
 	}
 	if b.IsActive.Set {

@@ -76,6 +76,9 @@ func (b *templateBody) apply(ctx context.Context, q db.Querier, t *Template) err
 		t.Name = name
 	}
 	if b.Description.Set {
+		if err := checkText("description", b.Description.Value); err != nil {
+			return err
+		}
 		t.Description = b.Description.Value
 	}
 	if b.GPSLoggingEnabled.Set {
@@ -88,10 +91,17 @@ func (b *templateBody) apply(ctx context.Context, q db.Querier, t *Template) err
 		t.DefaultWeightKg = b.DefaultWeightKg.Ptr()
 	}
 	if b.Notes.Set {
+		if err := checkText("notes", b.Notes.Value); err != nil {
+			return err
+		}
 		t.Notes = b.Notes.Value
 	}
 	if b.Tags.Set {
-		t.Tags = cleanTags(b.Tags.Value)
+		tags, err := cleanTags(b.Tags.Value)
+		if err != nil {
+			return err
+		}
+		t.Tags = tags
 	}
 	for _, f := range []struct {
 		name string

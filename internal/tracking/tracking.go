@@ -28,6 +28,7 @@ import (
 	"hmid/internal/clock"
 	"hmid/internal/db"
 	"hmid/internal/events"
+	"hmid/internal/httpx"
 )
 
 // Service holds the dependencies of the tracking area.
@@ -108,6 +109,19 @@ func requiredName(field, v string) (string, error) {
 	}
 	return v, nil
 }
+
+// Bounds of tracking fields beyond the shared ones in httpx
+// (docs/decisions.md, "Input bounds").
+const (
+	maxNameLen = 255 // names, street, zip, city, device_type
+	maxTags    = 50
+	maxTagLen  = 64
+	// maxRadiusKm is half the equator: a circle that large covers the Earth.
+	maxRadiusKm = 20037.5
+)
+
+// checkText bounds a free-text field (description, notes).
+func checkText(field, v string) error { return httpx.CheckLen(field, v, httpx.MaxText) }
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 

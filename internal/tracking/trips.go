@@ -156,6 +156,9 @@ func (b *tripBody) apply(t *Trip) error {
 		t.Name = name
 	}
 	if b.Description.Set {
+		if err := checkText("description", b.Description.Value); err != nil {
+			return err
+		}
 		t.Description = b.Description.Value
 	}
 	if b.GPSLoggingEnabled.Set {
@@ -168,24 +171,39 @@ func (b *tripBody) apply(t *Trip) error {
 		t.WeightKg = b.WeightKg.Ptr()
 	}
 	if b.Notes.Set {
+		if err := checkText("notes", b.Notes.Value); err != nil {
+			return err
+		}
 		t.Notes = b.Notes.Value
 	}
 	if b.Tags.Set {
-		t.Tags = cleanTags(b.Tags.Value)
+		tags, err := cleanTags(b.Tags.Value)
+		if err != nil {
+			return err
+		}
+		t.Tags = tags
 	}
 	return nil
 }
 
 // cleanTags trims tags and drops empty ones and repeats, keeping their order.
-func cleanTags(in []string) []string {
+// More than maxTags tags (repeats counted) or a tag over maxTagLen
+// characters is a 400.
+func cleanTags(in []string) ([]string, error) {
+	if err := httpx.CheckItems("tags", len(in), maxTags); err != nil {
+		return nil, err
+	}
 	out := []string{}
 	for _, t := range in {
 		t = strings.TrimSpace(t)
+		if err := httpx.CheckLen("tags[]", t, maxTagLen); err != nil {
+			return nil, err
+		}
 		if t != "" && !slices.Contains(out, t) {
 			out = append(out, t)
 		}
 	}
-	return out
+	return out, nil
 }
 
 func insertTrip(ctx context.Context, tx *db.Tx, t Trip) error {
