@@ -185,8 +185,12 @@ func idTokenError(slug string, err error) *Error {
 	switch {
 	case errors.As(err, &expired):
 		return newError(ErrProvider, slug, "ID token has expired", nil)
-	case isTimeout(err):
-		return transportError(slug, "key set", err)
+	case isTimeout(err) || strings.Contains(msg, "Client.Timeout exceeded") || strings.Contains(msg, "deadline exceeded"):
+		// go-oidc formats the key-set fetch error with %v, so its type
+		// is lost and only the text tells a timeout.
+		return transportError(slug, "key set", context.DeadlineExceeded)
+	case strings.Contains(msg, "fetching keys"):
+		return newError(ErrProvider, slug, "key set could not be fetched", nil)
 	case strings.Contains(msg, "issued by a different provider"):
 		return newError(ErrProvider, slug, "ID token is from another issuer", nil)
 	case strings.Contains(msg, "expected audience"):
