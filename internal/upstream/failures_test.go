@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -129,5 +130,35 @@ func TestProviderUnreachable(t *testing.T) {
 	p, _ := g.reg.Get("discord")
 	if _, err := p.Exchange(context.Background(), c.Code, c.Params); !isKind(err, ErrProvider) || !strings.Contains(err.Error(), "unreachable") {
 		t.Fatalf("err = %v, want ErrProvider unreachable", err)
+	}
+}
+
+// countingTransport records the paths it carries.
+type countingTransport struct {
+	mu    sync.Mutex
+	paths []string
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	c.paths = append(c.paths, r.Method+" "+r.URL.Path)
+	c.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// Every call to a provider goes through the registry's transport, including
+// go-oidc's discovery and key-set fetches.
+func TestAllCallsUseTheTransport(t *testing.T) {
+	o := newFakeOIDC(t, time.Now)
+	o.set(func() { o.claims = map[string]any{"email": "a@acme.example"} })
+	g := newRig(t, oidcEnv("acme", o))
+	ct := &countingTransport{}
+	g.reg.SetTransport(ct)
+	if _, err := g.signIn(t, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(ct.paths, ", ")
+	if want := "GET /.well-known/openid-configuration, POST /token, GET /jwks"; got != want {
+		t.Errorf("calls = %s, want %s", got, want)
 	}
 }
