@@ -52,6 +52,8 @@ type discordUser struct {
 
 // Exchange redeems the code and reads /users/@me.
 func (d *discord) Exchange(ctx context.Context, code string, p Params) (*Identity, error) {
+	ctx, cancel := d.net.bound(ctx)
+	defer cancel()
 	tok, err := d.exchange(ctx, code, p)
 	if err != nil {
 		return nil, err

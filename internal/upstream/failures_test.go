@@ -162,3 +162,27 @@ func TestAllCallsUseTheTransport(t *testing.T) {
 		t.Errorf("calls = %s, want %s", got, want)
 	}
 }
+
+// Calls that each answer within the limit cannot add up beyond it.
+func TestSlowCallsAddUp(t *testing.T) {
+	f := fakeDiscord(t, map[string]any{"id": "1", "username": "u"})
+	g := newRig(t, oauthEnv("discord", "/api", f))
+	g.reg.SetTimeout(400 * time.Millisecond)
+	to, bind := g.begin(t, "discord", "/")
+	c, err := g.flow.Finish(context.Background(), callback(consent(t, to), bind), "discord")
+	if err != nil {
+		t.Fatal(err)
+	}
+	delay := func(h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(250 * time.Millisecond)
+			h(w, r)
+		}
+	}
+	f.fail("/token", delay(f.token))
+	f.fail("/api/users/@me", delay(f.mux.ServeHTTP))
+	p, _ := g.reg.Get("discord")
+	if _, err := p.Exchange(context.Background(), c.Code, c.Params); !isKind(err, ErrProvider) || !strings.Contains(err.Error(), "in time") {
+		t.Fatalf("err = %v, want ErrProvider: did not answer in time", err)
+	}
+}

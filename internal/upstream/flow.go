@@ -191,7 +191,7 @@ func (f *Flow) Finish(ctx context.Context, r *http.Request, slug string) (*Callb
 		return cb, providerError(slug, e)
 	}
 	if cb.Code == "" || len(cb.Code) > 2048 {
-		return nil, newError(ErrCallback, slug, "no authorization code", nil)
+		return nil, newError(ErrCallback, slug, "no usable authorization code", nil)
 	}
 	return cb, nil
 }

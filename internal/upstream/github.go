@@ -61,6 +61,8 @@ type githubEmail struct {
 
 // Exchange redeems the code, reads the user and picks the address.
 func (g *github) Exchange(ctx context.Context, code string, p Params) (*Identity, error) {
+	ctx, cancel := g.net.bound(ctx)
+	defer cancel()
 	tok, err := g.exchange(ctx, code, p)
 	if err != nil {
 		return nil, err

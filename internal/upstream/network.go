@@ -45,6 +45,13 @@ func (n *network) setClient(base http.RoundTripper, timeout time.Duration) {
 	n.client = &http.Client{Transport: limitTransport{base: base}, Timeout: timeout}
 }
 
+// bound limits a whole provider operation (a token request and one or two
+// API calls) to the same timeout as each call, so a provider that answers
+// every call just in time cannot add them up.
+func (n *network) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, n.client.Timeout)
+}
+
 // oauthContext carries the client to golang.org/x/oauth2, which takes its
 // HTTP client from the context.
 func (n *network) oauthContext(ctx context.Context) context.Context {

@@ -81,6 +81,8 @@ func (o *openID) config(d *oidc.Provider) *oauth2.Config {
 // AuthCodeURL discovers the issuer if needed and returns its authorization
 // URL with the state, the nonce and the PKCE S256 challenge.
 func (o *openID) AuthCodeURL(ctx context.Context, p Params) (string, error) {
+	ctx, cancel := o.net.bound(ctx)
+	defer cancel()
 	d, err := o.discover(ctx)
 	if err != nil {
 		return "", err
@@ -102,6 +104,8 @@ type oidcClaims struct {
 // the claims. When the ID token carries no address it asks the UserInfo
 // endpoint, whose answer counts only for the same subject (Core §5.3.2).
 func (o *openID) Exchange(ctx context.Context, code string, p Params) (*Identity, error) {
+	ctx, cancel := o.net.bound(ctx)
+	defer cancel()
 	d, err := o.discover(ctx)
 	if err != nil {
 		return nil, err

@@ -58,6 +58,8 @@ type twitchUser struct {
 // Exchange redeems the code and reads the user from Helix, which wants the
 // application's Client-Id beside the user's token.
 func (t *twitch) Exchange(ctx context.Context, code string, p Params) (*Identity, error) {
+	ctx, cancel := t.net.bound(ctx)
+	defer cancel()
 	tok, err := t.exchange(ctx, code, p)
 	if err != nil {
 		return nil, err
