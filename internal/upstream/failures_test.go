@@ -1,0 +1,188 @@
+package upstream
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// A provider that fails, answers junk, answers too much or too slowly ends
+// the sign-in with ErrProvider and a safe message, for every provider.
+func TestProviderFailures(t *testing.T) {
+	type target struct {
+		slug    string
+		userAPI string // the path of the user API call to break
+		fake    func(t *testing.T) (*fakeProvider, map[string]string)
+	}
+	targets := []target{
+		{"discord", "/api/users/@me", func(t *testing.T) (*fakeProvider, map[string]string) {
+			f := fakeDiscord(t, map[string]any{"id": "1", "username": "u"})
+			return f, oauthEnv("discord", "/api", f)
+		}},
+		{"twitch", "/helix/users", func(t *testing.T) (*fakeProvider, map[string]string) {
+			f := fakeTwitch(t, []map[string]any{{"id": "1", "login": "u"}})
+			return f, oauthEnv("twitch", "/helix", f)
+		}},
+		{"github", "/user/emails", func(t *testing.T) (*fakeProvider, map[string]string) {
+			f := fakeGitHub(t, octocat, nil)
+			return f, oauthEnv("github", "", f)
+		}},
+		{"acme", "/jwks", func(t *testing.T) (*fakeProvider, map[string]string) {
+			o := newFakeOIDC(t, time.Now)
+			return o.fakeProvider, oidcEnv("acme", o)
+		}},
+	}
+	slow := func(w http.ResponseWriter, r *http.Request) {
+		// Reading the body lets the server notice the client hanging up.
+		_, _ = io.Copy(io.Discard, r.Body)
+		select {
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+	}
+	status500 := func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"message": "internal"}`, http.StatusInternalServerError)
+	}
+	junk := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id": "1", "username": <html>`))
+	}
+	huge := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"pad": "` + strings.Repeat("x", maxResponse+10) + `"}`))
+	}
+	for _, tg := range targets {
+		for _, tc := range []struct {
+			name    string
+			path    string
+			handler http.HandlerFunc
+			detail  string
+		}{
+			{"user API 500", tg.userAPI, status500, ""},
+			{"user API junk JSON", tg.userAPI, junk, ""},
+			{"user API too large", tg.userAPI, huge, ""},
+			{"user API slow", tg.userAPI, slow, "in time"},
+			{"token endpoint 500", "/token", status500, "token request refused"},
+			{"token endpoint junk", "/token", junk, "token"},
+			{"token endpoint slow", "/token", slow, "in time"},
+		} {
+			t.Run(tg.slug+"/"+tc.name, func(t *testing.T) {
+				f, env := tg.fake(t)
+				g := newRig(t, env)
+				g.reg.SetTimeout(300 * time.Millisecond)
+				to, bind := g.begin(t, tg.slug, "/")
+				cb := consent(t, to)
+				c, err := g.flow.Finish(context.Background(), callback(cb, bind), tg.slug)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.fail(tc.path, tc.handler)
+				p, _ := g.reg.Get(tg.slug)
+				start := time.Now()
+				id, err := p.Exchange(context.Background(), c.Code, c.Params)
+				if took := time.Since(start); took > 3*time.Second {
+					t.Errorf("took %v despite the timeout", took)
+				}
+				if !isKind(err, ErrProvider) || !strings.Contains(err.Error(), tc.detail) {
+					t.Fatalf("identity %+v, err = %v, want ErrProvider mentioning %q", id, err, tc.detail)
+				}
+				for _, secret := range []string{c.Code, c.Params.Verifier, clientSecret, "at-"} {
+					if strings.Contains(err.Error(), secret) {
+						t.Errorf("error %q shows a secret", err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// The PKCE verifier really is checked: the code does not work with another.
+func TestExchangeNeedsTheVerifier(t *testing.T) {
+	f := fakeDiscord(t, map[string]any{"id": "1", "username": "u"})
+	g := newRig(t, oauthEnv("discord", "/api", f))
+	to, bind := g.begin(t, "discord", "/")
+	c, err := g.flow.Finish(context.Background(), callback(consent(t, to), bind), "discord")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := g.reg.Get("discord")
+	wrong := c.Params
+	wrong.Verifier = strings.Repeat("a", 43)
+	if _, err := p.Exchange(context.Background(), c.Code, wrong); !isKind(err, ErrProvider) || !strings.Contains(err.Error(), "invalid_grant") {
+		t.Fatalf("err = %v, want invalid_grant", err)
+	}
+}
+
+// An unreachable provider is an ErrProvider too.
+func TestProviderUnreachable(t *testing.T) {
+	f := fakeDiscord(t, map[string]any{"id": "1", "username": "u"})
+	g := newRig(t, oauthEnv("discord", "/api", f))
+	to, bind := g.begin(t, "discord", "/")
+	c, err := g.flow.Finish(context.Background(), callback(consent(t, to), bind), "discord")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.srv.Close()
+	p, _ := g.reg.Get("discord")
+	if _, err := p.Exchange(context.Background(), c.Code, c.Params); !isKind(err, ErrProvider) || !strings.Contains(err.Error(), "unreachable") {
+		t.Fatalf("err = %v, want ErrProvider unreachable", err)
+	}
+}
+
+// countingTransport records the paths it carries.
+type countingTransport struct {
+	mu    sync.Mutex
+	paths []string
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	c.paths = append(c.paths, r.Method+" "+r.URL.Path)
+	c.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// Every call to a provider goes through the registry's transport, including
+// go-oidc's discovery and key-set fetches.
+func TestAllCallsUseTheTransport(t *testing.T) {
+	o := newFakeOIDC(t, time.Now)
+	o.set(func() { o.claims = map[string]any{"email": "a@acme.example"} })
+	g := newRig(t, oidcEnv("acme", o))
+	ct := &countingTransport{}
+	g.reg.SetTransport(ct)
+	if _, err := g.signIn(t, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(ct.paths, ", ")
+	if want := "GET /.well-known/openid-configuration, POST /token, GET /jwks"; got != want {
+		t.Errorf("calls = %s, want %s", got, want)
+	}
+}
+
+// Calls that each answer within the limit cannot add up beyond it.
+func TestSlowCallsAddUp(t *testing.T) {
+	f := fakeDiscord(t, map[string]any{"id": "1", "username": "u"})
+	g := newRig(t, oauthEnv("discord", "/api", f))
+	g.reg.SetTimeout(400 * time.Millisecond)
+	to, bind := g.begin(t, "discord", "/")
+	c, err := g.flow.Finish(context.Background(), callback(consent(t, to), bind), "discord")
+	if err != nil {
+		t.Fatal(err)
+	}
+	delay := func(h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(250 * time.Millisecond)
+			h(w, r)
+		}
+	}
+	f.fail("/token", delay(f.token))
+	f.fail("/api/users/@me", delay(f.mux.ServeHTTP))
+	p, _ := g.reg.Get("discord")
+	if _, err := p.Exchange(context.Background(), c.Code, c.Params); !isKind(err, ErrProvider) || !strings.Contains(err.Error(), "in time") {
+		t.Fatalf("err = %v, want ErrProvider: did not answer in time", err)
+	}
+}
