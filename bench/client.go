@@ -25,6 +25,13 @@ type answer struct {
 // value sent as JSON; tok, when set, goes in as a bearer token. Nothing is
 // sent once ctx has ended.
 func (e *Env) send(ctx context.Context, method, path, tok string, body any) (answer, error) {
+	return e.sendFrom(ctx, "", method, path, tok, body)
+}
+
+// sendFrom is send on behalf of the client address from (X-Forwarded-For,
+// which the in-process server believes of the load generator), so a
+// scenario can spread its load over addresses as real clients are spread.
+func (e *Env) sendFrom(ctx context.Context, from, method, path, tok string, body any) (answer, error) {
 	if err := ctx.Err(); err != nil {
 		return answer{}, err
 	}
@@ -48,6 +55,9 @@ func (e *Env) send(ctx context.Context, method, path, tok string, body any) (ans
 	}
 	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	if from != "" {
+		req.Header.Set("X-Forwarded-For", from)
 	}
 	if err := e.Client.DoTimeout(req, res, timeout); err != nil {
 		return answer{}, err

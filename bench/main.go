@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/signal"
@@ -247,6 +248,9 @@ func startServer(ctx context.Context, dbURL, redisURL string) (srv *app.Server, 
 		SecretKey: "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", MailFrom: "bench@localhost",
 		LogLevel: "error", DisableAccessLog: true,
 		SystemAPIKey: "hm_benchSystemKey0123456789abcdefghijklmnopqrstuv",
+		// The load generator is the proxy in front of its clients: scenarios
+		// that spread load over client addresses send X-Forwarded-For.
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
 	}
 	// A Redis namespace of its own per run: rate-limit windows of an earlier
 	// run (registrations from this address, say) must not fail this one.

@@ -54,9 +54,18 @@ func init() {
 				}
 			}
 			var n atomic.Int64
-			return func(ctx context.Context, _ int) error {
+			return func(ctx context.Context, worker int) error {
 				c := creds[n.Add(1)%int64(len(creds))]
-				return e.call(ctx, http.MethodPost, "/v1/auth/login", "", map[string]any{"email": c.email, "password": c.pass}, http.StatusOK, nil)
+				// Each worker is a client address of its own (in the RFC 2544
+				// benchmarking range): a login holds one of its address's
+				// attempts while it is checked, so one address could have no
+				// more than the per-address allowance in flight.
+				from := fmt.Sprintf("198.18.%d.%d", worker/256, worker%256)
+				a, err := e.sendFrom(ctx, from, http.MethodPost, "/v1/auth/login", "", map[string]any{"email": c.email, "password": c.pass})
+				if err == nil && a.status != http.StatusOK {
+					err = fmt.Errorf("POST /v1/auth/login: status %d: %.200s", a.status, a.body)
+				}
+				return err
 			}, nil
 		}},
 	)
