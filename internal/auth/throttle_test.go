@@ -87,7 +87,10 @@ func TestLoginThrottleConcurrent(t *testing.T) {
 			}
 			return guess{v.Email, "wrong password", fmt.Sprintf("198.51.100.%d", i+1)}
 		})
-		if got[401] != auth.FailPerAccount || got[200] > 1 || got[401]+got[200]+got[429] != 40 {
+		// The right password gives its attempt back when it succeeds; whether
+		// a wrong guess still gets that attempt depends on which finishes
+		// first, so one fewer wrong guess may be checked, never one more.
+		if got[401] > auth.FailPerAccount || got[401] < auth.FailPerAccount-got[200] || got[200] > 1 || got[401]+got[200]+got[429] != 40 {
 			t.Fatalf("right password among 40 concurrent guesses: %v", got)
 		}
 
