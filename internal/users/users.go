@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -210,9 +209,6 @@ func ValidUsername(name string) error {
 	}
 	return nil
 }
-
-// ValidLocale reports whether locale is one of the default SupportedLocales.
-func ValidLocale(locale string) bool { return slices.Contains(SupportedLocales, locale) }
 
 // emailTaken reports whether another user already uses email (case-insensitively).
 func emailTaken(ctx context.Context, q db.Querier, email, exceptUserID string) (bool, error) {
