@@ -37,7 +37,7 @@ func scanTemplate(row interface{ Scan(...any) error }) (Template, error) {
 	var tg db.Strings
 	var c, u int64
 	err := row.Scan(&t.ID, &t.Name, &t.Description, &cat, &orig, &dest, &dev, &t.GPSLoggingEnabled, &wt, &t.Notes, &tg, &c, &u)
-	t.CategoryID, t.OriginID, t.DestinationID, t.DeviceID = sptr(cat), sptr(orig), sptr(dest), sptr(dev)
+	t.CategoryID, t.OriginID, t.DestinationID, t.DeviceID = db.StringPtr(cat), db.StringPtr(orig), db.StringPtr(dest), db.StringPtr(dev)
 	t.DefaultWeightKg, t.Tags = fptr(wt), tags(tg)
 	t.CreatedAt, t.UpdatedAt = db.FromTS(c), db.FromTS(u)
 	return t, err
@@ -45,7 +45,7 @@ func scanTemplate(row interface{ Scan(...any) error }) (Template, error) {
 
 func getTemplate(ctx context.Context, q db.Querier, id string) (Template, error) {
 	t, err := scanTemplate(q.QueryRowContext(ctx, `SELECT `+templateCols+` FROM trip_templates WHERE id = $1`, id))
-	return t, notFoundOr(err, "trip template")
+	return t, db.NotFoundOr(err, "trip template")
 }
 
 type templateBody struct {

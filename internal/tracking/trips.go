@@ -74,7 +74,7 @@ func scanTrip(row interface{ Scan(...any) error }) (Trip, error) {
 	var c, u int64
 	err := row.Scan(&t.ID, &t.Name, &t.Description, &t.Status, &t.GPSLoggingEnabled, &dev, &cat, &orig, &dest, &w, &t.Notes, &tg,
 		&sla, &slo, &ela, &elo, &st, &en, &c, &u)
-	t.DeviceID, t.CategoryID, t.OriginID, t.DestinationID = sptr(dev), sptr(cat), sptr(orig), sptr(dest)
+	t.DeviceID, t.CategoryID, t.OriginID, t.DestinationID = db.StringPtr(dev), db.StringPtr(cat), db.StringPtr(orig), db.StringPtr(dest)
 	t.WeightKg = fptr(w)
 	t.Tags = tags(tg)
 	t.StartLatitude, t.StartLongitude, t.EndLatitude, t.EndLongitude = fptr(sla), fptr(slo), fptr(ela), fptr(elo)
@@ -85,7 +85,7 @@ func scanTrip(row interface{ Scan(...any) error }) (Trip, error) {
 
 func getTrip(ctx context.Context, q db.Querier, id string) (Trip, error) {
 	t, err := scanTrip(q.QueryRowContext(ctx, `SELECT `+tripCols+` FROM trips WHERE id = $1`, id))
-	return t, notFoundOr(err, "trip")
+	return t, db.NotFoundOr(err, "trip")
 }
 
 // HistoryEntry is one trip status change.
@@ -534,7 +534,7 @@ func (h *Handler) TripHistory(w http.ResponseWriter, r *http.Request) {
 			httpx.Error(w, r, err)
 			return
 		}
-		e.ChangedBy, e.Latitude, e.Longitude, e.ChangedAt = sptr(by), fptr(la), fptr(lo), db.FromTS(at)
+		e.ChangedBy, e.Latitude, e.Longitude, e.ChangedAt = db.StringPtr(by), fptr(la), fptr(lo), db.FromTS(at)
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {

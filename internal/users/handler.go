@@ -538,7 +538,7 @@ func (h *Handler) AddRole(w http.ResponseWriter, r *http.Request) {
 		}
 		var name string
 		if err := tx.QueryRowContext(ctx, `SELECT name FROM roles WHERE id = $1`, b.RoleID).Scan(&name); err != nil {
-			return notFoundOr(err, "role")
+			return db.NotFoundOr(err, "role")
 		}
 		if err := access.CanGrantRole(ctx, tx, p, b.RoleID); err != nil {
 			return err

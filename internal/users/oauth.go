@@ -275,7 +275,7 @@ func (h *Handler) ByEmail(w http.ResponseWriter, r *http.Request) {
 	if p.IsAdmin() || p.Can("users:read") {
 		err := h.S.DB.QueryRowContext(ctx, `SELECT id FROM users WHERE LOWER(email) = $1 AND deleted_at IS NULL ORDER BY created_at, id LIMIT 1`, email).Scan(&id)
 		if err != nil {
-			httpx.Error(w, r, notFoundOr(err, "user"))
+			httpx.Error(w, r, db.NotFoundOr(err, "user"))
 			return
 		}
 	} else {
