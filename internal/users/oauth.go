@@ -53,7 +53,7 @@ func (s *Service) loginUser(ctx context.Context, q db.Querier, id string) (Login
 	if slug != "" {
 		lu.Platform = &slug
 	}
-	err = q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM bans WHERE user_id = $1 AND unbanned_at IS NULL AND (expires_at IS NULL OR expires_at > $2))`,
+	err = q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM bans WHERE user_id = $1 AND `+db.ActiveBanSQL+`)`,
 		id, db.TS(s.Clock.Now())).Scan(&lu.IsBanned)
 	return lu, err
 }
