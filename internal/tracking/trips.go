@@ -100,6 +100,9 @@ type HistoryEntry struct {
 	ChangedAt time.Time `json:"changed_at"`
 }
 
+// tripBody is the body of POST and PATCH /v1/trips. Its first fields are
+// those of templateBody; they stay spelled out because an embedded struct
+// would change the field paths in JSON decoding errors.
 type tripBody struct {
 	Name              httpx.Opt[string]   `json:"name"`
 	Description       httpx.Opt[string]   `json:"description"`
@@ -125,65 +128,15 @@ type tripBody struct {
 
 // refs validates the reference fields present in the body and applies them to t.
 func (b *tripBody) refs(ctx context.Context, q db.Querier, t *Trip) error {
-	for _, f := range []struct {
-		name string
-		opt  httpx.Opt[string]
-		dst  **string
-	}{{"device_id", b.DeviceID, &t.DeviceID}, {"category_id", b.CategoryID, &t.CategoryID},
-		{"origin_id", b.OriginID, &t.OriginID}, {"destination_id", b.DestinationID, &t.DestinationID}} {
-		if !f.opt.Set {
-			continue
-		}
-		id, err := optUUID(f.name, f.opt.Ptr())
-		if err != nil {
-			return err
-		}
-		if err := checkRef(ctx, q, f.name, id); err != nil {
-			return err
-		}
-		*f.dst = id
-	}
-	return nil
+	return setRefs(ctx, q, ref{"device_id", b.DeviceID, &t.DeviceID}, ref{"category_id", b.CategoryID, &t.CategoryID},
+		ref{"origin_id", b.OriginID, &t.OriginID}, ref{"destination_id", b.DestinationID, &t.DestinationID})
 }
 
 // apply validates and applies the plain fields present in the body to t.
 func (b *tripBody) apply(t *Trip) error {
-	if b.Name.Set {
-		name, err := requiredName("name", b.Name.Value)
-		if err != nil {
-			return err
-		}
-		t.Name = name
-	}
-	if b.Description.Set {
-		if err := checkText("description", b.Description.Value); err != nil {
-			return err
-		}
-		t.Description = b.Description.Value
-	}
-	if b.GPSLoggingEnabled.Set {
-		t.GPSLoggingEnabled = b.GPSLoggingEnabled.Value
-	}
-	if b.WeightKg.Set {
-		if err := checkNonNegative("weight_kg", b.WeightKg.Ptr()); err != nil {
-			return err
-		}
-		t.WeightKg = b.WeightKg.Ptr()
-	}
-	if b.Notes.Set {
-		if err := checkText("notes", b.Notes.Value); err != nil {
-			return err
-		}
-		t.Notes = b.Notes.Value
-	}
-	if b.Tags.Set {
-		tags, err := cleanTags(b.Tags.Value)
-		if err != nil {
-			return err
-		}
-		t.Tags = tags
-	}
-	return nil
+	return applyPlan(
+		planFields{name: b.Name, description: b.Description, gpsLogging: b.GPSLoggingEnabled, weightName: "weight_kg", weight: b.WeightKg, notes: b.Notes, tags: b.Tags},
+		planTarget{name: &t.Name, description: &t.Description, gpsLogging: &t.GPSLoggingEnabled, weight: &t.WeightKg, notes: &t.Notes, tags: &t.Tags})
 }
 
 // cleanTags trims tags and drops empty ones and repeats, keeping their order.
