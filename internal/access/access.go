@@ -5,8 +5,6 @@ package access
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -81,13 +79,6 @@ func scanPermission(row db.Scanner) (Permission, error) {
 	return p, err
 }
 
-func notFoundOr(err error, what string) error {
-	if errors.Is(err, sql.ErrNoRows) {
-		return apperr.NotFoundf("%s not found", what)
-	}
-	return err
-}
-
 // RolePermissions returns the permission strings of a role.
 func RolePermissions(ctx context.Context, q db.Querier, roleID string) (authn.PermSet, error) {
 	rows, err := q.QueryContext(ctx, `SELECT p.resource, p.action FROM role_permissions rp JOIN permissions p ON p.id = rp.permission_id WHERE rp.role_id = $1`, roleID)
@@ -128,5 +119,5 @@ func CanGrantRole(ctx context.Context, q db.Querier, p *authn.Principal, roleID 
 // GetRole returns one role.
 func (s *Service) GetRole(ctx context.Context, id string) (Role, error) {
 	r, err := scanRole(s.DB.QueryRowContext(ctx, `SELECT `+roleCols+` FROM roles WHERE id = $1`, id))
-	return r, notFoundOr(err, "role")
+	return r, db.NotFoundOr(err, "role")
 }

@@ -60,7 +60,7 @@ func scanKey(row db.Scanner) (APIKey, error) {
 func (s *Service) visibleKey(ctx context.Context, p *authn.Principal, id string) (APIKey, error) {
 	k, err := scanKey(s.DB.QueryRowContext(ctx, `SELECT `+keyCols+` FROM api_keys WHERE id = $1`, id))
 	if err != nil {
-		return k, notFoundOr(err, "API key")
+		return k, db.NotFoundOr(err, "API key")
 	}
 	if !p.IsAdmin() && (k.UserID == nil || *k.UserID != p.UserID || p.UserID == "") {
 		return APIKey{}, apperr.NotFoundf("API key not found")

@@ -229,7 +229,7 @@ func (h *Handler) AddRolePermission(w http.ResponseWriter, r *http.Request) {
 	}
 	perm, err := scanPermission(h.S.DB.QueryRowContext(ctx, `SELECT `+permCols+` FROM permissions WHERE id = $1`, b.PermissionID))
 	if err != nil {
-		httpx.Error(w, r, notFoundOr(err, "permission"))
+		httpx.Error(w, r, db.NotFoundOr(err, "permission"))
 		return
 	}
 	if err := mayChangeRolePermission(authn.From(ctx), role, perm, "grant"); err != nil {
@@ -265,7 +265,7 @@ func (h *Handler) RemoveRolePermission(w http.ResponseWriter, r *http.Request) {
 	}
 	perm, err := scanPermission(h.S.DB.QueryRowContext(ctx, `SELECT `+permCols+` FROM permissions WHERE id = $1`, chi.URLParam(r, "permission_id")))
 	if err != nil {
-		httpx.Error(w, r, notFoundOr(err, "permission"))
+		httpx.Error(w, r, db.NotFoundOr(err, "permission"))
 		return
 	}
 	if err := mayChangeRolePermission(authn.From(ctx), role, perm, "remove"); err != nil {
@@ -328,7 +328,7 @@ func (h *Handler) ListPermissions(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) GetPermission(w http.ResponseWriter, r *http.Request) {
 	perm, err := scanPermission(h.S.DB.QueryRowContext(r.Context(), `SELECT `+permCols+` FROM permissions WHERE id = $1`, chi.URLParam(r, "id")))
 	if err != nil {
-		httpx.Error(w, r, notFoundOr(err, "permission"))
+		httpx.Error(w, r, db.NotFoundOr(err, "permission"))
 		return
 	}
 	httpx.WriteResource(w, r, http.StatusOK, perm)

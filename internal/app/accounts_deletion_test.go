@@ -210,7 +210,7 @@ func TestPurgeRunsOnOneInstance(t *testing.T) {
 		other := e.Server.DB
 		if e.Engine.Name == "postgres" {
 			var err error
-			if other, err = db.Open(ctx, e.Engine.URL); err != nil {
+			if other, err = db.OpenWith(ctx, e.Engine.URL, db.Options{}); err != nil {
 				t.Fatal(err)
 			}
 			defer other.Close()

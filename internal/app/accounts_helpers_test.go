@@ -12,6 +12,7 @@ import (
 	"hmid/internal/apptest"
 	"hmid/internal/db"
 	"hmid/internal/mail"
+	"hmid/internal/mail/mailtest"
 	"hmid/internal/users"
 )
 
@@ -83,7 +84,7 @@ var mailToken = regexp.MustCompile(`token=([0-9A-Za-z]+)`)
 // tokenFrom reads the newest mail to addr, checks its kind and returns the token of its link.
 func tokenFrom(t testing.TB, e *apptest.Env, addr, kind string) (string, mail.Message) {
 	t.Helper()
-	msgs, err := mail.Outbox(context.Background(), e.Server.DB, addr)
+	msgs, err := mailtest.Outbox(context.Background(), e.Server.DB, addr)
 	if err != nil || len(msgs) == 0 {
 		t.Fatalf("no mail to %s: %v", addr, err)
 	}

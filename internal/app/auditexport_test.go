@@ -22,7 +22,9 @@ import (
 	"hmid/internal/config"
 	"hmid/internal/db"
 	"hmid/internal/geoip"
+	"hmid/internal/geoip/geoiptest"
 	"hmid/internal/mail"
+	"hmid/internal/mail/mailtest"
 )
 
 // record stores an audit event through the shared writer, one second after
@@ -272,7 +274,7 @@ func TestAuditReports(t *testing.T) {
 		e.Call(t, "PATCH", rp, admin.Token, map[string]any{}, http.StatusBadRequest)
 		e.Call(t, "PATCH", rp, admin.Token, map[string]any{"status": 3}, http.StatusBadRequest)
 		e.Call(t, "PATCH", "/v1/admin/audit/reports/nope", admin.Token, map[string]any{"status": "resolved"}, http.StatusNotFound)
-		if got, _ := mail.Outbox(context.Background(), e.Server.DB, u.Email); len(got) != 0 {
+		if got, _ := mailtest.Outbox(context.Background(), e.Server.DB, u.Email); len(got) != 0 {
 			t.Fatalf("mail before review: %v", got)
 		}
 
@@ -283,7 +285,7 @@ func TestAuditReports(t *testing.T) {
 			rep["reviewed_at"] != e.Clock.Now().Format(time.RFC3339) {
 			t.Fatalf("reviewed = %s", r.Body)
 		}
-		msgs, err := mail.Outbox(context.Background(), e.Server.DB, u.Email)
+		msgs, err := mailtest.Outbox(context.Background(), e.Server.DB, u.Email)
 		if err != nil || len(msgs) != 1 {
 			t.Fatalf("outbox = %v, %v", msgs, err)
 		}
@@ -298,7 +300,7 @@ func TestAuditReports(t *testing.T) {
 		if rep := r.JSON(); rep["status"] != "pending" || rep["resolution_notes"] != nil {
 			t.Fatalf("reopened = %s", r.Body)
 		}
-		if msgs, _ := mail.Outbox(context.Background(), e.Server.DB, u.Email); len(msgs) != 2 {
+		if msgs, _ := mailtest.Outbox(context.Background(), e.Server.DB, u.Email); len(msgs) != 2 {
 			t.Fatalf("outbox after reopen = %d", len(msgs))
 		}
 		if got := e.Call(t, "GET", "/v1/admin/audit/reports?status=pending", admin.Token, nil, http.StatusOK).Array(); len(got) != 1 {
@@ -388,7 +390,7 @@ func TestInternalAudit(t *testing.T) {
 // the loopback test client.
 func withGeoIP(t *testing.T) apptest.Option {
 	path := filepath.Join(t.TempDir(), "city.mmdb")
-	err := geoip.WriteTestDB(path, []geoip.TestEntry{
+	err := geoiptest.WriteDB(path, []geoiptest.Entry{
 		{CIDR: "81.2.69.0/24", Location: geoip.Location{CountryCode: "GB", CountryName: "United Kingdom", City: "London", Region: "England"}},
 		{CIDR: "2001:db8::/32", Location: geoip.Location{CountryCode: "DE", CountryName: "Germany"}},
 	})

@@ -13,7 +13,7 @@ import (
 
 	"hmid/internal/app"
 	"hmid/internal/apptest"
-	"hmid/internal/clock"
+	"hmid/internal/clock/clocktest"
 	"hmid/internal/config"
 	"hmid/internal/dbtest"
 	"hmid/internal/graphql"
@@ -599,7 +599,7 @@ func TestGraphQLTransportAndLimits(t *testing.T) {
 // BenchmarkGraphQLMyOauthClients measures query myOauthClients through the
 // whole app (router, authentication, GraphQL, SQLite) for a user with ten clients.
 func BenchmarkGraphQLMyOauthClients(b *testing.B) {
-	fake := clock.NewFake(apptest.Start)
+	fake := clocktest.NewFake(apptest.Start)
 	srv, err := app.New(context.Background(), config.Config{
 		Addr: ":0", PublicURL: "http://hmid.test", DatabaseURL: dbtest.SQLite(b),
 		SecretKey: "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", MailFrom: "hmid@localhost", LogLevel: "error",

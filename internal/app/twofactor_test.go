@@ -18,6 +18,7 @@ import (
 
 	"hmid/internal/apptest"
 	"hmid/internal/mail"
+	"hmid/internal/mail/mailtest"
 	"hmid/internal/users"
 )
 
@@ -77,7 +78,7 @@ func tfStatus(t testing.TB, e *apptest.Env, tok string) map[string]any {
 
 func tfMails(t testing.TB, e *apptest.Env, to string) []mail.Message {
 	t.Helper()
-	msgs, err := mail.Outbox(context.Background(), e.Server.DB, to)
+	msgs, err := mailtest.Outbox(context.Background(), e.Server.DB, to)
 	if err != nil {
 		t.Fatal(err)
 	}

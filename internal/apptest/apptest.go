@@ -24,7 +24,7 @@ import (
 
 	"hmid/api"
 	"hmid/internal/app"
-	"hmid/internal/clock"
+	"hmid/internal/clock/clocktest"
 	"hmid/internal/config"
 	"hmid/internal/dbtest"
 )
@@ -39,7 +39,7 @@ type Env struct {
 	Server    *app.Server
 	HTTP      *httptest.Server
 	URL       string
-	Clock     *clock.Fake
+	Clock     *clocktest.Fake
 	SystemKey string
 	Client    *http.Client
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"hmid/internal/app"
-	"hmid/internal/clock"
+	"hmid/internal/clock/clocktest"
 	"hmid/internal/config"
 	"hmid/internal/dbtest"
 )
@@ -21,7 +21,7 @@ import (
 // exists only on the instance that created it: copy SystemKey across.
 func NewOnURL(t *testing.T, eng dbtest.Engine, cachePrefix string, opts ...Option) *Env {
 	t.Helper()
-	e := &Env{T: t, Engine: eng, Clock: clock.NewFake(Start)}
+	e := &Env{T: t, Engine: eng, Clock: clocktest.NewFake(Start)}
 	e.HTTP = httptest.NewUnstartedServer(nil)
 	e.URL = "http://" + e.HTTP.Listener.Addr().String()
 	cfg := config.Config{

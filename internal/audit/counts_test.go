@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"hmid/internal/clock"
+	"hmid/internal/clock/clocktest"
 	"hmid/internal/dbtest"
 )
 
@@ -29,7 +29,7 @@ func TestCountMatchesTheLog(t *testing.T) {
 		ctx := context.Background()
 		d := eng.Open(t)
 		start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-		clk := clock.NewFake(start)
+		clk := clocktest.NewFake(start)
 		w := &Writer{DB: d, Clock: clk}
 		rng := rand.New(rand.NewPCG(7, 7))
 		var ids []string
@@ -89,7 +89,7 @@ func TestRecordRefusesUnlistedType(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
 		ctx := context.Background()
 		d := eng.Open(t)
-		w := &Writer{DB: d, Clock: clock.NewFake(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))}
+		w := &Writer{DB: d, Clock: clocktest.NewFake(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))}
 		if _, err := w.Record(ctx, d, Event{EventType: "made_up"}); err == nil {
 			t.Fatal("an unlisted event type was stored")
 		}

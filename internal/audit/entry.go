@@ -81,9 +81,9 @@ func scanEntry(row interface{ Scan(...any) error }) (Entry, error) {
 	if err != nil {
 		return e, err
 	}
-	e.UserID, e.ResourceType, e.ResourceID, e.ActorID = str(user), str(rtype), str(rid), str(actor)
-	e.IPAddress, e.UserAgent, e.Description, e.ErrorMessage = str(ip), str(ua), str(desc), str(errMsg)
-	e.CountryCode, e.CountryName, e.City, e.Region = str(cc), str(cn), str(city), str(region)
+	e.UserID, e.ResourceType, e.ResourceID, e.ActorID = db.StringPtr(user), db.StringPtr(rtype), db.StringPtr(rid), db.StringPtr(actor)
+	e.IPAddress, e.UserAgent, e.Description, e.ErrorMessage = db.StringPtr(ip), db.StringPtr(ua), db.StringPtr(desc), db.StringPtr(errMsg)
+	e.CountryCode, e.CountryName, e.City, e.Region = db.StringPtr(cc), db.StringPtr(cn), db.StringPtr(city), db.StringPtr(region)
 	e.CreatedAt = db.FromTS(created)
 	// Metadata is written only by Record as a JSON object; anything else
 	// (a hand-edited row) is shown as an empty object rather than failing the list.
@@ -91,13 +91,6 @@ func scanEntry(row interface{ Scan(...any) error }) (Entry, error) {
 		e.Metadata = map[string]any{}
 	}
 	return e, nil
-}
-
-func str(n sql.NullString) *string {
-	if !n.Valid {
-		return nil
-	}
-	return &n.String
 }
 
 // Get loads one event by id; apperr NotFound when there is none.

@@ -56,7 +56,7 @@ func scanReport(row interface{ Scan(...any) error }) (Report, error) {
 		created, updated int64
 	)
 	err := row.Scan(&rp.ID, &rp.AuditEventID, &rp.UserID, &rp.Reason, &desc, &rp.Status, &by, &reviewed, &notes, &created, &updated)
-	rp.Description, rp.ReviewedBy, rp.ResolutionNotes = str(desc), str(by), str(notes)
+	rp.Description, rp.ReviewedBy, rp.ResolutionNotes = db.StringPtr(desc), db.StringPtr(by), db.StringPtr(notes)
 	rp.ReviewedAt = reviewed.Ptr()
 	rp.CreatedAt, rp.UpdatedAt = db.FromTS(created), db.FromTS(updated)
 	return rp, err

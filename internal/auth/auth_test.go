@@ -17,6 +17,7 @@ import (
 	"hmid/internal/config"
 	"hmid/internal/db"
 	"hmid/internal/mail"
+	"hmid/internal/mail/mailtest"
 )
 
 const pw = "correct horse battery"
@@ -328,10 +329,10 @@ func TestPasswordReset(t *testing.T) {
 		if string(unknown.Body) != string(known.Body) {
 			t.Fatalf("answers differ: %s / %s", unknown.Body, known.Body)
 		}
-		if msgs, _ := mail.Outbox(ctx, e.Server.DB, "nobody@example.test"); len(msgs) != 0 {
+		if msgs, _ := mailtest.Outbox(ctx, e.Server.DB, "nobody@example.test"); len(msgs) != 0 {
 			t.Fatal("mail sent to an unknown address")
 		}
-		msgs, err := mail.Outbox(ctx, e.Server.DB, u.Email)
+		msgs, err := mailtest.Outbox(ctx, e.Server.DB, u.Email)
 		if err != nil || len(msgs) != 1 || msgs[0].Kind != mail.KindPasswordReset || msgs[0].Locale != "de" {
 			t.Fatalf("outbox %v %+v", err, msgs)
 		}
@@ -362,10 +363,10 @@ func TestPasswordReset(t *testing.T) {
 
 		// Expired after one hour; a newer link replaces an older one.
 		e.Call(t, "POST", "/v1/auth/password-reset/request", "", map[string]any{"email": u.Email}, 200)
-		msgs, _ = mail.Outbox(ctx, e.Server.DB, u.Email)
+		msgs, _ = mailtest.Outbox(ctx, e.Server.DB, u.Email)
 		old := tokenRE.FindString(msgs[0].Text)
 		e.Call(t, "POST", "/v1/auth/password-reset/request", "", map[string]any{"email": u.Email}, 200)
-		msgs, _ = mail.Outbox(ctx, e.Server.DB, u.Email)
+		msgs, _ = mailtest.Outbox(ctx, e.Server.DB, u.Email)
 		newer := tokenRE.FindString(msgs[0].Text)
 		if old == newer || old == "" {
 			t.Fatal("no new token")
@@ -379,7 +380,7 @@ func TestPasswordReset(t *testing.T) {
 		for range auth.ResetPerAccount + 2 {
 			e.Call(t, "POST", "/v1/auth/password-reset/request", "", map[string]any{"email": u.Email}, 200)
 		}
-		msgs, _ = mail.Outbox(ctx, e.Server.DB, u.Email)
+		msgs, _ = mailtest.Outbox(ctx, e.Server.DB, u.Email)
 		if len(msgs) != 3+auth.ResetPerAccount {
 			t.Fatalf("mails after throttling: %d", len(msgs))
 		}

@@ -231,7 +231,7 @@ func (s *Service) activeBan(ctx context.Context, userID string) (banned bool, re
 	var r sql.NullString
 	var exp db.NullTime
 	err = s.DB.QueryRowContext(ctx, `SELECT reason, expires_at FROM bans
-		WHERE user_id = $1 AND unbanned_at IS NULL AND (expires_at IS NULL OR expires_at > $2)
+		WHERE user_id = $1 AND `+db.ActiveBanSQL+`
 		ORDER BY banned_at DESC LIMIT 1`, userID, db.TS(s.now())).Scan(&r, &exp)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, "", nil, nil

@@ -163,7 +163,7 @@ type userState struct {
 }
 
 const userStateSQL = `SELECT u.is_super_admin, u.deleted_at IS NOT NULL,
-	EXISTS (SELECT 1 FROM bans b WHERE b.user_id = u.id AND b.unbanned_at IS NULL AND (b.expires_at IS NULL OR b.expires_at > $2))
+	` + db.UserBannedSQL + `
 	FROM users u WHERE u.id = $1`
 
 func (r *Resolver) loadSession(ctx context.Context, hash string, now time.Time) (*Principal, error) {
@@ -174,7 +174,7 @@ func (r *Resolver) loadSession(ctx context.Context, hash string, now time.Time) 
 	)
 	err := r.DB.QueryRowContext(ctx, `SELECT s.id, s.user_id, s.expires_at, s.auth_time, s.provider,
 		u.is_super_admin, u.deleted_at IS NOT NULL,
-		EXISTS (SELECT 1 FROM bans b WHERE b.user_id = u.id AND b.unbanned_at IS NULL AND (b.expires_at IS NULL OR b.expires_at > $2))
+		`+db.UserBannedSQL+`
 		FROM sessions s JOIN users u ON u.id = s.user_id
 		WHERE s.token_hash = $1 AND s.revoked_at IS NULL`, hash, db.TS(now)).
 		Scan(&p.SessionID, &p.UserID, &expires, &authTime, &p.Provider, &st.superAdmin, &st.deleted, &st.banned)

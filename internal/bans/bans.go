@@ -87,9 +87,6 @@ type Ban struct {
 
 const cols = `id, user_id, reason, banned_by, banned_at, expires_at, is_permanent, unbanned_at, unbanned_by`
 
-// activeSQL selects the bans active at $2 (the same rule as the resolver).
-const activeSQL = `unbanned_at IS NULL AND (expires_at IS NULL OR expires_at > $2)`
-
 func scan(row interface{ Scan(...any) error }, now time.Time) (Ban, error) {
 	var b Ban
 	var reason, by, unBy sql.NullString
@@ -131,7 +128,7 @@ func userExists(ctx context.Context, q db.Querier, id string) (superAdmin bool, 
 // Active returns the user's active ban, or nil.
 func (s *Service) Active(ctx context.Context, q db.Querier, userID string) (*Ban, error) {
 	now := s.Clock.Now()
-	b, err := scan(q.QueryRowContext(ctx, `SELECT `+cols+` FROM bans WHERE user_id = $1 AND `+activeSQL+` ORDER BY banned_at DESC LIMIT 1`, userID, db.TS(now)), now)
+	b, err := scan(q.QueryRowContext(ctx, `SELECT `+cols+` FROM bans WHERE user_id = $1 AND `+db.ActiveBanSQL+` ORDER BY banned_at DESC LIMIT 1`, userID, db.TS(now)), now)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -242,7 +239,7 @@ func (s *Service) Lift(ctx context.Context, r *http.Request, userID string) erro
 			return err
 		}
 		// Conditional UPDATE: of two racing unbans only one changes a row.
-		res, err := tx.ExecContext(ctx, `UPDATE bans SET unbanned_at = $3, unbanned_by = $4 WHERE user_id = $1 AND `+activeSQL,
+		res, err := tx.ExecContext(ctx, `UPDATE bans SET unbanned_at = $3, unbanned_by = $4 WHERE user_id = $1 AND `+db.ActiveBanSQL,
 			userID, db.TS(now), db.TS(now), nullable(p.UserID))
 		if err != nil {
 			return err

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"hmid/internal/cache"
-	"hmid/internal/clock"
+	"hmid/internal/clock/clocktest"
 	"hmid/internal/dbtest"
 )
 
-func caches(t *testing.T, clk *clock.Fake) map[string]cache.Cache {
+func caches(t *testing.T, clk *clocktest.Fake) map[string]cache.Cache {
 	out := map[string]cache.Cache{"memory": cache.NewMemory(clk.Now)}
 	if u := dbtest.RedisURL(); u != "" {
 		r, err := cache.NewRedis(context.Background(), u, dbtest.Key())
@@ -26,7 +26,7 @@ func caches(t *testing.T, clk *clock.Fake) map[string]cache.Cache {
 }
 
 func TestCacheBasics(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	for name, c := range caches(t, clk) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
@@ -57,7 +57,7 @@ func TestCacheBasics(t *testing.T) {
 }
 
 func TestGetManySetMany(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	for name, c := range caches(t, clk) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
@@ -82,7 +82,7 @@ func TestGetManySetMany(t *testing.T) {
 }
 
 func TestIncrIsAtomic(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	for name, c := range caches(t, clk) {
 		t.Run(name, func(t *testing.T) {
 			var wg sync.WaitGroup

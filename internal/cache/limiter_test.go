@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"hmid/internal/cache"
-	"hmid/internal/clock"
+	"hmid/internal/clock/clocktest"
 	"hmid/internal/dbtest"
 )
 
 // limiters returns the in-process limiter on clk and, when
 // HMID_TEST_REDIS_URL is set, the Redis limiter (which keeps Redis's clock).
-func limiters(t *testing.T, clk *clock.Fake) map[string]cache.Limiter {
+func limiters(t *testing.T, clk *clocktest.Fake) map[string]cache.Limiter {
 	out := map[string]cache.Limiter{"memory": cache.NewMemoryLimiter(clk.Now)}
 	if u := dbtest.RedisURL(); u != "" {
 		r, err := cache.NewRedis(context.Background(), u, dbtest.Key())
@@ -30,7 +30,7 @@ func limiters(t *testing.T, clk *clock.Fake) map[string]cache.Limiter {
 // another just after it must not add up (a fixed window aligned on the clock
 // let both through).
 func TestLimiterNoWindowBoundary(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 1, 1, 12, 0, 59, 900_000_000, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 1, 1, 12, 0, 59, 900_000_000, time.UTC))
 	lim := cache.NewMemoryLimiter(clk.Now)
 	l := cache.PerPeriod(30, time.Minute)
 	allowed := 0
@@ -92,7 +92,7 @@ func TestLimiterSameDecisions(t *testing.T) {
 		{wait: 4 * s, n: 4, refund: true, allowed: true, remaining: 4, reset: 0},
 		{n: 4, allowed: true, remaining: 0, reset: 4 * s},
 	}
-	clk := clock.NewFake(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
 	lims := limiters(t, clk)
 	ctx := context.Background()
 	for i, st := range steps {
@@ -131,7 +131,7 @@ func near(got, want, tol time.Duration) bool { return got <= want && got >= want
 // TestReserveIsAtomic: however many reservations arrive at once, no more
 // than the burst get one; a released one comes back.
 func TestReserveIsAtomic(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
 	for name, lim := range limiters(t, clk) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
@@ -184,7 +184,7 @@ func TestReserveIsAtomic(t *testing.T) {
 // TestReserveSeveralQuotas: a refusal by a later quota gives back what the
 // earlier ones took; the decision is the tightest.
 func TestReserveSeveralQuotas(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
 	for name, lim := range limiters(t, clk) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()

@@ -70,25 +70,10 @@ func (s *Service) scanGuild(row interface{ Scan(...any) error }) (Guild, error) 
 	var icon, owner sql.NullString
 	var joined, synced db.NullTime
 	err := row.Scan(&g.ID, &g.GuildID, &g.Name, &icon, &owner, &g.MemberCount, &g.BoostCount, &g.PremiumTier, &joined, &synced)
-	g.Icon, g.OwnerID = strPtr(icon), strPtr(owner)
+	g.Icon, g.OwnerID = db.StringPtr(icon), db.StringPtr(owner)
 	g.IconURL = IconURL(s.CDN, g.GuildID, g.Icon)
 	g.BotJoinedAt, g.LastSyncedAt = joined.Ptr(), synced.Ptr()
 	return g, err
-}
-
-func strPtr(n sql.NullString) *string {
-	if !n.Valid {
-		return nil
-	}
-	v := n.String
-	return &v
-}
-
-func notFound(err error, what string) error {
-	if errors.Is(err, sql.ErrNoRows) {
-		return apperr.NotFoundf("%s not found", what)
-	}
-	return err
 }
 
 // guildBySnowflake loads a stored guild by its platform id.
@@ -97,7 +82,7 @@ func (s *Service) guildBySnowflake(ctx context.Context, guildID string) (Guild, 
 		return Guild{}, apperr.Invalid("guild_id must be a platform snowflake (decimal digits)")
 	}
 	g, err := s.scanGuild(s.DB.QueryRowContext(ctx, `SELECT `+guildCols+` FROM chat_guilds WHERE guild_id = $1`, guildID))
-	return g, notFound(err, "guild")
+	return g, db.NotFoundOr(err, "guild")
 }
 
 // guildByID loads a stored guild by its internal UUID.
@@ -106,7 +91,7 @@ func (s *Service) guildByID(ctx context.Context, id string) (Guild, error) {
 		return Guild{}, apperr.NotFoundf("guild not found")
 	}
 	g, err := s.scanGuild(s.DB.QueryRowContext(ctx, `SELECT `+guildCols+` FROM chat_guilds WHERE id = $1`, id))
-	return g, notFound(err, "guild")
+	return g, db.NotFoundOr(err, "guild")
 }
 
 func (s *Service) channels(ctx context.Context, g Guild) ([]Channel, error) {
@@ -124,7 +109,7 @@ func (s *Service) channels(ctx context.Context, g Guild) ([]Channel, error) {
 			return nil, err
 		}
 		c.GuildID = g.GuildID
-		c.ParentID, c.Topic = strPtr(parent), strPtr(topic)
+		c.ParentID, c.Topic = db.StringPtr(parent), db.StringPtr(topic)
 		c.ChannelType = ChannelTypeName(c.ChannelTypeRaw)
 		c.IsTextBased, c.IsVoice = IsTextBased(c.ChannelTypeRaw), IsVoice(c.ChannelTypeRaw)
 		out = append(out, c)
@@ -603,7 +588,7 @@ func (s *Service) scanMember(row interface{ Scan(...any) error }, now time.Time)
 	var roles db.Strings
 	err := row.Scan(&m.ID, &m.GuildID, &m.UserID, &m.Username, &m.Discriminator, &global, &nick, &avatar, &m.Bot, &m.System,
 		&joined, &premium, &m.Deaf, &m.Mute, &m.Pending, &timeout, &roles)
-	m.GlobalName, m.Nickname, m.Avatar = strPtr(global), strPtr(nick), strPtr(avatar)
+	m.GlobalName, m.Nickname, m.Avatar = db.StringPtr(global), db.StringPtr(nick), db.StringPtr(avatar)
 	m.JoinedAt, m.PremiumSince, m.CommunicationDisabledUntil = joined.Ptr(), premium.Ptr(), timeout.Ptr()
 	m.Roles = roles
 	if m.Roles == nil {
@@ -720,7 +705,7 @@ func (h *Handler) GetMember(w http.ResponseWriter, r *http.Request) {
 	}
 	m, err := h.S.scanMember(h.S.DB.QueryRowContext(ctx, `SELECT `+memberCols+` FROM chat_members WHERE guild_id = $1 AND user_id = $2`, g.ID, uid), h.S.Clock.Now())
 	if err != nil {
-		httpx.Error(w, r, notFound(err, "member"))
+		httpx.Error(w, r, db.NotFoundOr(err, "member"))
 		return
 	}
 	httpx.JSON(w, http.StatusOK, m)
@@ -886,7 +871,7 @@ func (h *Handler) GetGuildSettings(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	httpx.JSON(w, http.StatusOK, GuildSettings{GuildID: gid, DefaultLanguage: strPtr(lang)})
+	httpx.JSON(w, http.StatusOK, GuildSettings{GuildID: gid, DefaultLanguage: db.StringPtr(lang)})
 }
 
 // PutGuildSettings serves PUT /v1/chatplatform/guilds/{guild_id}/settings: {default_language: string or null}.

@@ -4,10 +4,7 @@
 // and token lifetimes all read a Clock so tests can move time without sleeping.
 package clock
 
-import (
-	"sync"
-	"time"
-)
+import "time"
 
 // Clock tells the current time.
 type Clock interface {
@@ -21,36 +18,3 @@ type System struct{}
 func (System) Now() time.Time { return time.Now().UTC() }
 
 var _ Clock = System{}
-
-// Fake is a manually driven clock for tests. Its zero value is not usable;
-// build one with NewFake.
-type Fake struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-var _ Clock = (*Fake)(nil)
-
-// NewFake returns a Fake clock set to t.
-func NewFake(t time.Time) *Fake { return &Fake{now: t.UTC()} }
-
-// Now returns the fake current time.
-func (f *Fake) Now() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.now
-}
-
-// Advance moves the clock forward by d.
-func (f *Fake) Advance(d time.Duration) {
-	f.mu.Lock()
-	f.now = f.now.Add(d)
-	f.mu.Unlock()
-}
-
-// Set moves the clock to t.
-func (f *Fake) Set(t time.Time) {
-	f.mu.Lock()
-	f.now = t.UTC()
-	f.mu.Unlock()
-}

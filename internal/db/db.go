@@ -153,9 +153,6 @@ func (c *stmtCache) close() {
 	})
 }
 
-// Open opens the database named by url with default Options.
-func Open(ctx context.Context, url string) (*DB, error) { return OpenWith(ctx, url, Options{}) }
-
 // OpenWith opens the database named by url: "sqlite:PATH", "memory" or
 // "postgres://…". It does not migrate; call Migrate.
 func OpenWith(ctx context.Context, url string, o Options) (*DB, error) {

@@ -12,7 +12,7 @@ import (
 func TestMigrateTxAndHooks(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
 		ctx := context.Background()
-		d, err := db.Open(ctx, eng.URL)
+		d, err := db.OpenWith(ctx, eng.URL, db.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

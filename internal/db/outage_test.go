@@ -59,7 +59,7 @@ func TestPostgresStatementTimeout(t *testing.T) {
 		t.Fatalf("a statement over the timeout: %v (unavailable %v)", err, db.IsUnavailable(err))
 	}
 	// The default, and a URL that sets its own.
-	d2, err := db.Open(ctx, u)
+	d2, err := db.OpenWith(ctx, u, db.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestPostgresStatementTimeout(t *testing.T) {
 	if err := d2.QueryRowContext(ctx, "SHOW statement_timeout").Scan(&st); err != nil || st != "30s" {
 		t.Fatalf("default statement_timeout = %q, %v; want 30s", st, err)
 	}
-	d3, err := db.Open(ctx, u+"&statement_timeout=7000")
+	d3, err := db.OpenWith(ctx, u+"&statement_timeout=7000", db.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,12 +2,15 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"hmid/internal/apperr"
 
 	"github.com/google/uuid"
 )
@@ -172,3 +175,20 @@ func All[T any](ctx context.Context, q Querier, scan func(Scanner) (T, error), q
 // key index instead of on a random page: fewer pages dirtied per write and,
 // on PostgreSQL, fewer full-page images in the WAL after each checkpoint.
 func NewID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// StringPtr returns the string of a nullable TEXT column, or nil for NULL.
+func StringPtr(n sql.NullString) *string {
+	if !n.Valid {
+		return nil
+	}
+	return &n.String
+}
+
+// NotFoundOr turns sql.ErrNoRows, the error of a lookup that matched no row,
+// into an apperr NotFound "<what> not found"; any other error passes through.
+func NotFoundOr(err error, what string) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return apperr.NotFoundf("%s not found", what)
+	}
+	return err
+}

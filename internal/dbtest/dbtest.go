@@ -49,7 +49,7 @@ func Each(t *testing.T, fn func(t *testing.T, e Engine)) {
 func (e Engine) Open(t testing.TB) *db.DB {
 	t.Helper()
 	ctx := context.Background()
-	d, err := db.Open(ctx, e.URL)
+	d, err := db.OpenWith(ctx, e.URL, db.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

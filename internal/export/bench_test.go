@@ -13,7 +13,7 @@ import (
 
 	"hmid/internal/audit"
 	"hmid/internal/authn"
-	"hmid/internal/clock"
+	"hmid/internal/clock/clocktest"
 	"hmid/internal/db"
 	"hmid/internal/dbtest"
 	"hmid/internal/export"
@@ -38,7 +38,7 @@ func BenchmarkExport(b *testing.B) {
 	for _, eng := range engines {
 		ctx := context.Background()
 		d := dbtest.Engine{URL: eng.url}.Open(b)
-		clk := clock.NewFake(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+		clk := clocktest.NewFake(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 		w := &audit.Writer{DB: d, Clock: clk}
 		const userID = "00000000-0000-4000-8000-000000000001"
 		now := db.TS(clk.Now())

@@ -15,7 +15,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -159,13 +158,7 @@ func (h *Handler) Logs(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, apperr.Unauthorizedf("the export history needs the credential of a user"))
 		return
 	}
-	limit, offset := 50, 0
-	if n, err := strconv.Atoi(r.URL.Query().Get("limit")); err == nil {
-		limit = min(100, max(1, n))
-	}
-	if n, err := strconv.Atoi(r.URL.Query().Get("offset")); err == nil {
-		offset = min(max(0, n), 1_000_000_000)
-	}
+	limit, offset := httpx.ParseLimitOffset(r, 50)
 	var total int
 	if err := h.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM export_logs WHERE user_id = $1`, p.UserID).Scan(&total); err != nil {
 		httpx.Error(w, r, err)

@@ -62,47 +62,26 @@ func (h *Handler) Gather(ctx context.Context, userID string, now time.Time) (arc
 	return d, lang, nil
 }
 
-// collect runs query and appends one value per row built by scan.
-func collect[T any](ctx context.Context, q db.Querier, query string, scan func(interface{ Scan(...any) error }) (T, error), args ...any) ([]T, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []T{}
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
-}
-
 func (h *Handler) platformAccounts(ctx context.Context, userID string) ([]archive.PlatformAccount, error) {
-	return collect(ctx, h.DB, `SELECT p.name, pa.username, pa.email, pa.is_primary, pa.created_at
-		FROM platform_accounts pa JOIN platforms p ON p.id = pa.platform_id
-		WHERE pa.user_id = $1 ORDER BY pa.is_primary DESC, pa.created_at, pa.id`,
-		func(row interface{ Scan(...any) error }) (archive.PlatformAccount, error) {
+	return db.All(ctx, h.DB,
+		func(row db.Scanner) (archive.PlatformAccount, error) {
 			var a archive.PlatformAccount
 			var user, email sql.NullString
 			var created int64
 			err := row.Scan(&a.Platform, &user, &email, &a.IsPrimary, &created)
 			a.Username, a.Email, a.ConnectedAt = user.String, email.String, db.FromTS(created)
 			return a, err
-		}, userID)
+		},
+		`SELECT p.name, pa.username, pa.email, pa.is_primary, pa.created_at
+		FROM platform_accounts pa JOIN platforms p ON p.id = pa.platform_id
+		WHERE pa.user_id = $1 ORDER BY pa.is_primary DESC, pa.created_at, pa.id`, userID)
 }
 
 // sessions lists the user's active sessions (not revoked, not expired); the
 // archive masks their IP addresses.
 func (h *Handler) sessions(ctx context.Context, userID string, now time.Time) ([]archive.Session, error) {
-	return collect(ctx, h.DB, `SELECT s.id, s.ip_address, s.device_type, s.browser_name, s.os_name, s.provider,
-		COALESCE(p.name, s.provider), s.created_at, s.expires_at, s.last_activity_at
-		FROM sessions s LEFT JOIN platforms p ON p.slug = s.provider
-		WHERE s.user_id = $1 AND s.revoked_at IS NULL AND s.expires_at > $2
-		ORDER BY s.created_at DESC, s.id`,
-		func(row interface{ Scan(...any) error }) (archive.Session, error) {
+	return db.All(ctx, h.DB,
+		func(row db.Scanner) (archive.Session, error) {
 			var s archive.Session
 			var ip string
 			var created, expires, active int64
@@ -110,15 +89,19 @@ func (h *Handler) sessions(ctx context.Context, userID string, now time.Time) ([
 			s.IPAddress = archive.IPAddress(ip)
 			s.CreatedAt, s.ExpiresAt, s.LastActivityAt = db.FromTS(created), db.FromTS(expires), db.FromTS(active)
 			return s, err
-		}, userID, db.TS(now))
+		},
+		`SELECT s.id, s.ip_address, s.device_type, s.browser_name, s.os_name, s.provider,
+		COALESCE(p.name, s.provider), s.created_at, s.expires_at, s.last_activity_at
+		FROM sessions s LEFT JOIN platforms p ON p.slug = s.provider
+		WHERE s.user_id = $1 AND s.revoked_at IS NULL AND s.expires_at > $2
+		ORDER BY s.created_at DESC, s.id`, userID, db.TS(now))
 }
 
 // apiKeys describes the user's API keys by name and prefix; the key itself is
 // stored only as a hash and so cannot appear.
 func (h *Handler) apiKeys(ctx context.Context, userID string) ([]archive.APIKey, error) {
-	return collect(ctx, h.DB, `SELECT name, key_prefix, scopes, is_active, expires_at, last_used_at, created_at
-		FROM api_keys WHERE user_id = $1 ORDER BY created_at, id`,
-		func(row interface{ Scan(...any) error }) (archive.APIKey, error) {
+	return db.All(ctx, h.DB,
+		func(row db.Scanner) (archive.APIKey, error) {
 			var k archive.APIKey
 			var scopes db.Strings
 			var exp, used db.NullTime
@@ -126,24 +109,28 @@ func (h *Handler) apiKeys(ctx context.Context, userID string) ([]archive.APIKey,
 			err := row.Scan(&k.Name, &k.KeyPrefix, &scopes, &k.IsActive, &exp, &used, &created)
 			k.Scopes, k.ExpiresAt, k.LastUsedAt, k.CreatedAt = scopes, exp.Ptr(), used.Ptr(), db.FromTS(created)
 			return k, err
-		}, userID)
+		},
+		`SELECT name, key_prefix, scopes, is_active, expires_at, last_used_at, created_at
+		FROM api_keys WHERE user_id = $1 ORDER BY created_at, id`, userID)
 }
 
 func (h *Handler) roles(ctx context.Context, userID string) ([]string, error) {
-	return collect(ctx, h.DB, `SELECT r.name FROM user_roles ur JOIN roles r ON r.id = ur.role_id WHERE ur.user_id = $1 ORDER BY r.name`,
-		func(row interface{ Scan(...any) error }) (string, error) {
+	return db.All(ctx, h.DB,
+		func(row db.Scanner) (string, error) {
 			var s string
 			return s, row.Scan(&s)
-		}, userID)
+		},
+		`SELECT r.name FROM user_roles ur JOIN roles r ON r.id = ur.role_id WHERE ur.user_id = $1 ORDER BY r.name`, userID)
 }
 
 func (h *Handler) exportLogs(ctx context.Context, userID string) ([]archive.ExportLog, error) {
-	return collect(ctx, h.DB, `SELECT exported_at, export_format FROM export_logs WHERE user_id = $1 ORDER BY exported_at DESC, id DESC`,
-		func(row interface{ Scan(...any) error }) (archive.ExportLog, error) {
+	return db.All(ctx, h.DB,
+		func(row db.Scanner) (archive.ExportLog, error) {
 			var l archive.ExportLog
 			var at int64
 			err := row.Scan(&at, &l.Format)
 			l.ExportedAt = db.FromTS(at)
 			return l, err
-		}, userID)
+		},
+		`SELECT exported_at, export_format FROM export_logs WHERE user_id = $1 ORDER BY exported_at DESC, id DESC`, userID)
 }

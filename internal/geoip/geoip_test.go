@@ -1,4 +1,4 @@
-package geoip
+package geoip_test
 
 import (
 	"encoding/json"
@@ -10,18 +10,21 @@ import (
 
 	"github.com/maxmind/mmdbwriter"
 	"github.com/maxmind/mmdbwriter/mmdbtype"
+
+	"hmid/internal/geoip"
+	"hmid/internal/geoip/geoiptest"
 )
 
 var (
-	london = Location{CountryCode: "GB", CountryName: "United Kingdom", City: "London", Region: "England"}
-	berlin = Location{CountryCode: "DE", CountryName: "Germany", City: "Berlin", Region: "Land Berlin"}
-	france = Location{CountryCode: "FR", CountryName: "France"}
+	london = geoip.Location{CountryCode: "GB", CountryName: "United Kingdom", City: "London", Region: "England"}
+	berlin = geoip.Location{CountryCode: "DE", CountryName: "Germany", City: "Berlin", Region: "Land Berlin"}
+	france = geoip.Location{CountryCode: "FR", CountryName: "France"}
 )
 
-func openTestDB(t *testing.T) *Resolver {
+func openTestDB(t *testing.T) *geoip.Resolver {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "city.mmdb")
-	err := WriteTestDB(path, []TestEntry{
+	err := geoiptest.WriteDB(path, []geoiptest.Entry{
 		{CIDR: "81.2.69.0/24", Location: london},
 		{CIDR: "2a02:8100::/32", Location: berlin},
 		{CIDR: "203.0.113.0/24", Location: france},
@@ -31,7 +34,7 @@ func openTestDB(t *testing.T) *Resolver {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Open(path)
+	r, err := geoip.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +46,7 @@ func TestLookupHits(t *testing.T) {
 	r := openTestDB(t)
 	tests := []struct {
 		ip   string
-		want Location
+		want geoip.Location
 	}{
 		{"81.2.69.142", london},
 		{"81.2.69.0", london},
@@ -81,7 +84,7 @@ func TestLookupZero(t *testing.T) {
 }
 
 func TestNilResolver(t *testing.T) {
-	var r *Resolver
+	var r *geoip.Resolver
 	if got := r.Lookup("81.2.69.142"); !got.IsZero() {
 		t.Fatalf("nil Lookup = %+v", got)
 	}
@@ -105,14 +108,14 @@ func TestClosedResolver(t *testing.T) {
 
 func TestOpenErrors(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := Open(filepath.Join(dir, "missing.mmdb")); err == nil {
+	if _, err := geoip.Open(filepath.Join(dir, "missing.mmdb")); err == nil {
 		t.Error("Open of a missing file succeeded")
 	}
 	garbage := filepath.Join(dir, "garbage.mmdb")
 	if err := os.WriteFile(garbage, []byte("this is not a MaxMind database"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(garbage); err == nil {
+	if _, err := geoip.Open(garbage); err == nil {
 		t.Error("Open of a non-mmdb file succeeded")
 	}
 }
@@ -141,21 +144,21 @@ func TestRegisteredCountryFallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	r, err := Open(path)
+	r, err := geoip.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	want := Location{CountryCode: "US", CountryName: "United States"}
+	want := geoip.Location{CountryCode: "US", CountryName: "United States"}
 	if got := r.Lookup("81.2.69.1"); got != want {
 		t.Fatalf("Lookup = %+v, want %+v", got, want)
 	}
 }
 
-func TestWriteTestDBRejectsBadCIDR(t *testing.T) {
-	err := WriteTestDB(filepath.Join(t.TempDir(), "x.mmdb"), []TestEntry{{CIDR: "81.2.69.1"}})
+func TestWriteDBRejectsBadCIDR(t *testing.T) {
+	err := geoiptest.WriteDB(filepath.Join(t.TempDir(), "x.mmdb"), []geoiptest.Entry{{CIDR: "81.2.69.1"}})
 	if err == nil {
-		t.Fatal("WriteTestDB accepted an address without prefix length")
+		t.Fatal("WriteDB accepted an address without prefix length")
 	}
 }
 

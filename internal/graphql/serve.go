@@ -41,9 +41,6 @@ var codes = map[apperr.Kind]string{
 	apperr.Internal:           CodeInternal,
 }
 
-// Code returns the extensions.code of an error a resolver returned.
-func Code(err error) string { return codes[apperr.KindOf(err)] }
-
 // params are the GraphQL-over-HTTP request parameters.
 type params struct {
 	Query         string         `json:"query"`

@@ -32,23 +32,6 @@ func BaseURL(ctx context.Context) string {
 	return ""
 }
 
-// WithBaseURL returns ctx carrying the public base URL.
-func WithBaseURL(ctx context.Context, base string) context.Context {
-	n := &reqInfo{baseURL: base}
-	if i := info(ctx); i != nil {
-		n.id, n.ip, n.root = i.id, i.ip, i.root
-	}
-	return context.WithValue(ctx, ctxKey{}, n)
-}
-
-// RequestID returns the request id stored by the Base middleware.
-func RequestID(ctx context.Context) string {
-	if i := info(ctx); i != nil {
-		return i.id
-	}
-	return ""
-}
-
 // ClientIP returns the client address resolved by the Base middleware.
 func ClientIP(ctx context.Context) string {
 	if i := info(ctx); i != nil {

@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"context"
 	"net/http/httptest"
 	"net/netip"
 	"testing"
@@ -29,7 +30,8 @@ func TestResolveClientIP(t *testing.T) {
 
 func TestPageLinks(t *testing.T) {
 	r := httptest.NewRequest("GET", "/v1/x?page=2&limit=10&status=a", nil)
-	r = r.WithContext(WithBaseURL(r.Context(), "https://h"))
+	// What the Base middleware stores for a request.
+	r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, &reqInfo{baseURL: "https://h"}))
 	p := ParsePage(r, 20)
 	l := p.Links(r, 35)
 	if *l.Last != "https://h/v1/x?limit=10&page=4&status=a" || *l.Prev != "https://h/v1/x?limit=10&page=1&status=a" || *l.Next != "https://h/v1/x?limit=10&page=3&status=a" {

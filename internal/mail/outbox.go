@@ -16,15 +16,10 @@ type Execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-// Queryer runs a query; *sql.DB, *sql.Conn and *db.Tx satisfy it.
-type Queryer interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
 // OutboxSender is the sender used when no SMTP server is configured. It logs
 // each message, body included, so that a developer running the service
 // locally can follow a verification or reset link, and stores it in the
-// mail_outbox table, where tests and tools read it back with Outbox.
+// mail_outbox table, where tests read it back (package mailtest).
 //
 // Because the log holds live links and tokens, a deployment with real users
 // should configure an SMTP server instead.
@@ -79,30 +74,4 @@ func (s *OutboxSender) Send(ctx context.Context, m Message) error {
 		return fmt.Errorf("mail: store %s mail in outbox: %w", m.Kind, err)
 	}
 	return nil
-}
-
-// Outbox returns the messages stored for the address to, newest first. The
-// address must match exactly as it was sent.
-func Outbox(ctx context.Context, q Queryer, to string) ([]Message, error) {
-	rows, err := q.QueryContext(ctx,
-		`SELECT to_addr, subject, kind, locale, text_body, html_body
-		 FROM mail_outbox WHERE to_addr = $1
-		 ORDER BY created_at DESC, id DESC`, to)
-	if err != nil {
-		return nil, fmt.Errorf("mail: read outbox: %w", err)
-	}
-	defer rows.Close()
-
-	var out []Message
-	for rows.Next() {
-		var m Message
-		if err := rows.Scan(&m.To, &m.Subject, &m.Kind, &m.Locale, &m.Text, &m.HTML); err != nil {
-			return nil, fmt.Errorf("mail: read outbox: %w", err)
-		}
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("mail: read outbox: %w", err)
-	}
-	return out, nil
 }

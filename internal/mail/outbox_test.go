@@ -1,4 +1,4 @@
-package mail
+package mail_test
 
 import (
 	"bufio"
@@ -15,6 +15,9 @@ import (
 
 	"github.com/google/uuid"
 	_ "modernc.org/sqlite"
+
+	"hmid/internal/mail"
+	"hmid/internal/mail/mailtest"
 )
 
 // openOutboxDB returns a fresh SQLite database with the mail_outbox table
@@ -41,14 +44,14 @@ func TestOutboxSenderStoresAndLogs(t *testing.T) {
 	ctx := context.Background()
 	var logBuf bytes.Buffer
 	now := time.Date(2026, time.March, 5, 14, 7, 30, 123456789, time.FixedZone("CET", 3600))
-	s := NewOutboxSender(db, slog.New(slog.NewJSONHandler(&logBuf, nil)), func() time.Time { return now })
+	s := mail.NewOutboxSender(db, slog.New(slog.NewJSONHandler(&logBuf, nil)), func() time.Time { return now })
 
-	reset, err := Render(KindPasswordReset, "de", fullData())
+	reset, err := mail.Render(mail.KindPasswordReset, "de", mail.FullData())
 	if err != nil {
 		t.Fatal(err)
 	}
 	reset.To = "anna@example.org"
-	enabled, err := Render(KindTwoFactorEnabled, "en", fullData())
+	enabled, err := mail.Render(mail.KindTwoFactorEnabled, "en", mail.FullData())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,24 +60,24 @@ func TestOutboxSenderStoresAndLogs(t *testing.T) {
 	other.To = "bob@example.org"
 
 	// All three share one clock reading: the order must still be kept.
-	for _, m := range []Message{reset, enabled, other} {
+	for _, m := range []mail.Message{reset, enabled, other} {
 		if err := s.Send(ctx, m); err != nil {
 			t.Fatalf("Send: %v", err)
 		}
 	}
 
-	got, err := Outbox(ctx, db, "anna@example.org")
+	got, err := mailtest.Outbox(ctx, db, "anna@example.org")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 2 || got[0] != enabled || got[1] != reset {
-		t.Fatalf("Outbox(anna) = %+v\nwant newest first: %+v, %+v", got, enabled, reset)
+		t.Fatalf("mailtest.Outbox(anna) = %+v\nwant newest first: %+v, %+v", got, enabled, reset)
 	}
-	if got, err := Outbox(ctx, db, "bob@example.org"); err != nil || len(got) != 1 || got[0] != other {
-		t.Fatalf("Outbox(bob) = %+v, %v", got, err)
+	if got, err := mailtest.Outbox(ctx, db, "bob@example.org"); err != nil || len(got) != 1 || got[0] != other {
+		t.Fatalf("mailtest.Outbox(bob) = %+v, %v", got, err)
 	}
-	if got, err := Outbox(ctx, db, "nobody@example.org"); err != nil || len(got) != 0 {
-		t.Fatalf("Outbox(nobody) = %+v, %v", got, err)
+	if got, err := mailtest.Outbox(ctx, db, "nobody@example.org"); err != nil || len(got) != 0 {
+		t.Fatalf("mailtest.Outbox(nobody) = %+v, %v", got, err)
 	}
 
 	rows, err := db.QueryContext(ctx, `SELECT id, created_at FROM mail_outbox`)
@@ -119,7 +122,7 @@ func TestOutboxSenderStoresAndLogs(t *testing.T) {
 		t.Fatalf("%d log records, want 3", len(records))
 	}
 	r := records[0]
-	if r["to"] != "anna@example.org" || r["kind"] != KindPasswordReset || r["locale"] != "de" ||
+	if r["to"] != "anna@example.org" || r["kind"] != mail.KindPasswordReset || r["locale"] != "de" ||
 		r["subject"] != reset.Subject || !ids[r["id"].(string)] ||
 		!strings.Contains(r["text"].(string), "https://id.example.org/verify?token=tok123") {
 		t.Errorf("log record = %v", r)
@@ -132,11 +135,11 @@ func TestOutboxSenderErrors(t *testing.T) {
 	now := func() time.Time { return time.Unix(0, 0) }
 
 	db := openOutboxDB(t)
-	s := NewOutboxSender(db, logger, now)
-	if err := s.Send(ctx, Message{Subject: "x", Text: "x"}); err == nil {
+	s := mail.NewOutboxSender(db, logger, now)
+	if err := s.Send(ctx, mail.Message{Subject: "x", Text: "x"}); err == nil {
 		t.Error("Send without recipient succeeded")
 	}
-	if got, _ := Outbox(ctx, db, ""); len(got) != 0 {
+	if got, _ := mailtest.Outbox(ctx, db, ""); len(got) != 0 {
 		t.Errorf("message without recipient was stored: %+v", got)
 	}
 
@@ -146,11 +149,11 @@ func TestOutboxSenderErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer empty.Close()
-	err = NewOutboxSender(empty, logger, now).Send(ctx, Message{To: "a@example.org", Kind: KindPasswordReset})
+	err = mail.NewOutboxSender(empty, logger, now).Send(ctx, mail.Message{To: "a@example.org", Kind: mail.KindPasswordReset})
 	if err == nil || !strings.Contains(err.Error(), "store password_reset mail in outbox") {
 		t.Errorf("Send to a database without outbox: %v", err)
 	}
-	if _, err := Outbox(ctx, empty, "a@example.org"); err == nil {
+	if _, err := mailtest.Outbox(ctx, empty, "a@example.org"); err == nil {
 		t.Error("Outbox on a database without outbox succeeded")
 	}
 }

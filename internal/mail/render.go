@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	htmltemplate "html/template"
-	"maps"
 	"regexp"
-	"slices"
 	"strings"
 	texttemplate "text/template"
 	"time"
@@ -91,12 +89,6 @@ var kinds = []string{
 	KindEmailChangeVerify,
 	KindEmailLinkVerify,
 	KindPasswordReset,
-}
-
-// Locales returns the languages templates exist for, so that configuration
-// (such as the supported-locales setting) can be checked against them.
-func Locales() []string {
-	return slices.Sorted(maps.Keys(locales))
 }
 
 // errZeroTime stops a render whose data lacks a time the mail shows; a mail

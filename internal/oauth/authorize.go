@@ -353,7 +353,7 @@ func (s *Service) sessionUser(ctx context.Context, r *http.Request) (p *authn.Pr
 			return nil, false, err
 		}
 		var isBanned bool
-		if err := s.DB.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM bans WHERE user_id = $1 AND unbanned_at IS NULL AND (expires_at IS NULL OR expires_at > $2))`,
+		if err := s.DB.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM bans WHERE user_id = $1 AND `+db.ActiveBanSQL+`)`,
 			userID, db.TS(now)).Scan(&isBanned); err != nil {
 			return nil, false, err
 		}

@@ -84,19 +84,11 @@ func scanClient(row interface{ Scan(...any) error }) (Client, error) {
 	var created, updated int64
 	err := row.Scan(&c.ID, &owner, &c.Name, &c.Description, &logo, &home, &privacy, &tos, &redirects, &scopes,
 		&c.ClientType, &c.IsFirstParty, &c.IsActive, &c.IDTokenSignedResponseAlg, &secret, &created, &updated)
-	c.OwnerID, c.LogoURL, c.HomepageURL, c.PrivacyPolicyURL, c.TermsOfServiceURL = ptr(owner), ptr(logo), ptr(home), ptr(privacy), ptr(tos)
+	c.OwnerID, c.LogoURL, c.HomepageURL, c.PrivacyPolicyURL, c.TermsOfServiceURL = db.StringPtr(owner), db.StringPtr(logo), db.StringPtr(home), db.StringPtr(privacy), db.StringPtr(tos)
 	c.RedirectURIs, c.AllowedScopes = redirects, scopes
 	c.secretHash = secret.String
 	c.CreatedAt, c.UpdatedAt = db.FromTS(created), db.FromTS(updated)
 	return c, err
-}
-
-func ptr(n sql.NullString) *string {
-	if !n.Valid {
-		return nil
-	}
-	s := n.String
-	return &s
 }
 
 func nullStr(p *string) any {

@@ -149,16 +149,13 @@ func union(a, b []string) []string {
 }
 
 // usableSQL is the condition, over users u, that the user may still authorize
-// clients: not deleted and not banned at the time in parameter now (as "$2").
-func usableSQL(now string) string {
-	return `(u.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM bans b WHERE b.user_id = u.id AND b.unbanned_at IS NULL
-		AND (b.expires_at IS NULL OR b.expires_at > ` + now + `)))`
-}
+// clients: not deleted and not banned at the time bound to $2.
+const usableSQL = `(u.deleted_at IS NULL AND NOT ` + db.UserBannedSQL + `)`
 
 // userUsable reports whether a user exists, is not deleted and not banned at now.
 func userUsable(ctx context.Context, q db.Querier, userID string, now time.Time) (bool, error) {
 	var usable bool
-	err := q.QueryRowContext(ctx, `SELECT `+usableSQL("$2")+` FROM users u WHERE u.id = $1`, userID, db.TS(now)).Scan(&usable)
+	err := q.QueryRowContext(ctx, `SELECT `+usableSQL+` FROM users u WHERE u.id = $1`, userID, db.TS(now)).Scan(&usable)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}

@@ -249,7 +249,7 @@ func (s *Service) refresh(ctx context.Context, c Client, secret string, form url
 		usable           bool
 	)
 	err := s.DB.QueryRowContext(ctx, `SELECT t.id, t.client_id, t.user_id, t.family_id, t.pair_id, t.scopes, t.auth_time, t.expires_at, t.rotated_at, t.revoked_at,
-		`+usableSQL("$2")+`
+		`+usableSQL+`
 		FROM oauth_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = $1 AND t.kind = 'refresh'`, token.Hash(rt), db.TS(now)).
 		Scan(&old.id, &old.clientID, &old.userID, &old.family, &old.pair, &old.scopes, &old.authTime, &expires, &rotated, &revoked, &usable)
 	switch {

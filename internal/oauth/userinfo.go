@@ -26,7 +26,7 @@ func (s *Service) ResolveAccessToken(ctx context.Context, tok string) (*authn.Pr
 const (
 	resolveCols = `t.id, t.user_id, t.client_id, t.scopes, t.expires_at, t.auth_time, t.revoked_at, c.is_active,
 		u.deleted_at IS NOT NULL,
-		EXISTS (SELECT 1 FROM bans b WHERE b.user_id = u.id AND b.unbanned_at IS NULL AND (b.expires_at IS NULL OR b.expires_at > $2))`
+		` + db.UserBannedSQL
 	resolveFrom = ` FROM oauth_tokens t JOIN oauth_clients c ON c.id = t.client_id JOIN users u ON u.id = t.user_id
 		WHERE t.token_hash = $1 AND t.kind = 'access'`
 	resolveSQL       = `SELECT ` + resolveCols + resolveFrom

@@ -221,8 +221,7 @@ func (h *Handler) CreateInternal(w http.ResponseWriter, r *http.Request) {
 	err := h.DB.Tx(ctx, func(tx *db.Tx) error {
 		var provider sql.NullString
 		var banned bool
-		err := tx.QueryRowContext(ctx, `SELECT u.last_login_provider, EXISTS (SELECT 1 FROM bans b WHERE b.user_id = u.id
-			AND b.unbanned_at IS NULL AND (b.expires_at IS NULL OR b.expires_at > $2))
+		err := tx.QueryRowContext(ctx, `SELECT u.last_login_provider, `+db.UserBannedSQL+`
 			FROM users u WHERE u.id = $1 AND u.deleted_at IS NULL`, b.UserID, db.TS(now)).Scan(&provider, &banned)
 		if errors.Is(err, sql.ErrNoRows) {
 			return apperr.NotFoundf("user not found")

@@ -19,7 +19,7 @@ import (
 
 	"hmid/internal/app"
 	"hmid/internal/apptest"
-	"hmid/internal/clock"
+	"hmid/internal/clock/clocktest"
 	"hmid/internal/config"
 	"hmid/internal/db"
 	"hmid/internal/dbtest"
@@ -30,7 +30,7 @@ import (
 // figures are the server's own cost.
 type benchEnv struct {
 	srv   *app.Server
-	clock *clock.Fake
+	clock *clocktest.Fake
 	sys   string
 }
 
@@ -43,7 +43,7 @@ func benchEngines(b *testing.B, fn func(b *testing.B, env *benchEnv)) {
 	}
 	for _, eng := range engines {
 		b.Run(eng.Name, func(b *testing.B) {
-			fc := clock.NewFake(apptest.Start)
+			fc := clocktest.NewFake(apptest.Start)
 			srv, err := app.New(context.Background(), config.Config{
 				Addr: ":0", PublicURL: "http://bench.test", DatabaseURL: eng.URL, RedisURL: eng.RedisURL,
 				SecretKey: "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", MailFrom: "hmid@localhost", LogLevel: "error", DisableAccessLog: true,

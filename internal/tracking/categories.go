@@ -34,14 +34,14 @@ func scanCategory(row interface{ Scan(...any) error }) (Category, error) {
 	var parent, color sql.NullString
 	var cr, u int64
 	err := row.Scan(&c.ID, &parent, &c.Name, &c.Description, &color, &c.IsActive, &c.SortOrder, &cr, &u)
-	c.ParentID, c.Color = sptr(parent), sptr(color)
+	c.ParentID, c.Color = db.StringPtr(parent), db.StringPtr(color)
 	c.CreatedAt, c.UpdatedAt = db.FromTS(cr), db.FromTS(u)
 	return c, err
 }
 
 func getCategory(ctx context.Context, q db.Querier, id string) (Category, error) {
 	c, err := scanCategory(q.QueryRowContext(ctx, `SELECT `+categoryCols+` FROM trip_categories WHERE id = $1`, id))
-	return c, notFoundOr(err, "trip category")
+	return c, db.NotFoundOr(err, "trip category")
 }
 
 // hexColor is a CSS hex colour: #RGB or #RRGGBB.
@@ -116,7 +116,7 @@ func setParent(ctx context.Context, q db.Querier, c *Category, opt httpx.Opt[str
 		if err := q.QueryRowContext(ctx, `SELECT parent_id FROM trip_categories WHERE id = $1`, *at).Scan(&next); err != nil {
 			return err
 		}
-		at = sptr(next)
+		at = db.StringPtr(next)
 	}
 	c.ParentID = parent
 	return nil

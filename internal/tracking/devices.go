@@ -33,7 +33,7 @@ func scanDevice(row interface{ Scan(...any) error }) (Device, error) {
 	var key sql.NullString
 	var c, u int64
 	err := row.Scan(&d.ID, &d.Name, &d.Description, &d.DeviceType, &key, &d.IsActive, &c, &u)
-	d.APIKeyID = sptr(key)
+	d.APIKeyID = db.StringPtr(key)
 	d.CreatedAt, d.UpdatedAt = db.FromTS(c), db.FromTS(u)
 	return d, err
 }
@@ -74,7 +74,7 @@ func linkKey(ctx context.Context, tx *db.Tx, key, deviceID string, now time.Time
 
 func (s *Service) getDevice(ctx context.Context, q db.Querier, id string) (Device, error) {
 	d, err := scanDevice(q.QueryRowContext(ctx, `SELECT `+deviceCols+` FROM devices WHERE id = $1`, id))
-	return d, notFoundOr(err, "device")
+	return d, db.NotFoundOr(err, "device")
 }
 
 // ListDevices serves GET /v1/devices, newest first.

@@ -146,7 +146,7 @@ func (h *Handler) GetGeofence(w http.ResponseWriter, r *http.Request) {
 	}
 	g, err := scanGeofence(h.S.DB.QueryRowContext(r.Context(), `SELECT `+geofenceCols+` FROM geofences WHERE id = $1`, id))
 	if err != nil {
-		httpx.Error(w, r, notFoundOr(err, "geofence"))
+		httpx.Error(w, r, db.NotFoundOr(err, "geofence"))
 		return
 	}
 	httpx.WriteResource(w, r, http.StatusOK, g)
@@ -205,7 +205,7 @@ func (h *Handler) UpdateGeofence(w http.ResponseWriter, r *http.Request) {
 		var err error
 		g, err = scanGeofence(tx.QueryRowContext(ctx, `SELECT `+geofenceCols+` FROM geofences WHERE id = $1`, id))
 		if err != nil {
-			return notFoundOr(err, "geofence")
+			return db.NotFoundOr(err, "geofence")
 		}
 		if err := b.apply(&g); err != nil {
 			return err

@@ -57,7 +57,7 @@ func scanPoint(row interface{ Scan(...any) error }) (Point, error) {
 	var ts, c int64
 	err := row.Scan(&p.ID, &dev, &trip, &p.Latitude, &p.Longitude, &p.Altitude, &p.Heading, &ts,
 		&p.SpeedKmh, &p.SpeedMps, &p.SpeedMph, &p.SpeedKnots, &pd, &hd, &vd, &c)
-	p.DeviceID, p.TripID = sptr(dev), sptr(trip)
+	p.DeviceID, p.TripID = db.StringPtr(dev), db.StringPtr(trip)
 	p.PDOP, p.HDOP, p.VDOP = fptr(pd), fptr(hd), fptr(vd)
 	p.Timestamp, p.CreatedAt = db.FromTS(ts), db.FromTS(c)
 	return p, err
@@ -254,7 +254,7 @@ func (s *Service) insertPoint(ctx context.Context, pt *Point) error {
 		if err := tx.Stmt(ctx, ins).QueryRowContext(ctx, pointArgs(pt)...).Scan(&trip); err != nil {
 			return err
 		}
-		pt.TripID = sptr(trip)
+		pt.TripID = db.StringPtr(trip)
 		return countPoint(ctx, tx, count, bucket, pt.ID, db.TS(pt.Timestamp), 1)
 	})
 }
@@ -362,7 +362,7 @@ func (s *Service) currentJSON(ctx context.Context, deviceID *string) (json.RawMe
 	}
 	p, err := scanPoint(s.DB.QueryRowContext(ctx, `SELECT `+pointCols+` FROM gps_points`+where+` ORDER BY ts DESC, id DESC LIMIT 1`, args...))
 	if err != nil {
-		return nil, notFoundOr(err, "GPS point")
+		return nil, db.NotFoundOr(err, "GPS point")
 	}
 	raw, err := json.Marshal(p)
 	if err != nil {
@@ -488,7 +488,7 @@ func (h *Handler) GetGPS(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := scanPoint(h.S.DB.QueryRowContext(r.Context(), `SELECT `+pointCols+` FROM gps_points WHERE id = $1`, id))
 	if err != nil {
-		httpx.Error(w, r, notFoundOr(err, "GPS point"))
+		httpx.Error(w, r, db.NotFoundOr(err, "GPS point"))
 		return
 	}
 	httpx.WriteResource(w, r, http.StatusOK, p)
@@ -540,7 +540,7 @@ func (h *Handler) DeleteGPS(w http.ResponseWriter, r *http.Request) {
 		var trip sql.NullString
 		var ts int64
 		if err := tx.QueryRowContext(ctx, `SELECT device_id, trip_id, ts FROM gps_points WHERE id = $1`, id).Scan(&device, &trip, &ts); err != nil {
-			return notFoundOr(err, "GPS point")
+			return db.NotFoundOr(err, "GPS point")
 		}
 		if trip.Valid {
 			return apperr.Conflictf("the GPS point is linked to trip %s", trip.String)
@@ -558,6 +558,6 @@ func (h *Handler) DeleteGPS(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	h.S.forgetCurrent(ctx, sptr(device))
+	h.S.forgetCurrent(ctx, db.StringPtr(device))
 	httpx.NoContent(w)
 }

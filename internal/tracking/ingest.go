@@ -160,7 +160,7 @@ func (s *Service) insertBatch(ctx context.Context, batch []ingestReq) error {
 			if err := insert.QueryRowContext(ctx, pointArgs(r.pt)...).Scan(&trip); err != nil {
 				return err
 			}
-			r.pt.TripID = sptr(trip)
+			r.pt.TripID = db.StringPtr(trip)
 			if err := countPoint(ctx, tx, count, bucket, r.pt.ID, db.TS(r.pt.Timestamp), 1); err != nil {
 				return err
 			}
@@ -243,7 +243,7 @@ func (s *Service) insertBatchPG(ctx context.Context, batch []ingestReq) error {
 				return err
 			}
 			if pt := byID[id]; pt != nil {
-				pt.TripID = sptr(trip)
+				pt.TripID = db.StringPtr(trip)
 			}
 		}
 		return rows.Err()

@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"hmid/internal/cache"
-	"hmid/internal/clock"
+	"hmid/internal/clock/clocktest"
 	"hmid/internal/db"
 	"hmid/internal/dbtest"
 )
@@ -102,9 +102,9 @@ func TestWriteBatchLinksTripsAndCounts(t *testing.T) {
 // ingestService returns a migrated database of eng and a tracking service on
 // it with an in-process cache and a fake clock; the service's writer stops
 // before the database closes.
-func ingestService(t *testing.T, eng dbtest.Engine) (*db.DB, *Service, *clock.Fake) {
+func ingestService(t *testing.T, eng dbtest.Engine) (*db.DB, *Service, *clocktest.Fake) {
 	d := eng.Open(t)
-	fc := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	fc := clocktest.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := &Service{DB: d, Cache: cache.NewMemory(fc.Now), Clock: fc}
 	t.Cleanup(func() { s.Close() })
 	return d, s, fc

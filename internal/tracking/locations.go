@@ -66,7 +66,7 @@ func scanContact(row interface{ Scan(...any) error }) (Contact, error) {
 func getLocation(ctx context.Context, q db.Querier, id string) (Location, error) {
 	l, err := scanLocation(q.QueryRowContext(ctx, `SELECT `+locationCols+` FROM locations WHERE id = $1`, id))
 	if err != nil {
-		return l, notFoundOr(err, "location")
+		return l, db.NotFoundOr(err, "location")
 	}
 	rows, err := q.QueryContext(ctx, `SELECT `+contactCols+` FROM location_contacts WHERE location_id = $1 ORDER BY created_at, id`, id)
 	if err != nil {
@@ -424,7 +424,7 @@ func (h *Handler) UpdateContact(w http.ResponseWriter, r *http.Request) {
 		var err error
 		c, err = scanContact(tx.QueryRowContext(ctx, `SELECT `+contactCols+` FROM location_contacts WHERE id = $1 AND location_id = $2`, cid, id))
 		if err != nil {
-			return notFoundOr(err, "contact")
+			return db.NotFoundOr(err, "contact")
 		}
 		if err := b.apply(&c); err != nil {
 			return err

@@ -37,7 +37,7 @@ func scanTemplate(row interface{ Scan(...any) error }) (Template, error) {
 	var tg db.Strings
 	var c, u int64
 	err := row.Scan(&t.ID, &t.Name, &t.Description, &cat, &orig, &dest, &dev, &t.GPSLoggingEnabled, &wt, &t.Notes, &tg, &c, &u)
-	t.CategoryID, t.OriginID, t.DestinationID, t.DeviceID = sptr(cat), sptr(orig), sptr(dest), sptr(dev)
+	t.CategoryID, t.OriginID, t.DestinationID, t.DeviceID = db.StringPtr(cat), db.StringPtr(orig), db.StringPtr(dest), db.StringPtr(dev)
 	t.DefaultWeightKg, t.Tags = fptr(wt), tags(tg)
 	t.CreatedAt, t.UpdatedAt = db.FromTS(c), db.FromTS(u)
 	return t, err
@@ -45,9 +45,10 @@ func scanTemplate(row interface{ Scan(...any) error }) (Template, error) {
 
 func getTemplate(ctx context.Context, q db.Querier, id string) (Template, error) {
 	t, err := scanTemplate(q.QueryRowContext(ctx, `SELECT `+templateCols+` FROM trip_templates WHERE id = $1`, id))
-	return t, notFoundOr(err, "trip template")
+	return t, db.NotFoundOr(err, "trip template")
 }
 
+// templateBody is the body of POST and PATCH /v1/trip-templates.
 type templateBody struct {
 	Name              httpx.Opt[string]   `json:"name"`
 	Description       httpx.Opt[string]   `json:"description"`
@@ -68,60 +69,14 @@ func (b *templateBody) empty() bool {
 
 // apply validates and applies the fields present in the body; references must exist.
 func (b *templateBody) apply(ctx context.Context, q db.Querier, t *Template) error {
-	if b.Name.Set {
-		name, err := requiredName("name", b.Name.Value)
-		if err != nil {
-			return err
-		}
-		t.Name = name
+	err := applyPlan(
+		planFields{name: b.Name, description: b.Description, gpsLogging: b.GPSLoggingEnabled, weightName: "default_weight_kg", weight: b.DefaultWeightKg, notes: b.Notes, tags: b.Tags},
+		planTarget{name: &t.Name, description: &t.Description, gpsLogging: &t.GPSLoggingEnabled, weight: &t.DefaultWeightKg, notes: &t.Notes, tags: &t.Tags})
+	if err != nil {
+		return err
 	}
-	if b.Description.Set {
-		if err := checkText("description", b.Description.Value); err != nil {
-			return err
-		}
-		t.Description = b.Description.Value
-	}
-	if b.GPSLoggingEnabled.Set {
-		t.GPSLoggingEnabled = b.GPSLoggingEnabled.Value
-	}
-	if b.DefaultWeightKg.Set {
-		if err := checkNonNegative("default_weight_kg", b.DefaultWeightKg.Ptr()); err != nil {
-			return err
-		}
-		t.DefaultWeightKg = b.DefaultWeightKg.Ptr()
-	}
-	if b.Notes.Set {
-		if err := checkText("notes", b.Notes.Value); err != nil {
-			return err
-		}
-		t.Notes = b.Notes.Value
-	}
-	if b.Tags.Set {
-		tags, err := cleanTags(b.Tags.Value)
-		if err != nil {
-			return err
-		}
-		t.Tags = tags
-	}
-	for _, f := range []struct {
-		name string
-		opt  httpx.Opt[string]
-		dst  **string
-	}{{"category_id", b.CategoryID, &t.CategoryID}, {"origin_id", b.OriginID, &t.OriginID},
-		{"destination_id", b.DestinationID, &t.DestinationID}, {"device_id", b.DeviceID, &t.DeviceID}} {
-		if !f.opt.Set {
-			continue
-		}
-		id, err := optUUID(f.name, f.opt.Ptr())
-		if err != nil {
-			return err
-		}
-		if err := checkRef(ctx, q, f.name, id); err != nil {
-			return err
-		}
-		*f.dst = id
-	}
-	return nil
+	return setRefs(ctx, q, ref{"category_id", b.CategoryID, &t.CategoryID}, ref{"origin_id", b.OriginID, &t.OriginID},
+		ref{"destination_id", b.DestinationID, &t.DestinationID}, ref{"device_id", b.DeviceID, &t.DeviceID})
 }
 
 // ListTemplates serves GET /v1/trip-templates: a bare array ordered by name.

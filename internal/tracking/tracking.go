@@ -12,7 +12,6 @@ package tracking
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"math"
 	"net/http"
 	"strconv"
@@ -147,13 +146,6 @@ func checkNonNegative(field string, v *float64) error {
 	return nil
 }
 
-func notFoundOr(err error, what string) error {
-	if errors.Is(err, sql.ErrNoRows) {
-		return apperr.NotFoundf("%s not found", what)
-	}
-	return err
-}
-
 // Nullable column helpers.
 
 func fptr(n sql.NullFloat64) *float64 {
@@ -161,14 +153,6 @@ func fptr(n sql.NullFloat64) *float64 {
 		return nil
 	}
 	v := n.Float64
-	return &v
-}
-
-func sptr(n sql.NullString) *string {
-	if !n.Valid {
-		return nil
-	}
-	v := n.String
 	return &v
 }
 

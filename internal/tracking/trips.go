@@ -74,7 +74,7 @@ func scanTrip(row interface{ Scan(...any) error }) (Trip, error) {
 	var c, u int64
 	err := row.Scan(&t.ID, &t.Name, &t.Description, &t.Status, &t.GPSLoggingEnabled, &dev, &cat, &orig, &dest, &w, &t.Notes, &tg,
 		&sla, &slo, &ela, &elo, &st, &en, &c, &u)
-	t.DeviceID, t.CategoryID, t.OriginID, t.DestinationID = sptr(dev), sptr(cat), sptr(orig), sptr(dest)
+	t.DeviceID, t.CategoryID, t.OriginID, t.DestinationID = db.StringPtr(dev), db.StringPtr(cat), db.StringPtr(orig), db.StringPtr(dest)
 	t.WeightKg = fptr(w)
 	t.Tags = tags(tg)
 	t.StartLatitude, t.StartLongitude, t.EndLatitude, t.EndLongitude = fptr(sla), fptr(slo), fptr(ela), fptr(elo)
@@ -85,7 +85,7 @@ func scanTrip(row interface{ Scan(...any) error }) (Trip, error) {
 
 func getTrip(ctx context.Context, q db.Querier, id string) (Trip, error) {
 	t, err := scanTrip(q.QueryRowContext(ctx, `SELECT `+tripCols+` FROM trips WHERE id = $1`, id))
-	return t, notFoundOr(err, "trip")
+	return t, db.NotFoundOr(err, "trip")
 }
 
 // HistoryEntry is one trip status change.
@@ -100,6 +100,9 @@ type HistoryEntry struct {
 	ChangedAt time.Time `json:"changed_at"`
 }
 
+// tripBody is the body of POST and PATCH /v1/trips. Its first fields are
+// those of templateBody; they stay spelled out because an embedded struct
+// would change the field paths in JSON decoding errors.
 type tripBody struct {
 	Name              httpx.Opt[string]   `json:"name"`
 	Description       httpx.Opt[string]   `json:"description"`
@@ -125,65 +128,15 @@ type tripBody struct {
 
 // refs validates the reference fields present in the body and applies them to t.
 func (b *tripBody) refs(ctx context.Context, q db.Querier, t *Trip) error {
-	for _, f := range []struct {
-		name string
-		opt  httpx.Opt[string]
-		dst  **string
-	}{{"device_id", b.DeviceID, &t.DeviceID}, {"category_id", b.CategoryID, &t.CategoryID},
-		{"origin_id", b.OriginID, &t.OriginID}, {"destination_id", b.DestinationID, &t.DestinationID}} {
-		if !f.opt.Set {
-			continue
-		}
-		id, err := optUUID(f.name, f.opt.Ptr())
-		if err != nil {
-			return err
-		}
-		if err := checkRef(ctx, q, f.name, id); err != nil {
-			return err
-		}
-		*f.dst = id
-	}
-	return nil
+	return setRefs(ctx, q, ref{"device_id", b.DeviceID, &t.DeviceID}, ref{"category_id", b.CategoryID, &t.CategoryID},
+		ref{"origin_id", b.OriginID, &t.OriginID}, ref{"destination_id", b.DestinationID, &t.DestinationID})
 }
 
 // apply validates and applies the plain fields present in the body to t.
 func (b *tripBody) apply(t *Trip) error {
-	if b.Name.Set {
-		name, err := requiredName("name", b.Name.Value)
-		if err != nil {
-			return err
-		}
-		t.Name = name
-	}
-	if b.Description.Set {
-		if err := checkText("description", b.Description.Value); err != nil {
-			return err
-		}
-		t.Description = b.Description.Value
-	}
-	if b.GPSLoggingEnabled.Set {
-		t.GPSLoggingEnabled = b.GPSLoggingEnabled.Value
-	}
-	if b.WeightKg.Set {
-		if err := checkNonNegative("weight_kg", b.WeightKg.Ptr()); err != nil {
-			return err
-		}
-		t.WeightKg = b.WeightKg.Ptr()
-	}
-	if b.Notes.Set {
-		if err := checkText("notes", b.Notes.Value); err != nil {
-			return err
-		}
-		t.Notes = b.Notes.Value
-	}
-	if b.Tags.Set {
-		tags, err := cleanTags(b.Tags.Value)
-		if err != nil {
-			return err
-		}
-		t.Tags = tags
-	}
-	return nil
+	return applyPlan(
+		planFields{name: b.Name, description: b.Description, gpsLogging: b.GPSLoggingEnabled, weightName: "weight_kg", weight: b.WeightKg, notes: b.Notes, tags: b.Tags},
+		planTarget{name: &t.Name, description: &t.Description, gpsLogging: &t.GPSLoggingEnabled, weight: &t.WeightKg, notes: &t.Notes, tags: &t.Tags})
 }
 
 // cleanTags trims tags and drops empty ones and repeats, keeping their order.
@@ -310,22 +263,63 @@ func (h *Handler) CreateTrip(w http.ResponseWriter, r *http.Request) {
 // makes two racing activations on one device end with one 409.
 func (h *Handler) UpdateTrip(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	id, err := pathID(r, "id")
+	id, b, err := decodeTripPatch(r)
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
-	var b tripBody
-	if err := httpx.Decode(r, &b); err != nil {
+	p := authn.From(ctx)
+	now := db.FromTS(db.TS(h.S.Clock.Now()))
+	var t Trip
+	var change *HistoryEntry
+	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
+		var err error
+		t, change, err = patchTrip(ctx, tx, id, &b, p, now)
+		return err
+	})
+	if err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
-	if !b.Name.Set && !b.Description.Set && !b.GPSLoggingEnabled.Set && !b.DeviceID.Set && !b.CategoryID.Set && !b.OriginID.Set &&
-		!b.DestinationID.Set && !b.WeightKg.Set && !b.Notes.Set && !b.Tags.Set && !b.Status.Set && !b.StartLatitude.Set &&
-		!b.StartLongitude.Set && !b.EndLatitude.Set && !b.EndLongitude.Set {
-		httpx.Error(w, r, apperr.Invalid("give at least one trip field to change"))
-		return
+	if change != nil {
+		events.Publish(ctx, h.S.Events, events.Trip(t.ID), TripEvent{Trip: t, Change: *change})
 	}
+	httpx.WriteResource(w, r, http.StatusOK, t)
+}
+
+// decodeTripPatch reads the trip id and the PATCH body and checks what needs
+// no stored state: at least one field, coordinates in range, a known status.
+func decodeTripPatch(r *http.Request) (string, tripBody, error) {
+	var b tripBody
+	id, err := pathID(r, "id")
+	if err != nil {
+		return "", b, err
+	}
+	if err := httpx.Decode(r, &b); err != nil {
+		return "", b, err
+	}
+	if b.empty() {
+		return "", b, apperr.Invalid("give at least one trip field to change")
+	}
+	if err := b.checkCoords(); err != nil {
+		return "", b, err
+	}
+	if b.Status.Set && !validStatus(b.Status.Value) {
+		return "", b, apperr.Invalid("status must be one of draft, active, paused, completed")
+	}
+	return id, b, nil
+}
+
+// empty reports whether a PATCH body changes nothing. The history-only
+// latitude and longitude do not count.
+func (b *tripBody) empty() bool {
+	return !b.Name.Set && !b.Description.Set && !b.GPSLoggingEnabled.Set && !b.DeviceID.Set && !b.CategoryID.Set && !b.OriginID.Set &&
+		!b.DestinationID.Set && !b.WeightKg.Set && !b.Notes.Set && !b.Tags.Set && !b.Status.Set && !b.StartLatitude.Set &&
+		!b.StartLongitude.Set && !b.EndLatitude.Set && !b.EndLongitude.Set
+}
+
+// checkCoords checks the range of every coordinate present in the body.
+func (b *tripBody) checkCoords() error {
 	for _, c := range []struct {
 		name string
 		v    *float64
@@ -338,102 +332,127 @@ func (h *Handler) UpdateTrip(w http.ResponseWriter, r *http.Request) {
 			check = checkLat
 		}
 		if err := check(c.name, c.v); err != nil {
-			httpx.Error(w, r, err)
-			return
+			return err
 		}
 	}
-	if b.Status.Set && !validStatus(b.Status.Value) {
-		httpx.Error(w, r, apperr.Invalid("status must be one of draft, active, paused, completed"))
-		return
-	}
-	p := authn.From(ctx)
-	now := db.FromTS(db.TS(h.S.Clock.Now()))
-	var t Trip
-	var change *HistoryEntry
-	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
-		var err error
-		if t, err = getTrip(ctx, tx, id); err != nil {
-			return err
-		}
-		old := t.Status
-		if err := b.apply(&t); err != nil {
-			return err
-		}
-		if err := b.refs(ctx, tx, &t); err != nil {
-			return err
-		}
-		if b.StartLatitude.Set {
-			t.StartLatitude = b.StartLatitude.Ptr()
-		}
-		if b.StartLongitude.Set {
-			t.StartLongitude = b.StartLongitude.Ptr()
-		}
-		if b.EndLatitude.Set {
-			t.EndLatitude = b.EndLatitude.Ptr()
-		}
-		if b.EndLongitude.Set {
-			t.EndLongitude = b.EndLongitude.Ptr()
-		}
-		if b.Status.Set {
-			if !CanMove(old, b.Status.Value) {
-				return apperr.Invalid("a trip cannot move from %s to %s", old, b.Status.Value)
-			}
-			t.Status = b.Status.Value
-			switch t.Status {
-			case StatusActive:
-				if t.StartedAt == nil {
-					t.StartedAt = &now
-				}
-			case StatusCompleted:
-				t.EndedAt = &now
-			}
-		}
-		if t.Status == StatusActive && t.GPSLoggingEnabled && t.DeviceID != nil {
-			var n int
-			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM trips WHERE device_id = $1 AND status = 'active' AND gps_logging_enabled = TRUE AND id <> $2`,
-				*t.DeviceID, t.ID).Scan(&n); err != nil {
-				return err
-			}
-			if n > 0 {
-				return apperr.Conflictf("another trip with GPS logging is active on device %s", *t.DeviceID)
-			}
-		}
-		t.UpdatedAt = now
-		res, err := tx.ExecContext(ctx, `UPDATE trips SET name = $1, description = $2, status = $3, gps_logging_enabled = $4, device_id = $5,
-			category_id = $6, origin_id = $7, destination_id = $8, weight_kg = $9, notes = $10, tags = $11, start_latitude = $12, start_longitude = $13,
-			end_latitude = $14, end_longitude = $15, started_at = $16, ended_at = $17, updated_at = $18 WHERE id = $19 AND status = $20`,
-			t.Name, t.Description, t.Status, t.GPSLoggingEnabled, nullS(t.DeviceID), nullS(t.CategoryID), nullS(t.OriginID), nullS(t.DestinationID),
-			nullF(t.WeightKg), t.Notes, db.JSON(tags(t.Tags)), nullF(t.StartLatitude), nullF(t.StartLongitude), nullF(t.EndLatitude), nullF(t.EndLongitude),
-			db.NullTS(t.StartedAt), db.NullTS(t.EndedAt), db.TS(now), t.ID, old)
-		if err != nil {
-			if db.IsUniqueViolation(err) {
-				return apperr.Conflictf("another trip with GPS logging is active on device %s", *t.DeviceID)
-			}
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return apperr.Conflictf("the trip changed meanwhile; read it again")
-		}
-		if t.Status == old {
-			return nil
-		}
-		change = &HistoryEntry{ID: db.NewID(), TripID: t.ID, OldStatus: old, NewStatus: t.Status, Latitude: b.Latitude.Ptr(), Longitude: b.Longitude.Ptr(), ChangedAt: now}
-		if p != nil && p.UserID != "" {
-			change.ChangedBy = &p.UserID
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO trip_status_history (id, trip_id, old_status, new_status, changed_by, latitude, longitude, changed_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, change.ID, change.TripID, change.OldStatus, change.NewStatus, nullS(change.ChangedBy),
-			nullF(change.Latitude), nullF(change.Longitude), db.TS(now))
-		return err
-	})
+	return nil
+}
+
+// patchTrip applies b to the stored trip id inside tx and stores it, with a
+// history entry when the status changed; it returns the trip and that entry
+// (nil when the status stayed). p is who acted, now the time of the change.
+func patchTrip(ctx context.Context, tx *db.Tx, id string, b *tripBody, p *authn.Principal, now time.Time) (Trip, *HistoryEntry, error) {
+	t, err := getTrip(ctx, tx, id)
 	if err != nil {
-		httpx.Error(w, r, err)
-		return
+		return t, nil, err
 	}
-	if change != nil {
-		events.Publish(ctx, h.S.Events, events.Trip(t.ID), TripEvent{Trip: t, Change: *change})
+	old := t.Status
+	if err := b.patch(ctx, tx, &t, now); err != nil {
+		return t, nil, err
 	}
-	httpx.WriteResource(w, r, http.StatusOK, t)
+	if err := checkDeviceFree(ctx, tx, t); err != nil {
+		return t, nil, err
+	}
+	t.UpdatedAt = now
+	if err := updateTrip(ctx, tx, t, old); err != nil {
+		return t, nil, err
+	}
+	if t.Status == old {
+		return t, nil, nil
+	}
+	change := &HistoryEntry{ID: db.NewID(), TripID: t.ID, OldStatus: old, NewStatus: t.Status, Latitude: b.Latitude.Ptr(), Longitude: b.Longitude.Ptr(), ChangedAt: now}
+	if p != nil && p.UserID != "" {
+		change.ChangedBy = &p.UserID
+	}
+	return t, change, insertHistory(ctx, tx, change)
+}
+
+// patch applies the fields of a PATCH body to t: the plain fields, the
+// references (which must exist), the start and end coordinates and a status
+// move, which must follow the transition table.
+func (b *tripBody) patch(ctx context.Context, q db.Querier, t *Trip, now time.Time) error {
+	if err := b.apply(t); err != nil {
+		return err
+	}
+	if err := b.refs(ctx, q, t); err != nil {
+		return err
+	}
+	for _, c := range []struct {
+		opt httpx.Opt[float64]
+		dst **float64
+	}{{b.StartLatitude, &t.StartLatitude}, {b.StartLongitude, &t.StartLongitude}, {b.EndLatitude, &t.EndLatitude}, {b.EndLongitude, &t.EndLongitude}} {
+		if c.opt.Set {
+			*c.dst = c.opt.Ptr()
+		}
+	}
+	if b.Status.Set {
+		return move(t, b.Status.Value, now)
+	}
+	return nil
+}
+
+// move changes the status of t to status at now: started_at is set on the
+// first activation, ended_at on completion.
+func move(t *Trip, status string, now time.Time) error {
+	if !CanMove(t.Status, status) {
+		return apperr.Invalid("a trip cannot move from %s to %s", t.Status, status)
+	}
+	t.Status = status
+	switch t.Status {
+	case StatusActive:
+		if t.StartedAt == nil {
+			t.StartedAt = &now
+		}
+	case StatusCompleted:
+		t.EndedAt = &now
+	}
+	return nil
+}
+
+// checkDeviceFree refuses an active GPS-logging trip on a device that
+// already has another one (409); the unique index catches a racing one.
+func checkDeviceFree(ctx context.Context, q db.Querier, t Trip) error {
+	if t.Status != StatusActive || !t.GPSLoggingEnabled || t.DeviceID == nil {
+		return nil
+	}
+	var n int
+	if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM trips WHERE device_id = $1 AND status = 'active' AND gps_logging_enabled = TRUE AND id <> $2`,
+		*t.DeviceID, t.ID).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return apperr.Conflictf("another trip with GPS logging is active on device %s", *t.DeviceID)
+	}
+	return nil
+}
+
+// updateTrip stores t if its status is still old, as read in the same
+// transaction; otherwise the trip changed meanwhile (409).
+func updateTrip(ctx context.Context, tx *db.Tx, t Trip, old string) error {
+	res, err := tx.ExecContext(ctx, `UPDATE trips SET name = $1, description = $2, status = $3, gps_logging_enabled = $4, device_id = $5,
+		category_id = $6, origin_id = $7, destination_id = $8, weight_kg = $9, notes = $10, tags = $11, start_latitude = $12, start_longitude = $13,
+		end_latitude = $14, end_longitude = $15, started_at = $16, ended_at = $17, updated_at = $18 WHERE id = $19 AND status = $20`,
+		t.Name, t.Description, t.Status, t.GPSLoggingEnabled, nullS(t.DeviceID), nullS(t.CategoryID), nullS(t.OriginID), nullS(t.DestinationID),
+		nullF(t.WeightKg), t.Notes, db.JSON(tags(t.Tags)), nullF(t.StartLatitude), nullF(t.StartLongitude), nullF(t.EndLatitude), nullF(t.EndLongitude),
+		db.NullTS(t.StartedAt), db.NullTS(t.EndedAt), db.TS(t.UpdatedAt), t.ID, old)
+	if err != nil {
+		if db.IsUniqueViolation(err) {
+			return apperr.Conflictf("another trip with GPS logging is active on device %s", *t.DeviceID)
+		}
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return apperr.Conflictf("the trip changed meanwhile; read it again")
+	}
+	return nil
+}
+
+// insertHistory stores a status change.
+func insertHistory(ctx context.Context, tx *db.Tx, e *HistoryEntry) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO trip_status_history (id, trip_id, old_status, new_status, changed_by, latitude, longitude, changed_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, e.ID, e.TripID, e.OldStatus, e.NewStatus, nullS(e.ChangedBy),
+		nullF(e.Latitude), nullF(e.Longitude), db.TS(e.ChangedAt))
+	return err
 }
 
 // TripEvent is the payload published on a trip's topic at each status change.
@@ -534,7 +553,7 @@ func (h *Handler) TripHistory(w http.ResponseWriter, r *http.Request) {
 			httpx.Error(w, r, err)
 			return
 		}
-		e.ChangedBy, e.Latitude, e.Longitude, e.ChangedAt = sptr(by), fptr(la), fptr(lo), db.FromTS(at)
+		e.ChangedBy, e.Latitude, e.Longitude, e.ChangedAt = db.StringPtr(by), fptr(la), fptr(lo), db.FromTS(at)
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {

@@ -18,7 +18,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 
 	"hmid/internal/cache"
-	"hmid/internal/clock"
+	"hmid/internal/clock/clocktest"
 )
 
 // The fakes below are real HTTP servers speaking each provider's formats:
@@ -299,16 +299,16 @@ func signRS256(t *testing.T, key *rsa.PrivateKey, kid string, payload []byte) st
 type rig struct {
 	reg  *Registry
 	flow *Flow
-	clk  *clock.Fake
+	clk  *clocktest.Fake
 }
 
 func newRig(t *testing.T, env map[string]string) *rig {
 	t.Helper()
-	return newRigWith(t, env, clock.NewFake(time.Now()))
+	return newRigWith(t, env, clocktest.NewFake(time.Now()))
 }
 
 // newRigWith makes a rig on the clock clk, shared with a fake provider.
-func newRigWith(t *testing.T, env map[string]string, clk *clock.Fake) *rig {
+func newRigWith(t *testing.T, env map[string]string, clk *clocktest.Fake) *rig {
 	t.Helper()
 	reg, err := FromEnv(func(k string) string { return env[k] }, publicURL)
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"hmid/internal/cache"
-	"hmid/internal/clock"
+	"hmid/internal/clock/clocktest"
 )
 
 // stubProvider only builds URLs: the state handling needs no network.
@@ -32,7 +32,7 @@ func (s stubProvider) Exchange(context.Context, string, Params) (*Identity, erro
 
 // flowCaches returns the in-process cache and, with HMID_TEST_REDIS_URL,
 // Redis under a key prefix of its own.
-func flowCaches(t *testing.T, clk *clock.Fake) map[string]cache.Cache {
+func flowCaches(t *testing.T, clk *clocktest.Fake) map[string]cache.Cache {
 	out := map[string]cache.Cache{"memory": cache.NewMemory(clk.Now)}
 	if u := os.Getenv("HMID_TEST_REDIS_URL"); u != "" {
 		var b [6]byte
@@ -88,7 +88,7 @@ func withQuery(u *url.URL, k, v string) *url.URL {
 }
 
 func TestFlow(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	for name, c := range flowCaches(t, clk) {
 		t.Run(name, func(t *testing.T) {
 			f := &Flow{Cache: c, PublicURL: publicURL, Secure: true, Now: clk.Now}
@@ -217,7 +217,7 @@ func TestFlow(t *testing.T) {
 
 // Expiry needs the cache's clock to move, so it runs on the in-process cache.
 func TestFlowExpiry(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	f := &Flow{Cache: cache.NewMemory(clk.Now), PublicURL: publicURL, Now: clk.Now}
 	ctx := context.Background()
 

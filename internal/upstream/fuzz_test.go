@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"hmid/internal/cache"
-	"hmid/internal/clock"
+	"hmid/internal/clock/clocktest"
 )
 
 // LocalPath never yields anything a browser would read as another origin.
@@ -37,7 +37,7 @@ func FuzzFinish(f *testing.F) {
 	f.Add("state=abc&code=x")
 	f.Add("error=access_denied&state=" + strings.Repeat("A", 43))
 	f.Add("state=%ZZ&&code=;;")
-	clk := clock.NewFake(time.Now())
+	clk := clocktest.NewFake(time.Now())
 	flow := &Flow{Cache: cache.NewMemory(clk.Now), PublicURL: publicURL, Now: clk.Now}
 	f.Fuzz(func(t *testing.T, query string) {
 		r := httptest.NewRequest("GET", "/login/discord/callback", nil)

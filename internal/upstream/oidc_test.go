@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"hmid/internal/clock"
+	"hmid/internal/clock/clocktest"
 )
 
 func oidcEnv(slug string, o *fakeOIDC) map[string]string {
@@ -21,7 +21,7 @@ func oidcEnv(slug string, o *fakeOIDC) map[string]string {
 }
 
 func TestOIDCSignIn(t *testing.T) {
-	clk := clock.NewFake(time.Now())
+	clk := clocktest.NewFake(time.Now())
 	o := newFakeOIDC(t, clk.Now)
 	o.set(func() {
 		o.claims = map[string]any{"email": "ada@acme.example", "email_verified": true, "name": "Ada Lovelace",
@@ -46,7 +46,7 @@ func TestOIDCSignIn(t *testing.T) {
 // Google is the same code with Google's issuer; here the issuer points at
 // the fake, and email_verified arrives as a string as some providers send it.
 func TestGoogleSignInStringVerified(t *testing.T) {
-	clk := clock.NewFake(time.Now())
+	clk := clocktest.NewFake(time.Now())
 	o := newFakeOIDC(t, clk.Now)
 	o.set(func() { o.claims = map[string]any{"email": "g@gmail.example", "email_verified": "true", "name": "G"} })
 	g := newRigWith(t, map[string]string{"HMID_LOGIN_GOOGLE_ISSUER": o.URL(), "HMID_LOGIN_GOOGLE_CLIENT_ID": clientID,
@@ -71,7 +71,7 @@ func TestOIDCUserInfoFallback(t *testing.T) {
 		{"other subject", map[string]any{"sub": "someone-else", "email": "victim@acme.example", "email_verified": true}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := clock.NewFake(time.Now())
+			clk := clocktest.NewFake(time.Now())
 			o := newFakeOIDC(t, clk.Now)
 			o.set(func() { o.info = tc.info })
 			g := newRigWith(t, oidcEnv("acme", o), clk)
@@ -120,7 +120,7 @@ func TestOIDCRefusesBadIDTokens(t *testing.T) {
 		{"no ID token", func(o *fakeOIDC, _ *rig) { o.idToken = func(grant) string { return "" } }, "without an ID token"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := clock.NewFake(time.Now())
+			clk := clocktest.NewFake(time.Now())
 			o := newFakeOIDC(t, clk.Now)
 			g := newRigWith(t, oidcEnv("acme", o), clk)
 			o.set(func() {
@@ -138,7 +138,7 @@ func TestOIDCRefusesBadIDTokens(t *testing.T) {
 // A discovery document naming another issuer is refused (Discovery §4.3),
 // and discovery is retried once the provider is fixed.
 func TestOIDCDiscovery(t *testing.T) {
-	clk := clock.NewFake(time.Now())
+	clk := clocktest.NewFake(time.Now())
 	o := newFakeOIDC(t, clk.Now)
 	o.set(func() { o.issuer = "https://evil.example" })
 	g := newRigWith(t, oidcEnv("acme", o), clk)

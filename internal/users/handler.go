@@ -165,40 +165,12 @@ func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	p := authn.From(ctx)
 	id := chi.URLParam(r, "id")
-	var b updateBody
-	if err := httpx.Decode(r, &b); err != nil {
+	b, err := decodeUpdate(r)
+	if err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
-	if !b.Username.Set && !b.Email.Set && !b.AvatarURL.Set && !b.PrivacyMode.Set && !b.AvatarsEnabled.Set {
-		httpx.Error(w, r, apperr.Invalid("give at least one of username, email, avatar_url, privacy_mode, avatars_enabled"))
-		return
-	}
-	if b.Username.Set {
-		if b.Username.Null {
-			httpx.Error(w, r, apperr.Invalid("username cannot be null"))
-			return
-		}
-		if err := ValidUsername(b.Username.Value); err != nil {
-			httpx.Error(w, r, err)
-			return
-		}
-	}
-	if (b.PrivacyMode.Set && b.PrivacyMode.Null) || (b.AvatarsEnabled.Set && b.AvatarsEnabled.Null) {
-		httpx.Error(w, r, apperr.Invalid("privacy_mode and avatars_enabled must be booleans"))
-		return
-	}
-	email := strings.ToLower(strings.TrimSpace(b.Email.Value))
-	if b.Email.Set && !b.Email.Null && !validEmail(email) {
-		httpx.Error(w, r, apperr.Invalid("email is not a valid address"))
-		return
-	}
-	if b.AvatarURL.Set && !b.AvatarURL.Null && !validURL(b.AvatarURL.Value) {
-		httpx.Error(w, r, apperr.Invalid("avatar_url must be an absolute http or https URL of at most 2048 characters"))
-		return
-	}
-	var fields []string
-	err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
+	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		u, err := h.S.active(ctx, tx, id)
 		if err != nil {
 			return err
@@ -206,66 +178,12 @@ func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 		if err := mayManage(p, u); err != nil {
 			return err
 		}
-		avatars := u.AvatarsEnabled
-		if b.AvatarsEnabled.Set {
-			avatars = b.AvatarsEnabled.Value
-		}
-		if b.AvatarURL.Set && !b.AvatarURL.Null && !avatars {
-			return apperr.Invalid("avatars are disabled for this user; enable avatars_enabled before setting avatar_url")
-		}
-		now := db.TS(h.S.Clock.Now())
-		set := func(col string, v any) error {
-			_, err := tx.ExecContext(ctx, `UPDATE users SET `+col+` = $1, updated_at = $2 WHERE id = $3`, v, now, id)
-			fields = append(fields, col)
+		if err := b.checkAvatar(u); err != nil {
 			return err
 		}
-		if b.Username.Set && b.Username.Value != u.Username {
-			if err := set("username", b.Username.Value); err != nil {
-				if db.IsUniqueViolation(err) {
-					return apperr.Conflictf("username %q is taken", b.Username.Value)
-				}
-				return err
-			}
-		}
-		if b.Email.Set {
-			var v any
-			if !b.Email.Null {
-				taken, err := emailTaken(ctx, tx, email, id)
-				if err != nil {
-					return err
-				}
-				if taken {
-					return apperr.Conflictf("email address is in use by another user")
-				}
-				v = email
-			}
-			if err := set("email", v); err != nil {
-				return err
-			}
-		}
-		if b.AvatarURL.Set {
-			if err := set("avatar_url", nullable(b.AvatarURL.Value)); err != nil {
-				return err
-			}
-		}
-		if b.PrivacyMode.Set {
-			if err := set("privacy_mode", b.PrivacyMode.Value); err != nil {
-				return err
-			}
-		}
-		if b.AvatarsEnabled.Set {
-			if err := set("avatars_enabled", b.AvatarsEnabled.Value); err != nil {
-				return err
-			}
-			if !b.AvatarsEnabled.Value {
-				// spec 2, User: turning avatars off removes the stored avatar URLs.
-				if _, err := tx.ExecContext(ctx, `UPDATE users SET avatar_url = NULL WHERE id = $1`, id); err != nil {
-					return err
-				}
-				if _, err := tx.ExecContext(ctx, `UPDATE platform_accounts SET avatar_url = NULL, updated_at = $1 WHERE user_id = $2 AND avatar_url IS NOT NULL`, now, id); err != nil {
-					return err
-				}
-			}
+		fields, err := b.store(ctx, &userUpdate{tx: tx, id: id, now: db.TS(h.S.Clock.Now())}, u)
+		if err != nil {
+			return err
 		}
 		return h.recordUpdate(ctx, tx, r, p, id, fields)
 	})
@@ -274,6 +192,133 @@ func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.writeUser(w, r, id)
+}
+
+// decodeUpdate reads the PATCH body and checks each field on its own; the
+// email comes back trimmed and lower-cased.
+func decodeUpdate(r *http.Request) (updateBody, error) {
+	var b updateBody
+	if err := httpx.Decode(r, &b); err != nil {
+		return b, err
+	}
+	if !b.Username.Set && !b.Email.Set && !b.AvatarURL.Set && !b.PrivacyMode.Set && !b.AvatarsEnabled.Set {
+		return b, apperr.Invalid("give at least one of username, email, avatar_url, privacy_mode, avatars_enabled")
+	}
+	if b.Username.Set {
+		if b.Username.Null {
+			return b, apperr.Invalid("username cannot be null")
+		}
+		if err := ValidUsername(b.Username.Value); err != nil {
+			return b, err
+		}
+	}
+	if (b.PrivacyMode.Set && b.PrivacyMode.Null) || (b.AvatarsEnabled.Set && b.AvatarsEnabled.Null) {
+		return b, apperr.Invalid("privacy_mode and avatars_enabled must be booleans")
+	}
+	b.Email.Value = strings.ToLower(strings.TrimSpace(b.Email.Value))
+	if b.Email.Set && !b.Email.Null && !validEmail(b.Email.Value) {
+		return b, apperr.Invalid("email is not a valid address")
+	}
+	if b.AvatarURL.Set && !b.AvatarURL.Null && !validURL(b.AvatarURL.Value) {
+		return b, apperr.Invalid("avatar_url must be an absolute http or https URL of at most 2048 characters")
+	}
+	return b, nil
+}
+
+// checkAvatar refuses an avatar URL for a user whose avatars are off, after
+// this same request's avatars_enabled is applied.
+func (b *updateBody) checkAvatar(u User) error {
+	avatars := u.AvatarsEnabled
+	if b.AvatarsEnabled.Set {
+		avatars = b.AvatarsEnabled.Value
+	}
+	if b.AvatarURL.Set && !b.AvatarURL.Null && !avatars {
+		return apperr.Invalid("avatars are disabled for this user; enable avatars_enabled before setting avatar_url")
+	}
+	return nil
+}
+
+// userUpdate writes the columns of one user, one statement each, and
+// remembers their names for the audit event.
+type userUpdate struct {
+	tx     *db.Tx
+	id     string
+	now    int64 // updated_at, in db.TS form
+	fields []string
+}
+
+func (x *userUpdate) set(ctx context.Context, col string, v any) error {
+	_, err := x.tx.ExecContext(ctx, `UPDATE users SET `+col+` = $1, updated_at = $2 WHERE id = $3`, v, x.now, x.id)
+	x.fields = append(x.fields, col)
+	return err
+}
+
+// store writes the fields of b to the user u through x and returns the
+// names of the columns written. A username equal to the current one is not
+// written; a taken username or email is a 409.
+func (b *updateBody) store(ctx context.Context, x *userUpdate, u User) ([]string, error) {
+	if b.Username.Set && b.Username.Value != u.Username {
+		if err := x.set(ctx, "username", b.Username.Value); err != nil {
+			if db.IsUniqueViolation(err) {
+				return nil, apperr.Conflictf("username %q is taken", b.Username.Value)
+			}
+			return nil, err
+		}
+	}
+	if b.Email.Set {
+		if err := x.setEmail(ctx, b.Email); err != nil {
+			return nil, err
+		}
+	}
+	if b.AvatarURL.Set {
+		if err := x.set(ctx, "avatar_url", nullable(b.AvatarURL.Value)); err != nil {
+			return nil, err
+		}
+	}
+	if b.PrivacyMode.Set {
+		if err := x.set(ctx, "privacy_mode", b.PrivacyMode.Value); err != nil {
+			return nil, err
+		}
+	}
+	if b.AvatarsEnabled.Set {
+		if err := x.setAvatars(ctx, b.AvatarsEnabled.Value); err != nil {
+			return nil, err
+		}
+	}
+	return x.fields, nil
+}
+
+// setEmail writes the contact address (null clears it); an address another
+// user has is a 409.
+func (x *userUpdate) setEmail(ctx context.Context, email httpx.Opt[string]) error {
+	var v any
+	if !email.Null {
+		taken, err := emailTaken(ctx, x.tx, email.Value, x.id)
+		if err != nil {
+			return err
+		}
+		if taken {
+			return apperr.Conflictf("email address is in use by another user")
+		}
+		v = email.Value
+	}
+	return x.set(ctx, "email", v)
+}
+
+// setAvatars writes avatars_enabled; turning avatars off removes the stored
+// avatar URLs of the user and of its platform accounts (spec 2, User).
+func (x *userUpdate) setAvatars(ctx context.Context, on bool) error {
+	if err := x.set(ctx, "avatars_enabled", on); err != nil {
+		return err
+	}
+	if on {
+		return nil
+	}
+	if _, err := x.tx.ExecContext(ctx, `UPDATE users SET avatar_url = NULL WHERE id = $1`, x.id); err != nil {
+		return err
+	}
+	_, err := x.tx.ExecContext(ctx, `UPDATE platform_accounts SET avatar_url = NULL, updated_at = $1 WHERE user_id = $2 AND avatar_url IS NOT NULL`, x.now, x.id)
+	return err
 }
 
 func (h *Handler) recordUpdate(ctx context.Context, tx *db.Tx, r *http.Request, p *authn.Principal, id string, fields []string) error {
@@ -538,7 +583,7 @@ func (h *Handler) AddRole(w http.ResponseWriter, r *http.Request) {
 		}
 		var name string
 		if err := tx.QueryRowContext(ctx, `SELECT name FROM roles WHERE id = $1`, b.RoleID).Scan(&name); err != nil {
-			return notFoundOr(err, "role")
+			return db.NotFoundOr(err, "role")
 		}
 		if err := access.CanGrantRole(ctx, tx, p, b.RoleID); err != nil {
 			return err

@@ -53,7 +53,7 @@ func (s *Service) loginUser(ctx context.Context, q db.Querier, id string) (Login
 	if slug != "" {
 		lu.Platform = &slug
 	}
-	err = q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM bans WHERE user_id = $1 AND unbanned_at IS NULL AND (expires_at IS NULL OR expires_at > $2))`,
+	err = q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM bans WHERE user_id = $1 AND `+db.ActiveBanSQL+`)`,
 		id, db.TS(s.Clock.Now())).Scan(&lu.IsBanned)
 	return lu, err
 }
@@ -79,153 +79,22 @@ type oauthBody struct {
 // Avatars are stored only while the user's avatars_enabled is on.
 func (h *Handler) OAuthLogin(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	var b oauthBody
-	if err := httpx.Decode(r, &b); err != nil {
+	in, err := decodeOAuthLogin(r)
+	if err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
-	b.Name = strings.TrimSpace(b.Name)
-	b.OAuthProvider = strings.ToLower(strings.TrimSpace(b.OAuthProvider))
-	b.OAuthProviderID = strings.TrimSpace(b.OAuthProviderID)
-	if b.Name == "" || b.OAuthProvider == "" || b.OAuthProviderID == "" {
-		httpx.Error(w, r, apperr.Invalid("name, oauthProvider and oauthProviderId are required"))
-		return
-	}
-	if len(b.Name) > 200 || len(b.OAuthProviderID) > 255 {
-		httpx.Error(w, r, apperr.Invalid("name (200) or oauthProviderId (255) is too long"))
-		return
-	}
-	email := ""
-	if b.Email != nil {
-		email = strings.ToLower(strings.TrimSpace(*b.Email))
-		if email != "" && !validEmail(email) {
-			httpx.Error(w, r, apperr.Invalid("email is not a valid address"))
-			return
-		}
-	}
-	image := ""
-	if b.Image != nil && strings.TrimSpace(*b.Image) != "" {
-		image = strings.TrimSpace(*b.Image)
-		if !validURL(image) {
-			httpx.Error(w, r, apperr.Invalid("image must be an absolute http or https URL"))
-			return
-		}
-	}
-	source := r.Header.Get("X-Source-Service")
-	var (
-		userID  string
-		created bool
-		lu      LoginUser
-	)
-	upsert := func(tx *db.Tx) error {
-		created = false
-		var (
-			platformID, platformName string
-			enabled, registration    bool
-		)
-		err := tx.QueryRowContext(ctx, `SELECT id, name, enabled, registration_enabled FROM platforms WHERE slug = $1`, b.OAuthProvider).
-			Scan(&platformID, &platformName, &enabled, &registration)
-		if errors.Is(err, sql.ErrNoRows) {
-			return apperr.Invalid("oauthProvider %q is not a known platform", b.OAuthProvider)
-		}
-		if err != nil {
-			return err
-		}
-		if !enabled {
-			return apperr.Forbiddenf("sign-in with %s is disabled", platformName)
-		}
-		now := h.S.Clock.Now()
-		ts := db.TS(now)
-		var accountID string
-		err = tx.QueryRowContext(ctx, `SELECT id, user_id FROM platform_accounts WHERE platform_id = $1 AND platform_user_id = $2`,
-			platformID, b.OAuthProviderID).Scan(&accountID, &userID)
-		event := audit.Event{EventType: audit.Login, ResourceType: "user", SourceService: knownSource(source),
-			Metadata: map[string]any{"provider": b.OAuthProvider}}
-		switch {
-		case err == nil:
-			u, err := h.S.Get(ctx, tx, userID)
-			if err != nil {
-				return err
-			}
-			if u.DeletedAt != nil {
-				return apperr.Forbiddenf("this account is scheduled for deletion")
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE platform_accounts SET username = $1, email = COALESCE($2, email), avatar_url = $3, updated_at = $4 WHERE id = $5`,
-				b.Name, nullable(email), nullable(avatarIf(u.AvatarsEnabled, image)), ts, accountID); err != nil {
-				return err
-			}
-			if u.PrimaryPlatformAccountID != nil && *u.PrimaryPlatformAccountID == accountID && u.AvatarsEnabled && image != "" {
-				if _, err := tx.ExecContext(ctx, `UPDATE users SET avatar_url = $1 WHERE id = $2`, image, userID); err != nil {
-					return err
-				}
-			}
-		case errors.Is(err, sql.ErrNoRows):
-			linked := ""
-			if email != "" {
-				err := tx.QueryRowContext(ctx, `SELECT u.id FROM users u WHERE LOWER(u.email) = $1 AND u.deleted_at IS NULL
-					AND EXISTS (SELECT 1 FROM platform_accounts pa WHERE pa.user_id = u.id AND LOWER(pa.email) = $1 AND pa.email_verified)
-					ORDER BY u.created_at, u.id LIMIT 1`, email).Scan(&linked)
-				if err != nil && !errors.Is(err, sql.ErrNoRows) {
-					return err
-				}
-			}
-			if linked != "" {
-				u, err := h.S.Get(ctx, tx, linked)
-				if err != nil {
-					return err
-				}
-				userID, accountID = linked, uuid.NewString()
-				if _, err := tx.ExecContext(ctx, `INSERT INTO platform_accounts (id, user_id, platform_id, platform_user_id, username, email, avatar_url, email_verified, is_primary, created_at, updated_at)
-					VALUES ($1, $2, $3, $4, $5, $6, $7, TRUE, FALSE, $8, $8)`,
-					accountID, userID, platformID, b.OAuthProviderID, b.Name, email, nullable(avatarIf(u.AvatarsEnabled, image)), ts); err != nil {
-					return err
-				}
-				if _, err := h.S.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
-					UserID: userID, EventType: audit.AccountLinked, ResourceType: "platform_account", ResourceID: accountID, SourceService: knownSource(source),
-					Description: platformName + " account linked by email", Metadata: map[string]any{"provider": b.OAuthProvider},
-				})); err != nil {
-					return err
-				}
-				break
-			}
-			if !registration {
-				return apperr.Forbiddenf("registration with %s is closed", platformName)
-			}
-			userID, accountID, err = Create(ctx, tx, ts, NewAccount{
-				PlatformSlug: b.OAuthProvider, PlatformUserID: b.OAuthProviderID, Username: b.Name, Name: b.Name,
-				Email: email, AvatarURL: image, EmailVerified: email != "",
-			})
-			if err != nil {
-				return err
-			}
-			created = true
-			if _, err := h.S.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
-				UserID: userID, EventType: audit.UserCreated, ResourceType: "user", ResourceID: userID, SourceService: knownSource(source),
-				Description: "user created by " + platformName + " sign-in", Metadata: map[string]any{"provider": b.OAuthProvider},
-			})); err != nil {
-				return err
-			}
-		default:
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE users SET last_login_at = $1, last_login_provider = $2, updated_at = $1 WHERE id = $3`,
-			ts, b.OAuthProvider, userID); err != nil {
-			return err
-		}
-		event.UserID, event.ResourceID = userID, userID
-		event.Description = "signed in with " + platformName
-		if _, err := h.S.Audit.Record(ctx, tx, audit.FromRequest(r, event)); err != nil {
-			return err
-		}
-		lu, err = h.S.loginUser(ctx, tx, userID)
-		return err
-	}
+	var res loginResult
 	// A concurrent first sign-in of the same account fails on the platform
 	// account's unique index; running again then finds the account the other
 	// request created. (A username taken in between is settled inside Create.)
-	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		if err = h.S.DB.Tx(ctx, upsert); !db.IsUniqueViolation(err) {
+		err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
+			var err error
+			res, err = h.upsertLogin(ctx, tx, r, in)
+			return err
+		})
+		if !db.IsUniqueViolation(err) {
 			break
 		}
 	}
@@ -237,10 +106,202 @@ func (h *Handler) OAuthLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	status := http.StatusOK
-	if created {
+	if res.created {
 		status = http.StatusCreated
 	}
-	httpx.WriteResourceAt(w, r, status, lu, "/v1/users/"+userID)
+	httpx.WriteResourceAt(w, r, status, res.user, "/v1/users/"+res.userID)
+}
+
+// oauthLogin is a checked sign-in request: trimmed, the provider and email
+// lower-cased, email and image "" when absent.
+type oauthLogin struct {
+	name, provider, providerID string
+	email, image               string
+	source                     string // source_service of the audit events
+}
+
+// decodeOAuthLogin reads and checks the body of POST /v1/users/oauth.
+func decodeOAuthLogin(r *http.Request) (oauthLogin, error) {
+	var b oauthBody
+	if err := httpx.Decode(r, &b); err != nil {
+		return oauthLogin{}, err
+	}
+	in := oauthLogin{name: strings.TrimSpace(b.Name), provider: strings.ToLower(strings.TrimSpace(b.OAuthProvider)),
+		providerID: strings.TrimSpace(b.OAuthProviderID), source: knownSource(r.Header.Get("X-Source-Service"))}
+	if in.name == "" || in.provider == "" || in.providerID == "" {
+		return in, apperr.Invalid("name, oauthProvider and oauthProviderId are required")
+	}
+	if len(in.name) > 200 || len(in.providerID) > 255 {
+		return in, apperr.Invalid("name (200) or oauthProviderId (255) is too long")
+	}
+	if b.Email != nil {
+		in.email = strings.ToLower(strings.TrimSpace(*b.Email))
+		if in.email != "" && !validEmail(in.email) {
+			return in, apperr.Invalid("email is not a valid address")
+		}
+	}
+	if b.Image != nil && strings.TrimSpace(*b.Image) != "" {
+		in.image = strings.TrimSpace(*b.Image)
+		if !validURL(in.image) {
+			return in, apperr.Invalid("image must be an absolute http or https URL")
+		}
+	}
+	return in, nil
+}
+
+// loginResult is what one sign-in attempt produced.
+type loginResult struct {
+	userID  string
+	created bool
+	user    LoginUser
+}
+
+// loginPlatform is the platform a sign-in names.
+type loginPlatform struct {
+	id, name     string
+	registration bool // new users may sign up through it
+}
+
+// platformForLogin loads the platform with the given slug: unknown is a
+// 400, disabled a 403.
+func platformForLogin(ctx context.Context, q db.Querier, slug string) (loginPlatform, error) {
+	var pl loginPlatform
+	var enabled bool
+	err := q.QueryRowContext(ctx, `SELECT id, name, enabled, registration_enabled FROM platforms WHERE slug = $1`, slug).
+		Scan(&pl.id, &pl.name, &enabled, &pl.registration)
+	if errors.Is(err, sql.ErrNoRows) {
+		return pl, apperr.Invalid("oauthProvider %q is not a known platform", slug)
+	}
+	if err != nil {
+		return pl, err
+	}
+	if !enabled {
+		return pl, apperr.Forbiddenf("sign-in with %s is disabled", pl.name)
+	}
+	return pl, nil
+}
+
+// upsertLogin is one attempt of the sign-in upsert inside tx: refresh a
+// known platform account, else link or create, then record the login.
+func (h *Handler) upsertLogin(ctx context.Context, tx *db.Tx, r *http.Request, in oauthLogin) (loginResult, error) {
+	var res loginResult
+	pl, err := platformForLogin(ctx, tx, in.provider)
+	if err != nil {
+		return res, err
+	}
+	ts := db.TS(h.S.Clock.Now())
+	var accountID string
+	err = tx.QueryRowContext(ctx, `SELECT id, user_id FROM platform_accounts WHERE platform_id = $1 AND platform_user_id = $2`,
+		pl.id, in.providerID).Scan(&accountID, &res.userID)
+	switch {
+	case err == nil:
+		err = h.refreshAccount(ctx, tx, in, res.userID, accountID, ts)
+	case errors.Is(err, sql.ErrNoRows):
+		res.userID, res.created, err = h.linkOrCreate(ctx, tx, r, in, pl, ts)
+	}
+	if err != nil {
+		return res, err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE users SET last_login_at = $1, last_login_provider = $2, updated_at = $1 WHERE id = $3`,
+		ts, in.provider, res.userID); err != nil {
+		return res, err
+	}
+	if _, err := h.S.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
+		UserID: res.userID, EventType: audit.Login, ResourceType: "user", ResourceID: res.userID, SourceService: in.source,
+		Description: "signed in with " + pl.name, Metadata: map[string]any{"provider": in.provider},
+	})); err != nil {
+		return res, err
+	}
+	res.user, err = h.S.loginUser(ctx, tx, res.userID)
+	return res, err
+}
+
+// refreshAccount updates the known platform account accountID of userID
+// with the sign-in's details; a soft-deleted user is refused (403). The
+// user's avatar follows the image when this is the primary account.
+func (h *Handler) refreshAccount(ctx context.Context, tx *db.Tx, in oauthLogin, userID, accountID string, ts int64) error {
+	u, err := h.S.Get(ctx, tx, userID)
+	if err != nil {
+		return err
+	}
+	if u.DeletedAt != nil {
+		return apperr.Forbiddenf("this account is scheduled for deletion")
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE platform_accounts SET username = $1, email = COALESCE($2, email), avatar_url = $3, updated_at = $4 WHERE id = $5`,
+		in.name, nullable(in.email), nullable(avatarIf(u.AvatarsEnabled, in.image)), ts, accountID); err != nil {
+		return err
+	}
+	if u.PrimaryPlatformAccountID != nil && *u.PrimaryPlatformAccountID == accountID && u.AvatarsEnabled && in.image != "" {
+		if _, err := tx.ExecContext(ctx, `UPDATE users SET avatar_url = $1 WHERE id = $2`, in.image, userID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// linkOrCreate handles the first sign-in of a platform account: it is
+// linked to the user whose email is verified on one of their accounts, or
+// else, when the platform allows registration, a new user is created. It
+// returns the user and whether it was created.
+func (h *Handler) linkOrCreate(ctx context.Context, tx *db.Tx, r *http.Request, in oauthLogin, pl loginPlatform, ts int64) (string, bool, error) {
+	linked, err := linkTarget(ctx, tx, in.email)
+	if err != nil {
+		return "", false, err
+	}
+	if linked != "" {
+		return linked, false, h.linkAccount(ctx, tx, r, in, pl, linked, ts)
+	}
+	if !pl.registration {
+		return "", false, apperr.Forbiddenf("registration with %s is closed", pl.name)
+	}
+	userID, _, err := Create(ctx, tx, ts, NewAccount{
+		PlatformSlug: in.provider, PlatformUserID: in.providerID, Username: in.name, Name: in.name,
+		Email: in.email, AvatarURL: in.image, EmailVerified: in.email != "",
+	})
+	if err != nil {
+		return "", false, err
+	}
+	_, err = h.S.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
+		UserID: userID, EventType: audit.UserCreated, ResourceType: "user", ResourceID: userID, SourceService: in.source,
+		Description: "user created by " + pl.name + " sign-in", Metadata: map[string]any{"provider": in.provider},
+	}))
+	return userID, true, err
+}
+
+// linkTarget returns the oldest active user whose email is email and is
+// verified on one of their platform accounts, or "" (also for no email).
+func linkTarget(ctx context.Context, q db.Querier, email string) (string, error) {
+	if email == "" {
+		return "", nil
+	}
+	var linked string
+	err := q.QueryRowContext(ctx, `SELECT u.id FROM users u WHERE LOWER(u.email) = $1 AND u.deleted_at IS NULL
+		AND EXISTS (SELECT 1 FROM platform_accounts pa WHERE pa.user_id = u.id AND LOWER(pa.email) = $1 AND pa.email_verified)
+		ORDER BY u.created_at, u.id LIMIT 1`, email).Scan(&linked)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", err
+	}
+	return linked, nil
+}
+
+// linkAccount adds the platform account of the sign-in to userID, with its
+// email marked verified, and records account_linked.
+func (h *Handler) linkAccount(ctx context.Context, tx *db.Tx, r *http.Request, in oauthLogin, pl loginPlatform, userID string, ts int64) error {
+	u, err := h.S.Get(ctx, tx, userID)
+	if err != nil {
+		return err
+	}
+	accountID := uuid.NewString()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_accounts (id, user_id, platform_id, platform_user_id, username, email, avatar_url, email_verified, is_primary, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, TRUE, FALSE, $8, $8)`,
+		accountID, userID, pl.id, in.providerID, in.name, in.email, nullable(avatarIf(u.AvatarsEnabled, in.image)), ts); err != nil {
+		return err
+	}
+	_, err = h.S.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
+		UserID: userID, EventType: audit.AccountLinked, ResourceType: "platform_account", ResourceID: accountID, SourceService: in.source,
+		Description: pl.name + " account linked by email", Metadata: map[string]any{"provider": in.provider},
+	}))
+	return err
 }
 
 func avatarIf(enabled bool, url string) string {
@@ -275,7 +336,7 @@ func (h *Handler) ByEmail(w http.ResponseWriter, r *http.Request) {
 	if p.IsAdmin() || p.Can("users:read") {
 		err := h.S.DB.QueryRowContext(ctx, `SELECT id FROM users WHERE LOWER(email) = $1 AND deleted_at IS NULL ORDER BY created_at, id LIMIT 1`, email).Scan(&id)
 		if err != nil {
-			httpx.Error(w, r, notFoundOr(err, "user"))
+			httpx.Error(w, r, db.NotFoundOr(err, "user"))
 			return
 		}
 	} else {

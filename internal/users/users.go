@@ -3,9 +3,7 @@ package users
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -137,26 +135,11 @@ func scanUser(row interface{ Scan(...any) error }) (User, error) {
 	)
 	err := row.Scan(&u.ID, &u.Username, &email, &u.Name, &avatar, &primary, &c, &up,
 		&lastLogin, &deleted, &schedule, &u.PrivacyMode, &loc, &u.AvatarsEnabled, &u.IsSuperAdmin, &provider)
-	u.Email, u.AvatarURL, u.PrimaryPlatformAccountID, u.PreferredLocale = strPtr(email), strPtr(avatar), strPtr(primary), strPtr(loc)
+	u.Email, u.AvatarURL, u.PrimaryPlatformAccountID, u.PreferredLocale = db.StringPtr(email), db.StringPtr(avatar), db.StringPtr(primary), db.StringPtr(loc)
 	u.CreatedAt, u.UpdatedAt = db.FromTS(c), db.FromTS(up)
 	u.LastLoginAt, u.DeletedAt, u.ScheduledDeletionAt = lastLogin.Ptr(), deleted.Ptr(), schedule.Ptr()
 	u.lastLoginProvider = provider.String
 	return u, err
-}
-
-func strPtr(s sql.NullString) *string {
-	if !s.Valid {
-		return nil
-	}
-	v := s.String
-	return &v
-}
-
-func notFoundOr(err error, what string) error {
-	if errors.Is(err, sql.ErrNoRows) {
-		return apperr.NotFoundf("%s not found", what)
-	}
-	return err
 }
 
 // Get returns a user, soft-deleted ones included. Errors: NotFound.
@@ -172,7 +155,7 @@ func (s *Service) Get(ctx context.Context, q db.Querier, id string) (User, error
 	}
 	u, err := scanUser(q.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE id = $1`, id))
 	if err != nil {
-		return u, notFoundOr(err, "user")
+		return u, db.NotFoundOr(err, "user")
 	}
 	if cached {
 		s.rows.put(id, u, version)
@@ -210,9 +193,6 @@ func ValidUsername(name string) error {
 	}
 	return nil
 }
-
-// ValidLocale reports whether locale is one of the default SupportedLocales.
-func ValidLocale(locale string) bool { return slices.Contains(SupportedLocales, locale) }
 
 // emailTaken reports whether another user already uses email (case-insensitively).
 func emailTaken(ctx context.Context, q db.Querier, email, exceptUserID string) (bool, error) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"hmid/internal/apptest"
-	"hmid/internal/mail"
+	"hmid/internal/mail/mailtest"
 )
 
 var verifyLinkRE = regexp.MustCompile(`(/account/email(?:-link)?/verify\?token=)([A-Za-z0-9_]+)`)
@@ -20,7 +20,7 @@ func TestEmailChangeConfirmationPage(t *testing.T) {
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: pw})
 		e.Call(t, "POST", "/v1/users/"+u.ID+"/email/request-change", u.Token, map[string]any{"email": "new-address@example.test"}, http.StatusOK)
-		msgs, err := mail.Outbox(context.Background(), e.Server.DB, "new-address@example.test")
+		msgs, err := mailtest.Outbox(context.Background(), e.Server.DB, "new-address@example.test")
 		if err != nil || len(msgs) != 1 {
 			t.Fatalf("outbox %v %d", err, len(msgs))
 		}

@@ -15,7 +15,7 @@ import (
 	"hmid/internal/apptest"
 	"hmid/internal/auth"
 	"hmid/internal/authflow"
-	"hmid/internal/mail"
+	"hmid/internal/mail/mailtest"
 )
 
 const pw = "correct horse battery"
@@ -389,7 +389,7 @@ func TestPasswordResetPages(t *testing.T) {
 		want(t, p, 200, "Reset your password")
 		p = b.post("/forgot-password", url.Values{"csrf_token": {field(t, csrfRE, p)}, "email": {u.Email}})
 		want(t, p, 200, "If an account with this email address exists")
-		msgs, err := mail.Outbox(context.Background(), e.Server.DB, u.Email)
+		msgs, err := mailtest.Outbox(context.Background(), e.Server.DB, u.Email)
 		if err != nil || len(msgs) != 1 {
 			t.Fatalf("outbox %v %d", err, len(msgs))
 		}

@@ -1,4 +1,9 @@
-package geoip
+// Package geoiptest writes small GeoLite2-City-shaped databases for tests
+// that need a real mmdb file to pass to geoip.Open.
+//
+// It lives apart from package geoip so that only tests link the mmdb writer;
+// the server only reads databases.
+package geoiptest
 
 import (
 	"fmt"
@@ -7,24 +12,25 @@ import (
 
 	"github.com/maxmind/mmdbwriter"
 	"github.com/maxmind/mmdbwriter/mmdbtype"
+
+	"hmid/internal/geoip"
 )
 
-// TestEntry maps a network in CIDR notation (e.g. "81.2.69.0/24" or
-// "2a02:c7f::/32") to the location WriteTestDB records for it.
-type TestEntry struct {
+// Entry maps a network in CIDR notation (e.g. "81.2.69.0/24" or
+// "2a02:c7f::/32") to the location WriteDB records for it.
+type Entry struct {
 	CIDR string
-	Location
+	geoip.Location
 }
 
-// WriteTestDB writes a small GeoLite2-City-shaped database to path, for tests
-// (of this and other packages) that need a real mmdb file to pass to Open.
+// WriteDB writes a small GeoLite2-City-shaped database to path.
 // Empty Location fields are left out of the record, as in the real database.
 //
 // Reserved ranges such as the documentation networks 192.0.2.0/24,
 // 198.51.100.0/24, 203.0.113.0/24 and 2001:db8::/32 are allowed, so tests can
 // use addresses that never belong to anyone. Private ranges can be written but
 // Lookup never resolves them.
-func WriteTestDB(path string, entries []TestEntry) error {
+func WriteDB(path string, entries []Entry) error {
 	tree, err := mmdbwriter.New(mmdbwriter.Options{
 		DatabaseType:            "GeoLite2-City",
 		Description:             map[string]string{"en": "hmid test database"},
@@ -40,7 +46,7 @@ func WriteTestDB(path string, entries []TestEntry) error {
 		if err != nil {
 			return fmt.Errorf("geoip: test entry: %w", err)
 		}
-		if err := tree.Insert(network, testRecord(e.Location)); err != nil {
+		if err := tree.Insert(network, record(e.Location)); err != nil {
 			return fmt.Errorf("geoip: insert %s: %w", e.CIDR, err)
 		}
 	}
@@ -58,7 +64,8 @@ func WriteTestDB(path string, entries []TestEntry) error {
 	return nil
 }
 
-func testRecord(l Location) mmdbtype.Map {
+// record is the City record of l, shaped as in GeoLite2-City.
+func record(l geoip.Location) mmdbtype.Map {
 	named := func(name string) mmdbtype.Map {
 		return mmdbtype.Map{"names": mmdbtype.Map{"en": mmdbtype.String(name)}}
 	}
