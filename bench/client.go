@@ -17,7 +17,8 @@ const timeout = 30 * time.Second
 // answer is what the scenarios read of a response.
 type answer struct {
 	status   int
-	location string // the Location header, for redirects
+	location string            // the Location header, for redirects
+	cookies  map[string]string // the values of the cookies it sets (Set-Cookie), by name
 	body     []byte
 }
 
@@ -35,9 +36,8 @@ func (e *Env) sendFrom(ctx context.Context, from, method, path, tok string, body
 	if err := ctx.Err(); err != nil {
 		return answer{}, err
 	}
-	req, res := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(res)
 	req.SetRequestURI(e.URL + path)
 	req.Header.SetMethod(method)
 	switch b := body.(type) {
@@ -59,10 +59,56 @@ func (e *Env) sendFrom(ctx context.Context, from, method, path, tok string, body
 	if from != "" {
 		req.Header.Set("X-Forwarded-For", from)
 	}
+	return e.do(req)
+}
+
+// follow GETs rawURL, a redirect's absolute Location on hmid or on another
+// host, as a browser following it does: with cookies (name to value), on
+// behalf of the client address from (see sendFrom). Nothing is sent once
+// ctx has ended.
+func (e *Env) follow(ctx context.Context, from, rawURL string, cookies map[string]string) (answer, error) {
+	if err := ctx.Err(); err != nil {
+		return answer{}, err
+	}
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	req.SetRequestURI(rawURL)
+	req.Header.SetMethod(http.MethodGet)
+	for name, value := range cookies {
+		req.Header.SetCookie(name, value)
+	}
+	if from != "" {
+		req.Header.Set("X-Forwarded-For", from)
+	}
+	return e.do(req)
+}
+
+// do sends req and copies out what an answer holds.
+func (e *Env) do(req *fasthttp.Request) (answer, error) {
+	res := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseResponse(res)
 	if err := e.Client.DoTimeout(req, res, timeout); err != nil {
 		return answer{}, err
 	}
-	return answer{status: res.StatusCode(), location: string(res.Header.Peek("Location")), body: append([]byte(nil), res.Body()...)}, nil
+	a := answer{status: res.StatusCode(), location: string(res.Header.Peek("Location")), body: append([]byte(nil), res.Body()...)}
+	for name, header := range res.Header.Cookies() {
+		c := fasthttp.AcquireCookie()
+		if c.ParseBytes(header) == nil {
+			if a.cookies == nil {
+				a.cookies = map[string]string{}
+			}
+			a.cookies[string(name)] = string(c.Value())
+		}
+		fasthttp.ReleaseCookie(c)
+	}
+	return a, nil
+}
+
+// clientAddr is worker's client address (in the RFC 2544 benchmarking
+// range), for scenarios that spread their load over addresses as real
+// clients are spread, so per-address limits are not what they measure.
+func clientAddr(worker int) string {
+	return fmt.Sprintf("198.18.%d.%d", worker/256, worker%256)
 }
 
 // call sends one request (see send) and decodes a JSON answer into out (when

@@ -243,6 +243,17 @@ func startServer(ctx context.Context, dbURL, redisURL string) (srv *app.Server, 
 		return nil, "", "", nil, err
 	}
 	base = "http://" + ln.Addr().String()
+	// provider-login signs in at a fake Discord the server is configured for.
+	discord, err := startFakeDiscord(base + "/login/discord/callback")
+	if err != nil {
+		ln.Close()
+		return nil, "", "", nil, err
+	}
+	defer func() {
+		if err != nil {
+			discord.Close()
+		}
+	}()
 	cfg := config.Config{
 		Addr: ln.Addr().String(), PublicURL: base, DatabaseURL: dbURL, RedisURL: redisURL,
 		SecretKey: "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", MailFrom: "bench@localhost",
@@ -251,12 +262,14 @@ func startServer(ctx context.Context, dbURL, redisURL string) (srv *app.Server, 
 		// The load generator is the proxy in front of its clients: scenarios
 		// that spread load over client addresses send X-Forwarded-For.
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
+		LoginEnv:       discord.env,
 	}
 	// A Redis namespace of its own per run: rate-limit windows of an earlier
 	// run (registrations from this address, say) must not fail this one.
 	srv, err = app.New(ctx, cfg, app.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		CachePrefix: fmt.Sprintf("hmid-bench-%d:", time.Now().UnixNano())})
 	if err != nil {
+		ln.Close()
 		return nil, "", "", nil, err
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
@@ -264,6 +277,7 @@ func startServer(ctx context.Context, dbURL, redisURL string) (srv *app.Server, 
 	return srv, base, cfg.SystemAPIKey, func() {
 		hs.Close()
 		srv.Close()
+		discord.Close()
 		dropSchema()
 		os.RemoveAll(dir)
 	}, nil

@@ -57,12 +57,11 @@ func init() {
 				// account's five attempts while it is checked, so with 64
 				// clients no account has more than four in flight.
 				c := creds[worker%len(creds)]
-				// Each worker is a client address of its own (in the RFC 2544
-				// benchmarking range): a login holds one of its address's
-				// attempts while it is checked, so one address could have no
-				// more than the per-address allowance in flight.
-				from := fmt.Sprintf("198.18.%d.%d", worker/256, worker%256)
-				a, err := e.sendFrom(ctx, from, http.MethodPost, "/v1/auth/login", "", map[string]any{"email": c.email, "password": c.pass})
+				// Each worker is a client address of its own: a login holds
+				// one of its address's attempts while it is checked, so one
+				// address could have no more than the per-address allowance
+				// in flight.
+				a, err := e.sendFrom(ctx, clientAddr(worker), http.MethodPost, "/v1/auth/login", "", map[string]any{"email": c.email, "password": c.pass})
 				if err == nil && a.status != http.StatusOK {
 					err = fmt.Errorf("POST /v1/auth/login: status %d: %.200s", a.status, a.body)
 				}

@@ -116,6 +116,28 @@ func CanGrantRole(ctx context.Context, q db.Querier, p *authn.Principal, roleID 
 	return nil
 }
 
+// GrantableRoles lists, by name, the roles p may assign to a user: those
+// CanGrantRole allows (every role for super admins and system keys). It is
+// the choice a form offers; assigning checks the same rule.
+func (s *Service) GrantableRoles(ctx context.Context, p *authn.Principal) ([]Role, error) {
+	all, err := s.listRoles(ctx, `SELECT `+roleCols+` FROM roles ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	out := []Role{}
+	for _, role := range all {
+		err := CanGrantRole(ctx, s.DB, p, role.ID)
+		if apperr.Is(err, apperr.Forbidden) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, role)
+	}
+	return out, nil
+}
+
 // GetRole returns one role.
 func (s *Service) GetRole(ctx context.Context, id string) (Role, error) {
 	r, err := scanRole(s.DB.QueryRowContext(ctx, `SELECT `+roleCols+` FROM roles WHERE id = $1`, id))

@@ -171,15 +171,20 @@ func nullable(s string) any {
 	return s
 }
 
-// pending is a pending request as read from one of the request tables.
-type pending struct {
+// Pending is a pending email change or link: the address it waits to have
+// confirmed, and when its token expires.
+type Pending struct {
 	Email     string
 	ExpiresAt time.Time
 }
 
-// pendingRequest returns the user's unexpired request in table, or nil.
-func (s *Service) pendingRequest(ctx context.Context, table, column, userID string) (*pending, error) {
-	var p pending
+// pendingRequest returns the unexpired request in table of an existing user,
+// or nil. Errors: NotFound (user).
+func (s *Service) pendingRequest(ctx context.Context, table, column, userID string) (*Pending, error) {
+	if _, err := loadUser(ctx, s.DB, userID); err != nil {
+		return nil, err
+	}
+	var p Pending
 	var exp int64
 	err := s.DB.QueryRowContext(ctx, `SELECT `+column+`, expires_at FROM `+table+` WHERE user_id = $1 AND expires_at > $2`, userID, db.TS(s.Clock.Now())).Scan(&p.Email, &exp)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -190,6 +195,18 @@ func (s *Service) pendingRequest(ctx context.Context, table, column, userID stri
 	}
 	p.ExpiresAt = db.FromTS(exp)
 	return &p, nil
+}
+
+// PendingEmailChange returns the user's unconfirmed email change, or nil.
+// Errors: NotFound (user).
+func (s *Service) PendingEmailChange(ctx context.Context, userID string) (*Pending, error) {
+	return s.pendingRequest(ctx, "email_change_requests", "new_email", userID)
+}
+
+// CancelEmailChange drops the user's unconfirmed email change; its token
+// stops working. Errors: NotFound (user, or no change pending).
+func (s *Service) CancelEmailChange(ctx context.Context, userID string) error {
+	return s.cancelRequest(ctx, "email_change_requests", userID, "email change")
 }
 
 // cancelRequest removes the user's request in table; NotFound when there was
@@ -255,13 +272,7 @@ type pendingChange struct {
 
 // PendingEmailChange serves GET /v1/users/{id}/email/pending.
 func (h *Handler) PendingEmailChange(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	id := chi.URLParam(r, "id")
-	if _, err := loadUser(ctx, h.S.DB, id); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	p, err := h.S.pendingRequest(ctx, "email_change_requests", "new_email", id)
+	p, err := h.S.PendingEmailChange(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -275,7 +286,7 @@ func (h *Handler) PendingEmailChange(w http.ResponseWriter, r *http.Request) {
 
 // CancelEmailChange serves DELETE /v1/users/{id}/email/pending.
 func (h *Handler) CancelEmailChange(w http.ResponseWriter, r *http.Request) {
-	if err := h.S.cancelRequest(r.Context(), "email_change_requests", chi.URLParam(r, "id"), "email change"); err != nil {
+	if err := h.S.CancelEmailChange(r.Context(), chi.URLParam(r, "id")); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}

@@ -21,6 +21,13 @@ import (
 	"hmid/internal/token"
 )
 
+// The password refusals of RequestEmailLink; values, so a page can put them
+// under the password field.
+var (
+	ErrPasswordShort = apperr.Invalid("password must be at least %d characters", MinPassword)
+	ErrPasswordLong  = apperr.Invalid("password must be at most %d bytes", MaxPassword)
+)
+
 // RequestEmailLink starts linking an email account (addr and password) to a
 // user who has none: the password is hashed with Argon2id now, and the token
 // is mailed to addr. Errors: NotFound, Invalid (address, password, or the
@@ -39,10 +46,10 @@ func (s *Service) RequestEmailLink(ctx context.Context, userID, addr, pass strin
 		return time.Time{}, err
 	}
 	if utf8.RuneCountInString(pass) < MinPassword {
-		return time.Time{}, apperr.Invalid("password must be at least %d characters", MinPassword)
+		return time.Time{}, ErrPasswordShort
 	}
 	if len(pass) > MaxPassword {
-		return time.Time{}, apperr.Invalid("password must be at most %d bytes", MaxPassword)
+		return time.Time{}, ErrPasswordLong
 	}
 	if used, err := emailInUse(ctx, s.DB, addr, userID); err != nil {
 		return time.Time{}, err
@@ -193,15 +200,21 @@ type pendingLink struct {
 	ExpiresAt *time.Time `json:"expires_at"`
 }
 
+// PendingEmailLink returns the user's unconfirmed email link, or nil.
+// Errors: NotFound (user).
+func (s *Service) PendingEmailLink(ctx context.Context, userID string) (*Pending, error) {
+	return s.pendingRequest(ctx, "email_link_requests", "email", userID)
+}
+
+// CancelEmailLink drops the user's unconfirmed email link; its token stops
+// working. Errors: NotFound (user, or no link pending).
+func (s *Service) CancelEmailLink(ctx context.Context, userID string) error {
+	return s.cancelRequest(ctx, "email_link_requests", userID, "email link")
+}
+
 // PendingEmailLink serves GET /v1/users/{id}/email-link/pending.
 func (h *Handler) PendingEmailLink(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	id := chi.URLParam(r, "id")
-	if _, err := loadUser(ctx, h.S.DB, id); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	p, err := h.S.pendingRequest(ctx, "email_link_requests", "email", id)
+	p, err := h.S.PendingEmailLink(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -219,7 +232,7 @@ type message struct {
 
 // CancelEmailLink serves DELETE /v1/users/{id}/email-link/pending.
 func (h *Handler) CancelEmailLink(w http.ResponseWriter, r *http.Request) {
-	if err := h.S.cancelRequest(r.Context(), "email_link_requests", chi.URLParam(r, "id"), "email link"); err != nil {
+	if err := h.S.CancelEmailLink(r.Context(), chi.URLParam(r, "id")); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}

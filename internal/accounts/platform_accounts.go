@@ -89,8 +89,9 @@ func account(ctx context.Context, q db.Querier, userID, accountID string) (Platf
 	return a, err
 }
 
-// SetPrimary makes accountID the primary account of userID.
-func (s *Service) SetPrimary(ctx context.Context, r *http.Request, userID, accountID string) (PlatformAccount, error) {
+// SetPrimary makes accountID the primary account of userID; ev carries the
+// request's address, user agent and source for the user_updated event.
+func (s *Service) SetPrimary(ctx context.Context, userID, accountID string, ev audit.Event) (PlatformAccount, error) {
 	p := authn.From(ctx)
 	var out PlatformAccount
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
@@ -109,11 +110,10 @@ func (s *Service) SetPrimary(ctx context.Context, r *http.Request, userID, accou
 			if _, err := tx.ExecContext(ctx, `UPDATE users SET primary_platform_account_id = $2, updated_at = $3 WHERE id = $1`, userID, accountID, ts); err != nil {
 				return err
 			}
-			if _, err := s.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
-				UserID: userID, ActorID: actor(p, userID), EventType: audit.UserUpdated, ResourceType: "platform_account", ResourceID: accountID,
-				Description: "Primary account changed to " + a.PlatformName,
-				Metadata:    map[string]any{"field": "primary_platform_account_id", "platform": a.PlatformSlug},
-			})); err != nil {
+			ev.UserID, ev.ActorID, ev.EventType, ev.ResourceType, ev.ResourceID = userID, actor(p, userID), audit.UserUpdated, "platform_account", accountID
+			ev.Description = "Primary account changed to " + a.PlatformName
+			ev.Metadata = map[string]any{"field": "primary_platform_account_id", "platform": a.PlatformSlug}
+			if _, err := s.Audit.Record(ctx, tx, ev); err != nil {
 				return err
 			}
 		}
@@ -123,10 +123,35 @@ func (s *Service) SetPrimary(ctx context.Context, r *http.Request, userID, accou
 	return out, err
 }
 
-// Unlink removes a platform account of the user. The email platform account,
-// the primary account and the last remaining account cannot be removed
-// (Invalid, with a message saying which rule applies).
-func (s *Service) Unlink(ctx context.Context, r *http.Request, userID, accountID string) error {
+// The refusals of Unlink (spec 2, Platform accounts: DELETE is rejected for
+// the email platform account, for the last remaining account and for the
+// primary account). They are values, so a page can explain each in words.
+var (
+	ErrUnlinkEmail   = apperr.Invalid("the email account cannot be unlinked; it holds the account's email address and password")
+	ErrUnlinkLast    = apperr.Invalid("the last remaining account cannot be unlinked; the user could no longer sign in")
+	ErrUnlinkPrimary = apperr.Invalid("the primary account cannot be unlinked; make another account primary first")
+)
+
+// UnlinkRefusal returns why a, one of the n platform accounts of its user,
+// cannot be unlinked (ErrUnlinkEmail, ErrUnlinkLast, ErrUnlinkPrimary), or
+// nil when it can. Unlink applies it; the account console shows it beside
+// each account before anyone tries.
+func UnlinkRefusal(a PlatformAccount, n int) error {
+	switch {
+	case a.PlatformSlug == "email":
+		return ErrUnlinkEmail
+	case n <= 1:
+		return ErrUnlinkLast
+	case a.IsPrimary:
+		return ErrUnlinkPrimary
+	}
+	return nil
+}
+
+// Unlink removes a platform account of the user, unless UnlinkRefusal
+// refuses it; ev carries the request's address, user agent and source for
+// the account_unlinked event.
+func (s *Service) Unlink(ctx context.Context, userID, accountID string, ev audit.Event) error {
 	p := authn.From(ctx)
 	return s.DB.Tx(ctx, func(tx *db.Tx) error {
 		if _, err := loadUser(ctx, tx, userID); err != nil {
@@ -136,26 +161,19 @@ func (s *Service) Unlink(ctx context.Context, r *http.Request, userID, accountID
 		if err != nil {
 			return err
 		}
-		if a.PlatformSlug == "email" {
-			return apperr.Invalid("the email account cannot be unlinked; it holds the account's email address and password")
-		}
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM platform_accounts WHERE user_id = $1`, userID).Scan(&n); err != nil {
 			return err
 		}
-		if n <= 1 {
-			return apperr.Invalid("the last remaining account cannot be unlinked; the user could no longer sign in")
-		}
-		if a.IsPrimary {
-			return apperr.Invalid("the primary account cannot be unlinked; make another account primary first")
+		if err := UnlinkRefusal(a, n); err != nil {
+			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM platform_accounts WHERE id = $1 AND user_id = $2`, accountID, userID); err != nil {
 			return err
 		}
-		_, err = s.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
-			UserID: userID, ActorID: actor(p, userID), EventType: audit.AccountUnlinked, ResourceType: "platform_account", ResourceID: accountID,
-			Description: a.PlatformName + " account unlinked", Metadata: map[string]any{"platform": a.PlatformSlug},
-		}))
+		ev.UserID, ev.ActorID, ev.EventType, ev.ResourceType, ev.ResourceID = userID, actor(p, userID), audit.AccountUnlinked, "platform_account", accountID
+		ev.Description, ev.Metadata = a.PlatformName+" account unlinked", map[string]any{"platform": a.PlatformSlug}
+		_, err = s.Audit.Record(ctx, tx, ev)
 		return err
 	})
 }
@@ -177,7 +195,7 @@ func (h *Handler) ListAccounts(w http.ResponseWriter, r *http.Request) {
 
 // SetPrimary serves PUT /v1/users/{id}/accounts/{account_id}/primary.
 func (h *Handler) SetPrimary(w http.ResponseWriter, r *http.Request) {
-	a, err := h.S.SetPrimary(r.Context(), r, chi.URLParam(r, "id"), chi.URLParam(r, "account_id"))
+	a, err := h.S.SetPrimary(r.Context(), chi.URLParam(r, "id"), chi.URLParam(r, "account_id"), audit.FromRequest(r, audit.Event{}))
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -187,7 +205,7 @@ func (h *Handler) SetPrimary(w http.ResponseWriter, r *http.Request) {
 
 // Unlink serves DELETE /v1/users/{id}/accounts/{account_id}.
 func (h *Handler) Unlink(w http.ResponseWriter, r *http.Request) {
-	if err := h.S.Unlink(r.Context(), r, chi.URLParam(r, "id"), chi.URLParam(r, "account_id")); err != nil {
+	if err := h.S.Unlink(r.Context(), chi.URLParam(r, "id"), chi.URLParam(r, "account_id"), audit.FromRequest(r, audit.Event{})); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}

@@ -37,6 +37,20 @@ func count(t testing.TB, e *apptest.Env, q string, args ...any) int {
 // roleUser makes a user holding a new role with exactly perms (plus the User role).
 func roleUser(t testing.TB, e *apptest.Env, perms ...string) apptest.User {
 	t.Helper()
+	return roleUserWith(t, e, apptest.UserSpec{}, perms...)
+}
+
+// roleUserWith is roleUser for a user made from spec (a password to sign
+// in to the pages with, say); the new role and the User role come first.
+func roleUserWith(t testing.TB, e *apptest.Env, spec apptest.UserSpec, perms ...string) apptest.User {
+	t.Helper()
+	spec.Roles = append([]string{newRole(t, e, perms...), "role_user"}, spec.Roles...)
+	return e.NewUser(t, spec)
+}
+
+// newRole makes a role with exactly perms and returns its id.
+func newRole(t testing.TB, e *apptest.Env, perms ...string) string {
+	t.Helper()
 	id := "role_t_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
 	now := db.TS(e.Clock.Now())
 	execSQL(t, e, `INSERT INTO roles (id, name, description, is_system, requires_two_factor, created_at, updated_at) VALUES ($1, $1, '', FALSE, FALSE, $2, $2)`, id, now)
@@ -44,7 +58,7 @@ func roleUser(t testing.TB, e *apptest.Env, perms ...string) apptest.User {
 		res, act, _ := strings.Cut(p, ":")
 		execSQL(t, e, `INSERT INTO role_permissions (role_id, permission_id, created_at) VALUES ($1, $2, $3)`, id, access.PermissionID(res, act), now)
 	}
-	return e.NewUser(t, apptest.UserSpec{Roles: []string{id, "role_user"}})
+	return id
 }
 
 // providerUser makes a user who signed up through slug (no email account),

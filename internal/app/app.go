@@ -29,6 +29,7 @@ import (
 	"hmid/internal/httpx"
 	"hmid/internal/mail"
 	"hmid/internal/secretbox"
+	"hmid/internal/upstream"
 	"hmid/internal/users"
 )
 
@@ -68,6 +69,10 @@ type Server struct {
 	Consents     authflow.Consents     // the OAuth provider, for the consent page
 
 	Access *access.Service
+
+	// Upstream holds the configured upstream sign-in providers (none when
+	// no HMID_LOGIN_* variable is set).
+	Upstream *upstream.Registry
 
 	// SystemKey is the system API key created at this start, if one was ("" otherwise).
 	SystemKey string
@@ -171,13 +176,16 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 	}
 	s.limits = newRequestLimits(maxInFlight, readTimeout, requestTimeout)
 	s.router = s.routes()
-	s.handler = httpx.Base(httpx.BaseConfig{
+	// Outermost, the error pages: a browser's navigation that meets an
+	// error anywhere, the panic recovery of Base included, gets an HTML page
+	// instead of the JSON every area answers (web.Handler.ErrorPages).
+	s.handler = s.webPages.ErrorPages(httpx.Base(httpx.BaseConfig{
 		PublicURL:      cfg.PublicURL,
 		TrustedProxies: cfg.TrustedProxies,
 		Logger:         s.Log,
 		AccessLog:      !cfg.DisableAccessLog,
 		Metrics:        s.Metrics,
-	}, s.limits.wrap(httpx.Boundary(s.router, "/v1/oauth/authorize", "/v1/oauth/token", "/v1/oauth/revoke", "/v1/oauth/userinfo")))
+	}, s.limits.wrap(httpx.Boundary(s.router, "/v1/oauth/authorize", "/v1/oauth/token", "/v1/oauth/revoke", "/v1/oauth/userinfo"))))
 	ok = true
 	return s, nil
 }

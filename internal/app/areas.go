@@ -21,6 +21,7 @@ type areaHandlers struct {
 	settingsArea
 	realtimeArea
 	graphqlArea
+	consoleArea
 }
 
 // buildAreas constructs each area's services and handlers with explicit
@@ -78,5 +79,6 @@ func (s *Server) buildAreas(ctx context.Context) error {
 		return err
 	}
 	s.connectAreas()
+	s.buildConsole()
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"hmid/api"
 	. "hmid/internal/authn" //nolint:staticcheck // the rule names read as a table: Perm("roles:read"), PermOrSelf(…)
 	"hmid/internal/httpx"
+	"hmid/internal/web"
 )
 
 // routes lists every route of hmid with the access rule it needs. This file
@@ -116,6 +117,9 @@ func (s *Server) routes() chi.Router {
 	route("PATCH", "/v1/oauth/clients/{id}", Authenticated(), oa.UpdateClient)
 	route("DELETE", "/v1/oauth/clients/{id}", Authenticated(), oa.DeleteClient)
 	route("POST", "/v1/oauth/clients/{id}/regenerate-secret", Authenticated(), oa.RegenerateSecret)
+	// REST twins of GraphQL myOauthConsents and revokeOauthConsent (extension).
+	route("GET", "/v1/users/me/consents", Authenticated(), oa.ListMyConsents)
+	route("DELETE", "/v1/users/me/consents/{client_id}", Authenticated(), oa.RevokeMyConsent)
 
 	// Built-in pages and login extension endpoints
 	au, wp := s.authAPI, s.webPages
@@ -124,10 +128,20 @@ func (s *Server) routes() chi.Router {
 	route("POST", "/v1/auth/logout", Optional(), au.Logout)
 	route("POST", "/v1/auth/password-reset/request", Public(), au.ResetRequest)
 	route("POST", "/v1/auth/password-reset/confirm", Public(), au.ResetConfirm)
+	route("POST", "/v1/auth/verify-email", Public(), au.VerifyEmail) // the mailed token is the credential
+	route("POST", "/v1/auth/verify-email/resend", Session(), au.ResendVerification)
+	route("POST", "/v1/users/me/password", Session(), au.ChangePassword)
 	route("GET", "/", Public(), wp.Home)
 	route("GET", "/assets/hmid.css", Public(), wp.Stylesheet)
+	route("GET", "/assets/hmid.js", Public(), wp.Script)
 	route("GET", "/login", Public(), wp.LoginForm)
 	route("POST", "/login", Public(), wp.LoginSubmit)
+	// Sign-in with an upstream provider. The callback's state is the
+	// credential; connecting (POST) checks the session cookie and a CSRF
+	// token in the handler, like the other pages.
+	route("GET", "/login/{slug}", Public(), wp.ProviderStart)
+	route("POST", "/login/{slug}", Public(), wp.ProviderConnect)
+	route("GET", "/login/{slug}/callback", Public(), wp.ProviderCallback)
 	route("GET", "/register", Public(), wp.RegisterForm)
 	route("POST", "/register", Public(), wp.RegisterSubmit)
 	route("GET", "/consent", Public(), wp.ConsentForm)
@@ -138,10 +152,174 @@ func (s *Server) routes() chi.Router {
 	route("POST", "/forgot-password", Public(), wp.ForgotSubmit)
 	route("GET", "/reset-password", Public(), wp.ResetForm)
 	route("POST", "/reset-password", Public(), wp.ResetSubmit)
+	route("GET", "/verify-email", Public(), wp.VerifyAddressForm)
+	route("POST", "/verify-email", Public(), wp.VerifyAddressSubmit)
 	route("GET", "/account/email/verify", Public(), wp.VerifyEmailForm)
 	route("POST", "/account/email/verify", Public(), wp.VerifyEmailSubmit)
 	route("GET", "/account/email-link/verify", Public(), wp.VerifyLinkForm)
 	route("POST", "/account/email-link/verify", Public(), wp.VerifyLinkSubmit)
+
+	// ---- Account console (/account/*): each page has the rule of the REST
+	// route that does the same, taken from the hmid_session cookie ----
+	page := func(method, path string, rule Rule, h http.HandlerFunc) { route(method, path, rule.InBrowser(), h) }
+	sp := s.sessionPages
+	page("GET", "/account/sessions", Session(), sp.List)
+	page("POST", "/account/sessions/revoke-others", Session(), sp.RevokeOthers)
+	page("POST", "/account/sessions/{id}/revoke", Session(), sp.Revoke)
+	// (profile and linked accounts) The REST routes are PermOrSelf(…, "id");
+	// acting on oneself, as these pages do, needs only to be signed in.
+	pp, lp := s.profilePages, s.linkedPages
+	page("GET", "/account", Authenticated(), pp.Show)                               // GET /v1/users/{id}
+	page("POST", "/account/profile", Authenticated(), pp.Save)                      // PATCH /v1/users/{id}
+	page("POST", "/account/language", Authenticated(), pp.SaveLocale)               // PATCH /v1/users/{id}/locale
+	page("POST", "/account/email", Authenticated(), pp.RequestEmailChange)          // POST /v1/users/{id}/email/request-change
+	page("POST", "/account/email/cancel", Authenticated(), pp.CancelEmailChange)    // DELETE /v1/users/{id}/email/pending
+	page("POST", "/account/email-link", Authenticated(), pp.RequestEmailLink)       // POST /v1/users/{id}/email-link/request
+	page("POST", "/account/email-link/cancel", Authenticated(), pp.CancelEmailLink) // DELETE /v1/users/{id}/email-link/pending
+	page("GET", "/account/linked", Authenticated(), lp.List)                        // GET /v1/users/{id}/accounts
+	page("POST", "/account/linked/{id}/primary", Authenticated(), lp.SetPrimary)    // PUT /v1/users/{id}/accounts/{account_id}/primary
+	page("POST", "/account/linked/{id}/unlink", Authenticated(), lp.Unlink)         // DELETE /v1/users/{id}/accounts/{account_id}
+	// (security: password and two-factor)
+	sec := s.securityPages
+	page("GET", "/account/security", Session(), sec.Show)
+	page("POST", "/account/security/password", Session(), sec.ChangePassword)
+	page("POST", "/account/security/2fa/setup", Authenticated(), sec.Setup)
+	page("POST", "/account/security/2fa/verify", Authenticated(), sec.Verify)
+	page("POST", "/account/security/2fa/backup-codes", Authenticated(), sec.Regenerate)
+	page("POST", "/account/security/2fa/disable", Authenticated(), sec.Disable)
+	// (connected apps and your data)
+	ap, dp := s.appPages, s.dataPages
+	page("GET", "/account/apps", Authenticated(), ap.List)
+	page("POST", "/account/apps/{client_id}/revoke", Authenticated(), ap.Revoke)
+	page("GET", "/account/data", Authenticated(), dp.Show)
+	s.limits.streams["/account/data/export"] = true // the archive streams like GET /v1/user/export
+	page("GET", "/account/data/export", Authenticated(), dp.Download)
+	page("POST", "/account/data/deletion", Session(), dp.RequestDeletion)
+	page("POST", "/account/data/deletion/cancel", Session(), dp.CancelDeletion)
+	// (activity and integrations)
+	act, ipg := s.activityPages, s.integrationPages
+	page("GET", "/account/activity", Authenticated(), act.List)
+	page("POST", "/account/activity/{event_id}/report", Authenticated(), act.Report)
+	page("GET", "/account/integrations", Authenticated(), ipg.List)
+	page("POST", "/account/integrations/connect", Authenticated(), ipg.Connect)
+	page("POST", "/account/integrations/{id}/refresh", Authenticated(), ipg.Refresh)
+	page("POST", "/account/integrations/{id}/stats", Authenticated(), ipg.Stats)
+	page("POST", "/account/integrations/{id}/bot-status", Authenticated(), ipg.BotStatus)
+	page("POST", "/account/integrations/{id}/disconnect", Authenticated(), ipg.Disconnect)
+	// (developer: OAuth clients and API keys)
+	// Clients as /v1/oauth/clients: Authenticated(), the service checks
+	// ownership; API keys with the rules of the /v1/api-keys routes.
+	dv := s.developerPages
+	page("GET", "/account/developer", Authenticated(), dv.List)
+	page("GET", "/account/developer/clients/new", Authenticated(), dv.NewClient)
+	page("POST", "/account/developer/clients", Authenticated(), dv.CreateClient)
+	page("GET", "/account/developer/clients/{id}", Authenticated(), dv.Client)
+	page("POST", "/account/developer/clients/{id}", Authenticated(), dv.UpdateClient)
+	page("POST", "/account/developer/clients/{id}/secret", Authenticated(), dv.RegenerateSecret)
+	page("POST", "/account/developer/clients/{id}/delete", Authenticated(), dv.DeleteClient)
+	page("GET", "/account/developer/keys/new", Perm("api_keys:write"), dv.NewKey)
+	page("POST", "/account/developer/keys", Perm("api_keys:write"), dv.CreateKey)
+	page("GET", "/account/developer/keys/{id}", Perm("api_keys:read"), dv.Key)
+	page("POST", "/account/developer/keys/{id}/regenerate", Perm("api_keys:write"), dv.RegenerateKey)
+	page("POST", "/account/developer/keys/{id}/delete", Perm("api_keys:delete"), dv.DeleteKey)
+	page("POST", "/account/developer/keys/{id}/roles", Perm("api_keys:write"), dv.AddKeyRole)
+	page("POST", "/account/developer/keys/{id}/roles/{role_id}/remove", Perm("api_keys:write"), dv.RemoveKeyRole)
+
+	// ---- Admin console (/admin/*): each page has the rule of the REST route
+	// that does the same; the overview needs any of the admin permissions ----
+	// (admin: overview and users list)
+	page("GET", "/admin", AnyPerm(web.AdminPermissions...), s.adminOverviewPages.Show)
+	page("GET", "/admin/users", Perm("users:read"), s.adminUserListPages.List) // GET /v1/users
+	// (admin: one user) Each action has the rule of its REST twin (in the
+	// comment). Another user's sessions have no REST route: their pages take
+	// users:write, the rule of the other changes to a user's account
+	// (docs/decisions.md, "Admin console: one user").
+	aup := s.adminUserPages
+	page("GET", "/admin/users/{id}", Perm("users:read"), aup.Show)                                // GET /v1/users/{id}
+	page("POST", "/admin/users/{id}/roles", Perm("users:write"), aup.AddRole)                     // POST /v1/users/{id}/roles
+	page("POST", "/admin/users/{id}/roles/{role_id}/remove", Perm("users:write"), aup.RemoveRole) // DELETE /v1/users/{id}/roles/{role_id}
+	page("POST", "/admin/users/{id}/sessions/{session_id}/revoke", Perm("users:write"), aup.RevokeSession)
+	page("POST", "/admin/users/{id}/sessions/revoke-all", Perm("users:write"), aup.RevokeSessions)
+	page("POST", "/admin/users/{id}/2fa/reset", Perm("two_factor:manage"), aup.ResetTwoFactor) // POST /v1/users/{id}/2fa/reset
+	page("POST", "/admin/users/{id}/ban", Perm("users:ban"), aup.Ban)                          // POST /v1/users/{id}/ban
+	page("POST", "/admin/users/{id}/ban/lift", Perm("users:ban"), aup.Lift)                    // DELETE /v1/users/{id}/ban
+	page("POST", "/admin/users/{id}/deletion", Perm("users:delete"), aup.ScheduleDeletion)     // DELETE /v1/users/{id}
+	page("POST", "/admin/users/{id}/deletion/cancel", Perm("users:write"), aup.CancelDeletion) // POST /v1/admin/users/{id}/cancel-deletion
+	page("POST", "/admin/users/{id}/deletion/force", Perm("users:delete"), aup.ForceDelete)    // POST /v1/admin/users/{id}/force-delete
+	page("GET", "/admin/users/{id}/audit", Perm("audit:read"), aup.AuditLog)                   // GET /v1/admin/audit?user_id={id}
+	// (admin: roles and permissions) Each page and action has the rule of
+	// the /v1/roles or /v1/permissions route doing the same; the escalation
+	// rule of a role's permissions is the service's, as for REST.
+	arp := s.adminRolesPages
+	page("GET", "/admin/roles", Perm("roles:read"), arp.List)                                                       // GET /v1/roles
+	page("POST", "/admin/roles", Perm("roles:write"), arp.Create)                                                   // POST /v1/roles
+	page("GET", "/admin/roles/permissions", Perm("permissions:read"), arp.Permissions)                              // GET /v1/permissions
+	page("POST", "/admin/roles/permissions", Perm("permissions:write"), arp.CreatePermission)                       // POST /v1/permissions
+	page("GET", "/admin/roles/{id}", Perm("roles:read"), arp.Role)                                                  // GET /v1/roles/{id} (and its permissions)
+	page("POST", "/admin/roles/{id}", Perm("roles:write"), arp.Update)                                              // PATCH /v1/roles/{id}
+	page("POST", "/admin/roles/{id}/delete", Perm("roles:delete"), arp.Delete)                                      // DELETE /v1/roles/{id}
+	page("POST", "/admin/roles/{id}/permissions", Perm("roles:write"), arp.AddPermission)                           // POST /v1/roles/{id}/permissions
+	page("POST", "/admin/roles/{id}/permissions/{permission_id}/remove", Perm("roles:write"), arp.RemovePermission) // DELETE /v1/roles/{id}/permissions/{permission_id}
+	// (admin: OAuth clients and API keys)
+	// The list of every client has the rule of GET /v1/oauth/clients/all;
+	// the client pages those of /v1/oauth/clients (signed in: the service
+	// checks ownership or the oauth_clients permissions, and lets only super
+	// admins set the first-party flag); the key pages those of /v1/api-keys.
+	crp := s.adminCredentialPages
+	page("GET", "/admin/clients", Perm("oauth_clients:read"), crp.ListClients) // GET /v1/oauth/clients/all
+	// The admin area's own client pages are for operators who may read
+	// every client; a user's own clients are at /account/developer. The
+	// actions keep the REST rules (the service decides what each may do).
+	page("GET", "/admin/clients/new", Perm("oauth_clients:read"), crp.NewClient)                           // POST /v1/oauth/clients
+	page("POST", "/admin/clients", Authenticated(), crp.CreateClient)                                      // POST /v1/oauth/clients
+	page("GET", "/admin/clients/{id}", Perm("oauth_clients:read"), crp.Client)                             // GET /v1/oauth/clients/{id}
+	page("POST", "/admin/clients/{id}", Authenticated(), crp.UpdateClient)                                 // PATCH /v1/oauth/clients/{id}
+	page("POST", "/admin/clients/{id}/active", Authenticated(), crp.SetClientActive)                       // PATCH /v1/oauth/clients/{id}
+	page("POST", "/admin/clients/{id}/secret", Authenticated(), crp.RegenerateSecret)                      // POST /v1/oauth/clients/{id}/regenerate-secret
+	page("POST", "/admin/clients/{id}/delete", Authenticated(), crp.DeleteClient)                          // DELETE /v1/oauth/clients/{id}
+	page("GET", "/admin/api-keys", Perm("api_keys:read"), crp.ListKeys)                                    // GET /v1/api-keys
+	page("GET", "/admin/api-keys/new", Perm("api_keys:write"), crp.NewKey)                                 // POST /v1/api-keys
+	page("POST", "/admin/api-keys", Perm("api_keys:write"), crp.CreateKey)                                 // POST /v1/api-keys
+	page("GET", "/admin/api-keys/{id}", Perm("api_keys:read"), crp.Key)                                    // GET /v1/api-keys/{id}
+	page("POST", "/admin/api-keys/{id}/regenerate", Perm("api_keys:write"), crp.RegenerateKey)             // POST /v1/api-keys/{id}/regenerate
+	page("POST", "/admin/api-keys/{id}/active", Perm("api_keys:write"), crp.SetKeyActive)                  // PATCH /v1/api-keys/{id}
+	page("POST", "/admin/api-keys/{id}/delete", Perm("api_keys:delete"), crp.DeleteKey)                    // DELETE /v1/api-keys/{id}
+	page("POST", "/admin/api-keys/{id}/roles", Perm("api_keys:write"), crp.AddKeyRole)                     // POST /v1/api-keys/{id}/roles
+	page("POST", "/admin/api-keys/{id}/roles/{role_id}/remove", Perm("api_keys:write"), crp.RemoveKeyRole) // DELETE /v1/api-keys/{id}/roles/{role_id}
+	// (admin: audit log and reports)
+	aa := s.adminAuditPages
+	page("GET", "/admin/audit", Perm("audit:read"), aa.List) // GET /v1/admin/audit
+	s.limits.streams["/admin/audit/export"] = true           // the file streams like GET /v1/admin/audit/export
+	page("GET", "/admin/audit/export", Perm("audit:read"), aa.Export)
+	page("GET", "/admin/audit/reports", Perm("audit:read"), aa.Reports)       // GET /v1/admin/audit/reports
+	page("POST", "/admin/audit/reports/{id}", Perm("audit:write"), aa.Review) // PATCH /v1/admin/audit/reports/{report_id}
+	// (admin: platforms and configuration)
+	// The pages are seen with settings:read, the rule of the GET routes of
+	// /v1/settings and /v1/system-config (the API's platform list is public;
+	// this is the operators' view of it, with its forms), and act with the
+	// rule of the route each action names.
+	apf, acf := s.adminPlatformPages, s.adminConfigPages
+	page("GET", "/admin/platforms", Perm("settings:read"), apf.List)
+	page("POST", "/admin/platforms/{id_or_slug}/enabled", Perm("settings:write"), apf.SetEnabled) // PATCH /v1/platforms/{id_or_slug}/enabled
+	page("POST", "/admin/platforms/{id_or_slug}/settings", Perm("settings:write"), apf.Settings)  // PATCH /v1/platforms/{id_or_slug}/settings
+	page("GET", "/admin/config", Perm("settings:read"), acf.List)                                 // GET /v1/system-config, GET /v1/settings
+	page("POST", "/admin/config/system/{key}", Perm("settings:write"), acf.UpdateConfig)          // PATCH /v1/system-config/{key}
+	page("GET", "/admin/config/new-setting", Perm("settings:write"), acf.NewSetting)
+	page("POST", "/admin/config/new-setting", Perm("settings:write"), acf.CreateSetting)            // POST /v1/settings
+	page("GET", "/admin/config/settings/{key}", Perm("settings:read"), acf.Setting)                 // GET /v1/settings/{key}
+	page("POST", "/admin/config/settings/{key}", Perm("settings:write"), acf.UpdateSetting)         // PUT /v1/settings/{key}
+	page("POST", "/admin/config/settings/{key}/delete", Perm("settings:delete"), acf.DeleteSetting) // DELETE /v1/settings/{key}
+	// (admin: chat platform and tracking) The tracking page lists devices
+	// and trips, each for holders of its REST route's permission.
+	acp, atp := s.adminChatPages, s.adminTrackingPages
+	page("GET", "/admin/chat", Perm("chatplatform:read"), acp.Index)                                             // GET /v1/chatplatform/guilds, …/settings
+	page("POST", "/admin/chat/sync", Perm("chatplatform:sync"), acp.Sync)                                        // POST /v1/chatplatform/sync
+	page("POST", "/admin/chat/settings", Perm("chatplatform:edit"), acp.SaveSettings)                            // PUT /v1/chatplatform/settings
+	page("GET", "/admin/chat/guilds/{guild_id}", Perm("chatplatform:read"), acp.Guild)                           // GET …/guilds/{guild_id}/full, …/members
+	page("POST", "/admin/chat/guilds/{guild_id}/settings", Perm("chatplatform:edit"), acp.SaveGuildLanguage)     // PUT …/guilds/{guild_id}/settings
+	page("POST", "/admin/chat/guilds/{guild_id}/members/sync", Perm("chatplatform:guild.sync"), acp.SyncMembers) // POST …/guilds/{guild_id}/members/sync
+	page("GET", "/admin/tracking", AnyPerm("devices:read", "trips:read"), atp.Index)                             // GET /v1/devices, GET /v1/trips
+	page("GET", "/admin/tracking/trips/{id}", Perm("trips:read"), atp.Trip)                                      // GET /v1/trips/{id}, …/history, …/gps
 
 	// ---- Accounts: email change and link, platform accounts, platforms, two-factor, bans, deletion (spec 2) ----
 	accH, platH, banH, delH := &s.accountsHandler, &s.platformsHandler, &s.bansHandler, &s.deletionHandler
@@ -168,6 +346,10 @@ func (s *Server) routes() chi.Router {
 	route("GET", "/v1/admin/users/{id}/deletion-status", Perm("users:read"), delH.Status)
 	route("POST", "/v1/admin/users/{id}/force-delete", Perm("users:delete"), delH.ForceDelete)
 	route("POST", "/v1/admin/users/{id}/cancel-deletion", Perm("users:write"), delH.CancelDeletion)
+	// Self-requested deletion (extension): confirmed by the password or a second factor.
+	route("GET", "/v1/users/me/deletion", Session(), delH.MyStatus)
+	route("POST", "/v1/users/me/deletion", Session(), delH.RequestMine)
+	route("DELETE", "/v1/users/me/deletion", Session(), delH.CancelMine)
 
 	// Two-factor authentication (REST)
 	// Access rule (enforced by twofactor.Service.Authorize): a user on themself
@@ -182,6 +364,8 @@ func (s *Server) routes() chi.Router {
 	route("POST", "/v1/users/me/2fa/verify", Authenticated(), tf.Verify)
 	route("DELETE", "/v1/users/me/2fa", Authenticated(), tf.Disable)
 	route("POST", "/v1/users/me/2fa/backup-codes/regenerate", Authenticated(), tf.RegenerateBackupCodes)
+	// An administrator's reset for a user who lost their authenticator (extension).
+	route("POST", "/v1/users/{id}/2fa/reset", Perm("two_factor:manage"), tf.Reset)
 
 	// ---- Audit log, reports, internal audit, data export (spec 2) ----
 	ad, ex := s.auditHandler, s.exportHandler
@@ -190,6 +374,8 @@ func (s *Server) routes() chi.Router {
 	route("POST", "/v1/users/me/audit/{event_id}/report", Authenticated(), ad.CreateReport)
 	route("GET", "/v1/users/{user_id}/audit", Perm("audit:read"), ad.ListUser)
 	route("GET", "/v1/admin/audit", Perm("audit:read"), ad.ListAdmin)
+	// Extension: the listing's filtered events as one CSV file, streamed.
+	stream("GET", "/v1/admin/audit/export", Perm("audit:read"), ad.ExportAdmin)
 	route("GET", "/v1/admin/audit/reports", Perm("audit:read"), ad.ListReports)
 	route("PATCH", "/v1/admin/audit/reports/{report_id}", Perm("audit:write"), ad.UpdateReport)
 	// Optional: the handler accepts a system key in X-ID-App-Key OR a bearer

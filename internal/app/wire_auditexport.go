@@ -19,7 +19,7 @@ type auditArea struct {
 // exportHandler.Apps and exportHandler.TwoFactor, which the OAuth and
 // two-factor areas fill in when they are built.
 func (s *Server) buildAuditExport(ctx context.Context) error {
-	s.auditHandler = &audit.Handler{DB: s.DB, Clock: s.Clock, Writer: s.Audit, Mail: s.Mail, Log: s.Log}
+	s.auditHandler = &audit.Handler{S: &audit.Service{DB: s.DB, Clock: s.Clock, Mail: s.Mail, Log: s.Log}, DB: s.DB, Clock: s.Clock, Writer: s.Audit}
 	s.exportHandler = &export.Handler{DB: s.DB, Clock: s.Clock, Audit: s.Audit, Log: s.Log}
 	return nil
 }

@@ -2,10 +2,13 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"hmid/internal/auth"
 	"hmid/internal/authflow"
+	"hmid/internal/upstream"
+	"hmid/internal/users"
 	"hmid/internal/web"
 )
 
@@ -24,11 +27,17 @@ func (s *Server) buildWeb(ctx context.Context) error {
 	svc := &auth.Service{
 		DB: s.DB, Clock: s.Clock, Audit: s.Audit, Limiter: s.Limiter, Epoch: s.Epoch,
 		Resolver:     s.Guard.Resolver,
+		Users:        s.users.S,
 		SecondFactor: func() authflow.SecondFactor { return s.SecondFactor },
 		Mailer:       s.Mail,
+		Log:          s.Log,
 		PublicURL:    s.Config.PublicURL,
 	}
 	s.authAPI = &auth.Handler{S: svc, SecureCookies: secure}
+	reg, err := s.buildUpstream(ctx)
+	if err != nil {
+		return err
+	}
 	s.webPages = &web.Handler{
 		Auth:      svc,
 		Consents:  func() authflow.Consents { return s.Consents },
@@ -37,6 +46,38 @@ func (s *Server) buildWeb(ctx context.Context) error {
 		PublicURL: s.Config.PublicURL,
 		Secure:    secure,
 		Log:       s.Log,
+		Providers: reg,
+		Flow: &upstream.Flow{Cache: s.Cache, PublicURL: s.Config.PublicURL, Secure: secure,
+			Now: s.Clock.Now},
 	}
 	return nil
+}
+
+// buildUpstream reads the upstream sign-in providers (HMID_LOGIN_*) and
+// makes sure each generic provider has its platform row, so an operator can
+// turn it on and off like the seeded ones. A misconfigured provider stops
+// the start: a sign-in button that can only fail is worse than none.
+func (s *Server) buildUpstream(ctx context.Context) (*upstream.Registry, error) {
+	getenv := s.Config.LoginEnv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	reg, err := upstream.FromEnv(getenv, s.Config.PublicURL)
+	if err != nil {
+		return nil, fmt.Errorf("sign-in providers: %w", err)
+	}
+	reg.SetClock(s.Clock.Now)
+	seeded := map[string]bool{}
+	for _, p := range users.DefaultPlatforms {
+		seeded[p.Slug] = true
+	}
+	for _, p := range reg.Providers() {
+		if !seeded[p.Slug()] {
+			if err := users.EnsurePlatform(ctx, s.DB, s.Clock, p.Slug(), p.Name()); err != nil {
+				return nil, err
+			}
+		}
+	}
+	s.Upstream = reg
+	return reg, nil
 }

@@ -36,8 +36,12 @@ const (
 
 // Error is an error with a kind and a message safe to show to the caller.
 type Error struct {
-	Kind       Kind
-	Message    string
+	Kind    Kind
+	Message string
+	// Field names the input field the error is about ("" for none), so a
+	// page can show the message next to that field; the REST body does not
+	// carry it.
+	Field      string
 	RetryAfter time.Duration // for TooManyRequests and ServiceUnavailable
 	Err        error         // optional cause, never shown
 }
@@ -84,6 +88,27 @@ func RateLimited(retryAfter time.Duration, format string, args ...any) *Error {
 	e := newf(TooManyRequests, format, args...)
 	e.RetryAfter = retryAfter
 	return e
+}
+
+// OnField returns err naming field as the input it is about (see
+// Error.Field); an error that is not an *Error is returned as it is.
+func OnField(field string, err error) error {
+	var e *Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	c := *e
+	c.Field = field
+	return &c
+}
+
+// FieldOf returns the input field err is about, "" for none.
+func FieldOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Field
+	}
+	return ""
 }
 
 // KindOf returns the kind of err: the kind it carries, ServiceUnavailable

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"hmid/internal/apperr"
 	"hmid/internal/db"
 	"hmid/internal/httpx"
 )
@@ -37,17 +36,17 @@ type Filter struct {
 // ParseUserFilter reads the query of the per-user listings (spec 2, Audit
 // log): page, limit, event_type, resource_type and status. Invalid enum
 // values are a ValidationError rather than an empty page, so a typo in a
-// filter is noticed.
+// filter is noticed; each is a *FieldError naming its parameter.
 func ParseUserFilter(q url.Values) (Filter, error) {
 	f := Filter{Page: httpx.ParsePageValues(q.Get("page"), q.Get("limit"), 20)}
 	f.EventType = q.Get("event_type")
 	f.ResourceType = q.Get("resource_type")
 	f.Status = q.Get("status")
 	if f.EventType != "" && !IsEventType(f.EventType) {
-		return f, apperr.Invalid("event_type %q is not a known event type", f.EventType)
+		return f, invalidField("event_type", "event_type %q is not a known event type", f.EventType)
 	}
 	if f.Status != "" && f.Status != StatusSuccess && f.Status != StatusFailure {
-		return f, apperr.Invalid("status must be success or failure")
+		return f, invalidField("status", "status must be success or failure")
 	}
 	return f, nil
 }
@@ -64,7 +63,7 @@ func ParseAdminFilter(q url.Values) (Filter, error) {
 	f.UserSearch = strings.TrimSpace(q.Get("user_search"))
 	f.SourceService = q.Get("source_service")
 	if f.SourceService != "" && !slices.Contains(SourceServices, f.SourceService) {
-		return f, apperr.Invalid("source_service must be one of %s", strings.Join(SourceServices, ", "))
+		return f, invalidField("source_service", "source_service must be one of %s", strings.Join(SourceServices, ", "))
 	}
 	if f.Start, err = parseDate(q.Get("start_date"), "start_date", false); err != nil {
 		return f, err
@@ -73,23 +72,23 @@ func ParseAdminFilter(q url.Values) (Filter, error) {
 		return f, err
 	}
 	if f.Start != nil && f.End != nil && f.Start.After(*f.End) {
-		return f, apperr.Invalid("start_date must not be after end_date")
+		return f, invalidField("end_date", "start_date must not be after end_date")
 	}
 	f.SortField = q.Get("sort_field")
 	if f.SortField != "" && !slices.Contains(SortFields, f.SortField) {
-		return f, apperr.Invalid("sort_field must be one of %s", strings.Join(SortFields, ", "))
+		return f, invalidField("sort_field", "sort_field must be one of %s", strings.Join(SortFields, ", "))
 	}
 	switch q.Get("sort_direction") {
 	case "", "desc":
 	case "asc":
 		f.Asc = true
 	default:
-		return f, apperr.Invalid("sort_direction must be asc or desc")
+		return f, invalidField("sort_direction", "sort_direction must be asc or desc")
 	}
 	if v := q.Get("is_reported"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil || (v != "true" && v != "false") {
-			return f, apperr.Invalid("is_reported must be true or false")
+			return f, invalidField("is_reported", "is_reported must be true or false")
 		}
 		f.IsReported = &b
 	}
@@ -112,7 +111,7 @@ func parseDate(s, name string, end bool) (*time.Time, error) {
 		}
 		return &t, nil
 	}
-	return nil, apperr.Invalid("%s must be an ISO 8601 date or date-time such as 2026-11-22 or 2026-11-22T12:00:00Z", name)
+	return nil, invalidField(name, "%s must be an ISO 8601 date or date-time such as 2026-11-22 or 2026-11-22T12:00:00Z", name)
 }
 
 // where builds the WHERE clause and its arguments.
@@ -137,7 +136,7 @@ func (f Filter) where() (string, []any) {
 	case f.UserSearch != "":
 		args = append(args, f.UserSearch, "%"+db.Like(strings.ToLower(f.UserSearch))+"%")
 		a, b := "$"+strconv.Itoa(len(args)-1), "$"+strconv.Itoa(len(args))
-		conds = append(conds, `user_id IN (`+userSearchSQL(a, b)+`)`)
+		conds = append(conds, `user_id IN (`+userSearchSQL(f.UserSearch, a, b)+`)`)
 	}
 	if f.EventType != "" {
 		add("event_type = ?", f.EventType)
@@ -189,10 +188,17 @@ func (f Filter) orderBy() string {
 }
 
 // userSearchSQL selects the ids of users matching a user_search: the exact
-// id, or a case-insensitive substring of username or email.
-func userSearchSQL(exact, pattern string) string {
-	return `SELECT id FROM users WHERE id = ` + exact + ` OR LOWER(username) LIKE ` + pattern +
-		` ESCAPE '\' OR LOWER(email) LIKE ` + pattern + ` ESCAPE '\'`
+// id, or a case-insensitive substring of username or email. It compares
+// db.UserSearchHandle, which the index users_search holds, so SQLite reads
+// that index rather than every row of users; a search holding a line break
+// (which could match across the handle's two lines) compares the fields
+// one by one.
+func userSearchSQL(search, exact, pattern string) string {
+	text := db.UserSearchHandle + ` LIKE ` + pattern + ` ESCAPE '\'`
+	if strings.Contains(search, "\n") {
+		text = `LOWER(username) LIKE ` + pattern + ` ESCAPE '\' OR LOWER(email) LIKE ` + pattern + ` ESCAPE '\'`
+	}
+	return `SELECT id FROM users WHERE id = ` + exact + ` OR ` + text
 }
 
 // maxSearchIDs bounds how many matching user ids a user_search spells out in
@@ -207,7 +213,7 @@ func resolveSearch(ctx context.Context, q db.Querier, f Filter) (Filter, error) 
 	if f.UserSearch == "" {
 		return f, nil
 	}
-	rows, err := q.QueryContext(ctx, userSearchSQL("$1", "$2")+` LIMIT `+strconv.Itoa(maxSearchIDs+1),
+	rows, err := q.QueryContext(ctx, userSearchSQL(f.UserSearch, "$1", "$2")+` LIMIT `+strconv.Itoa(maxSearchIDs+1),
 		f.UserSearch, "%"+db.Like(strings.ToLower(f.UserSearch))+"%")
 	if err != nil {
 		return f, err

@@ -4,20 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"log/slog"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/google/uuid"
 
 	"hmid/internal/apperr"
 	"hmid/internal/authn"
 	"hmid/internal/db"
 	"hmid/internal/httpx"
-	"hmid/internal/mail"
 )
 
 // ReportReasons are the reasons a user may give for reporting an event.
@@ -28,8 +23,8 @@ var ReportReasons = []string{"not_me", "suspicious", "unknown_device", "unknown_
 // dismissed report.
 var ReportStatuses = []string{"pending", "reviewed", "resolved", "dismissed"}
 
-// maxReportText bounds description and resolution notes.
-const maxReportText = 2000
+// MaxReportText bounds description and resolution notes, in bytes.
+const MaxReportText = 2000
 
 // Report is an audit report (spec 2, Audit report).
 type Report struct {
@@ -94,61 +89,15 @@ type ReportResult struct {
 	Error   *string `json:"error"`
 }
 
-type reportBody struct {
-	Reason      string `json:"reason"`
-	Description string `json:"description"`
-}
-
 // CreateReport serves POST /v1/users/me/audit/{event_id}/report: the caller
-// reports one of their own events. Someone else's event answers 404, so event
-// ids of other users cannot be probed; a second report of the same event 409.
+// reports one of their own events (Service.Report).
 func (h *Handler) CreateReport(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	p := authn.From(ctx)
-	var b reportBody
+	var b ReportInput
 	if err := httpx.Decode(r, &b); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
-	if !slices.Contains(ReportReasons, b.Reason) {
-		httpx.Error(w, r, apperr.Invalid("reason is required and must be one of %s", strings.Join(ReportReasons, ", ")))
-		return
-	}
-	desc := strings.TrimSpace(b.Description)
-	if len(desc) > maxReportText {
-		httpx.Error(w, r, apperr.Invalid("description must be at most %d bytes", maxReportText))
-		return
-	}
-	eventID := chi.URLParam(r, "event_id")
-	id := uuid.NewString()
-	now := db.TS(h.Clock.Now())
-	err := h.DB.Tx(ctx, func(tx *db.Tx) error {
-		var owner sql.NullString
-		var reported bool
-		err := tx.QueryRowContext(ctx, `SELECT user_id, is_reported FROM audit_events WHERE id = $1`, eventID).Scan(&owner, &reported)
-		if errors.Is(err, sql.ErrNoRows) || (err == nil && (p.UserID == "" || owner.String != p.UserID)) {
-			return apperr.NotFoundf("audit event not found")
-		}
-		if err != nil {
-			return err
-		}
-		if reported {
-			return apperr.Conflictf("this event has already been reported")
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO audit_reports (id, audit_event_id, user_id, reason, description, status, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, 'pending', $6, $6)`, id, eventID, p.UserID, b.Reason, nullable(desc), now); err != nil {
-			if db.IsUniqueViolation(err) {
-				return apperr.Conflictf("this event has already been reported")
-			}
-			return err
-		}
-		return markReported(ctx, tx, eventID)
-	})
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	rp, err := getReport(ctx, h.DB, id)
+	rp, err := h.S.Report(r.Context(), authn.From(r.Context()), chi.URLParam(r, "event_id"), b)
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -159,8 +108,7 @@ func (h *Handler) CreateReport(w http.ResponseWriter, r *http.Request) {
 // ListMyReports serves GET /v1/users/me/audit/reports: the caller's reports,
 // newest first, as a bare array.
 func (h *Handler) ListMyReports(w http.ResponseWriter, r *http.Request) {
-	p := authn.From(r.Context())
-	out, err := listReports(r.Context(), h.DB, `user_id = $1`, p.UserID)
+	out, err := h.S.MyReports(r.Context(), authn.From(r.Context()))
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -169,17 +117,10 @@ func (h *Handler) ListMyReports(w http.ResponseWriter, r *http.Request) {
 }
 
 // ListReports serves GET /v1/admin/audit/reports (audit:read): every report,
-// newest first, optionally only those with one status, as a bare array.
+// newest first, optionally only those with one status, as a bare array
+// (Service.Reports).
 func (h *Handler) ListReports(w http.ResponseWriter, r *http.Request) {
-	where, args := "TRUE", []any(nil)
-	if s := r.URL.Query().Get("status"); s != "" {
-		if !slices.Contains(ReportStatuses, s) {
-			httpx.Error(w, r, apperr.Invalid("status must be one of %s", strings.Join(ReportStatuses, ", ")))
-			return
-		}
-		where, args = "status = $1", []any{s}
-	}
-	out, err := listReports(r.Context(), h.DB, where, args...)
+	out, err := h.S.Reports(r.Context(), r.URL.Query().Get("status"))
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -187,111 +128,20 @@ func (h *Handler) ListReports(w http.ResponseWriter, r *http.Request) {
 	httpx.JSON(w, http.StatusOK, out)
 }
 
-type reviewBody struct {
-	Status          httpx.Opt[string] `json:"status"`
-	ResolutionNotes httpx.Opt[string] `json:"resolution_notes"`
-}
-
 // UpdateReport serves PATCH /v1/admin/audit/reports/{report_id}
 // (audit:write): sets the status and/or resolution notes, records the
-// reviewer and the time, and emails the reporting user about the change.
+// reviewer and the time, and emails the reporting user about the change
+// (Service.Review).
 func (h *Handler) UpdateReport(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	p := authn.From(ctx)
-	var b reviewBody
+	var b ReviewInput
 	if err := httpx.Decode(r, &b); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
-	if !b.Status.Set && !b.ResolutionNotes.Set {
-		httpx.Error(w, r, apperr.Invalid("give status, resolution_notes or both"))
-		return
-	}
-	if b.Status.Set && !slices.Contains(ReportStatuses, b.Status.Value) {
-		httpx.Error(w, r, apperr.Invalid("status must be one of %s", strings.Join(ReportStatuses, ", ")))
-		return
-	}
-	notes := strings.TrimSpace(b.ResolutionNotes.Value)
-	if len(notes) > maxReportText {
-		httpx.Error(w, r, apperr.Invalid("resolution_notes must be at most %d bytes", maxReportText))
-		return
-	}
-	id := chi.URLParam(r, "report_id")
-	now := h.Clock.Now()
-	var before, after Report
-	err := h.DB.Tx(ctx, func(tx *db.Tx) error {
-		var err error
-		if before, err = getReport(ctx, tx, id); err != nil {
-			return err
-		}
-		status := before.Status
-		if b.Status.Set {
-			status = b.Status.Value
-		}
-		var notesArg any
-		if b.ResolutionNotes.Set {
-			notesArg = nullable(notes)
-		} else if before.ResolutionNotes != nil {
-			notesArg = *before.ResolutionNotes
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE audit_reports SET status = $1, resolution_notes = $2, reviewed_by = $3, reviewed_at = $4, updated_at = $4 WHERE id = $5`,
-			status, notesArg, reviewer(p), db.TS(now), id); err != nil {
-			return err
-		}
-		after, err = getReport(ctx, tx, id)
-		return err
-	})
+	rp, err := h.S.Review(r.Context(), authn.From(r.Context()), chi.URLParam(r, "report_id"), b)
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
-	if after.Status != before.Status || !samePtr(after.ResolutionNotes, before.ResolutionNotes) {
-		h.notify(ctx, after, now)
-	}
-	httpx.JSON(w, http.StatusOK, after)
-}
-
-// reviewer is who reviewed: the acting user, or for an ownerless system key
-// the key id, so the record always names the credential that changed it.
-func reviewer(p *authn.Principal) any {
-	if p.UserID != "" {
-		return p.UserID
-	}
-	if p.APIKeyID != "" {
-		return p.APIKeyID
-	}
-	return nil
-}
-
-func samePtr(a, b *string) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
-}
-
-// notify emails the reporting user about the report's new state in their
-// preferred language. The review is already committed, so a mail failure is
-// logged rather than failing the request.
-func (h *Handler) notify(ctx context.Context, rp Report, at time.Time) {
-	var email, name, locale sql.NullString
-	err := h.DB.QueryRowContext(ctx, `SELECT email, name, preferred_locale FROM users WHERE id = $1 AND deleted_at IS NULL`, rp.UserID).Scan(&email, &name, &locale)
-	if err != nil || email.String == "" {
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			h.Log.Error("audit report mail: load user", slog.String("error", err.Error()))
-		}
-		return
-	}
-	data := mail.Data{Name: name.String, ReportID: rp.ID, Status: rp.Status, Time: at}
-	if rp.ResolutionNotes != nil {
-		data.ResolutionNotes = *rp.ResolutionNotes
-	}
-	msg, err := mail.Render(mail.KindAuditReportStatusChanged, locale.String, data)
-	if err == nil {
-		msg.To = email.String
-		err = h.Mail.Send(ctx, msg)
-	}
-	if err != nil {
-		h.Log.Error("audit report mail", slog.String("report_id", rp.ID), slog.String("error", err.Error()))
-	}
+	httpx.JSON(w, http.StatusOK, rp)
 }

@@ -182,3 +182,31 @@ func SetSessionCookie(w http.ResponseWriter, c sessions.Created, now time.Time, 
 func ClearSessionCookie(w http.ResponseWriter, secure bool) {
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode, MaxAge: -1})
 }
+
+// PasswordChangedMessage confirms a password change.
+const PasswordChangedMessage = "Your password has been changed and every other session was signed out."
+
+// PasswordChangeAnswer is the answer of a password change.
+type PasswordChangeAnswer struct {
+	Message         string `json:"message"`
+	RevokedSessions int64  `json:"revoked_sessions"`
+}
+
+// ChangePassword is POST /v1/users/me/password, for the user of the session
+// (the route admits session tokens only).
+func (h *Handler) ChangePassword(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		CurrentPassword string `json:"current_password"`
+		NewPassword     string `json:"new_password"`
+	}
+	if err := httpx.Decode(r, &b); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	res, err := h.S.ChangePassword(r.Context(), authn.From(r.Context()), PasswordChange{Current: b.CurrentPassword, New: b.NewPassword}, h.meta(w, r))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, PasswordChangeAnswer{Message: PasswordChangedMessage, RevokedSessions: res.RevokedSessions})
+}

@@ -112,7 +112,9 @@ func (s *Service) RequestReset(ctx context.Context, email string, m Meta) error 
 }
 
 // ConfirmReset sets a new password with a reset token (single use), revokes
-// every session of the user and audits password_changed.
+// every session of the user and audits password_changed. The reset link went
+// to the account's address, so the address counts as verified from now on
+// (unless another user owns it; see verify.go).
 func (s *Service) ConfirmReset(ctx context.Context, tok, newPassword string, m Meta) error {
 	if tok == "" {
 		return apperr.Invalid("token is required")
@@ -151,6 +153,9 @@ func (s *Service) ConfirmReset(ctx context.Context, tok, newPassword string, m M
 			return invalid
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL`, db.TS(now), userID); err != nil {
+			return err
+		}
+		if err := s.resetProvesEmail(ctx, tx, userID, now, m); err != nil {
 			return err
 		}
 		_, err = s.Audit.Record(ctx, tx, audit.Event{

@@ -1,5 +1,6 @@
 // Package auth implements sign-in with the email platform: login (with the
-// two-factor second step), registration, logout and password reset. The spec
+// two-factor second step), registration with verification of the address,
+// logout, password reset and password change. The spec
 // leaves login and password reset open (spec 1, Authentication 9); hmid offers
 // them as JSON extension endpoints under /v1/auth (Handler) and the same
 // Service backs the built-in HTML pages (package web): one service, two front
@@ -10,6 +11,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/mail"
 	"strings"
@@ -31,7 +33,7 @@ import (
 
 // CookieName is the cookie holding the session token in a browser. The OAuth
 // authorize endpoint reads the same cookie (DECISIONS.md, OAuth and OIDC).
-const CookieName = "hmid_session"
+const CookieName = authn.SessionCookie
 
 // Platform is the slug of the credential-based platform this package serves.
 const Platform = "email"
@@ -73,13 +75,17 @@ type Service struct {
 	// set by another area after this one is built, and nil means two-factor
 	// authentication is not available (treated as not enabled).
 	SecondFactor func() authflow.SecondFactor
-	// Mailer sends the password-reset mail.
+	// Mailer sends the password-reset and email-verification mails.
 	Mailer Mailer
+	// Log records mails that could not be sent; nil means slog.Default().
+	Log *slog.Logger
 	// PublicURL is the base of links in mails (HMID_PUBLIC_URL).
 	PublicURL string
 	// HashPassword hashes a new password; nil means password.Hash (tests
 	// may use cheaper parameters).
 	HashPassword func(string) (string, error)
+	// Users applies the linking rule to provider sign-ins (ProviderLogin).
+	Users *users.Service
 }
 
 // Meta is who is asking: for audit records, sessions and throttling.
@@ -132,6 +138,7 @@ type account struct {
 	email    sql.NullString
 	hash     sql.NullString
 	deleted  bool
+	provider string // platform slug the login is with
 }
 
 // errBadCredentials is the single answer for an unknown email, a wrong
@@ -207,6 +214,7 @@ const accountSQL = `SELECT u.id, u.username, u.email, pa.password_hash, u.delete
 func scanAccount(row db.Scanner) (account, error) {
 	var a account
 	err := row.Scan(&a.userID, &a.username, &a.email, &a.hash, &a.deleted)
+	a.provider = Platform
 	return a, err
 }
 
@@ -227,10 +235,11 @@ func (s *Service) accountByUser(ctx context.Context, userID string) (account, bo
 }
 
 // activeBan returns the reason and end of the user's active ban, if any.
-func (s *Service) activeBan(ctx context.Context, userID string) (banned bool, reason string, until *time.Time, err error) {
+// It reads through q (the database, or a transaction that must see its own writes).
+func (s *Service) activeBan(ctx context.Context, q db.Querier, userID string) (banned bool, reason string, until *time.Time, err error) {
 	var r sql.NullString
 	var exp db.NullTime
-	err = s.DB.QueryRowContext(ctx, `SELECT reason, expires_at FROM bans
+	err = q.QueryRowContext(ctx, `SELECT reason, expires_at FROM bans
 		WHERE user_id = $1 AND `+db.ActiveBanSQL+`
 		ORDER BY banned_at DESC LIMIT 1`, userID, db.TS(s.now())).Scan(&r, &exp)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -295,14 +304,14 @@ func (s *Service) releaseLogin(ctx context.Context, rsv *cache.Reservation, m Me
 	}
 }
 
-// failedWith audits a failed attempt (login_failed), whose reservation
-// stays counted, and returns answer (or the audit's error).
-func (s *Service) failedWith(ctx context.Context, userID string, m Meta, reason string, answer error) error {
+// failedWith audits a failed attempt with provider (login_failed), whose
+// reservation stays counted, and returns answer (or the audit's error).
+func (s *Service) failedWith(ctx context.Context, userID, provider string, m Meta, reason string, answer error) error {
 	_, err := s.Audit.Record(ctx, s.DB, audit.Event{
 		UserID: userID, EventType: audit.LoginFailed, ResourceType: "user", ResourceID: userID,
 		IPAddress: m.IP, UserAgent: m.UserAgent, SourceService: m.Source,
-		Description: "Failed login with email and password", Failed: true, ErrorMessage: reason,
-		Metadata: map[string]any{"provider": Platform},
+		Description: "Failed login with " + provider, Failed: true, ErrorMessage: reason,
+		Metadata: map[string]any{"provider": provider},
 	})
 	if err != nil {
 		return err
@@ -353,32 +362,36 @@ func (s *Service) login(ctx context.Context, email string, in LoginInput, m Meta
 	}
 	if !found || a.deleted || !a.hash.Valid || len(in.Password) > MaxPassword {
 		password.VerifyDummy(in.Password)
-		return Result{}, true, s.failedWith(ctx, a.userID, m, "invalid credentials", errBadCredentials)
+		return Result{}, true, s.failedWith(ctx, a.userID, Platform, m, "invalid credentials", errBadCredentials)
 	}
 	ok, err := password.Verify(in.Password, a.hash.String)
 	if err != nil && !errors.Is(err, password.ErrMalformed) {
 		return Result{}, false, err
 	}
 	if !ok {
-		return Result{}, true, s.failedWith(ctx, a.userID, m, "invalid credentials", errBadCredentials)
+		return Result{}, true, s.failedWith(ctx, a.userID, Platform, m, "invalid credentials", errBadCredentials)
 	}
 	// The ban is told only to someone who knows the password, so it does
 	// not reveal which accounts exist or are banned.
-	if banned, reason, until, err := s.activeBan(ctx, a.userID); err != nil {
+	if banned, reason, until, err := s.activeBan(ctx, s.DB, a.userID); err != nil {
 		return Result{}, false, err
 	} else if banned {
-		return Result{}, true, s.failedWith(ctx, a.userID, m, "account banned", banError(reason, until))
+		return Result{}, true, s.failedWith(ctx, a.userID, Platform, m, "account banned", banError(reason, until))
 	}
 	res, err = s.secondStep(ctx, a, in.Code, m)
 	return res, false, err
 }
 
-// LoginWithCode finishes a login whose password step already succeeded (the
-// pages keep that step's outcome in a short-lived server-side state): it
-// re-checks the account and verifies the two-factor code.
-func (s *Service) LoginWithCode(ctx context.Context, userID, code string, m Meta) (Result, error) {
+// LoginWithCode finishes a login whose first step (the password, or a
+// provider sign-in) already succeeded for userID with provider (the pages
+// keep that step's outcome in a short-lived server-side state): it re-checks
+// the account and verifies the two-factor code.
+func (s *Service) LoginWithCode(ctx context.Context, userID, provider, code string, m Meta) (Result, error) {
 	if strings.TrimSpace(code) == "" {
 		return Result{}, apperr.Invalid("code is required")
+	}
+	if provider != Platform {
+		return s.providerCode(ctx, userID, provider, code, m)
 	}
 	if err := s.requireEnabled(ctx); err != nil {
 		return Result{}, err
@@ -390,7 +403,7 @@ func (s *Service) LoginWithCode(ctx context.Context, userID, code string, m Meta
 	if !found || a.deleted {
 		return Result{}, errBadCredentials
 	}
-	if banned, reason, until, err := s.activeBan(ctx, a.userID); err != nil {
+	if banned, reason, until, err := s.activeBan(ctx, s.DB, a.userID); err != nil {
 		return Result{}, err
 	} else if banned {
 		return Result{}, banError(reason, until)
@@ -415,14 +428,14 @@ func (s *Service) secondStep(ctx context.Context, a account, code string, m Meta
 			if err := sf.VerifyLogin(ctx, a.userID, strings.TrimSpace(code), m.IP, m.UserAgent); err != nil {
 				return Result{}, err
 			}
-		} else if res.SetupRequired, err = sf.SetupRequired(ctx, a.userID, Platform); err != nil {
+		} else if res.SetupRequired, err = sf.SetupRequired(ctx, a.userID, a.provider); err != nil {
 			return Result{}, err
 		}
 	}
 	now := s.now()
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
 		var err error
-		res.Session, err = s.startSession(ctx, tx, a.userID, now, m)
+		res.Session, err = s.startSession(ctx, tx, a.userID, a.provider, now, m)
 		return err
 	})
 	if err != nil {
@@ -431,22 +444,26 @@ func (s *Service) secondStep(ctx context.Context, a account, code string, m Meta
 	return res, nil
 }
 
-// startSession creates the session, records the login on the user and
-// audits login and session_created, inside tx.
-func (s *Service) startSession(ctx context.Context, tx *db.Tx, userID string, now time.Time, m Meta) (sessions.Created, error) {
-	c, err := sessions.Create(ctx, tx, now, sessions.New{UserID: userID, Provider: Platform, IPAddress: m.IP, UserAgent: m.UserAgent})
+// startSession creates the session with provider, records the login on the
+// user and audits login and session_created, inside tx.
+func (s *Service) startSession(ctx context.Context, tx *db.Tx, userID, provider string, now time.Time, m Meta) (sessions.Created, error) {
+	c, err := sessions.Create(ctx, tx, now, sessions.New{UserID: userID, Provider: provider, IPAddress: m.IP, UserAgent: m.UserAgent})
 	if err != nil {
 		return c, err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE users SET last_login_at = $1, last_login_provider = $2 WHERE id = $3`, db.TS(now), Platform, userID); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE users SET last_login_at = $1, last_login_provider = $2 WHERE id = $3`, db.TS(now), provider, userID); err != nil {
 		return c, err
 	}
+	how := "email and password"
+	if provider != Platform {
+		how = provider
+	}
 	for _, e := range []audit.Event{
-		{EventType: audit.Login, Description: "Logged in with email and password"},
+		{EventType: audit.Login, Description: "Logged in with " + how},
 		{EventType: audit.SessionCreated, ResourceType: "session", ResourceID: c.ID, Description: "Session created"},
 	} {
 		e.UserID, e.IPAddress, e.UserAgent, e.SourceService = userID, m.IP, m.UserAgent, m.Source
-		e.Metadata = map[string]any{"provider": Platform, "session_id": c.ID}
+		e.Metadata = map[string]any{"provider": provider, "session_id": c.ID}
 		if e.ResourceType == "" {
 			e.ResourceType, e.ResourceID = "user", userID
 		}
@@ -473,6 +490,8 @@ type RegisterInput struct {
 }
 
 // Register creates a user with an email-platform account and logs them in.
+// It mails a link that verifies the address (verify.go); until then the
+// account's address is unverified.
 func (s *Service) Register(ctx context.Context, in RegisterInput, m Meta) (Result, error) {
 	enabled, open, err := s.platformState(ctx)
 	if err != nil {
@@ -536,7 +555,7 @@ func (s *Service) Register(ctx context.Context, in RegisterInput, m Meta) (Resul
 		}); err != nil {
 			return err
 		}
-		res.Session, err = s.startSession(ctx, tx, userID, now, m)
+		res.Session, err = s.startSession(ctx, tx, userID, Platform, now, m)
 		return err
 	})
 	if db.IsUniqueViolation(err) {
@@ -550,6 +569,8 @@ func (s *Service) Register(ctx context.Context, in RegisterInput, m Meta) (Resul
 			return Result{}, err
 		}
 	}
+	// The address stays unverified until the mailed link is followed (verify.go).
+	s.mailAfterRegistration(ctx, res.User.ID)
 	return res, nil
 }
 

@@ -2,6 +2,7 @@ package authn
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -12,14 +13,20 @@ import (
 // Rule is the access rule of one route, as listed in internal/app/routes.go.
 type Rule struct {
 	public      bool
-	optional    bool   // public, but a valid bearer is resolved when sent
-	perm        string // required permission ("" = authenticated is enough)
-	selfParam   string // URL parameter holding a user id: that user may act without perm
-	systemOnly  bool   // only a system API key
-	sessionOnly bool   // only a user session token
-	oauth       bool   // OAuth access tokens are accepted
-	oauthScope  string // …and must carry this scope ("" = any)
+	optional    bool     // public, but a valid bearer is resolved when sent
+	perm        string   // required permission ("" = authenticated is enough)
+	anyPerm     []string // one of these permissions is required (AnyPerm)
+	selfParam   string   // URL parameter holding a user id: that user may act without perm
+	systemOnly  bool     // only a system API key
+	sessionOnly bool     // only a user session token
+	oauth       bool     // OAuth access tokens are accepted
+	oauthScope  string   // …and must carry this scope ("" = any)
+	browser     bool     // a page: the session comes from the cookie, failures are pages
 }
+
+// SessionCookie is the cookie holding a browser's session token (set by the
+// login pages; the OAuth authorize endpoint reads it too).
+const SessionCookie = "hmid_session"
 
 // Public routes need no authentication (spec 1, Authentication 2).
 func Public() Rule { return Rule{public: true} }
@@ -32,6 +39,10 @@ func Authenticated() Rule { return Rule{} }
 
 // Perm routes need the permission (or *:*, a system key, a super admin).
 func Perm(p string) Rule { return Rule{perm: p} }
+
+// AnyPerm routes need at least one of the permissions: an entry page
+// (the admin console's overview) open to whoever may use any part of it.
+func AnyPerm(perms ...string) Rule { return Rule{anyPerm: perms} }
 
 // PermOrSelf routes need the permission, or the caller acting on the user
 // whose id is in URL parameter param ("users:read (or self)").
@@ -51,6 +62,16 @@ func (r Rule) WithOAuth(scope string) Rule {
 	return r
 }
 
+// InBrowser makes r the rule of a page of the consoles: the caller is the
+// session of the hmid_session cookie (never a bearer token, an API key or an
+// OAuth token), and the rule is otherwise r, so a page needs exactly what
+// the REST route that does the same needs. Without a valid session the
+// browser is sent to the login page; a refusal is a page (Guard.Pages).
+func (r Rule) InBrowser() Rule {
+	r.browser = true
+	return r
+}
+
 // String describes the rule for route listings.
 func (r Rule) String() string {
 	s := ""
@@ -67,8 +88,13 @@ func (r Rule) String() string {
 		s = r.perm + " (or self)"
 	case r.perm != "":
 		s = r.perm
+	case len(r.anyPerm) > 0:
+		s = "any of " + strings.Join(r.anyPerm, ", ")
 	default:
 		s = "authenticated"
+	}
+	if r.browser {
+		s += "; browser session"
 	}
 	if r.oauth {
 		s += "; OAuth token"
@@ -82,6 +108,16 @@ func (r Rule) String() string {
 // Guard applies rules using a Resolver.
 type Guard struct {
 	Resolver *Resolver
+	// Pages answers the refusals of browser rules (InBrowser) as pages;
+	// nil answers them as JSON like the API.
+	Pages PageAnswers
+}
+
+// PageAnswers renders the outcomes of a browser rule that do not reach the
+// page: no session (SignIn: off to the login page) and refusals (Refuse).
+type PageAnswers interface {
+	SignIn(w http.ResponseWriter, r *http.Request)
+	Refuse(w http.ResponseWriter, r *http.Request, err error)
 }
 
 // Require returns middleware enforcing rule: 401 for a missing or bad token,
@@ -91,6 +127,10 @@ func (g *Guard) Require(rule Rule) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if rule.public && !rule.optional {
 				next.ServeHTTP(w, r)
+				return
+			}
+			if rule.browser {
+				g.page(w, r, rule, next)
 				return
 			}
 			header := r.Header.Get("Authorization")
@@ -121,6 +161,38 @@ func (g *Guard) Require(rule Rule) func(http.Handler) http.Handler {
 	}
 }
 
+// page applies a browser rule: the session comes from the cookie.
+func (g *Guard) page(w http.ResponseWriter, r *http.Request, rule Rule, next http.Handler) {
+	refuse := func(err error) {
+		if g.Pages != nil {
+			g.Pages.Refuse(w, r, err)
+			return
+		}
+		httpx.Error(w, r, err)
+	}
+	var p *Principal
+	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
+		p, err = g.Resolver.Resolve(r.Context(), c.Value)
+		if err != nil && apperr.KindOf(err) != apperr.Unauthorized {
+			refuse(err)
+			return
+		}
+	}
+	if p == nil || p.Kind != KindSession {
+		if g.Pages != nil {
+			g.Pages.SignIn(w, r)
+			return
+		}
+		httpx.Error(w, r, apperr.Unauthorizedf("sign in first"))
+		return
+	}
+	if err := rule.check(p, r); err != nil {
+		refuse(err)
+		return
+	}
+	next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
+}
+
 func (rule Rule) check(p *Principal, r *http.Request) error {
 	if p.Kind == KindOAuth {
 		if !rule.oauth {
@@ -148,6 +220,14 @@ func (rule Rule) check(p *Principal, r *http.Request) error {
 			return apperr.Forbiddenf("this endpoint needs a user session token")
 		}
 		return nil
+	}
+	if len(rule.anyPerm) > 0 {
+		for _, perm := range rule.anyPerm {
+			if p.Can(perm) {
+				return nil
+			}
+		}
+		return apperr.Forbiddenf("missing permission: one of %s", strings.Join(rule.anyPerm, ", "))
 	}
 	if rule.perm == "" || p.Can(rule.perm) {
 		return nil

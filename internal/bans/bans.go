@@ -157,19 +157,54 @@ func (s *Service) History(ctx context.Context, userID string) ([]Ban, error) {
 	return out, rows.Err()
 }
 
-// Create bans userID for duration (0 = permanent) on behalf of the caller of
-// r. It returns Invalid for a self-ban, Forbidden when a caller who is not a
-// super admin (or system key) bans a super admin, NotFound for an unknown
-// user and Conflict when the user is already banned. The user's sessions are
-// revoked in the same transaction; OAuth tokens right after.
-func (s *Service) Create(ctx context.Context, r *http.Request, userID, reason string, duration time.Duration) (Ban, error) {
+// Input is what a ban is given: an optional reason and, for a timed ban,
+// its length in seconds (nil: permanent).
+type Input struct {
+	Reason          string
+	DurationSeconds *int64
+}
+
+// duration checks in and returns the ban's length (0: permanent). Errors:
+// Validation, naming the field.
+func (in Input) duration() (time.Duration, error) {
+	if len(in.Reason) > MaxReason {
+		return 0, apperr.OnField("reason", apperr.Invalid("reason must be at most %d bytes", MaxReason))
+	}
+	v := in.DurationSeconds
+	if v == nil {
+		return 0, nil
+	}
+	if *v <= 0 {
+		return 0, apperr.OnField("duration_seconds", apperr.Invalid("duration_seconds must be a positive number of seconds, or null for a permanent ban"))
+	}
+	if *v > int64(MaxDuration/time.Second) {
+		return 0, apperr.OnField("duration_seconds", apperr.Invalid("duration_seconds must be at most %d (100 years); use null for a permanent ban", int64(MaxDuration/time.Second)))
+	}
+	return time.Duration(*v) * time.Second, nil
+}
+
+// Create bans userID on behalf of the caller of ctx, for in.DurationSeconds
+// or permanently, with in.Reason (trimmed). ev carries the request's
+// address, user agent and source for the user_banned event. It returns
+// Invalid for a bad reason or duration and for a self-ban, Forbidden when
+// a caller who is not a super admin (or system key) bans a super admin,
+// NotFound for an unknown user and Conflict when the user is already
+// banned. The user's sessions are revoked in the same transaction; OAuth
+// tokens right after.
+func (s *Service) Create(ctx context.Context, ev audit.Event, userID string, in Input) (Ban, error) {
+	in.Reason = strings.TrimSpace(in.Reason)
+	duration, err := in.duration()
+	if err != nil {
+		return Ban{}, err
+	}
+	reason := in.Reason
 	p := authn.From(ctx)
 	if p.IsSelf(userID) {
 		return Ban{}, apperr.Invalid("you cannot ban yourself")
 	}
 	now := s.Clock.Now()
 	id := uuid.NewString()
-	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
+	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
 		// Touch the user row first: on PostgreSQL it locks the row, so two
 		// racing bans of one user serialize and the second sees the first.
 		res, err := tx.ExecContext(ctx, `UPDATE users SET updated_at = updated_at WHERE id = $1 AND deleted_at IS NULL`, userID)
@@ -206,10 +241,9 @@ func (s *Service) Create(ctx context.Context, r *http.Request, userID, reason st
 		if duration > 0 {
 			meta["duration_seconds"] = int64(duration / time.Second)
 		}
-		_, err = s.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
-			UserID: userID, ActorID: p.UserID, EventType: EventBanned, ResourceType: "ban", ResourceID: id,
-			Description: "User banned", Metadata: meta,
-		}))
+		ev.UserID, ev.ActorID, ev.EventType, ev.ResourceType, ev.ResourceID = userID, p.UserID, EventBanned, "ban", id
+		ev.Description, ev.Metadata = "User banned", meta
+		_, err = s.Audit.Record(ctx, tx, ev)
 		return err
 	})
 	if err != nil {
@@ -229,9 +263,10 @@ func (s *Service) Create(ctx context.Context, r *http.Request, userID, reason st
 	return b, err
 }
 
-// Lift ends the user's active ban, recording who lifted it and when. It
-// returns NotFound when the user is unknown or not banned.
-func (s *Service) Lift(ctx context.Context, r *http.Request, userID string) error {
+// Lift ends the user's active ban on behalf of the caller of ctx, recording
+// who lifted it and when (ev carries the request's address, user agent and
+// source). It returns NotFound when the user is unknown or not banned.
+func (s *Service) Lift(ctx context.Context, ev audit.Event, userID string) error {
 	p := authn.From(ctx)
 	now := s.Clock.Now()
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
@@ -247,10 +282,9 @@ func (s *Service) Lift(ctx context.Context, r *http.Request, userID string) erro
 		if n, _ := res.RowsAffected(); n == 0 {
 			return apperr.NotFoundf("user is not banned")
 		}
-		_, err = s.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
-			UserID: userID, ActorID: p.UserID, EventType: EventUnbanned, ResourceType: "ban",
-			Description: "User unbanned",
-		}))
+		ev.UserID, ev.ActorID, ev.EventType, ev.ResourceType = userID, p.UserID, EventUnbanned, "ban"
+		ev.Description = "User unbanned"
+		_, err = s.Audit.Record(ctx, tx, ev)
 		return err
 	})
 	if err != nil {
@@ -305,24 +339,8 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	reason := strings.TrimSpace(b.Reason.Value)
-	if len(reason) > MaxReason {
-		httpx.Error(w, r, apperr.Invalid("reason must be at most %d bytes", MaxReason))
-		return
-	}
-	var d time.Duration
-	if v := b.DurationSeconds.Ptr(); v != nil {
-		if *v <= 0 {
-			httpx.Error(w, r, apperr.Invalid("duration_seconds must be a positive number of seconds, or null for a permanent ban"))
-			return
-		}
-		if *v > int64(MaxDuration/time.Second) {
-			httpx.Error(w, r, apperr.Invalid("duration_seconds must be at most %d (100 years); use null for a permanent ban", int64(MaxDuration/time.Second)))
-			return
-		}
-		d = time.Duration(*v) * time.Second
-	}
-	ban, err := h.S.Create(r.Context(), r, chi.URLParam(r, "id"), reason, d)
+	ban, err := h.S.Create(r.Context(), audit.FromRequest(r, audit.Event{}), chi.URLParam(r, "id"),
+		Input{Reason: b.Reason.Value, DurationSeconds: b.DurationSeconds.Ptr()})
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -337,7 +355,7 @@ type resultBody struct {
 
 // Lift serves DELETE /v1/users/{id}/ban.
 func (h *Handler) Lift(w http.ResponseWriter, r *http.Request) {
-	if err := h.S.Lift(r.Context(), r, chi.URLParam(r, "id")); err != nil {
+	if err := h.S.Lift(r.Context(), audit.FromRequest(r, audit.Event{}), chi.URLParam(r, "id")); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}

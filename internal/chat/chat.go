@@ -76,8 +76,10 @@ func (s *Service) scanGuild(row interface{ Scan(...any) error }) (Guild, error) 
 	return g, err
 }
 
-// guildBySnowflake loads a stored guild by its platform id.
-func (s *Service) guildBySnowflake(ctx context.Context, guildID string) (Guild, error) {
+// Guild returns a stored guild by its platform id (snowflake), as GET
+// /v1/chatplatform/guilds/{guild_id} serves it: 400 for an id that is not a
+// snowflake, 404 for an unknown one.
+func (s *Service) Guild(ctx context.Context, guildID string) (Guild, error) {
 	if !validSnowflake(guildID) {
 		return Guild{}, apperr.Invalid("guild_id must be a platform snowflake (decimal digits)")
 	}
@@ -94,7 +96,8 @@ func (s *Service) guildByID(ctx context.Context, id string) (Guild, error) {
 	return g, db.NotFoundOr(err, "guild")
 }
 
-func (s *Service) channels(ctx context.Context, g Guild) ([]Channel, error) {
+// Channels lists the stored channels of g by position, then name.
+func (s *Service) Channels(ctx context.Context, g Guild) ([]Channel, error) {
 	rows, err := s.DB.QueryContext(ctx, `SELECT id, channel_id, name, channel_type, parent_id, position, topic, nsfw
 		FROM chat_channels WHERE guild_id = $1 ORDER BY position, name, channel_id`, g.ID)
 	if err != nil {
@@ -117,24 +120,47 @@ func (s *Service) channels(ctx context.Context, g Guild) ([]Channel, error) {
 	return out, rows.Err()
 }
 
-// ListGuilds serves GET /v1/chatplatform/guilds.
-func (h *Handler) ListGuilds(w http.ResponseWriter, r *http.Request) {
-	rows, err := h.S.DB.QueryContext(r.Context(), `SELECT `+guildCols+` FROM chat_guilds ORDER BY name, guild_id`)
+// Guilds lists the stored guilds by name (GET /v1/chatplatform/guilds).
+func (s *Service) Guilds(ctx context.Context) ([]Guild, error) {
+	rows, err := s.DB.QueryContext(ctx, `SELECT `+guildCols+` FROM chat_guilds ORDER BY name, guild_id`)
 	if err != nil {
-		httpx.Error(w, r, err)
-		return
+		return nil, err
 	}
 	defer rows.Close()
 	out := []Guild{}
 	for rows.Next() {
-		g, err := h.S.scanGuild(rows)
+		g, err := s.scanGuild(rows)
 		if err != nil {
-			httpx.Error(w, r, err)
-			return
+			return nil, err
 		}
 		out = append(out, g)
 	}
-	if err := rows.Err(); err != nil {
+	return out, rows.Err()
+}
+
+// Roles lists the stored roles of g, highest first (the platform's order).
+// No REST route serves them; the admin console names members' roles with them.
+func (s *Service) Roles(ctx context.Context, g Guild) ([]Role, error) {
+	rows, err := s.DB.QueryContext(ctx, `SELECT role_id, name, position FROM chat_roles WHERE guild_id = $1 ORDER BY position DESC, name, role_id`, g.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []Role{}
+	for rows.Next() {
+		var r Role
+		if err := rows.Scan(&r.RoleID, &r.Name, &r.Position); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// ListGuilds serves GET /v1/chatplatform/guilds.
+func (h *Handler) ListGuilds(w http.ResponseWriter, r *http.Request) {
+	out, err := h.S.Guilds(r.Context())
+	if err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
@@ -143,7 +169,7 @@ func (h *Handler) ListGuilds(w http.ResponseWriter, r *http.Request) {
 
 // GetGuild serves GET /v1/chatplatform/guilds/{guild_id} (snowflake).
 func (h *Handler) GetGuild(w http.ResponseWriter, r *http.Request) {
-	g, err := h.S.guildBySnowflake(r.Context(), chi.URLParam(r, "guild_id"))
+	g, err := h.S.Guild(r.Context(), chi.URLParam(r, "guild_id"))
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -154,12 +180,12 @@ func (h *Handler) GetGuild(w http.ResponseWriter, r *http.Request) {
 // ListChannels serves GET /v1/chatplatform/guilds/{guild_id}/channels.
 func (h *Handler) ListChannels(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	g, err := h.S.guildBySnowflake(ctx, chi.URLParam(r, "guild_id"))
+	g, err := h.S.Guild(ctx, chi.URLParam(r, "guild_id"))
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
-	chs, err := h.S.channels(ctx, g)
+	chs, err := h.S.Channels(ctx, g)
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -170,12 +196,12 @@ func (h *Handler) ListChannels(w http.ResponseWriter, r *http.Request) {
 // GetGuildFull serves GET /v1/chatplatform/guilds/{guild_id}/full: {guild, channels}.
 func (h *Handler) GetGuildFull(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	g, err := h.S.guildBySnowflake(ctx, chi.URLParam(r, "guild_id"))
+	g, err := h.S.Guild(ctx, chi.URLParam(r, "guild_id"))
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
-	chs, err := h.S.channels(ctx, g)
+	chs, err := h.S.Channels(ctx, g)
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -301,7 +327,10 @@ func (s *Service) ask(ctx context.Context, topic string, payload any, timeout ti
 	raw, err := s.Bot.Request(ctx, topic, payload)
 	switch {
 	case errors.Is(err, realtime.ErrNoBot):
-		return ans, apperr.Unavailablef("no chat-platform bot is connected to the real-time channel")
+		// The cause stays for NoBot; the answer shows only the message.
+		e := apperr.Unavailablef("no chat-platform bot is connected to the real-time channel")
+		e.Err = err
+		return ans, e
 	case errors.Is(err, context.DeadlineExceeded):
 		return ans, apperr.Unavailablef("the chat-platform bot did not answer within %s", timeout)
 	case err != nil:
@@ -346,10 +375,56 @@ func validateMembers(ms []BotMember) error {
 	return nil
 }
 
+// NoBot reports whether err is the refusal of a sync because no bot is
+// connected to the real-time channel (a 503, like a bot that does not answer
+// in time, but one the operator fixes by starting the bot).
+func NoBot(err error) bool { return errors.Is(err, realtime.ErrNoBot) }
+
+// Sync asks the bot for its guilds (only the one with guildID, when not nil)
+// and stores what it reports (POST /v1/chatplatform/sync). A bot that
+// reports a failure is a result with Success false, not an error; no bot, no
+// answer in time or an answer that cannot be stored is a 503.
+func (s *Service) Sync(ctx context.Context, guildID *string) (SyncResult, error) {
+	req := map[string]any{}
+	if guildID != nil {
+		if !validSnowflake(*guildID) {
+			return SyncResult{}, apperr.Invalid("guild_id must be a platform snowflake (decimal digits)")
+		}
+		req["guild_id"] = *guildID
+	}
+	ans, err := s.ask(ctx, TopicSync, req, or(s.SyncTimeout, DefaultSyncTimeout))
+	if err != nil {
+		return SyncResult{}, err
+	}
+	res := SyncResult{Success: ans.Success, Error: ans.Error}
+	if !ans.Success {
+		return res, nil
+	}
+	for _, g := range ans.Guilds {
+		if err := validateGuild(g); err != nil {
+			return SyncResult{}, err
+		}
+	}
+	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
+		for _, g := range ans.Guilds {
+			if err := s.storeGuild(ctx, tx, g); err != nil {
+				return err
+			}
+			res.GuildsSynced++
+			res.ChannelsSynced += len(g.Channels)
+			res.RolesSynced += len(g.Roles)
+		}
+		return nil
+	})
+	if err != nil {
+		return SyncResult{}, err
+	}
+	return res, nil
+}
+
 // Sync serves POST /v1/chatplatform/sync: asks the bot for its guilds (one,
 // with guild_id) and stores what it reports.
 func (h *Handler) Sync(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
 	var body struct {
 		GuildID *string `json:"guild_id"`
 	}
@@ -357,42 +432,10 @@ func (h *Handler) Sync(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	req := map[string]any{}
-	if body.GuildID != nil {
-		if !validSnowflake(*body.GuildID) {
-			httpx.Error(w, r, apperr.Invalid("guild_id must be a platform snowflake (decimal digits)"))
-			return
-		}
-		req["guild_id"] = *body.GuildID
-	}
-	ans, err := h.S.ask(ctx, TopicSync, req, or(h.S.SyncTimeout, DefaultSyncTimeout))
+	res, err := h.S.Sync(r.Context(), body.GuildID)
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
-	}
-	res := SyncResult{Success: ans.Success, Error: ans.Error}
-	if ans.Success {
-		for _, g := range ans.Guilds {
-			if err := validateGuild(g); err != nil {
-				httpx.Error(w, r, err)
-				return
-			}
-		}
-		err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
-			for _, g := range ans.Guilds {
-				if err := h.S.storeGuild(ctx, tx, g); err != nil {
-					return err
-				}
-				res.GuildsSynced++
-				res.ChannelsSynced += len(g.Channels)
-				res.RolesSynced += len(g.Roles)
-			}
-			return nil
-		})
-		if err != nil {
-			httpx.Error(w, r, err)
-			return
-		}
 	}
 	httpx.JSON(w, http.StatusOK, res)
 }
@@ -534,44 +577,51 @@ func deleteMissing(ctx context.Context, tx *db.Tx, table, col, guildID string, k
 	return nil
 }
 
-// SyncMembers serves POST /v1/chatplatform/guilds/{guild_id}/members/sync (snowflake).
-func (h *Handler) SyncMembers(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	g, err := h.S.guildBySnowflake(ctx, chi.URLParam(r, "guild_id"))
+// SyncMembers asks the bot for the members of the guild with the platform
+// id guildID and replaces the stored ones with them (POST
+// /v1/chatplatform/guilds/{guild_id}/members/sync).
+func (s *Service) SyncMembers(ctx context.Context, guildID string) (MemberSyncResult, error) {
+	g, err := s.Guild(ctx, guildID)
 	if err != nil {
-		httpx.Error(w, r, err)
-		return
+		return MemberSyncResult{}, err
 	}
-	ans, err := h.S.ask(ctx, TopicMembersSync, map[string]any{"guild_id": g.GuildID}, or(h.S.MemberSyncTimeout, DefaultMemberSyncTimeout))
+	ans, err := s.ask(ctx, TopicMembersSync, map[string]any{"guild_id": g.GuildID}, or(s.MemberSyncTimeout, DefaultMemberSyncTimeout))
 	if err != nil {
-		httpx.Error(w, r, err)
-		return
+		return MemberSyncResult{}, err
 	}
 	res := MemberSyncResult{Success: ans.Success, Error: ans.Error}
-	if ans.Success {
-		// A success without a members list is an answer that cannot be
-		// read, not an empty guild: storing it would delete every member.
-		if ans.Members == nil {
-			httpx.Error(w, r, apperr.Unavailablef("the chat-platform bot answered the member sync without members"))
-			return
-		}
-		members := *ans.Members
-		if err := validateMembers(members); err != nil {
-			httpx.Error(w, r, err)
-			return
-		}
-		err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
-			if err := storeMembers(ctx, tx, g.ID, members); err != nil {
-				return err
-			}
-			_, err := tx.ExecContext(ctx, `UPDATE chat_guilds SET last_synced_at = $1 WHERE id = $2`, db.TS(h.S.Clock.Now()), g.ID)
+	if !ans.Success {
+		return res, nil
+	}
+	// A success without a members list is an answer that cannot be
+	// read, not an empty guild: storing it would delete every member.
+	if ans.Members == nil {
+		return MemberSyncResult{}, apperr.Unavailablef("the chat-platform bot answered the member sync without members")
+	}
+	members := *ans.Members
+	if err := validateMembers(members); err != nil {
+		return MemberSyncResult{}, err
+	}
+	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
+		if err := storeMembers(ctx, tx, g.ID, members); err != nil {
 			return err
-		})
-		if err != nil {
-			httpx.Error(w, r, err)
-			return
 		}
-		res.MembersSynced = len(members)
+		_, err := tx.ExecContext(ctx, `UPDATE chat_guilds SET last_synced_at = $1 WHERE id = $2`, db.TS(s.Clock.Now()), g.ID)
+		return err
+	})
+	if err != nil {
+		return MemberSyncResult{}, err
+	}
+	res.MembersSynced = len(members)
+	return res, nil
+}
+
+// SyncMembers serves POST /v1/chatplatform/guilds/{guild_id}/members/sync (snowflake).
+func (h *Handler) SyncMembers(w http.ResponseWriter, r *http.Request) {
+	res, err := h.S.SyncMembers(r.Context(), chi.URLParam(r, "guild_id"))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
 	}
 	httpx.JSON(w, http.StatusOK, res)
 }
@@ -608,41 +658,54 @@ func parseBool(q, name string) (bool, error) {
 	case "true", "1":
 		return true, nil
 	}
-	return false, apperr.Invalid("%s must be true or false", name)
+	return false, apperr.OnField(name, apperr.Invalid("%s must be true or false", name))
 }
 
-// ListMembers serves GET /v1/chatplatform/guilds/{guild_id}/members (internal UUID).
-func (h *Handler) ListMembers(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	g, err := h.S.guildByID(ctx, chi.URLParam(r, "guild_id"))
+// MemberQuery selects members of a guild: the query parameters of GET
+// /v1/chatplatform/guilds/{guild_id}/members as sent (the booleans as text,
+// checked by Members), with limit and offset already bounded.
+type MemberQuery struct {
+	Search     string // part of the username, global name or nickname, any case
+	BotOnly    string // "true"/"1" or "false"/"0"/""
+	HumansOnly string
+	HasRole    string // a role snowflake, "" for any
+	Limit      int
+	Offset     int
+}
+
+// MemberPage is one page of a guild's members.
+type MemberPage struct {
+	Members    []Member
+	TotalCount int
+	HasMore    bool
+}
+
+// Members lists the members of the guild with the internal id guildID that
+// match q, by username (GET /v1/chatplatform/guilds/{guild_id}/members).
+func (s *Service) Members(ctx context.Context, guildID string, q MemberQuery) (MemberPage, error) {
+	g, err := s.guildByID(ctx, guildID)
 	if err != nil {
-		httpx.Error(w, r, err)
-		return
+		return MemberPage{}, err
 	}
-	q := r.URL.Query()
-	botOnly, err := parseBool(q.Get("bot_only"), "bot_only")
+	botOnly, err := parseBool(q.BotOnly, "bot_only")
 	if err != nil {
-		httpx.Error(w, r, err)
-		return
+		return MemberPage{}, err
 	}
-	humansOnly, err := parseBool(q.Get("humans_only"), "humans_only")
+	humansOnly, err := parseBool(q.HumansOnly, "humans_only")
 	if err != nil {
-		httpx.Error(w, r, err)
-		return
+		return MemberPage{}, err
 	}
 	if botOnly && humansOnly {
-		httpx.Error(w, r, apperr.Invalid("bot_only and humans_only cannot both be true"))
-		return
+		return MemberPage{}, apperr.Invalid("bot_only and humans_only cannot both be true")
 	}
-	limit, offset := httpx.ParseLimitOffset(r, 50)
 	where := []string{"guild_id = $1"}
 	args := []any{g.ID}
 	arg := func(v any) string {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
-	if s := strings.TrimSpace(q.Get("search")); s != "" {
-		p := arg("%" + db.Like(strings.ToLower(s)) + "%")
+	if term := strings.TrimSpace(q.Search); term != "" {
+		p := arg("%" + db.Like(strings.ToLower(term)) + "%")
 		where = append(where, `(LOWER(username) LIKE `+p+` ESCAPE '\' OR LOWER(COALESCE(global_name, '')) LIKE `+p+` ESCAPE '\' OR LOWER(COALESCE(nickname, '')) LIKE `+p+` ESCAPE '\')`)
 	}
 	if botOnly {
@@ -651,43 +714,51 @@ func (h *Handler) ListMembers(w http.ResponseWriter, r *http.Request) {
 	if humansOnly {
 		where = append(where, "bot = FALSE")
 	}
-	if role := q.Get("has_role"); role != "" {
+	if role := q.HasRole; role != "" {
 		if !validSnowflake(role) {
-			httpx.Error(w, r, apperr.Invalid("has_role must be a role snowflake"))
-			return
+			return MemberPage{}, apperr.OnField("has_role", apperr.Invalid("has_role must be a role snowflake"))
 		}
 		// Roles are a JSON array of digit strings, so the quoted id matches exactly one element.
 		where = append(where, "roles LIKE "+arg(`%"`+role+`"%`))
 	}
 	cond := strings.Join(where, " AND ")
 	var total int
-	if err := h.S.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM chat_members WHERE `+cond, args...).Scan(&total); err != nil {
-		httpx.Error(w, r, err)
-		return
+	if err := s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM chat_members WHERE `+cond, args...).Scan(&total); err != nil {
+		return MemberPage{}, err
 	}
-	lp, op := arg(limit), arg(offset)
-	rows, err := h.S.DB.QueryContext(ctx, `SELECT `+memberCols+` FROM chat_members WHERE `+cond+
+	lp, op := arg(q.Limit), arg(q.Offset)
+	rows, err := s.DB.QueryContext(ctx, `SELECT `+memberCols+` FROM chat_members WHERE `+cond+
 		` ORDER BY LOWER(username), user_id LIMIT `+lp+` OFFSET `+op, args...)
 	if err != nil {
-		httpx.Error(w, r, err)
-		return
+		return MemberPage{}, err
 	}
 	defer rows.Close()
-	now := h.S.Clock.Now()
+	now := s.Clock.Now()
 	out := []Member{}
 	for rows.Next() {
-		m, err := h.S.scanMember(rows, now)
+		m, err := s.scanMember(rows, now)
 		if err != nil {
-			httpx.Error(w, r, err)
-			return
+			return MemberPage{}, err
 		}
 		out = append(out, m)
 	}
 	if err := rows.Err(); err != nil {
+		return MemberPage{}, err
+	}
+	return MemberPage{Members: out, TotalCount: total, HasMore: q.Offset+len(out) < total}, nil
+}
+
+// ListMembers serves GET /v1/chatplatform/guilds/{guild_id}/members (internal UUID).
+func (h *Handler) ListMembers(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, offset := httpx.ParseLimitOffset(r, 50)
+	page, err := h.S.Members(r.Context(), chi.URLParam(r, "guild_id"), MemberQuery{Search: q.Get("search"),
+		BotOnly: q.Get("bot_only"), HumansOnly: q.Get("humans_only"), HasRole: q.Get("has_role"), Limit: limit, Offset: offset})
+	if err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
-	httpx.JSON(w, http.StatusOK, map[string]any{"members": out, "total_count": total, "has_more": offset+len(out) < total})
+	httpx.JSON(w, http.StatusOK, map[string]any{"members": page.Members, "total_count": page.TotalCount, "has_more": page.HasMore})
 }
 
 // GetMember serves GET /v1/chatplatform/guilds/{guild_id}/members/{user_id}.
@@ -732,14 +803,21 @@ func (s *Service) settings(ctx context.Context, q db.Querier) (BotSettings, erro
 	return b, err
 }
 
-// GetSettings serves GET /v1/chatplatform/settings.
-func (h *Handler) GetSettings(w http.ResponseWriter, r *http.Request) {
+// Settings returns the bot's settings, the defaults until they are first
+// changed (GET /v1/chatplatform/settings).
+func (s *Service) Settings(ctx context.Context) (BotSettings, error) {
 	var b BotSettings
-	err := h.S.DB.Tx(r.Context(), func(tx *db.Tx) error {
+	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
 		var err error
-		b, err = h.S.settings(r.Context(), tx)
+		b, err = s.settings(ctx, tx)
 		return err
 	})
+	return b, err
+}
+
+// GetSettings serves GET /v1/chatplatform/settings.
+func (h *Handler) GetSettings(w http.ResponseWriter, r *http.Request) {
+	b, err := h.S.Settings(r.Context())
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -747,8 +825,9 @@ func (h *Handler) GetSettings(w http.ResponseWriter, r *http.Request) {
 	httpx.JSON(w, http.StatusOK, b)
 }
 
-// settingsInput is the body of PUT /v1/chatplatform/settings.
-type settingsInput struct {
+// SettingsChange is the body of PUT /v1/chatplatform/settings: the fields
+// to change; id and updated_at are refused (they cannot be changed).
+type SettingsChange struct {
 	ID                     json.RawMessage `json:"id"`
 	UpdatedAt              json.RawMessage `json:"updated_at"`
 	AutoSyncEnabled        *bool           `json:"auto_sync_enabled"`
@@ -762,22 +841,17 @@ type settingsInput struct {
 
 func checkRange(name string, v *int, lo, hi int) error {
 	if v != nil && (*v < lo || *v > hi) {
-		return apperr.Invalid("%s must be between %d and %d", name, lo, hi)
+		return apperr.OnField(name, apperr.Invalid("%s must be between %d and %d", name, lo, hi))
 	}
 	return nil
 }
 
-// PutSettings serves PUT /v1/chatplatform/settings: any subset of the fields.
-func (h *Handler) PutSettings(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	var in settingsInput
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
+// UpdateSettings changes the bot settings named in in, audited as
+// bot_guild_configured by p with the request details of ev (PUT
+// /v1/chatplatform/settings). Nothing changes when a field is out of range.
+func (s *Service) UpdateSettings(ctx context.Context, p *authn.Principal, in SettingsChange, ev audit.Event) error {
 	if in.ID != nil || in.UpdatedAt != nil {
-		httpx.Error(w, r, apperr.Invalid("id and updated_at cannot be changed"))
-		return
+		return apperr.Invalid("id and updated_at cannot be changed")
 	}
 	for _, err := range []error{
 		checkRange("sync_interval_seconds", in.SyncIntervalSeconds, 60, 7*86400),
@@ -785,13 +859,11 @@ func (h *Handler) PutSettings(w http.ResponseWriter, r *http.Request) {
 		checkRange("command_cooldown_seconds", in.CommandCooldownSeconds, 0, 86400),
 	} {
 		if err != nil {
-			httpx.Error(w, r, err)
-			return
+			return err
 		}
 	}
 	if in.DefaultLanguage != nil && !langTag.MatchString(*in.DefaultLanguage) {
-		httpx.Error(w, r, apperr.Invalid("default_language must be a language tag such as en or pt-BR"))
-		return
+		return apperr.OnField("default_language", apperr.Invalid("default_language must be a language tag such as en or pt-BR"))
 	}
 	var set []string
 	var args []any
@@ -826,58 +898,98 @@ func (h *Handler) PutSettings(w http.ResponseWriter, r *http.Request) {
 		field("command_cooldown_seconds", *in.CommandCooldownSeconds)
 	}
 	if len(set) == 0 {
-		httpx.Error(w, r, apperr.Invalid("give at least one settings field to change"))
-		return
+		return apperr.Invalid("give at least one settings field to change")
 	}
-	add("updated_at", db.TS(h.S.Clock.Now()))
+	add("updated_at", db.TS(s.Clock.Now()))
 	args = append(args, settingsID)
-	err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
-		if _, err := h.S.settings(ctx, tx); err != nil {
+	return s.DB.Tx(ctx, func(tx *db.Tx) error {
+		if _, err := s.settings(ctx, tx); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE chat_bot_settings SET `+strings.Join(set, ", ")+` WHERE id = $`+strconv.Itoa(len(args)), args...); err != nil {
 			return err
 		}
-		_, err := h.S.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
-			UserID: authn.From(ctx).UserID, EventType: audit.BotGuildConfigured, ResourceType: "chatplatform_settings",
-			ResourceID: settingsID, Description: "Chat-platform bot settings changed", Metadata: changed,
-		}))
+		ev.UserID, ev.EventType, ev.ResourceType, ev.ResourceID = p.UserID, audit.BotGuildConfigured, "chatplatform_settings", settingsID
+		ev.Description, ev.Metadata = "Chat-platform bot settings changed", changed
+		_, err := s.Audit.Record(ctx, tx, ev)
 		return err
 	})
-	if err != nil {
+}
+
+// PutSettings serves PUT /v1/chatplatform/settings: any subset of the fields.
+func (h *Handler) PutSettings(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	var in SettingsChange
+	if err := httpx.Decode(r, &in); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	if err := h.S.UpdateSettings(ctx, authn.From(ctx), in, audit.FromRequest(r, audit.Event{})); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
 	httpx.JSON(w, http.StatusOK, map[string]any{"success": true})
 }
 
-// GetGuildSettings serves GET /v1/chatplatform/guilds/{guild_id}/settings (snowflake).
-func (h *Handler) GetGuildSettings(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	gid := chi.URLParam(r, "guild_id")
-	if !validSnowflake(gid) {
-		httpx.Error(w, r, apperr.Invalid("guild_id must be a platform snowflake (decimal digits)"))
-		return
+// GuildSettings returns the settings of the guild with the platform id
+// guildID; a guild never configured has the defaults (GET
+// /v1/chatplatform/guilds/{guild_id}/settings).
+func (s *Service) GuildSettings(ctx context.Context, guildID string) (GuildSettings, error) {
+	if !validSnowflake(guildID) {
+		return GuildSettings{}, apperr.Invalid("guild_id must be a platform snowflake (decimal digits)")
 	}
 	var lang sql.NullString
-	err := h.S.DB.QueryRowContext(ctx, `SELECT default_language FROM chat_guild_settings WHERE guild_id = $1`, gid).Scan(&lang)
+	err := s.DB.QueryRowContext(ctx, `SELECT default_language FROM chat_guild_settings WHERE guild_id = $1`, guildID).Scan(&lang)
 	if errors.Is(err, sql.ErrNoRows) {
 		// No settings yet: the guild's defaults, if the guild is known.
-		if _, err := h.S.guildBySnowflake(ctx, gid); err != nil {
-			httpx.Error(w, r, err)
-			return
+		if _, err := s.Guild(ctx, guildID); err != nil {
+			return GuildSettings{}, err
 		}
 	} else if err != nil {
+		return GuildSettings{}, err
+	}
+	return GuildSettings{GuildID: guildID, DefaultLanguage: db.StringPtr(lang)}, nil
+}
+
+// GetGuildSettings serves GET /v1/chatplatform/guilds/{guild_id}/settings (snowflake).
+func (h *Handler) GetGuildSettings(w http.ResponseWriter, r *http.Request) {
+	gs, err := h.S.GuildSettings(r.Context(), chi.URLParam(r, "guild_id"))
+	if err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
-	httpx.JSON(w, http.StatusOK, GuildSettings{GuildID: gid, DefaultLanguage: db.StringPtr(lang)})
+	httpx.JSON(w, http.StatusOK, gs)
+}
+
+// SetGuildLanguage sets the default language of guild g (a language tag;
+// null, not set, is refused; a set null means the global default), audited
+// as bot_guild_configured by p with the request details of ev (PUT
+// /v1/chatplatform/guilds/{guild_id}/settings).
+func (s *Service) SetGuildLanguage(ctx context.Context, p *authn.Principal, g Guild, language httpx.Opt[string], ev audit.Event) error {
+	if !language.Set {
+		return apperr.OnField("default_language", apperr.Invalid("default_language is required (a language tag, or null for the global default)"))
+	}
+	lang := language.Ptr()
+	if lang != nil && !langTag.MatchString(*lang) {
+		return apperr.OnField("default_language", apperr.Invalid("default_language must be a language tag such as en or pt-BR, or null"))
+	}
+	return s.DB.Tx(ctx, func(tx *db.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO chat_guild_settings (guild_id, default_language, updated_at) VALUES ($1, $2, $3)
+			ON CONFLICT (guild_id) DO UPDATE SET default_language = excluded.default_language, updated_at = excluded.updated_at`,
+			g.GuildID, lang, db.TS(s.Clock.Now())); err != nil {
+			return err
+		}
+		ev.UserID, ev.EventType, ev.ResourceType, ev.ResourceID = p.UserID, audit.BotGuildConfigured, "chatplatform_guild", g.GuildID
+		ev.Description, ev.Metadata = "Chat-platform guild settings changed", map[string]any{"guild_id": g.GuildID, "default_language": lang}
+		_, err := s.Audit.Record(ctx, tx, ev)
+		return err
+	})
 }
 
 // PutGuildSettings serves PUT /v1/chatplatform/guilds/{guild_id}/settings: {default_language: string or null}.
 func (h *Handler) PutGuildSettings(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	g, err := h.S.guildBySnowflake(ctx, chi.URLParam(r, "guild_id"))
+	g, err := h.S.Guild(ctx, chi.URLParam(r, "guild_id"))
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -889,29 +1001,7 @@ func (h *Handler) PutGuildSettings(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	if !in.DefaultLanguage.Set {
-		httpx.Error(w, r, apperr.Invalid("default_language is required (a language tag, or null for the global default)"))
-		return
-	}
-	lang := in.DefaultLanguage.Ptr()
-	if lang != nil && !langTag.MatchString(*lang) {
-		httpx.Error(w, r, apperr.Invalid("default_language must be a language tag such as en or pt-BR, or null"))
-		return
-	}
-	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO chat_guild_settings (guild_id, default_language, updated_at) VALUES ($1, $2, $3)
-			ON CONFLICT (guild_id) DO UPDATE SET default_language = excluded.default_language, updated_at = excluded.updated_at`,
-			g.GuildID, lang, db.TS(h.S.Clock.Now())); err != nil {
-			return err
-		}
-		_, err := h.S.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
-			UserID: authn.From(ctx).UserID, EventType: audit.BotGuildConfigured, ResourceType: "chatplatform_guild",
-			ResourceID: g.GuildID, Description: "Chat-platform guild settings changed",
-			Metadata: map[string]any{"guild_id": g.GuildID, "default_language": lang},
-		}))
-		return err
-	})
-	if err != nil {
+	if err := h.S.SetGuildLanguage(ctx, authn.From(ctx), g, in.DefaultLanguage, audit.FromRequest(r, audit.Event{})); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}

@@ -42,6 +42,13 @@ type Channel struct {
 	IsVoice        bool    `json:"is_voice"`
 }
 
+// Role is a stored role of a guild, as the bot reported it.
+type Role struct {
+	RoleID   string
+	Name     string
+	Position int
+}
+
 // Member is a stored guild member as served; guild_id is the guild's internal UUID.
 type Member struct {
 	ID                         string     `json:"id"`

@@ -46,6 +46,10 @@ type Config struct {
 	ReadTimeout         time.Duration // HMID_READ_TIMEOUT, to read a request's headers and body
 	RequestTimeout      time.Duration // HMID_REQUEST_TIMEOUT, to handle a request, database included
 	SQLiteSync          string        // HMID_SQLITE_SYNC: normal (default) or full
+
+	// LoginEnv reads the HMID_LOGIN_* variables of the upstream sign-in
+	// providers (package upstream validates them); nil means none is set.
+	LoginEnv func(string) string
 }
 
 // ProviderConfig holds the endpoints and credentials of an external OAuth provider.
@@ -116,6 +120,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		},
 		DisableAccessLog: strings.EqualFold(get("HMID_ACCESS_LOG", "on"), "off"),
 		SQLiteSync:       strings.ToLower(get("HMID_SQLITE_SYNC", "normal")),
+		LoginEnv:         getenv,
 	}
 	var err error
 	if c.MaxConnections, err = positiveInt(get, "HMID_MAX_CONNECTIONS", DefaultMaxConnections); err != nil {

@@ -27,6 +27,9 @@ var _ Querier = (*Tx)(nil)
 
 // stmt returns the transaction's handle on the prepared statement for q, or
 // nil when q is not prepared yet (it then will be after this transaction).
+// Flavor is the engine of the transaction's database.
+func (t *Tx) Flavor() Flavor { return t.d.Flavor }
+
 func (t *Tx) stmt(ctx context.Context, q string) *sql.Stmt {
 	if t.d.Flavor != SQLite {
 		return nil

@@ -1,17 +1,19 @@
-// Package deletion implements account deletion for administrators (spec 2,
-// Account deletion): the deletion status of a user, cancelling a scheduled
-// deletion within the 7-day grace period, forcing the deletion at once, and
-// the background job that purges accounts whose grace period has ended.
+// Package deletion implements account deletion (spec 2, Account deletion):
+// the deletion status of a user, cancelling a scheduled deletion within the
+// 7-day grace period, forcing the deletion at once, the background job that
+// purges accounts whose grace period has ended, and a user's request for the
+// deletion of their own account (self.go).
 //
 // Soft deletion itself (DELETE /v1/users/{id}) belongs to the users area; it
-// sets deleted_at and scheduled_deletion_at. Purging removes every row of the
-// user: the users row (its ON DELETE CASCADE covers sessions, platform
-// accounts, roles, API keys, bans and pending email requests), rows of other
-// tables that refer to the user without a cascade, directly or through rows
-// removed with the user (found in the database catalogue, so tables added by
-// other areas do not make a purge fail), and the
-// personal data of audit events, which stay as anonymous records of what
-// happened and when.
+// sets deleted_at and scheduled_deletion_at. A self-requested deletion sets
+// only scheduled_deletion_at: the account stays usable until the purge.
+// Purging removes every row of the user: the users row (its ON DELETE
+// CASCADE covers sessions, platform accounts, roles, API keys, bans and
+// pending email requests), rows of other tables that refer to the user
+// without a cascade, directly or through rows removed with the user (found
+// in the database catalogue, so tables added by other areas do not make a
+// purge fail), and the personal data of audit events, which stay as
+// anonymous records of what happened and when.
 package deletion
 
 import (
@@ -20,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +32,9 @@ import (
 	"hmid/internal/clock"
 	"hmid/internal/db"
 )
+
+// MaxReason is the longest force-delete reason accepted, in bytes.
+const MaxReason = 1000
 
 // GracePeriod is the time between soft deletion and purge (spec 2, Limits).
 const GracePeriod = 7 * 24 * time.Hour
@@ -46,6 +52,10 @@ type Service struct {
 	Audit *audit.Writer
 	Epoch authn.Epoch
 	Log   *slog.Logger
+	// Passwords and SecondFactor confirm a self-requested deletion; nil
+	// means the user has no password, or no second factor, to confirm with.
+	Passwords    PasswordChecker
+	SecondFactor CodeChecker
 }
 
 // Status is the deletion state of a user.
@@ -102,14 +112,35 @@ func (s *Service) Cancel(ctx context.Context, ev audit.Event, userID string) err
 	})
 }
 
-// ForceDelete purges a user at once, skipping the grace period. ev carries
-// the actor's request data for the user_deleted audit event, which is
-// recorded without the user's id (it no longer names anyone). It returns
-// NotFound for an unknown user.
-func (s *Service) ForceDelete(ctx context.Context, ev audit.Event, userID, reason string) error {
+// ForceDelete purges userID at once on behalf of p, skipping the grace
+// period: irreversible. Nobody force-deletes themselves, and only a super
+// admin (or system key) deletes a super admin. reason (trimmed, at most
+// MaxReason bytes) is kept in the user_deleted event, which is recorded
+// without the user's id (it no longer names anyone); ev carries the actor's
+// address, user agent and source. Errors: Validation, NotFound, Forbidden.
+func (s *Service) ForceDelete(ctx context.Context, p *authn.Principal, ev audit.Event, userID, reason string) error {
+	reason = strings.TrimSpace(reason)
+	if len(reason) > MaxReason {
+		return apperr.OnField("reason", apperr.Invalid("reason must be at most %d bytes", MaxReason))
+	}
+	if p.IsSelf(userID) {
+		return apperr.Invalid("you cannot force-delete your own account")
+	}
+	var super bool
+	err := s.DB.QueryRowContext(ctx, `SELECT is_super_admin FROM users WHERE id = $1`, userID).Scan(&super)
+	if errors.Is(err, sql.ErrNoRows) {
+		return apperr.NotFoundf("user not found")
+	}
+	if err != nil {
+		return err
+	}
+	if super && !p.IsAdmin() {
+		return apperr.Forbiddenf("only a super admin can delete a super admin")
+	}
 	if _, err := s.GetStatus(ctx, s.DB, userID); err != nil {
 		return err
 	}
+	ev.ActorID = p.UserID
 	ev.Metadata = map[string]any{"mode": "forced", "reason": reason}
 	if err := s.purgeOne(ctx, userID, ev); err != nil {
 		return err
@@ -131,7 +162,9 @@ func (s *Service) Purge(ctx context.Context) (int, error) {
 	}
 	defer release()
 	now := s.Clock.Now()
-	rows, err := s.DB.QueryContext(ctx, `SELECT id FROM users WHERE scheduled_deletion_at IS NOT NULL AND scheduled_deletion_at <= $1 AND deleted_at IS NOT NULL ORDER BY scheduled_deletion_at, id`, db.TS(now))
+	// Soft-deleted accounts and self-requested deletions (deleted_at still
+	// NULL) alike: scheduled_deletion_at is set only by the two.
+	rows, err := s.DB.QueryContext(ctx, `SELECT id FROM users WHERE scheduled_deletion_at IS NOT NULL AND scheduled_deletion_at <= $1 ORDER BY scheduled_deletion_at, id`, db.TS(now))
 	if err != nil {
 		return 0, err
 	}

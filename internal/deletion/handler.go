@@ -2,11 +2,8 @@ package deletion
 
 import (
 	"bytes"
-	"database/sql"
-	"errors"
 	"io"
 	"net/http"
-	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -15,9 +12,6 @@ import (
 	"hmid/internal/authn"
 	"hmid/internal/httpx"
 )
-
-// MaxReason is the longest force-delete reason accepted, in bytes.
-const MaxReason = 1000
 
 // Handler serves the admin deletion endpoints.
 type Handler struct {
@@ -40,10 +34,8 @@ func (h *Handler) Status(w http.ResponseWriter, r *http.Request) {
 }
 
 // ForceDelete serves POST /v1/admin/users/{id}/force-delete with an optional
-// {reason}: the user is purged at once, irreversibly. Nobody force-deletes
-// themselves, and only a super admin (or system key) deletes a super admin.
+// {reason}: the user is purged at once, irreversibly (Service.ForceDelete).
 func (h *Handler) ForceDelete(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
 	var b struct {
 		Reason httpx.Opt[string] `json:"reason"`
 	}
@@ -51,32 +43,7 @@ func (h *Handler) ForceDelete(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	reason := strings.TrimSpace(b.Reason.Value)
-	if len(reason) > MaxReason {
-		httpx.Error(w, r, apperr.Invalid("reason must be at most %d bytes", MaxReason))
-		return
-	}
-	id := chi.URLParam(r, "id")
-	p := authn.From(ctx)
-	if p.IsSelf(id) {
-		httpx.Error(w, r, apperr.Invalid("you cannot force-delete your own account"))
-		return
-	}
-	var super bool
-	err := h.S.DB.QueryRowContext(ctx, `SELECT is_super_admin FROM users WHERE id = $1`, id).Scan(&super)
-	if errors.Is(err, sql.ErrNoRows) {
-		httpx.Error(w, r, apperr.NotFoundf("user not found"))
-		return
-	}
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	if super && !p.IsAdmin() {
-		httpx.Error(w, r, apperr.Forbiddenf("only a super admin can delete a super admin"))
-		return
-	}
-	if err := h.S.ForceDelete(ctx, audit.FromRequest(r, audit.Event{ActorID: p.UserID}), id, reason); err != nil {
+	if err := h.S.ForceDelete(r.Context(), authn.From(r.Context()), audit.FromRequest(r, audit.Event{}), chi.URLParam(r, "id"), b.Reason.Value); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}

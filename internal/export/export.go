@@ -53,23 +53,31 @@ type Handler struct {
 }
 
 // Export serves GET /v1/user/export: a ZIP archive (data.json, report.pdf,
-// README.txt) of the caller's data, in their preferred language. Every
-// failure before the first byte answers 500 with a JSON error; once the
-// archive is streaming, a write error (the client went away) just ends the
-// response. A delivered export is recorded in the export history and audited
-// as data_exported.
+// README.txt) of the caller's data, in their preferred language (see
+// Download). Every failure before the first byte answers 500 with a JSON
+// error.
 func (h *Handler) Export(w http.ResponseWriter, r *http.Request) {
+	if err := h.Download(w, r); err != nil {
+		httpx.Error(w, r, err)
+	}
+}
+
+// Download streams the export of the caller of r to w; the account
+// console's download link calls it as the REST route does. An error it
+// returns happened before the first byte, so the caller can still answer
+// it; once the archive is streaming, a write error (the client went away)
+// just ends the response. A delivered export is recorded in the export
+// history and audited as data_exported.
+func (h *Handler) Download(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	p := authn.From(ctx)
 	if p == nil || p.UserID == "" {
-		httpx.Error(w, r, apperr.Unauthorizedf("a personal-data export needs the credential of a user"))
-		return
+		return apperr.Unauthorizedf("a personal-data export needs the credential of a user")
 	}
 	now := h.Clock.Now()
 	data, locale, err := h.Gather(ctx, p.UserID, now)
 	if err != nil {
-		httpx.Error(w, r, err)
-		return
+		return err
 	}
 	name := archive.FileName(h.ServiceName, now)
 	out := &lazyWriter{w: w, start: func(hd http.Header) {
@@ -79,11 +87,10 @@ func (h *Handler) Export(w http.ResponseWriter, r *http.Request) {
 	}}
 	if err := archive.Write(out, data, archive.Options{Locale: locale, ServiceName: h.ServiceName}); err != nil {
 		if !out.started {
-			httpx.Error(w, r, err)
-			return
+			return err
 		}
 		h.Log.Warn("data export aborted while streaming", slog.String("user_id", p.UserID), slog.String("error", err.Error()))
-		return
+		return nil
 	}
 	ip, ua := httpx.ClientIP(ctx), r.UserAgent()
 	// The archive is delivered: record it even if the client hangs up now.
@@ -105,6 +112,7 @@ func (h *Handler) Export(w http.ResponseWriter, r *http.Request) {
 		// The user already has the archive; only the history entry is missing.
 		h.Log.Error("record data export", slog.String("user_id", p.UserID), slog.String("error", err.Error()))
 	}
+	return nil
 }
 
 // lazyWriter sends the response headers with the first byte, so an error
@@ -159,35 +167,41 @@ func (h *Handler) Logs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	limit, offset := httpx.ParseLimitOffset(r, 50)
-	var total int
-	if err := h.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM export_logs WHERE user_id = $1`, p.UserID).Scan(&total); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	rows, err := h.DB.QueryContext(ctx, `SELECT id, exported_at, ip_address, user_agent, export_format, file_size_bytes, locale, created_at
-		FROM export_logs WHERE user_id = $1 ORDER BY exported_at DESC, id DESC LIMIT $2 OFFSET $3`, p.UserID, limit, offset)
+	out, err := h.History(ctx, p.UserID, limit, offset)
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
+	httpx.JSON(w, http.StatusOK, out)
+}
+
+// History returns a page of the export history of userID, newest first
+// (limit and offset as parsed by httpx.ParseLimitOffset).
+func (h *Handler) History(ctx context.Context, userID string, limit, offset int) (LogPage, error) {
+	out := LogPage{Logs: []LogEntry{}}
+	if err := h.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM export_logs WHERE user_id = $1`, userID).Scan(&out.Total); err != nil {
+		return LogPage{}, err
+	}
+	rows, err := h.DB.QueryContext(ctx, `SELECT id, exported_at, ip_address, user_agent, export_format, file_size_bytes, locale, created_at
+		FROM export_logs WHERE user_id = $1 ORDER BY exported_at DESC, id DESC LIMIT $2 OFFSET $3`, userID, limit, offset)
+	if err != nil {
+		return LogPage{}, err
+	}
 	defer rows.Close()
-	out := LogPage{Logs: []LogEntry{}, Total: total}
 	for rows.Next() {
 		var e LogEntry
 		var at, created int64
 		if err := rows.Scan(&e.ID, &at, &e.IPAddress, &e.UserAgent, &e.ExportFormat, &e.FileSizeBytes, &e.Locale, &created); err != nil {
-			httpx.Error(w, r, err)
-			return
+			return LogPage{}, err
 		}
 		e.ExportedAt, e.CreatedAt = db.FromTS(at), db.FromTS(created)
 		out.Logs = append(out.Logs, e)
 	}
 	if err := rows.Err(); err != nil {
-		httpx.Error(w, r, err)
-		return
+		return LogPage{}, err
 	}
-	out.HasMore = offset+len(out.Logs) < total
-	httpx.JSON(w, http.StatusOK, out)
+	out.HasMore = offset+len(out.Logs) < out.Total
+	return out, nil
 }
 
 // errNoUser is returned by Gather for a user that does not exist: the

@@ -104,10 +104,18 @@ func ping(ctx context.Context, f func(context.Context) error) Service {
 
 // Health serves GET /health and /v1/health: 200 when every dependency is up
 // and the database's disk has room, 503 with status naming what failed
-// otherwise ("database unavailable", "redis and websocket unavailable",
-// "database disk full").
+// otherwise (see Check).
 func (h *Handler) Health(w http.ResponseWriter, r *http.Request) {
-	rep := h.report(r)
+	h.write(w, r, h.Check(r.Context()))
+}
+
+// Check reports the health of the service: the database and cache pings,
+// the database's disk and the real-time channel. Status is "ok" when every
+// dependency is up and the disk has room, else it names what failed
+// ("database unavailable", "redis and websocket unavailable", "database
+// disk full"). GET /health and the admin console's overview show it.
+func (h *Handler) Check(ctx context.Context) Report {
+	rep := h.report(ctx)
 	rep.Services.Database.Disk = h.disk()
 	var down []string
 	if rep.Services.Database.Status != "up" {
@@ -126,14 +134,17 @@ func (h *Handler) Health(w http.ResponseWriter, r *http.Request) {
 	if d := rep.Services.Database.Disk; d != nil && d.Status == "full" {
 		problems = append(problems, "database disk full")
 	}
-	h.write(w, rep, problems)
+	if len(problems) > 0 {
+		rep.Status = strings.Join(problems, "; ")
+	}
+	return rep
 }
 
 // Ready serves GET /readyz, the readiness probe: the health body, 200 when
 // the database and the cache answer, 503 otherwise. A full disk does not
 // make an instance unready: it still serves reads, and so would any other.
 func (h *Handler) Ready(w http.ResponseWriter, r *http.Request) {
-	rep := h.report(r)
+	rep := h.report(r.Context())
 	var down []string
 	if rep.Services.Database.Status != "up" {
 		down = append(down, "database")
@@ -141,11 +152,10 @@ func (h *Handler) Ready(w http.ResponseWriter, r *http.Request) {
 	if rep.Services.Redis.Status != "up" {
 		down = append(down, "redis")
 	}
-	var problems []string
 	if len(down) > 0 {
-		problems = append(problems, joinNames(down)+" unavailable")
+		rep.Status = joinNames(down) + " unavailable"
 	}
-	h.write(w, rep, problems)
+	h.write(w, r, rep)
 }
 
 // Live is the body of GET /livez.
@@ -161,15 +171,12 @@ func (h *Handler) Live(w http.ResponseWriter, r *http.Request) {
 }
 
 // report pings the database and the cache and reads the real-time counts.
-func (h *Handler) report(r *http.Request) Report {
-	ctx := r.Context()
+func (h *Handler) report(ctx context.Context) Report {
 	rep := Report{
 		Status:    "ok",
 		Version:   h.Version,
 		Timestamp: h.Clock.Now(),
 		Uptime:    uptime(time.Since(h.Started)),
-		// One canonical self link, so /health and /v1/health answer the same body (spec 1, Versioning 2).
-		Links: httpx.Links{Self: httpx.URL(r, "/v1/health")},
 	}
 	rep.Services.Database = ping(ctx, h.DB.Ping)
 	rep.Services.Database.Type = string(h.DB.Flavor)
@@ -204,11 +211,12 @@ func (h *Handler) disk() *Disk {
 	return d
 }
 
-// write answers rep: 200 without problems, 503 with status naming them.
-func (h *Handler) write(w http.ResponseWriter, rep Report, problems []string) {
+// write answers rep: 200 while its status is "ok", 503 otherwise.
+func (h *Handler) write(w http.ResponseWriter, r *http.Request, rep Report) {
+	// One canonical self link, so /health and /v1/health answer the same body (spec 1, Versioning 2).
+	rep.Links = httpx.Links{Self: httpx.URL(r, "/v1/health")}
 	status := http.StatusOK
-	if len(problems) > 0 {
-		rep.Status = strings.Join(problems, "; ")
+	if rep.Status != "ok" {
 		status = http.StatusServiceUnavailable
 	}
 	w.Header().Set("Cache-Control", "no-store")

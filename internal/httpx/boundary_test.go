@@ -146,6 +146,35 @@ func TestCheckJSONText(t *testing.T) {
 	}
 }
 
+// TestCheckJSONValueText checks a value's text as a form would send it:
+// what Decode accepts in a body passes, the rest is a ValidationError that
+// names the field and, for bad syntax, the character.
+func TestCheckJSONValueText(t *testing.T) {
+	for text, want := range map[string]string{
+		`["en", "de"]`: "", ` 42 `: "", `"ä <b>"`: "", `null`: "", `{"a": {"b": true}}`: "",
+		``:            "value is empty",
+		"  \n ":       "value is empty",
+		`["en", "de"`: "value is not valid JSON (error at character 11)",
+		`{en: 1}`:     "value is not valid JSON (error at character 2)",
+		`1 2`:         "value is not valid JSON (error at character 3)",
+		`"ä"x`:        "value is not valid JSON (error at character 4)",
+		"\"\xff\"":    "value is not valid UTF-8",
+		`"a\u0000"`:   "value: a string of the body holds a NUL character",
+		strings.Repeat("[", MaxJSONDepth+1) + strings.Repeat("]", MaxJSONDepth+1): "value: JSON is nested deeper than 32 levels",
+	} {
+		err := CheckJSONText("value", []byte(text))
+		if want == "" {
+			if err != nil {
+				t.Errorf("%.40q: %v", text, err)
+			}
+			continue
+		}
+		if err == nil || apperr.KindOf(err) != apperr.Validation || !strings.Contains(err.Error(), want) {
+			t.Errorf("%.40q: %v, want a ValidationError with %q", text, err, want)
+		}
+	}
+}
+
 func TestHasNULEscape(t *testing.T) {
 	for text, want := range map[string]bool{
 		`"a"`: false, `"a\u0000b"`: true, `"a\\u0000b"`: false, `"a\\\u0000b"`: true,

@@ -3,6 +3,7 @@ package httpx
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"unicode/utf8"
 
 	"hmid/internal/apperr"
@@ -33,6 +34,31 @@ func CheckLen(field, v string, max int) error {
 func CheckItems(field string, n, max int) error {
 	if n > max {
 		return apperr.Invalid("%s must have at most %d items", field, max)
+	}
+	return nil
+}
+
+// CheckJSONText checks raw as the text of one JSON value that did not come
+// in a request body Decode read (a console form's field): it must be valid
+// UTF-8 and one JSON value (RFC 8259 §2), with the text checks Decode applies
+// to a body (no \u0000, no unpaired surrogate, the depth and string bounds).
+// For a value Decode has read already, it always passes.
+func CheckJSONText(field string, raw []byte) error {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return apperr.Invalid("%s is empty: give a JSON value such as \"text\", 42, true, [] or {}", field)
+	}
+	if !utf8.Valid(raw) {
+		return apperr.Invalid("%s is not valid UTF-8", field)
+	}
+	var syn *json.SyntaxError
+	if err := json.Unmarshal(raw, new(json.RawMessage)); errors.As(err, &syn) {
+		// Offset counts the bytes read up to and including the bad one.
+		return apperr.Invalid("%s is not valid JSON (error at character %d)", field, max(1, utf8.RuneCount(raw[:syn.Offset])))
+	} else if err != nil {
+		return apperr.Invalid("%s is not valid JSON", field)
+	}
+	if err := checkJSONText(raw); err != nil {
+		return apperr.Invalid("%s: %s", field, err.Message)
 	}
 	return nil
 }

@@ -103,7 +103,10 @@ type Service struct {
 // Handler serves the integration endpoints.
 type Handler struct{ S *Service }
 
-func (s *Service) enabled() bool { return s.Provider.ClientID != "" && s.Provider.ClientSecret != "" }
+// Enabled reports whether the platform's OAuth client is configured
+// (HMID_STREAMPLATFORM_CLIENT_ID and _CLIENT_SECRET): without it no account
+// can be connected.
+func (s *Service) Enabled() bool { return s.Provider.ClientID != "" && s.Provider.ClientSecret != "" }
 
 func (s *Service) callbackURL() string { return s.PublicURL + "/v1/integrations/callback/" + Slug }
 
@@ -152,8 +155,8 @@ func scan(row interface{ Scan(...any) error }) (Integration, error) {
 	return i, err
 }
 
-// own loads an integration of the caller; another user's is reported as not found.
-func (s *Service) own(ctx context.Context, id string) (Integration, error) {
+// Get loads an integration of the caller; another user's is reported as not found.
+func (s *Service) Get(ctx context.Context, id string) (Integration, error) {
 	uid, err := user(ctx)
 	if err != nil {
 		return Integration{}, err
@@ -168,7 +171,9 @@ func (s *Service) own(ctx context.Context, id string) (Integration, error) {
 	return i, err
 }
 
-func (s *Service) list(ctx context.Context, slug string) ([]Integration, error) {
+// List returns the caller's integrations, oldest first; with a slug only
+// those of that platform. A credential of no user has none.
+func (s *Service) List(ctx context.Context, slug string) ([]Integration, error) {
 	out := []Integration{}
 	p := authn.From(ctx)
 	if p == nil || p.UserID == "" {
@@ -196,7 +201,7 @@ func (s *Service) list(ctx context.Context, slug string) ([]Integration, error) 
 
 // List serves GET /v1/integrations: a bare array of the caller's integrations.
 func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
-	out, err := h.S.list(r.Context(), "")
+	out, err := h.S.List(r.Context(), "")
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -211,7 +216,7 @@ func (h *Handler) ListPlatform(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	out, err := h.S.list(r.Context(), slug)
+	out, err := h.S.List(r.Context(), slug)
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -221,7 +226,7 @@ func (h *Handler) ListPlatform(w http.ResponseWriter, r *http.Request) {
 
 // Get serves GET /v1/integrations/{id}.
 func (h *Handler) Get(w http.ResponseWriter, r *http.Request) {
-	i, err := h.S.own(r.Context(), chi.URLParam(r, "id"))
+	i, err := h.S.Get(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -233,7 +238,7 @@ func (h *Handler) Get(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) Platforms(w http.ResponseWriter, r *http.Request) {
 	httpx.JSON(w, http.StatusOK, map[string]any{"platforms": []Platform{{
 		Slug: Slug, Name: platformName, Description: "Live-streaming platform: channel statistics and a chat bot for your channel",
-		Enabled: h.S.enabled(), Features: []string{"oauth", "stats", "bot"},
+		Enabled: h.S.Enabled(), Features: []string{"oauth", "stats", "bot"},
 	}}})
 }
 
@@ -288,66 +293,83 @@ func (s *Service) openState(v string) (state, error) {
 	return st, nil
 }
 
+// Connect starts connecting the caller's account on the platform slug
+// (RFC 6749 §4.1.1): it returns the platform's authorization URL to send
+// the user to, and the signed state in it. After the platform's callback
+// the user's browser is sent to redirectURI, with integration_id or error
+// added to its query. The required scopes are always asked for, scopes adds
+// optional ones.
+func (s *Service) Connect(ctx context.Context, slug, redirectURI string, scopes []string) (authorizationURL, signedState string, err error) {
+	if err := checkSlug(slug); err != nil {
+		return "", "", err
+	}
+	uid, err := user(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	u, err := url.Parse(redirectURI)
+	if redirectURI == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Fragment != "" {
+		return "", "", apperr.Invalid("redirect_uri is required: an absolute http(s) URL without fragment")
+	}
+	asked := []string{}
+	for _, sc := range Scopes {
+		if sc.Required {
+			asked = append(asked, sc.Name)
+		}
+	}
+	for _, name := range scopes {
+		if !slices.ContainsFunc(Scopes, func(sc Scope) bool { return sc.Name == name }) {
+			return "", "", apperr.Invalid("unknown scope %q; see /v1/integrations/platform/%s/scopes", name, Slug)
+		}
+		if !slices.Contains(asked, name) {
+			asked = append(asked, name)
+		}
+	}
+	if !s.Enabled() {
+		return "", "", apperr.Unavailablef("the %s integration is not configured on this server", Slug)
+	}
+	st := state{User: uid, Platform: slug, Redirect: redirectURI, Scopes: asked, Nonce: uuid.NewString(),
+		Expires: s.Clock.Now().Add(StateTTL).Unix()}
+	signed := s.signState(st)
+	q := url.Values{
+		"client_id":     {s.Provider.ClientID},
+		"redirect_uri":  {s.callbackURL()},
+		"response_type": {"code"},
+		"scope":         {strings.Join(asked, " ")},
+		"state":         {signed},
+	}
+	sep := "?"
+	if strings.Contains(s.Provider.AuthURL, "?") {
+		sep = "&"
+	}
+	return s.Provider.AuthURL + sep + q.Encode(), signed, nil
+}
+
 // Connect serves POST /v1/integrations/platform/{slug}/connect.
 func (h *Handler) Connect(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	slug := chi.URLParam(r, "slug")
-	if err := checkSlug(slug); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	uid, err := user(ctx)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
 	var in struct {
 		RedirectURI string   `json:"redirect_uri"`
 		Scopes      []string `json:"scopes"`
 	}
 	if err := httpx.Decode(r, &in); err != nil {
+		// The platform and the caller are checked before the body, as the
+		// service checks them first.
+		if err2 := checkSlug(slug); err2 != nil {
+			err = err2
+		} else if _, err2 := user(ctx); err2 != nil {
+			err = err2
+		}
 		httpx.Error(w, r, err)
 		return
 	}
-	u, err := url.Parse(in.RedirectURI)
-	if in.RedirectURI == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Fragment != "" {
-		httpx.Error(w, r, apperr.Invalid("redirect_uri is required: an absolute http(s) URL without fragment"))
+	authURL, signed, err := h.S.Connect(ctx, slug, in.RedirectURI, in.Scopes)
+	if err != nil {
+		httpx.Error(w, r, err)
 		return
 	}
-	scopes := []string{}
-	for _, sc := range Scopes {
-		if sc.Required {
-			scopes = append(scopes, sc.Name)
-		}
-	}
-	for _, name := range in.Scopes {
-		if !slices.ContainsFunc(Scopes, func(sc Scope) bool { return sc.Name == name }) {
-			httpx.Error(w, r, apperr.Invalid("unknown scope %q; see /v1/integrations/platform/%s/scopes", name, Slug))
-			return
-		}
-		if !slices.Contains(scopes, name) {
-			scopes = append(scopes, name)
-		}
-	}
-	if !h.S.enabled() {
-		httpx.Error(w, r, apperr.Unavailablef("the %s integration is not configured on this server", Slug))
-		return
-	}
-	st := state{User: uid, Platform: slug, Redirect: in.RedirectURI, Scopes: scopes, Nonce: uuid.NewString(),
-		Expires: h.S.Clock.Now().Add(StateTTL).Unix()}
-	signed := h.S.signState(st)
-	q := url.Values{
-		"client_id":     {h.S.Provider.ClientID},
-		"redirect_uri":  {h.S.callbackURL()},
-		"response_type": {"code"},
-		"scope":         {strings.Join(scopes, " ")},
-		"state":         {signed},
-	}
-	sep := "?"
-	if strings.Contains(h.S.Provider.AuthURL, "?") {
-		sep = "&"
-	}
-	httpx.JSON(w, http.StatusOK, map[string]any{"authorization_url": h.S.Provider.AuthURL + sep + q.Encode(), "state": signed})
+	httpx.JSON(w, http.StatusOK, map[string]any{"authorization_url": authURL, "state": signed})
 }
 
 // tokenResponse is the provider's token endpoint answer (RFC 6749 §5.1);
@@ -573,15 +595,19 @@ func withQuery(raw, k, v string) string {
 
 // ---- operations on one integration ----
 
+// Disconnect deletes the caller's integration id with its tokens.
+func (s *Service) Disconnect(ctx context.Context, id string) error {
+	i, err := s.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	_, err = s.DB.ExecContext(ctx, `DELETE FROM integrations WHERE id = $1 AND user_id = $2`, i.ID, i.UserID)
+	return err
+}
+
 // Delete serves DELETE /v1/integrations/{id}.
 func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	i, err := h.S.own(ctx, chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	if _, err := h.S.DB.ExecContext(ctx, `DELETE FROM integrations WHERE id = $1 AND user_id = $2`, i.ID, i.UserID); err != nil {
+	if err := h.S.Disconnect(r.Context(), chi.URLParam(r, "id")); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
@@ -625,15 +651,20 @@ func (s *Service) refresh(ctx context.Context, i *Integration) (time.Time, error
 	return exp, nil
 }
 
+// Refresh renews the access token of the caller's integration id with its
+// refresh token and returns when the new one expires. A refresh token the
+// platform refuses deactivates the integration.
+func (s *Service) Refresh(ctx context.Context, id string) (time.Time, error) {
+	i, err := s.Get(ctx, id)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return s.refresh(ctx, &i)
+}
+
 // Refresh serves POST /v1/integrations/{id}/refresh.
 func (h *Handler) Refresh(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	i, err := h.S.own(ctx, chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	exp, err := h.S.refresh(ctx, &i)
+	exp, err := h.S.Refresh(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -652,57 +683,49 @@ type Stats struct {
 	UpdatedAt      time.Time `json:"updated_at"`
 }
 
-// Stats serves POST /v1/integrations/{id}/stats: followers, subscribers and
-// the live stream, read now from the platform.
-func (h *Handler) Stats(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	i, err := h.S.own(ctx, chi.URLParam(r, "id"))
+// Stats reads the channel statistics of the caller's integration id now
+// from the platform: followers, subscribers and the live stream. An
+// expired access token is refreshed first.
+func (s *Service) Stats(ctx context.Context, id string) (Stats, error) {
+	i, err := s.Get(ctx, id)
 	if err != nil {
-		httpx.Error(w, r, err)
-		return
+		return Stats{}, err
 	}
 	if !i.IsActive {
-		httpx.Error(w, r, apperr.Bad("this integration is inactive; connect the account again"))
-		return
+		return Stats{}, apperr.Bad("this integration is inactive; connect the account again")
 	}
 	// An expired access token is refreshed first.
-	if i.tokenExpiresAt != nil && !h.S.Clock.Now().Before(*i.tokenExpiresAt) {
-		if _, err := h.S.refresh(ctx, &i); err != nil {
-			httpx.Error(w, r, err)
-			return
+	if i.tokenExpiresAt != nil && !s.Clock.Now().Before(*i.tokenExpiresAt) {
+		if _, err := s.refresh(ctx, &i); err != nil {
+			return Stats{}, err
 		}
 	}
-	access, err := h.S.open(i, i.accessToken)
+	access, err := s.open(i, i.accessToken)
 	if err != nil {
-		httpx.Error(w, r, fmt.Errorf("integrations: open access token: %w", err))
-		return
+		return Stats{}, fmt.Errorf("integrations: open access token: %w", err)
 	}
 	bid := url.QueryEscape(i.PlatformUserID)
 	var total struct {
 		Total int `json:"total"`
 	}
 	var st Stats
-	status, err := h.S.api(ctx, access, "/channels/followers?broadcaster_id="+bid, &total)
+	status, err := s.api(ctx, access, "/channels/followers?broadcaster_id="+bid, &total)
 	if err != nil {
-		httpx.Error(w, r, err)
-		return
+		return Stats{}, err
 	}
 	if status == http.StatusUnauthorized {
-		httpx.Error(w, r, apperr.Bad("the %s platform refused the access token; refresh or connect again", Slug))
-		return
+		return Stats{}, apperr.Bad("the %s platform refused the access token; refresh or connect again", Slug)
 	}
 	if status != http.StatusOK {
-		httpx.Error(w, r, apperr.Unavailablef("the %s API answered %d", Slug, status))
-		return
+		return Stats{}, apperr.Unavailablef("the %s API answered %d", Slug, status)
 	}
 	st.Followers = total.Total
 	total.Total = 0
 	// Subscriber counts need channel:read:subscriptions (and a partner channel);
 	// without them the platform answers 401/403 and the count is 0.
-	status, err = h.S.api(ctx, access, "/subscriptions?broadcaster_id="+bid, &total)
+	status, err = s.api(ctx, access, "/subscriptions?broadcaster_id="+bid, &total)
 	if err != nil {
-		httpx.Error(w, r, err)
-		return
+		return Stats{}, err
 	}
 	if status == http.StatusOK {
 		st.Subscribers = total.Total
@@ -715,48 +738,67 @@ func (h *Handler) Stats(w http.ResponseWriter, r *http.Request) {
 			ViewerCount int    `json:"viewer_count"`
 		} `json:"data"`
 	}
-	status, err = h.S.api(ctx, access, "/streams?user_id="+bid, &streams)
+	status, err = s.api(ctx, access, "/streams?user_id="+bid, &streams)
+	if err != nil {
+		return Stats{}, err
+	}
+	if status != http.StatusOK {
+		return Stats{}, apperr.Unavailablef("the %s API answered %d", Slug, status)
+	}
+	if len(streams.Data) > 0 && streams.Data[0].Type == "live" {
+		live := streams.Data[0]
+		st.IsLive, st.CurrentViewers = true, live.ViewerCount
+		st.StreamTitle, st.GameName = &live.Title, &live.GameName
+	}
+	st.UpdatedAt = s.Clock.Now()
+	return st, nil
+}
+
+// Stats serves POST /v1/integrations/{id}/stats.
+func (h *Handler) Stats(w http.ResponseWriter, r *http.Request) {
+	st, err := h.S.Stats(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
-	if status != http.StatusOK {
-		httpx.Error(w, r, apperr.Unavailablef("the %s API answered %d", Slug, status))
-		return
-	}
-	if len(streams.Data) > 0 && streams.Data[0].Type == "live" {
-		s := streams.Data[0]
-		st.IsLive, st.CurrentViewers = true, s.ViewerCount
-		st.StreamTitle, st.GameName = &s.Title, &s.GameName
-	}
-	st.UpdatedAt = h.S.Clock.Now()
 	httpx.JSON(w, http.StatusOK, map[string]any{"success": true, "stats": st})
 }
 
 // BotStatuses are the values of bot_status.
 var BotStatuses = []string{"active", "paused", "disabled"}
 
+// SetBotStatus sets the bot status of the caller's integration id: one of
+// BotStatuses (nil: none given).
+func (s *Service) SetBotStatus(ctx context.Context, id string, status *string) error {
+	i, err := s.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if status == nil || !slices.Contains(BotStatuses, *status) {
+		return apperr.Invalid("bot_status is required: one of %s", strings.Join(BotStatuses, ", "))
+	}
+	_, err = s.DB.ExecContext(ctx, `UPDATE integrations SET bot_status = $1, updated_at = $2 WHERE id = $3`,
+		*status, db.TS(s.Clock.Now()), i.ID)
+	return err
+}
+
 // SetBotStatus serves PATCH /v1/integrations/{id}/streamplatform-status.
 func (h *Handler) SetBotStatus(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	i, err := h.S.own(ctx, chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
+	id := chi.URLParam(r, "id")
 	var in struct {
 		BotStatus *string `json:"bot_status"`
 	}
 	if err := httpx.Decode(r, &in); err != nil {
+		// An integration that is not the caller's answers 404 before a
+		// body that cannot be read, as the service checks it first.
+		if _, err2 := h.S.Get(ctx, id); err2 != nil {
+			err = err2
+		}
 		httpx.Error(w, r, err)
 		return
 	}
-	if in.BotStatus == nil || !slices.Contains(BotStatuses, *in.BotStatus) {
-		httpx.Error(w, r, apperr.Invalid("bot_status is required: one of %s", strings.Join(BotStatuses, ", ")))
-		return
-	}
-	if _, err := h.S.DB.ExecContext(ctx, `UPDATE integrations SET bot_status = $1, updated_at = $2 WHERE id = $3`,
-		*in.BotStatus, db.TS(h.S.Clock.Now()), i.ID); err != nil {
+	if err := h.S.SetBotStatus(ctx, id, in.BotStatus); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}

@@ -1,6 +1,7 @@
 // Package mail renders and delivers the notification mails of the service:
-// two-factor changes, audit report updates, email change and link
-// verification, and password reset.
+// two-factor changes (an administrator's reset among them), audit report
+// updates, email change and link verification, verification of a newly
+// registered address, password reset and password change.
 //
 // Mails are rendered from embedded English and German templates (Render) into
 // a Message with a plain-text and an HTML body, and handed to a Sender. Two
@@ -19,6 +20,9 @@ const (
 	KindTwoFactorEnabled = "two_factor_enabled"
 	// KindTwoFactorDisabled alerts the user that two-factor authentication was turned off.
 	KindTwoFactorDisabled = "two_factor_disabled"
+	// KindTwoFactorReset tells the user that an administrator turned two-factor
+	// authentication off for them (a lost authenticator).
+	KindTwoFactorReset = "two_factor_reset"
 	// KindBackupCodesRegenerated tells the user that new backup codes replaced the old ones.
 	KindBackupCodesRegenerated = "backup_codes_regenerated"
 	// KindAuditReportStatusChanged tells the reporting user that their audit report changed status.
@@ -27,8 +31,12 @@ const (
 	KindEmailChangeVerify = "email_change_verify"
 	// KindEmailLinkVerify asks the user to confirm an email address being linked for password login.
 	KindEmailLinkVerify = "email_link_verify"
+	// KindEmailVerify asks a newly registered user to confirm their email address.
+	KindEmailVerify = "email_verify"
 	// KindPasswordReset carries the link and token to choose a new password.
 	KindPasswordReset = "password_reset"
+	// KindPasswordChanged tells the user that their password was changed.
+	KindPasswordChanged = "password_changed"
 )
 
 // Message is one mail ready to be sent: Render fills everything but To.

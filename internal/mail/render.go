@@ -15,11 +15,14 @@ import (
 // Data is what every template reads. Each kind uses only some fields:
 //
 //	two_factor_enabled, two_factor_disabled: Name, PlatformName, Time
+//	two_factor_reset:                        Name, PlatformName, Time
 //	backup_codes_regenerated:                Name, Time
 //	audit_report_status_changed:             Name, ReportID, Status, ResolutionNotes, Time
 //	email_change_verify:                     Name, NewEmail, Link, Token, ExpiresAt
 //	email_link_verify:                       Name, Email, Link, Token, ExpiresAt
+//	email_verify:                            Name, Email, Link, Token, ExpiresAt
 //	password_reset:                          Name, Link, Token, ExpiresAt
+//	password_changed:                        Name, Time, Link (to reset the password)
 //
 // One struct rather than one per kind keeps callers simple: they fill the
 // fields their kind needs, and Render fails if a time the kind shows is zero.
@@ -39,7 +42,8 @@ type Data struct {
 	ResolutionNotes string
 	// NewEmail is the address the user wants to change to.
 	NewEmail string
-	// Email is the address being linked for password login.
+	// Email is the address being linked for password login, or the
+	// registered address to confirm.
 	Email string
 	// Link opens the confirmation page with the token filled in; omitted when empty.
 	Link string
@@ -84,11 +88,14 @@ var locales = map[string]locale{
 var kinds = []string{
 	KindTwoFactorEnabled,
 	KindTwoFactorDisabled,
+	KindTwoFactorReset,
 	KindBackupCodesRegenerated,
 	KindAuditReportStatusChanged,
 	KindEmailChangeVerify,
 	KindEmailLinkVerify,
+	KindEmailVerify,
 	KindPasswordReset,
+	KindPasswordChanged,
 }
 
 // errZeroTime stops a render whose data lacks a time the mail shows; a mail

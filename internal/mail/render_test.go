@@ -69,6 +69,19 @@ func TestRenderEveryKindAndLocale(t *testing.T) {
 			},
 		},
 		{
+			kind: KindTwoFactorReset,
+			en: want{
+				subject: "An administrator reset your two-factor authentication",
+				text:    []string{"turned off two-factor authentication for your account on Discord on 5 March 2026 14:07 UTC", "If you did not ask for this"},
+				html:    []string{"<strong>Discord</strong> on 5 March 2026 14:07 UTC", "If you did not ask for this,"},
+			},
+			de: want{
+				subject: "Ihre Zwei-Faktor-Authentifizierung wurde von einem Administrator zurückgesetzt",
+				text:    []string{"am 5. März 2026 14:07 UTC die Zwei-Faktor-Authentifizierung auf Discord", "Falls Sie das nicht veranlasst haben"},
+				html:    []string{"<strong>Discord</strong> für Ihr Konto", "Falls Sie das nicht veranlasst haben,"},
+			},
+		},
+		{
 			kind: KindBackupCodesRegenerated,
 			en: want{
 				subject: "New backup codes were generated",
@@ -121,6 +134,19 @@ func TestRenderEveryKindAndLocale(t *testing.T) {
 			},
 		},
 		{
+			kind: KindEmailVerify,
+			en: want{
+				subject: "Confirm your email address",
+				text:    []string{"created an account with the email address link@example.org", "https://id.example.org/verify?token=tok123", "Or enter this code: tok123", "valid for 24 hours, until 6 March 2026 14:07 UTC"},
+				html:    []string{"<strong>link@example.org</strong>", `href="https://id.example.org/verify?token=tok123"`, ">tok123</code>", "Confirm email address"},
+			},
+			de: want{
+				subject: "Bestätigen Sie Ihre E-Mail-Adresse",
+				text:    []string{"Konto mit der E-Mail-Adresse link@example.org erstellt", "https://id.example.org/verify?token=tok123", "Oder geben Sie diesen Code ein: tok123", "24 Stunden gültig, bis zum 6. März 2026 14:07 UTC"},
+				html:    []string{"<strong>link@example.org</strong>", `href="https://id.example.org/verify?token=tok123"`, ">tok123</code>", "E-Mail-Adresse bestätigen"},
+			},
+		},
+		{
 			kind: KindPasswordReset,
 			en: want{
 				subject: "Reset your password",
@@ -131,6 +157,19 @@ func TestRenderEveryKindAndLocale(t *testing.T) {
 				subject: "Setzen Sie Ihr Passwort zurück",
 				text:    []string{"Passwort Ihres Kontos zurückzusetzen", "https://id.example.org/verify?token=tok123", "tok123", "gültig bis zum 6. März 2026 14:07 UTC"},
 				html:    []string{`href="https://id.example.org/verify?token=tok123"`, "Neues Passwort wählen"},
+			},
+		},
+		{
+			kind: KindPasswordChanged,
+			en: want{
+				subject: "Your password was changed",
+				text:    []string{"changed on 5 March 2026 14:07 UTC", "Every other device and browser", "If this was not you, choose a new password right away:\nhttps://id.example.org/verify?token=tok123\n"},
+				html:    []string{"If this was not you, secure your account now", `href="https://id.example.org/verify?token=tok123"`},
+			},
+			de: want{
+				subject: "Ihr Passwort wurde geändert",
+				text:    []string{"am 5. März 2026 14:07 UTC geändert", "Falls Sie das nicht waren, wählen Sie sofort ein neues Passwort:\nhttps://id.example.org/verify?token=tok123\n"},
+				html:    []string{"Falls Sie das nicht waren, sichern Sie Ihr Konto sofort", `href="https://id.example.org/verify?token=tok123"`},
 			},
 		},
 	}

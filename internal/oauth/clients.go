@@ -195,13 +195,13 @@ func applyInput(c *Client, in ClientInput, creating bool) error {
 	if in.Name.Set || creating {
 		name := strings.TrimSpace(in.Name.Value)
 		if name == "" || len(name) > 100 {
-			return apperr.Invalid("name is required and at most 100 characters")
+			return apperr.OnField("name", apperr.Invalid("name is required and at most 100 characters"))
 		}
 		c.Name = name
 	}
 	if in.Description.Set {
 		if len(in.Description.Value) > 1000 {
-			return apperr.Invalid("description is at most 1000 characters")
+			return apperr.OnField("description", apperr.Invalid("description is at most 1000 characters"))
 		}
 		c.Description = in.Description.Value
 	}
@@ -223,19 +223,19 @@ func applyInput(c *Client, in ClientInput, creating bool) error {
 			v = nil
 		}
 		if err := validHTTPURL(f.name, v); err != nil {
-			return err
+			return apperr.OnField(f.name, err)
 		}
 		*f.dst = v
 	}
 	if in.RedirectURIs.Set || creating {
 		uris := in.RedirectURIs.Value
 		if len(uris) == 0 || len(uris) > 20 {
-			return apperr.Invalid("redirect_uris needs at least one and at most 20 URIs")
+			return apperr.OnField("redirect_uris", apperr.Invalid("redirect_uris needs at least one and at most 20 URIs"))
 		}
 		var clean []string
 		for _, u := range uris {
 			if err := validRedirectURI(u); err != nil {
-				return err
+				return apperr.OnField("redirect_uris", err)
 			}
 			if !slices.Contains(clean, u) {
 				clean = append(clean, u)
@@ -251,7 +251,7 @@ func applyInput(c *Client, in ClientInput, creating bool) error {
 		var clean []string
 		for _, sc := range scopes {
 			if _, ok := knownScope(sc); !ok {
-				return apperr.Invalid("scope %q is not known; known scopes are %s", sc, strings.Join(ScopeNames(), ", "))
+				return apperr.OnField("allowed_scopes", apperr.Invalid("scope %q is not known; known scopes are %s", sc, strings.Join(ScopeNames(), ", ")))
 			}
 			if !slices.Contains(clean, sc) {
 				clean = append(clean, sc)
@@ -268,10 +268,10 @@ func applyInput(c *Client, in ClientInput, creating bool) error {
 			c.ClientType = in.ClientType.Value
 		}
 		if c.ClientType != Confidential && c.ClientType != Public {
-			return apperr.Invalid("client_type must be confidential or public")
+			return apperr.OnField("client_type", apperr.Invalid("client_type must be confidential or public"))
 		}
 	} else if in.ClientType.Set && in.ClientType.Value != c.ClientType {
-		return apperr.Invalid("client_type cannot be changed after registration; register a new client")
+		return apperr.OnField("client_type", apperr.Invalid("client_type cannot be changed after registration; register a new client"))
 	}
 	if in.IDTokenSignedResponseAlg.Set || creating {
 		alg := in.IDTokenSignedResponseAlg.Value
@@ -279,18 +279,23 @@ func applyInput(c *Client, in ClientInput, creating bool) error {
 			alg = AlgHS256
 		}
 		if alg != AlgHS256 && alg != AlgRS256 {
-			return apperr.Invalid("id_token_signed_response_alg must be HS256 or RS256")
+			return apperr.OnField("id_token_signed_response_alg", apperr.Invalid("id_token_signed_response_alg must be HS256 or RS256"))
 		}
 		c.IDTokenSignedResponseAlg = alg
 	}
 	if in.IsActive.Set {
 		if in.IsActive.Ptr() == nil {
-			return apperr.Invalid("is_active must be true or false")
+			return apperr.OnField("is_active", apperr.Invalid("is_active must be true or false"))
 		}
 		c.IsActive = in.IsActive.Value
 	}
 	return nil
 }
+
+// MaySetFirstParty reports whether p may register a first-party client or
+// make a client first-party: super admins and system keys only (first-party
+// clients skip the consent screen, so no one else may vouch for one).
+func MaySetFirstParty(p *authn.Principal) bool { return p.IsAdmin() }
 
 // CreateClient registers a client owned by the caller (spec 1, OAuth client
 // management). Only super admins and system keys may create first-party
@@ -302,8 +307,8 @@ func (s *Service) CreateClient(ctx context.Context, p *authn.Principal, in Clien
 		return Client{}, err
 	}
 	if in.IsFirstParty.Value {
-		if !p.IsAdmin() {
-			return Client{}, apperr.Forbiddenf("only super admins and system keys can register first-party clients")
+		if !MaySetFirstParty(p) {
+			return Client{}, apperr.OnField("is_first_party", apperr.Forbiddenf("only super admins and system keys can register first-party clients"))
 		}
 		c.IsFirstParty = true
 	}
@@ -427,8 +432,8 @@ func (s *Service) UpdateClient(ctx context.Context, p *authn.Principal, id strin
 	if c.IsFirstParty {
 		return Client{}, apperr.Forbiddenf("first-party clients cannot be modified")
 	}
-	if in.IsFirstParty.Set && in.IsFirstParty.Value && !p.IsAdmin() {
-		return Client{}, apperr.Forbiddenf("only super admins and system keys can make a client first-party")
+	if in.IsFirstParty.Set && in.IsFirstParty.Value && !MaySetFirstParty(p) {
+		return Client{}, apperr.OnField("is_first_party", apperr.Forbiddenf("only super admins and system keys can make a client first-party"))
 	}
 	if err := applyInput(&c, in, false); err != nil {
 		return Client{}, err

@@ -16,6 +16,7 @@ import (
 type ConsentInfo struct {
 	ClientID     string    `json:"client_id"`
 	ClientName   string    `json:"client_name"`
+	LogoURL      *string   `json:"logo_url"`
 	Scopes       []string  `json:"scopes"`
 	IsFirstParty bool      `json:"is_first_party"`
 	GrantedAt    time.Time `json:"granted_at"`
@@ -38,7 +39,7 @@ func auditEvent(userID, typ string, c Client, desc string, meta map[string]any) 
 
 // ListUserConsents returns the clients the user has consented to, newest first.
 func (s *Service) ListUserConsents(ctx context.Context, userID string) ([]ConsentInfo, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT c.id, c.name, k.scopes, c.is_first_party, k.updated_at
+	rows, err := s.DB.QueryContext(ctx, `SELECT c.id, c.name, c.logo_url, k.scopes, c.is_first_party, k.updated_at
 		FROM oauth_consents k JOIN oauth_clients c ON c.id = k.client_id WHERE k.user_id = $1 ORDER BY k.updated_at DESC, c.id`, userID)
 	if err != nil {
 		return nil, err
@@ -48,11 +49,12 @@ func (s *Service) ListUserConsents(ctx context.Context, userID string) ([]Consen
 	for rows.Next() {
 		var ci ConsentInfo
 		var scopes db.Strings
+		var logo sql.NullString
 		var at int64
-		if err := rows.Scan(&ci.ClientID, &ci.ClientName, &scopes, &ci.IsFirstParty, &at); err != nil {
+		if err := rows.Scan(&ci.ClientID, &ci.ClientName, &logo, &scopes, &ci.IsFirstParty, &at); err != nil {
 			return nil, err
 		}
-		ci.Scopes, ci.GrantedAt = scopes, db.FromTS(at)
+		ci.LogoURL, ci.Scopes, ci.GrantedAt = db.StringPtr(logo), scopes, db.FromTS(at)
 		out = append(out, ci)
 	}
 	return out, rows.Err()

@@ -70,6 +70,8 @@ var (
 type Meta struct {
 	IP        string
 	UserAgent string
+	// Source is the audit event's source_service ("" for the default, "api").
+	Source string
 }
 
 // MetaFrom returns the audit metadata of a request.
@@ -79,7 +81,7 @@ func MetaFrom(r *http.Request) Meta {
 }
 
 func (m Meta) event(e audit.Event) audit.Event {
-	e.IPAddress, e.UserAgent = m.IP, m.UserAgent
+	e.IPAddress, e.UserAgent, e.SourceService = m.IP, m.UserAgent, m.Source
 	return e
 }
 

@@ -107,11 +107,12 @@ func (c Changes) Empty() bool {
 }
 
 // Update applies c to the platform idOrSlug in one transaction and records
-// one platform_updated audit event per field whose value changed. It returns
-// the platform after the change and the names of the changed fields.
-// Requiring two-factor authentication on a platform that does not support it
-// is a validation error.
-func (s *Service) Update(ctx context.Context, r *http.Request, idOrSlug string, c Changes) (Platform, []string, error) {
+// one platform_updated audit event per field whose value changed; ev gives
+// the events their request details (address, user agent, source_service).
+// It returns the platform after the change and the names of the changed
+// fields. Requiring two-factor authentication on a platform that does not
+// support it is a validation error.
+func (s *Service) Update(ctx context.Context, idOrSlug string, c Changes, ev audit.Event) (Platform, []string, error) {
 	var out Platform
 	var changed []string
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
@@ -120,7 +121,7 @@ func (s *Service) Update(ctx context.Context, r *http.Request, idOrSlug string, 
 			return err
 		}
 		if c.TwoFactorRequired != nil && *c.TwoFactorRequired && !p.TwoFactorSupported {
-			return apperr.Invalid("platform %s does not support two-factor authentication, so it cannot require it", p.Slug)
+			return apperr.OnField("two_factor_required", apperr.Invalid("platform %s does not support two-factor authentication, so it cannot require it", p.Slug))
 		}
 		type field struct {
 			name string
@@ -140,11 +141,11 @@ func (s *Service) Update(ctx context.Context, r *http.Request, idOrSlug string, 
 			old := *f.cur
 			*f.cur = *f.want
 			changed = append(changed, f.name)
-			if _, err := s.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
-				UserID: actor, EventType: EventPlatformUpdated, ResourceType: "platform", ResourceID: p.ID,
-				Description: fmt.Sprintf("Platform %s: %s changed from %t to %t", p.Name, f.name, old, *f.cur),
-				Metadata:    map[string]any{"platform_slug": p.Slug, "field": f.name, "old_value": old, "new_value": *f.cur},
-			})); err != nil {
+			e := ev
+			e.UserID, e.EventType, e.ResourceType, e.ResourceID = actor, EventPlatformUpdated, "platform", p.ID
+			e.Description = fmt.Sprintf("Platform %s: %s changed from %t to %t", p.Name, f.name, old, *f.cur)
+			e.Metadata = map[string]any{"platform_slug": p.Slug, "field": f.name, "old_value": old, "new_value": *f.cur}
+			if _, err := s.Audit.Record(ctx, tx, e); err != nil {
 				return err
 			}
 		}
@@ -159,6 +160,43 @@ func (s *Service) Update(ctx context.Context, r *http.Request, idOrSlug string, 
 		return nil
 	})
 	return out, changed, err
+}
+
+// NoChangesRequested is the message of a settings request that names no
+// setting: the platform is answered unchanged (spec 2, Platforms).
+const NoChangesRequested = "No changes requested"
+
+// SettingsResult is the outcome of UpdateSettings.
+type SettingsResult struct {
+	Platform Platform
+	// Requested is false when the request named no setting (the platform
+	// was read, not changed).
+	Requested bool
+	// Changed names the settings whose value changed.
+	Changed []string
+}
+
+// Message is the result as PATCH /v1/platforms/{id_or_slug}/settings words it.
+func (r SettingsResult) Message() string {
+	switch {
+	case !r.Requested:
+		return NoChangesRequested
+	case len(r.Changed) == 0:
+		return "Platform settings already had the requested values"
+	}
+	return "Platform settings updated: " + strings.Join(r.Changed, ", ")
+}
+
+// UpdateSettings is the settings change of spec 2: without any field in c
+// the platform is returned unchanged (and an unknown one is NotFound), else
+// c is applied as Update does.
+func (s *Service) UpdateSettings(ctx context.Context, idOrSlug string, c Changes, ev audit.Event) (SettingsResult, error) {
+	if c.Empty() {
+		p, err := s.Get(ctx, s.DB, idOrSlug)
+		return SettingsResult{Platform: p}, err
+	}
+	p, changed, err := s.Update(ctx, idOrSlug, c, ev)
+	return SettingsResult{Platform: p, Requested: true, Changed: changed}, err
 }
 
 // Handler serves the platform endpoints.
@@ -217,7 +255,7 @@ func (h *Handler) SetEnabled(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, apperr.Invalid("enabled (boolean) is required"))
 		return
 	}
-	p, _, err := h.S.Update(r.Context(), r, chi.URLParam(r, "id_or_slug"), Changes{Enabled: &b.Enabled.Value})
+	p, _, err := h.S.Update(r.Context(), chi.URLParam(r, "id_or_slug"), Changes{Enabled: &b.Enabled.Value}, audit.FromRequest(r, audit.Event{}))
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -261,30 +299,13 @@ func (h *Handler) UpdateSettings(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	c := Changes{Enabled: b.Enabled.Ptr(), TwoFactorRequired: b.TwoFactorRequired.Ptr(), RegistrationEnabled: b.RegistrationEnabled.Ptr()}
-	ctx := r.Context()
-	var (
-		p       Platform
-		changed []string
-		err     error
-		msg     string
-	)
-	if c.Empty() {
-		p, err = h.S.Get(ctx, h.S.DB, chi.URLParam(r, "id_or_slug"))
-		msg = "No changes requested"
-	} else {
-		p, changed, err = h.S.Update(ctx, r, chi.URLParam(r, "id_or_slug"), c)
-		msg = "Platform settings updated"
-		if len(changed) == 0 {
-			msg = "Platform settings already had the requested values"
-		} else {
-			msg += ": " + strings.Join(changed, ", ")
-		}
-	}
+	res, err := h.S.UpdateSettings(r.Context(), chi.URLParam(r, "id_or_slug"), c, audit.FromRequest(r, audit.Event{}))
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
-	httpx.JSON(w, http.StatusOK, settingsResult{Success: true, Message: msg, Platform: Settings{
+	p := res.Platform
+	httpx.JSON(w, http.StatusOK, settingsResult{Success: true, Message: res.Message(), Platform: Settings{
 		ID: p.ID, Name: p.Name, Slug: p.Slug, Enabled: p.Enabled, TwoFactorRequired: p.TwoFactorRequired, RegistrationEnabled: p.RegistrationEnabled,
 	}})
 }

@@ -14,7 +14,6 @@ import (
 	"hmid/internal/apperr"
 	"hmid/internal/audit"
 	"hmid/internal/authn"
-	"hmid/internal/clock"
 	"hmid/internal/db"
 	"hmid/internal/httpx"
 	"hmid/internal/token"
@@ -28,10 +27,7 @@ var LogoutReasons = []string{"user_initiated", "token_deleted", "session_expired
 
 // Handler serves the session endpoints (spec 2, Sessions).
 type Handler struct {
-	DB    *db.DB
-	Clock clock.Clock
-	Epoch authn.Epoch // bumped after every revocation so the token dies on every instance
-	Audit *audit.Writer
+	S *Service
 }
 
 // Session is a session as its owner sees it.
@@ -53,32 +49,9 @@ type Session struct {
 // List serves GET /v1/users/me/sessions: the caller's active (neither
 // revoked nor expired) sessions, most recently used first.
 func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	p := authn.From(ctx)
-	rows, err := h.DB.QueryContext(ctx, `SELECT s.id, s.ip_address, s.user_agent, s.device_type, s.browser_name, s.os_name, s.provider,
-		COALESCE(pl.name, s.provider), s.last_activity_at, s.created_at, s.expires_at
-		FROM sessions s LEFT JOIN platforms pl ON pl.slug = s.provider
-		WHERE s.user_id = $1 AND s.revoked_at IS NULL AND s.expires_at > $2
-		ORDER BY s.last_activity_at DESC, s.id`, p.UserID, db.TS(h.Clock.Now()))
+	p := authn.From(r.Context())
+	out, err := h.S.List(r.Context(), p)
 	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	defer rows.Close()
-	out := []Session{}
-	for rows.Next() {
-		var s Session
-		var last, created, expires int64
-		if err := rows.Scan(&s.ID, &s.IPAddress, &s.UserAgent, &s.DeviceType, &s.BrowserName, &s.OSName, &s.Provider,
-			&s.ProviderName, &last, &created, &expires); err != nil {
-			httpx.Error(w, r, err)
-			return
-		}
-		s.LastActivityAt, s.CreatedAt, s.ExpiresAt = db.FromTS(last), db.FromTS(created), db.FromTS(expires)
-		s.IsCurrent = s.ID == p.SessionID
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
@@ -100,34 +73,13 @@ type result struct {
 // session cannot be revoked here (400 {success: false, message}: log out
 // instead); another user's or an unknown session answers 404.
 func (h *Handler) Revoke(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	p := authn.From(ctx)
-	id := chi.URLParam(r, "session_id")
-	if id == p.SessionID {
-		httpx.JSON(w, http.StatusBadRequest, result{Success: false, Message: "the current session cannot be revoked; log out instead"})
+	p := authn.From(r.Context())
+	err := h.S.Revoke(r.Context(), p, chi.URLParam(r, "session_id"), audit.FromRequest(r, audit.Event{}))
+	if errors.Is(err, ErrCurrent) {
+		httpx.JSON(w, http.StatusBadRequest, result{Success: false, Message: err.Error()})
 		return
 	}
-	now := h.Clock.Now()
-	err := h.DB.Tx(ctx, func(tx *db.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = $1 WHERE id = $2 AND user_id = $3 AND revoked_at IS NULL AND expires_at > $1`,
-			db.TS(now), id, p.UserID)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return apperr.NotFoundf("session not found")
-		}
-		_, err = h.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
-			UserID: p.UserID, EventType: audit.SessionRevoked, ResourceType: "session", ResourceID: id,
-			Description: "session revoked by its user", Metadata: map[string]any{"session_id": id, "revoked_by_session": p.SessionID},
-		}))
-		return err
-	})
 	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	if err := h.Epoch.Bump(ctx); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
@@ -137,30 +89,10 @@ func (h *Handler) Revoke(w http.ResponseWriter, r *http.Request) {
 // RevokeOthers serves DELETE /v1/users/me/sessions: every active session of
 // the caller except the current one is revoked.
 func (h *Handler) RevokeOthers(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	p := authn.From(ctx)
-	now := h.Clock.Now()
-	var n int64
-	err := h.DB.Tx(ctx, func(tx *db.Tx) error {
-		var err error
-		if n, err = RevokeUser(ctx, tx, p.UserID, p.SessionID, now); err != nil || n == 0 {
-			return err
-		}
-		_, err = h.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
-			UserID: p.UserID, EventType: audit.SessionRevoked, ResourceType: "session", ResourceID: p.SessionID,
-			Description: "all other sessions revoked", Metadata: map[string]any{"revoked_count": n, "kept_session_id": p.SessionID},
-		}))
-		return err
-	})
+	n, err := h.S.RevokeOthers(r.Context(), authn.From(r.Context()), audit.FromRequest(r, audit.Event{}))
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
-	}
-	if n > 0 {
-		if err := h.Epoch.Bump(ctx); err != nil {
-			httpx.Error(w, r, err)
-			return
-		}
 	}
 	httpx.JSON(w, http.StatusOK, result{Success: true, RevokedCount: &n, Message: revokedMessage(n)})
 }
@@ -203,7 +135,7 @@ func (h *Handler) CreateInternal(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, apperr.Invalid("userId is required"))
 		return
 	}
-	now := h.Clock.Now()
+	now := h.S.Clock.Now()
 	var expires time.Time
 	if b.Expires != nil {
 		t, err := time.Parse(time.RFC3339Nano, *b.Expires)
@@ -218,7 +150,7 @@ func (h *Handler) CreateInternal(w http.ResponseWriter, r *http.Request) {
 		expires = t.UTC()
 	}
 	var rec Record
-	err := h.DB.Tx(ctx, func(tx *db.Tx) error {
+	err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		var provider sql.NullString
 		var banned bool
 		err := tx.QueryRowContext(ctx, `SELECT u.last_login_provider, `+db.UserBannedSQL+`
@@ -238,7 +170,7 @@ func (h *Handler) CreateInternal(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		rec = Record{ID: c.ID, SessionToken: c.Token, UserID: b.UserID, Expires: c.ExpiresAt, CreatedAt: c.CreatedAt}
-		_, err = h.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
+		_, err = h.S.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
 			UserID: b.UserID, EventType: audit.SessionCreated, ResourceType: "session", ResourceID: c.ID,
 			SourceService: sourceOf(r), Description: "session created by a service",
 			Metadata: map[string]any{"session_id": c.ID, "expires_at": c.ExpiresAt},
@@ -261,7 +193,7 @@ func (h *Handler) lookup(ctx context.Context, q db.Querier, tok string) (Record,
 	var rec Record
 	var exp, created int64
 	err := q.QueryRowContext(ctx, `SELECT id, user_id, expires_at, created_at FROM sessions
-		WHERE token_hash = $1 AND revoked_at IS NULL AND expires_at > $2`, token.Hash(tok), db.TS(h.Clock.Now())).
+		WHERE token_hash = $1 AND revoked_at IS NULL AND expires_at > $2`, token.Hash(tok), db.TS(h.S.Clock.Now())).
 		Scan(&rec.ID, &rec.UserID, &exp, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Record{}, apperr.NotFoundf("session not found")
@@ -273,7 +205,7 @@ func (h *Handler) lookup(ctx context.Context, q db.Querier, tok string) (Record,
 // GetInternal serves GET /v1/sessions/{token} (system key): the record of an
 // active session; revoked, expired and unknown tokens answer 404.
 func (h *Handler) GetInternal(w http.ResponseWriter, r *http.Request) {
-	rec, err := h.lookup(r.Context(), h.DB, chi.URLParam(r, "token"))
+	rec, err := h.lookup(r.Context(), h.S.DB, chi.URLParam(r, "token"))
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -298,8 +230,8 @@ func (h *Handler) DeleteInternal(w http.ResponseWriter, r *http.Request) {
 	if a := strings.TrimSpace(r.Header.Get("X-Source-Service")); a != "" {
 		app = a
 	}
-	now := h.Clock.Now()
-	err := h.DB.Tx(ctx, func(tx *db.Tx) error {
+	now := h.S.Clock.Now()
+	err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		rec, err := h.lookup(ctx, tx, chi.URLParam(r, "token"))
 		if err != nil {
 			return err
@@ -311,7 +243,7 @@ func (h *Handler) DeleteInternal(w http.ResponseWriter, r *http.Request) {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return apperr.NotFoundf("session not found")
 		}
-		_, err = h.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
+		_, err = h.S.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
 			UserID: rec.UserID, EventType: audit.Logout, ResourceType: "session", ResourceID: rec.ID,
 			SourceService: sourceOf(r), Description: "logged out (" + reason + ")",
 			Metadata: map[string]any{"reason": reason, "session_id": rec.ID, "app": app},
@@ -322,7 +254,7 @@ func (h *Handler) DeleteInternal(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	if err := h.Epoch.Bump(ctx); err != nil {
+	if err := h.S.Epoch.Bump(ctx); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}

@@ -97,25 +97,57 @@ func (s *Service) Seconds(ctx context.Context, key string, def time.Duration) ti
 	return time.Duration(n * float64(time.Second))
 }
 
-// ListConfig serves GET /v1/system-config?prefix=…: a bare array ordered by key.
-func (h *Handler) ListConfig(w http.ResponseWriter, r *http.Request) {
-	prefix := r.URL.Query().Get("prefix")
-	rows, err := h.S.DB.QueryContext(r.Context(), `SELECT key, value, description, updated_at FROM system_config WHERE key LIKE $1 ESCAPE '\' ORDER BY key`, db.Like(prefix)+"%")
+// ListConfig returns the config entries whose key starts with prefix (taken
+// literally, not as a pattern), ordered by key.
+func (s *Service) ListConfig(ctx context.Context, prefix string) ([]ConfigEntry, error) {
+	rows, err := s.DB.QueryContext(ctx, `SELECT key, value, description, updated_at FROM system_config WHERE key LIKE $1 ESCAPE '\' ORDER BY key`, db.Like(prefix)+"%")
 	if err != nil {
-		httpx.Error(w, r, err)
-		return
+		return nil, err
 	}
 	defer rows.Close()
 	out := []ConfigEntry{}
 	for rows.Next() {
 		e, err := scanEntry(rows)
 		if err != nil {
-			httpx.Error(w, r, err)
-			return
+			return nil, err
 		}
 		out = append(out, e)
 	}
-	if err := rows.Err(); err != nil {
+	return out, rows.Err()
+}
+
+// UpdateConfig sets the value of the config entry key to raw (JSON text; nil
+// when no value was given). The new value must have the JSON type of the
+// current one (an array stays an array), so a typo cannot break the areas
+// that read it, and the entries hmid reads keep their bounds.
+func (s *Service) UpdateConfig(ctx context.Context, key string, raw json.RawMessage) (ConfigEntry, error) {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
+		return ConfigEntry{}, apperr.Invalid("value is required")
+	}
+	if err := httpx.CheckJSONText("value", raw); err != nil {
+		return ConfigEntry{}, err
+	}
+	e, err := s.Entry(ctx, key)
+	if err != nil {
+		return e, err
+	}
+	if jsonKind(e.Value) != jsonKind(raw) {
+		return e, apperr.Invalid("value of %s must be %s", key, jsonKind(e.Value))
+	}
+	if err := checkConfigValue(key, raw); err != nil {
+		return e, err
+	}
+	if _, err := s.DB.ExecContext(ctx, `UPDATE system_config SET value = $1, updated_at = $2 WHERE key = $3`,
+		string(bytes.TrimSpace(raw)), db.TS(s.Clock.Now()), key); err != nil {
+		return e, err
+	}
+	return s.Entry(ctx, key)
+}
+
+// ListConfig serves GET /v1/system-config?prefix=…: a bare array ordered by key.
+func (h *Handler) ListConfig(w http.ResponseWriter, r *http.Request) {
+	out, err := h.S.ListConfig(r.Context(), r.URL.Query().Get("prefix"))
+	if err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
@@ -132,9 +164,7 @@ func (h *Handler) GetConfig(w http.ResponseWriter, r *http.Request) {
 	httpx.JSON(w, http.StatusOK, e)
 }
 
-// UpdateConfig serves PATCH /v1/system-config/{key} {value}: the new value must
-// have the JSON type of the current one (an array stays an array), so a typo
-// cannot break the areas that read it.
+// UpdateConfig serves PATCH /v1/system-config/{key} {value}.
 func (h *Handler) UpdateConfig(w http.ResponseWriter, r *http.Request) {
 	var b struct {
 		Value httpx.Opt[json.RawMessage] `json:"value"`
@@ -143,31 +173,9 @@ func (h *Handler) UpdateConfig(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	if !b.Value.Set || b.Value.Null {
-		httpx.Error(w, r, apperr.Invalid("value is required"))
-		return
-	}
-	ctx := r.Context()
-	key := chi.URLParam(r, "key")
-	e, err := h.S.Entry(ctx, key)
+	// An absent value and a JSON null both leave raw empty: "value is required".
+	e, err := h.S.UpdateConfig(r.Context(), chi.URLParam(r, "key"), b.Value.Value)
 	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	if jsonKind(e.Value) != jsonKind(b.Value.Value) {
-		httpx.Error(w, r, apperr.Invalid("value of %s must be %s", key, jsonKind(e.Value)))
-		return
-	}
-	if err := checkConfigValue(key, b.Value.Value); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	if _, err := h.S.DB.ExecContext(ctx, `UPDATE system_config SET value = $1, updated_at = $2 WHERE key = $3`,
-		string(bytes.TrimSpace(b.Value.Value)), db.TS(h.S.Clock.Now()), key); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	if e, err = h.S.Entry(ctx, key); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
@@ -209,23 +217,48 @@ func checkConfigValue(key string, raw json.RawMessage) error {
 	return httpx.CheckFreeJSON("value", raw)
 }
 
-// jsonKind names the JSON type of a value: object, array, string, number, boolean or null.
-func jsonKind(raw []byte) string {
+// The JSON types of values (RFC 8259 §3), as Kind names them.
+const (
+	KindObject  = "object"
+	KindArray   = "array"
+	KindString  = "string"
+	KindNumber  = "number"
+	KindBoolean = "boolean"
+	KindNull    = "null"
+	KindEmpty   = "empty" // no value at all
+)
+
+// Kind names the JSON type of a value by its first character: one of the
+// Kind constants. Anything not starting like another type is a number.
+func Kind(raw []byte) string {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
-		return "empty"
+		return KindEmpty
 	}
 	switch raw[0] {
 	case '{':
-		return "an object"
+		return KindObject
 	case '[':
-		return "an array"
+		return KindArray
 	case '"':
-		return "a string"
+		return KindString
 	case 't', 'f':
-		return "a boolean"
+		return KindBoolean
 	case 'n':
-		return "null"
+		return KindNull
 	}
-	return "a number"
+	return KindNumber
+}
+
+// jsonKind names the JSON type of a value for a message: "an object",
+// "a number", "null", ….
+func jsonKind(raw []byte) string {
+	switch k := Kind(raw); k {
+	case KindObject, KindArray:
+		return "an " + k
+	case KindNull, KindEmpty:
+		return k
+	default:
+		return "a " + k
+	}
 }

@@ -52,7 +52,9 @@ func scanSetting(row interface{ Scan(...any) error }) (Setting, error) {
 
 var keyPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$`)
 
-func (s *Service) list(ctx context.Context, publicOnly bool) ([]Setting, error) {
+// List returns the settings ordered by key: all, or only those marked
+// is_public.
+func (s *Service) List(ctx context.Context, publicOnly bool) ([]Setting, error) {
 	q := `SELECT ` + settingCols + ` FROM settings ORDER BY key`
 	if publicOnly {
 		q = `SELECT ` + settingCols + ` FROM settings WHERE is_public ORDER BY key`
@@ -90,7 +92,7 @@ type Handler struct {
 
 // List serves GET /v1/settings: {data: [setting], _links}.
 func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
-	out, err := h.S.list(r.Context(), false)
+	out, err := h.S.List(r.Context(), false)
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -100,7 +102,7 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 
 // ListPublic serves GET /v1/settings/public: only settings marked is_public.
 func (h *Handler) ListPublic(w http.ResponseWriter, r *http.Request) {
-	out, err := h.S.list(r.Context(), true)
+	out, err := h.S.List(r.Context(), true)
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -119,21 +121,29 @@ func (h *Handler) GetOne(w http.ResponseWriter, r *http.Request) {
 	httpx.WriteResource(w, r, http.StatusOK, st)
 }
 
-type settingBody struct {
+// SettingInput holds the fields of a setting a settings:write caller
+// gives; only fields with Set are used. It is the body of POST /v1/settings
+// and PUT /v1/settings/{key}.
+type SettingInput struct {
 	Key         httpx.Opt[string]          `json:"key"`
 	Value       httpx.Opt[json.RawMessage] `json:"value"`
 	Description httpx.Opt[string]          `json:"description"`
 	IsPublic    httpx.Opt[bool]            `json:"is_public"`
 }
 
-// check bounds the fields present: value as free-form JSON, description as text.
-func (b *settingBody) check() error {
-	if b.Value.Set && !b.Value.Null {
-		if err := httpx.CheckFreeJSON("value", b.Value.Value); err != nil {
-			return err
+// check bounds the fields present: value as free-form JSON, description as
+// text. A value that did not come through httpx.Decode (a console form's
+// text) is checked as JSON text first.
+func (in *SettingInput) check() error {
+	if in.Value.Set && !in.Value.Null {
+		if err := httpx.CheckJSONText("value", in.Value.Value); err != nil {
+			return apperr.OnField("value", err)
+		}
+		if err := httpx.CheckFreeJSON("value", in.Value.Value); err != nil {
+			return apperr.OnField("value", err)
 		}
 	}
-	return httpx.CheckLen("description", b.Description.Value, httpx.MaxText)
+	return apperr.OnField("description", httpx.CheckLen("description", in.Description.Value, httpx.MaxText))
 }
 
 // rawValue returns the JSON text of a value field; a JSON null stays null.
@@ -144,38 +154,86 @@ func rawValue(o httpx.Opt[json.RawMessage]) string {
 	return string(bytes.TrimSpace(o.Value))
 }
 
+// Create stores a new setting: a key of 1 to 128 letters, digits, '_',
+// '.', ':' or '-', any JSON value, an optional description and public flag.
+// A key that exists is a Conflict. The errors name their field
+// (apperr.FieldOf).
+func (s *Service) Create(ctx context.Context, in SettingInput) (Setting, error) {
+	if !keyPattern.MatchString(in.Key.Value) {
+		return Setting{}, apperr.OnField("key", apperr.Invalid("key is required: 1 to 128 letters, digits, '_', '.', ':' or '-'"))
+	}
+	if !in.Value.Set {
+		return Setting{}, apperr.OnField("value", apperr.Invalid("value is required (any JSON value)"))
+	}
+	if err := in.check(); err != nil {
+		return Setting{}, err
+	}
+	now := db.TS(s.Clock.Now())
+	_, err := s.DB.ExecContext(ctx, `INSERT INTO settings (key, value, description, is_public, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5)`,
+		in.Key.Value, rawValue(in.Value), in.Description.Value, in.IsPublic.Value, now)
+	if db.IsUniqueViolation(err) {
+		return Setting{}, apperr.OnField("key", apperr.Conflictf("setting %q already exists; use PUT /v1/settings/%s to change it", in.Key.Value, in.Key.Value))
+	}
+	if err != nil {
+		return Setting{}, err
+	}
+	return s.Get(ctx, in.Key.Value)
+}
+
+// Update changes the fields of the setting key that in gives (at least one
+// of value, description, is_public); the key itself cannot change.
+func (s *Service) Update(ctx context.Context, key string, in SettingInput) (Setting, error) {
+	if in.Key.Set && in.Key.Value != key {
+		return Setting{}, apperr.OnField("key", apperr.Invalid("the key of a setting cannot be changed"))
+	}
+	if !in.Value.Set && !in.Description.Set && !in.IsPublic.Set {
+		return Setting{}, apperr.Invalid("give at least one of value, description, is_public")
+	}
+	if err := in.check(); err != nil {
+		return Setting{}, err
+	}
+	st, err := s.Get(ctx, key)
+	if err != nil {
+		return st, err
+	}
+	value := string(st.Value)
+	if in.Value.Set {
+		value = rawValue(in.Value)
+	}
+	if in.Description.Set {
+		st.Description = in.Description.Value
+	}
+	if in.IsPublic.Set {
+		st.IsPublic = in.IsPublic.Value
+	}
+	if _, err := s.DB.ExecContext(ctx, `UPDATE settings SET value = $1, description = $2, is_public = $3, updated_at = $4 WHERE key = $5`,
+		value, st.Description, st.IsPublic, db.TS(s.Clock.Now()), key); err != nil {
+		return st, err
+	}
+	return s.Get(ctx, key)
+}
+
+// Delete removes the setting key; a missing one is NotFound.
+func (s *Service) Delete(ctx context.Context, key string) error {
+	res, err := s.DB.ExecContext(ctx, `DELETE FROM settings WHERE key = $1`, key)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return apperr.NotFoundf("setting %q not found", key)
+	}
+	return nil
+}
+
 // Create serves POST /v1/settings {key, value, description, is_public}: 201;
 // 409 when the key exists.
 func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
-	var b settingBody
-	if err := httpx.Decode(r, &b); err != nil {
+	var in SettingInput
+	if err := httpx.Decode(r, &in); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
-	if !keyPattern.MatchString(b.Key.Value) {
-		httpx.Error(w, r, apperr.Invalid("key is required: 1 to 128 letters, digits, '_', '.', ':' or '-'"))
-		return
-	}
-	if !b.Value.Set {
-		httpx.Error(w, r, apperr.Invalid("value is required (any JSON value)"))
-		return
-	}
-	if err := b.check(); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	now := db.TS(h.S.Clock.Now())
-	_, err := h.S.DB.ExecContext(r.Context(), `INSERT INTO settings (key, value, description, is_public, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5)`,
-		b.Key.Value, rawValue(b.Value), b.Description.Value, b.IsPublic.Value, now)
-	if db.IsUniqueViolation(err) {
-		httpx.Error(w, r, apperr.Conflictf("setting %q already exists; use PUT /v1/settings/%s to change it", b.Key.Value, b.Key.Value))
-		return
-	}
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	st, err := h.S.Get(r.Context(), b.Key.Value)
+	st, err := h.S.Create(r.Context(), in)
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -185,46 +243,13 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 
 // Update serves PUT /v1/settings/{key} {value, description?, is_public?}.
 func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
-	key := chi.URLParam(r, "key")
-	var b settingBody
-	if err := httpx.Decode(r, &b); err != nil {
+	var in SettingInput
+	if err := httpx.Decode(r, &in); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
-	if b.Key.Set && b.Key.Value != key {
-		httpx.Error(w, r, apperr.Invalid("the key of a setting cannot be changed"))
-		return
-	}
-	if !b.Value.Set && !b.Description.Set && !b.IsPublic.Set {
-		httpx.Error(w, r, apperr.Invalid("give at least one of value, description, is_public"))
-		return
-	}
-	if err := b.check(); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	ctx := r.Context()
-	st, err := h.S.Get(ctx, key)
+	st, err := h.S.Update(r.Context(), chi.URLParam(r, "key"), in)
 	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	value := string(st.Value)
-	if b.Value.Set {
-		value = rawValue(b.Value)
-	}
-	if b.Description.Set {
-		st.Description = b.Description.Value
-	}
-	if b.IsPublic.Set {
-		st.IsPublic = b.IsPublic.Value
-	}
-	if _, err := h.S.DB.ExecContext(ctx, `UPDATE settings SET value = $1, description = $2, is_public = $3, updated_at = $4 WHERE key = $5`,
-		value, st.Description, st.IsPublic, db.TS(h.S.Clock.Now()), key); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	if st, err = h.S.Get(ctx, key); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
@@ -233,13 +258,8 @@ func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 
 // Delete serves DELETE /v1/settings/{key}: 204, 404 when missing.
 func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
-	res, err := h.S.DB.ExecContext(r.Context(), `DELETE FROM settings WHERE key = $1`, chi.URLParam(r, "key"))
-	if err != nil {
+	if err := h.S.Delete(r.Context(), chi.URLParam(r, "key")); err != nil {
 		httpx.Error(w, r, err)
-		return
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		httpx.Error(w, r, apperr.NotFoundf("setting %q not found", chi.URLParam(r, "key")))
 		return
 	}
 	httpx.NoContent(w)

@@ -77,31 +77,34 @@ func (s *Service) getDevice(ctx context.Context, q db.Querier, id string) (Devic
 	return d, db.NotFoundOr(err, "device")
 }
 
-// ListDevices serves GET /v1/devices, newest first.
-func (h *Handler) ListDevices(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	pg := httpx.ParsePage(r, 10)
+// Devices lists one page of the devices, newest first, and the number of
+// all devices (GET /v1/devices).
+func (s *Service) Devices(ctx context.Context, pg httpx.Page) ([]Device, int, error) {
 	var total int
-	if err := h.S.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM devices`).Scan(&total); err != nil {
-		httpx.Error(w, r, err)
-		return
+	if err := s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM devices`).Scan(&total); err != nil {
+		return nil, 0, err
 	}
-	rows, err := h.S.DB.QueryContext(ctx, `SELECT `+deviceCols+` FROM devices ORDER BY created_at DESC, id DESC LIMIT $1 OFFSET $2`, pg.Limit, pg.Offset())
+	rows, err := s.DB.QueryContext(ctx, `SELECT `+deviceCols+` FROM devices ORDER BY created_at DESC, id DESC LIMIT $1 OFFSET $2`, pg.Limit, pg.Offset())
 	if err != nil {
-		httpx.Error(w, r, err)
-		return
+		return nil, 0, err
 	}
 	defer rows.Close()
 	out := []Device{}
 	for rows.Next() {
 		d, err := scanDevice(rows)
 		if err != nil {
-			httpx.Error(w, r, err)
-			return
+			return nil, 0, err
 		}
 		out = append(out, d)
 	}
-	if err := rows.Err(); err != nil {
+	return out, total, rows.Err()
+}
+
+// ListDevices serves GET /v1/devices, newest first.
+func (h *Handler) ListDevices(w http.ResponseWriter, r *http.Request) {
+	pg := httpx.ParsePage(r, 10)
+	out, total, err := h.S.Devices(r.Context(), pg)
+	if err != nil {
 		httpx.Error(w, r, err)
 		return
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-chi/chi/v5"
+
 	"hmid/internal/apperr"
 	"hmid/internal/authn"
 	"hmid/internal/db"
@@ -167,55 +169,61 @@ func insertTrip(ctx context.Context, tx *db.Tx, t Trip) error {
 	return err
 }
 
-// ListTrips serves GET /v1/trips, newest first, optionally by status.
-func (h *Handler) ListTrips(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	pg := httpx.ParsePage(r, 20)
+// Trips lists one page of the trips, newest first, only those in status
+// unless it is "", and the number of all of them (GET /v1/trips).
+func (s *Service) Trips(ctx context.Context, status string, pg httpx.Page) ([]Trip, int, error) {
 	where, args := "", []any{}
-	if st := r.URL.Query().Get("status"); st != "" {
-		if !validStatus(st) {
-			httpx.Error(w, r, apperr.Invalid("status must be one of draft, active, paused, completed"))
-			return
+	if status != "" {
+		if !validStatus(status) {
+			return nil, 0, apperr.OnField("status", apperr.Invalid("status must be one of draft, active, paused, completed"))
 		}
-		where, args = " WHERE status = $1", []any{st}
+		where, args = " WHERE status = $1", []any{status}
 	}
 	var total int
-	if err := h.S.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM trips`+where, args...).Scan(&total); err != nil {
-		httpx.Error(w, r, err)
-		return
+	if err := s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM trips`+where, args...).Scan(&total); err != nil {
+		return nil, 0, err
 	}
 	n := len(args)
-	rows, err := h.S.DB.QueryContext(ctx, `SELECT `+tripCols+` FROM trips`+where+` ORDER BY created_at DESC, id DESC LIMIT `+ph(n+1)+` OFFSET `+ph(n+2),
+	rows, err := s.DB.QueryContext(ctx, `SELECT `+tripCols+` FROM trips`+where+` ORDER BY created_at DESC, id DESC LIMIT `+ph(n+1)+` OFFSET `+ph(n+2),
 		append(args, pg.Limit, pg.Offset())...)
 	if err != nil {
-		httpx.Error(w, r, err)
-		return
+		return nil, 0, err
 	}
 	defer rows.Close()
 	out := []Trip{}
 	for rows.Next() {
 		t, err := scanTrip(rows)
 		if err != nil {
-			httpx.Error(w, r, err)
-			return
+			return nil, 0, err
 		}
 		out = append(out, t)
 	}
-	if err := rows.Err(); err != nil {
+	return out, total, rows.Err()
+}
+
+// ListTrips serves GET /v1/trips, newest first, optionally by status.
+func (h *Handler) ListTrips(w http.ResponseWriter, r *http.Request) {
+	pg := httpx.ParsePage(r, 20)
+	out, total, err := h.S.Trips(r.Context(), r.URL.Query().Get("status"), pg)
+	if err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
 	httpx.WriteList(w, r, out, pg, total)
 }
 
+// Trip returns the trip with id, which must be a UUID (GET /v1/trips/{id}).
+func (s *Service) Trip(ctx context.Context, id string) (Trip, error) {
+	id, err := parseUUID("id", id)
+	if err != nil {
+		return Trip{}, err
+	}
+	return getTrip(ctx, s.DB, id)
+}
+
 // GetTrip serves GET /v1/trips/{id}.
 func (h *Handler) GetTrip(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r, "id")
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	t, err := getTrip(r.Context(), h.S.DB, id)
+	t, err := h.S.Trip(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -497,26 +505,29 @@ func (h *Handler) DeleteTrip(w http.ResponseWriter, r *http.Request) {
 	httpx.NoContent(w)
 }
 
+// TripPoints lists one page of the points of the trip with id, oldest
+// first, and the number of all of them (GET /v1/trips/{id}/gps).
+func (s *Service) TripPoints(ctx context.Context, id string, pg httpx.Page) ([]Point, int, error) {
+	t, err := s.Trip(ctx, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	var total int
+	if err := s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM gps_points WHERE trip_id = $1`, t.ID).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	pts, err := scanPoints(s.DB.QueryContext(ctx, `SELECT `+pointCols+` FROM gps_points WHERE id IN
+		(SELECT id FROM gps_points WHERE trip_id = $1 ORDER BY ts, id LIMIT $2 OFFSET $3) ORDER BY ts, id`, t.ID, pg.Limit, pg.Offset()))
+	if err != nil {
+		return nil, 0, err
+	}
+	return pts, total, nil
+}
+
 // TripGPS serves GET /v1/trips/{id}/gps: the trip's points, oldest first.
 func (h *Handler) TripGPS(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	id, err := pathID(r, "id")
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	if _, err := getTrip(ctx, h.S.DB, id); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
 	pg := httpx.ParsePage(r, 10)
-	var total int
-	if err := h.S.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM gps_points WHERE trip_id = $1`, id).Scan(&total); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	pts, err := scanPoints(h.S.DB.QueryContext(ctx, `SELECT `+pointCols+` FROM gps_points WHERE id IN
-		(SELECT id FROM gps_points WHERE trip_id = $1 ORDER BY ts, id LIMIT $2 OFFSET $3) ORDER BY ts, id`, id, pg.Limit, pg.Offset()))
+	pts, total, err := h.S.TripPoints(r.Context(), chi.URLParam(r, "id"), pg)
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -524,23 +535,17 @@ func (h *Handler) TripGPS(w http.ResponseWriter, r *http.Request) {
 	httpx.WriteList(w, r, pts, pg, total)
 }
 
-// TripHistory serves GET /v1/trips/{id}/history: a bare array, oldest first.
-func (h *Handler) TripHistory(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	id, err := pathID(r, "id")
+// TripHistory lists the status changes of the trip with id, oldest first
+// (GET /v1/trips/{id}/history).
+func (s *Service) TripHistory(ctx context.Context, id string) ([]HistoryEntry, error) {
+	t, err := s.Trip(ctx, id)
 	if err != nil {
-		httpx.Error(w, r, err)
-		return
+		return nil, err
 	}
-	if _, err := getTrip(ctx, h.S.DB, id); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	rows, err := h.S.DB.QueryContext(ctx, `SELECT id, trip_id, old_status, new_status, changed_by, latitude, longitude, changed_at
-		FROM trip_status_history WHERE trip_id = $1 ORDER BY changed_at, id`, id)
+	rows, err := s.DB.QueryContext(ctx, `SELECT id, trip_id, old_status, new_status, changed_by, latitude, longitude, changed_at
+		FROM trip_status_history WHERE trip_id = $1 ORDER BY changed_at, id`, t.ID)
 	if err != nil {
-		httpx.Error(w, r, err)
-		return
+		return nil, err
 	}
 	defer rows.Close()
 	out := []HistoryEntry{}
@@ -550,13 +555,18 @@ func (h *Handler) TripHistory(w http.ResponseWriter, r *http.Request) {
 		var la, lo sql.NullFloat64
 		var at int64
 		if err := rows.Scan(&e.ID, &e.TripID, &e.OldStatus, &e.NewStatus, &by, &la, &lo, &at); err != nil {
-			httpx.Error(w, r, err)
-			return
+			return nil, err
 		}
 		e.ChangedBy, e.Latitude, e.Longitude, e.ChangedAt = db.StringPtr(by), fptr(la), fptr(lo), db.FromTS(at)
 		out = append(out, e)
 	}
-	if err := rows.Err(); err != nil {
+	return out, rows.Err()
+}
+
+// TripHistory serves GET /v1/trips/{id}/history: a bare array, oldest first.
+func (h *Handler) TripHistory(w http.ResponseWriter, r *http.Request) {
+	out, err := h.S.TripHistory(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
 		httpx.Error(w, r, err)
 		return
 	}

@@ -59,8 +59,8 @@ func (s *Service) Authorize(ctx context.Context, p *authn.Principal, userID stri
 			return "", apperr.Forbiddenf("missing permission %s", a.perm())
 		}
 	default:
-		if !p.Can("two_factor:manage") {
-			return "", apperr.Forbiddenf("missing permission two_factor:manage to act on another user")
+		if err := mayActOnOthers(p); err != nil {
+			return "", err
 		}
 	}
 	var deleted bool
@@ -72,4 +72,14 @@ func (s *Service) Authorize(ctx context.Context, p *authn.Principal, userID stri
 		return "", err
 	}
 	return userID, nil
+}
+
+// mayActOnOthers is the rule for acting on another user's two-factor
+// settings, or reading them: two_factor:manage (super admins and system
+// keys hold every permission).
+func mayActOnOthers(p *authn.Principal) error {
+	if !p.Can("two_factor:manage") {
+		return apperr.Forbiddenf("missing permission two_factor:manage to act on another user")
+	}
+	return nil
 }

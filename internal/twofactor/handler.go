@@ -5,13 +5,17 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/go-chi/chi/v5"
+
 	"hmid/internal/apperr"
 	"hmid/internal/authn"
 	"hmid/internal/httpx"
 )
 
-// Handler serves the REST endpoints under /v1/users/me/2fa. Every route is
-// Authenticated() in routes.go; the access rule is Service.Authorize.
+// Handler serves the REST endpoints under /v1/users/me/2fa, each
+// Authenticated() in routes.go with the access rule of Service.Authorize,
+// and an administrator's reset, POST /v1/users/{id}/2fa/reset, which needs
+// two_factor:manage.
 type Handler struct {
 	S *Service
 }
@@ -129,6 +133,28 @@ func (h *Handler) RegenerateBackupCodes(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	out, err := h.S.RegenerateBackupCodes(r.Context(), authn.From(r.Context()), userIDOf(r, b.UserID), b.Code, ClientFrom(r))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	httpx.JSON(w, http.StatusOK, out)
+}
+
+// resetBody is the body of an administrator's reset.
+type resetBody struct {
+	Reason string `json:"reason"`
+}
+
+// Reset serves POST /v1/users/{id}/2fa/reset (two_factor:manage): an
+// administrator turns two-factor authentication off for a user who lost
+// their authenticator (Service.Reset).
+func (h *Handler) Reset(w http.ResponseWriter, r *http.Request) {
+	var b resetBody
+	if err := httpx.Decode(r, &b); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	out, err := h.S.Reset(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"), b.Reason, ClientFrom(r))
 	if err != nil {
 		httpx.Error(w, r, err)
 		return

@@ -404,6 +404,7 @@ func (s *Service) requirement(ctx context.Context, userID, platformSlug string) 
 		reasons = append(reasons, "required by role "+strings.Join(out.RequiredByRoles, ", "))
 	}
 	if platformName != "" {
+		out.RequiredByPlatform = platformName
 		reasons = append(reasons, "required by login platform "+platformName)
 	}
 	if len(reasons) > 0 {

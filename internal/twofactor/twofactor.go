@@ -1,7 +1,8 @@
 // Package twofactor implements TOTP two-factor authentication (spec 2,
 // Two-factor state and Two-factor authentication (REST)): setup with a sealed
 // secret and a QR code, verification that enables it and hands out single-use
-// backup codes, disabling, regenerating backup codes, the requirement check
+// backup codes, disabling, an administrator's reset for a user who lost
+// their authenticator, regenerating backup codes, the requirement check
 // (roles and login platforms that demand it), and the second step of a login
 // (authflow.SecondFactor).
 //
@@ -85,6 +86,10 @@ type Requirement struct {
 	Enabled         bool     `json:"enabled"`
 	CanEnable       bool     `json:"can_enable"`
 	Reason          *string  `json:"reason"`
+	// RequiredByPlatform names the login platform that requires it ("" for
+	// none), for pages that word the reason themselves; the REST answer
+	// carries it in Reason.
+	RequiredByPlatform string `json:"-"`
 }
 
 // SetupResult is the answer of Setup: the secret in the three forms an

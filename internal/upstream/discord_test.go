@@ -1,19 +1,16 @@
 package upstream
 
 import (
-	"net/http"
 	"reflect"
 	"testing"
+
+	"hmid/internal/upstream/upstreamtest"
 )
 
-// fakeDiscord serves GET /api/users/@me with user (Discord's user object).
-func fakeDiscord(t *testing.T, user map[string]any) *fakeProvider {
-	f := newFakeProvider(t, "basic")
-	f.mux.HandleFunc("GET /api/users/@me", func(w http.ResponseWriter, r *http.Request) {
-		if f.authorized(w, r) {
-			writeJSON(w, user)
-		}
-	})
+// fakeDiscord is a fake Discord whose GET /api/users/@me answers user.
+func fakeDiscord(t *testing.T, user map[string]any) *upstreamtest.Provider {
+	f := upstreamtest.NewDiscord(t)
+	f.Set(func() { f.User = user })
 	return f
 }
 
@@ -23,7 +20,7 @@ func TestDiscordSignIn(t *testing.T) {
 		"avatar": "8342729096ea3675442027381ff50dfe", "verified": true, "email": "nelly@discord.example",
 		"flags": 64, "premium_type": 1, "public_flags": 64, "mfa_enabled": true, "locale": "en-US",
 	})
-	g := newRig(t, oauthEnv("discord", "/api", f))
+	g := newRig(t, f.Env("discord"))
 	id, err := g.signIn(t, "discord")
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +52,7 @@ func TestDiscordUnverifiedAndBareUser(t *testing.T) {
 			Identity{Provider: "discord", Subject: "4", Username: "x", DisplayName: "x"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := newRig(t, oauthEnv("discord", "/api", fakeDiscord(t, tc.user)))
+			g := newRig(t, fakeDiscord(t, tc.user).Env("discord"))
 			id, err := g.signIn(t, "discord")
 			if err != nil {
 				t.Fatal(err)
@@ -67,7 +64,7 @@ func TestDiscordUnverifiedAndBareUser(t *testing.T) {
 
 func TestDiscordUserWithoutValidID(t *testing.T) {
 	for _, user := range []map[string]any{{"username": "nobody"}, {"id": "12/../3", "username": "x"}, {"id": 5}} {
-		g := newRig(t, oauthEnv("discord", "/api", fakeDiscord(t, user)))
+		g := newRig(t, fakeDiscord(t, user).Env("discord"))
 		if _, err := g.signIn(t, "discord"); !isKind(err, ErrProvider) {
 			t.Errorf("user %v: err = %v, want ErrProvider", user, err)
 		}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"hmid/internal/upstream/upstreamtest"
 )
 
 // A provider that fails, answers junk, answers too much or too slowly ends
@@ -16,24 +18,24 @@ func TestProviderFailures(t *testing.T) {
 	type target struct {
 		slug    string
 		userAPI string // the path of the user API call to break
-		fake    func(t *testing.T) (*fakeProvider, map[string]string)
+		fake    func(t *testing.T) (*upstreamtest.Provider, map[string]string)
 	}
 	targets := []target{
-		{"discord", "/api/users/@me", func(t *testing.T) (*fakeProvider, map[string]string) {
+		{"discord", "/api/users/@me", func(t *testing.T) (*upstreamtest.Provider, map[string]string) {
 			f := fakeDiscord(t, map[string]any{"id": "1", "username": "u"})
-			return f, oauthEnv("discord", "/api", f)
+			return f, f.Env("discord")
 		}},
-		{"twitch", "/helix/users", func(t *testing.T) (*fakeProvider, map[string]string) {
-			f := fakeTwitch(t, []map[string]any{{"id": "1", "login": "u"}})
-			return f, oauthEnv("twitch", "/helix", f)
+		{"twitch", "/helix/users", func(t *testing.T) (*upstreamtest.Provider, map[string]string) {
+			f := fakeTwitch(t, map[string]any{"id": "1", "login": "u"})
+			return f, f.Env("twitch")
 		}},
-		{"github", "/user/emails", func(t *testing.T) (*fakeProvider, map[string]string) {
+		{"github", "/user/emails", func(t *testing.T) (*upstreamtest.Provider, map[string]string) {
 			f := fakeGitHub(t, octocat, nil)
-			return f, oauthEnv("github", "", f)
+			return f, f.Env("github")
 		}},
-		{"acme", "/jwks", func(t *testing.T) (*fakeProvider, map[string]string) {
-			o := newFakeOIDC(t, time.Now)
-			return o.fakeProvider, oidcEnv("acme", o)
+		{"acme", "/jwks", func(t *testing.T) (*upstreamtest.Provider, map[string]string) {
+			o := upstreamtest.NewOIDC(t, time.Now)
+			return o.Provider, oidcEnv("acme", o)
 		}},
 	}
 	slow := func(w http.ResponseWriter, r *http.Request) {
@@ -75,12 +77,12 @@ func TestProviderFailures(t *testing.T) {
 				g := newRig(t, env)
 				g.reg.SetTimeout(300 * time.Millisecond)
 				to, bind := g.begin(t, tg.slug, "/")
-				cb := consent(t, to)
+				cb := upstreamtest.Consent(t, to)
 				c, err := g.flow.Finish(context.Background(), callback(cb, bind), tg.slug)
 				if err != nil {
 					t.Fatal(err)
 				}
-				f.fail(tc.path, tc.handler)
+				f.Fail(tc.path, tc.handler)
 				p, _ := g.reg.Get(tg.slug)
 				start := time.Now()
 				id, err := p.Exchange(context.Background(), c.Code, c.Params)
@@ -90,7 +92,7 @@ func TestProviderFailures(t *testing.T) {
 				if !isKind(err, ErrProvider) || !strings.Contains(err.Error(), tc.detail) {
 					t.Fatalf("identity %+v, err = %v, want ErrProvider mentioning %q", id, err, tc.detail)
 				}
-				for _, secret := range []string{c.Code, c.Params.Verifier, clientSecret, "at-"} {
+				for _, secret := range []string{c.Code, c.Params.Verifier, upstreamtest.ClientSecret, "at-"} {
 					if strings.Contains(err.Error(), secret) {
 						t.Errorf("error %q shows a secret", err)
 					}
@@ -103,9 +105,9 @@ func TestProviderFailures(t *testing.T) {
 // The PKCE verifier really is checked: the code does not work with another.
 func TestExchangeNeedsTheVerifier(t *testing.T) {
 	f := fakeDiscord(t, map[string]any{"id": "1", "username": "u"})
-	g := newRig(t, oauthEnv("discord", "/api", f))
+	g := newRig(t, f.Env("discord"))
 	to, bind := g.begin(t, "discord", "/")
-	c, err := g.flow.Finish(context.Background(), callback(consent(t, to), bind), "discord")
+	c, err := g.flow.Finish(context.Background(), callback(upstreamtest.Consent(t, to), bind), "discord")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,13 +122,13 @@ func TestExchangeNeedsTheVerifier(t *testing.T) {
 // An unreachable provider is an ErrProvider too.
 func TestProviderUnreachable(t *testing.T) {
 	f := fakeDiscord(t, map[string]any{"id": "1", "username": "u"})
-	g := newRig(t, oauthEnv("discord", "/api", f))
+	g := newRig(t, f.Env("discord"))
 	to, bind := g.begin(t, "discord", "/")
-	c, err := g.flow.Finish(context.Background(), callback(consent(t, to), bind), "discord")
+	c, err := g.flow.Finish(context.Background(), callback(upstreamtest.Consent(t, to), bind), "discord")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.srv.Close()
+	f.Close()
 	p, _ := g.reg.Get("discord")
 	if _, err := p.Exchange(context.Background(), c.Code, c.Params); !isKind(err, ErrProvider) || !strings.Contains(err.Error(), "unreachable") {
 		t.Fatalf("err = %v, want ErrProvider unreachable", err)
@@ -149,8 +151,8 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // Every call to a provider goes through the registry's transport, including
 // go-oidc's discovery and key-set fetches.
 func TestAllCallsUseTheTransport(t *testing.T) {
-	o := newFakeOIDC(t, time.Now)
-	o.set(func() { o.claims = map[string]any{"email": "a@acme.example"} })
+	o := upstreamtest.NewOIDC(t, time.Now)
+	o.Set(func() { o.Claims = map[string]any{"email": "a@acme.example"} })
 	g := newRig(t, oidcEnv("acme", o))
 	ct := &countingTransport{}
 	g.reg.SetTransport(ct)
@@ -166,10 +168,10 @@ func TestAllCallsUseTheTransport(t *testing.T) {
 // Calls that each answer within the limit cannot add up beyond it.
 func TestSlowCallsAddUp(t *testing.T) {
 	f := fakeDiscord(t, map[string]any{"id": "1", "username": "u"})
-	g := newRig(t, oauthEnv("discord", "/api", f))
+	g := newRig(t, f.Env("discord"))
 	g.reg.SetTimeout(400 * time.Millisecond)
 	to, bind := g.begin(t, "discord", "/")
-	c, err := g.flow.Finish(context.Background(), callback(consent(t, to), bind), "discord")
+	c, err := g.flow.Finish(context.Background(), callback(upstreamtest.Consent(t, to), bind), "discord")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,10 +181,35 @@ func TestSlowCallsAddUp(t *testing.T) {
 			h(w, r)
 		}
 	}
-	f.fail("/token", delay(f.token))
-	f.fail("/api/users/@me", delay(f.mux.ServeHTTP))
+	f.Fail("/token", delay(f.ServeDefault))
+	f.Fail("/api/users/@me", delay(f.ServeDefault))
 	p, _ := g.reg.Get("discord")
 	if _, err := p.Exchange(context.Background(), c.Code, c.Params); !isKind(err, ErrProvider) || !strings.Contains(err.Error(), "in time") {
 		t.Fatalf("err = %v, want ErrProvider: did not answer in time", err)
+	}
+}
+
+// A person who refuses consent at the provider comes back with
+// access_denied: the sign-in ends with ErrDenied and keeps the return path.
+func TestProviderDenied(t *testing.T) {
+	discord := upstreamtest.NewDiscord(t)
+	acme := upstreamtest.NewOIDC(t, time.Now)
+	for slug, f := range map[string]*upstreamtest.Provider{"discord": discord, "acme": acme.Provider} {
+		t.Run(slug, func(t *testing.T) {
+			f.Set(func() { f.Deny = true })
+			g := newRig(t, upstreamtest.Merge(discord.Env("discord"), acme.Env("acme")))
+			to, bind := g.begin(t, slug, "/account/linked")
+			cb := upstreamtest.Consent(t, to)
+			if cb.Query().Get("code") != "" || cb.Query().Get("error") != "access_denied" {
+				t.Fatalf("callback = %s, want access_denied without a code", cb)
+			}
+			c, err := g.flow.Finish(context.Background(), callback(cb, bind), slug)
+			if !isKind(err, ErrDenied) {
+				t.Fatalf("err = %v, want ErrDenied", err)
+			}
+			if c == nil || c.ReturnTo != "/account/linked" {
+				t.Errorf("callback = %+v, want the return path", c)
+			}
+		})
 	}
 }

@@ -66,6 +66,9 @@ type Callback struct {
 	ReturnTo string
 	// Started is when Begin ran.
 	Started time.Time
+	// LinkUser is the user who started the sign-in with BeginLink to
+	// connect the provider's account to theirs; "" for a sign-in.
+	LinkUser string
 }
 
 // pending is what the cache holds for a started sign-in.
@@ -76,6 +79,7 @@ type pending struct {
 	ReturnTo string `json:"return_to"`
 	Binding  string `json:"binding"` // hex SHA-256 of the cookie value
 	Started  int64  `json:"started"` // Unix microseconds
+	Link     string `json:"link,omitempty"`
 }
 
 func (f *Flow) now() time.Time {
@@ -104,6 +108,17 @@ func (f *Flow) keep() time.Duration { return 2 * f.lifetime() }
 // OpenID Connect issuer whose discovery fails) and with the cache's error
 // when the cache is down.
 func (f *Flow) Begin(ctx context.Context, w http.ResponseWriter, r *http.Request, p Provider, returnTo string) (string, error) {
+	return f.begin(ctx, w, r, p, returnTo, "")
+}
+
+// BeginLink is Begin for a signed-in user who connects another provider's
+// account to theirs: the Callback carries userID as LinkUser, so the
+// callback can insist that the same user is still signed in.
+func (f *Flow) BeginLink(ctx context.Context, w http.ResponseWriter, r *http.Request, p Provider, returnTo, userID string) (string, error) {
+	return f.begin(ctx, w, r, p, returnTo, userID)
+}
+
+func (f *Flow) begin(ctx context.Context, w http.ResponseWriter, r *http.Request, p Provider, returnTo, link string) (string, error) {
 	binding := bindingOf(r)
 	if binding == "" {
 		binding = randomToken()
@@ -116,7 +131,7 @@ func (f *Flow) Begin(ctx context.Context, w http.ResponseWriter, r *http.Request
 	rec, _ := json.Marshal(pending{
 		Slug: p.Slug(), Verifier: params.Verifier, Nonce: params.Nonce,
 		ReturnTo: LocalPath(returnTo, f.PublicURL), Binding: hashHex(binding),
-		Started: f.now().UnixMicro(),
+		Started: f.now().UnixMicro(), Link: link,
 	})
 	if err := f.Cache.Set(ctx, stateKey(params.State), rec, f.keep()); err != nil {
 		return "", err
@@ -184,7 +199,7 @@ func (f *Flow) Finish(ctx context.Context, r *http.Request, slug string) (*Callb
 		return nil, newError(ErrStateExpired, slug, "", nil)
 	}
 	cb := &Callback{
-		Slug: rec.Slug, Code: q.Get("code"), ReturnTo: rec.ReturnTo, Started: started,
+		Slug: rec.Slug, Code: q.Get("code"), ReturnTo: rec.ReturnTo, Started: started, LinkUser: rec.Link,
 		Params: Params{State: state, Verifier: rec.Verifier, Nonce: rec.Nonce},
 	}
 	if e := q.Get("error"); e != "" {

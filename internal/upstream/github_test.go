@@ -4,34 +4,15 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"hmid/internal/upstream/upstreamtest"
 )
 
-// fakeGitHub serves GET /user and GET /user/emails and answers the token
-// request form-encoded unless asked for JSON, as GitHub does.
-func fakeGitHub(t *testing.T, user map[string]any, emails []map[string]any) *fakeProvider {
-	f := newFakeProvider(t, "post")
-	f.formToken = true
-	check := func(w http.ResponseWriter, r *http.Request) bool {
-		if !strings.Contains(r.Header.Get("Accept"), "application/vnd.github+json") && !strings.Contains(r.Header.Get("Accept"), "application/json") {
-			http.Error(w, "bad accept", http.StatusBadRequest)
-			return false
-		}
-		if r.Header.Get("User-Agent") == "" {
-			w.WriteHeader(http.StatusForbidden)
-			return false
-		}
-		return f.authorized(w, r)
-	}
-	f.mux.HandleFunc("GET /user", func(w http.ResponseWriter, r *http.Request) {
-		if check(w, r) {
-			writeJSON(w, user)
-		}
-	})
-	f.mux.HandleFunc("GET /user/emails", func(w http.ResponseWriter, r *http.Request) {
-		if check(w, r) {
-			writeJSON(w, emails)
-		}
-	})
+// fakeGitHub is a fake GitHub whose GET /user answers user and GET
+// /user/emails answers emails.
+func fakeGitHub(t *testing.T, user map[string]any, emails []map[string]any) *upstreamtest.Provider {
+	f := upstreamtest.NewGitHub(t)
+	f.Set(func() { f.User, f.Emails = user, emails })
 	return f
 }
 
@@ -59,7 +40,7 @@ func TestGitHubEmailSelection(t *testing.T) {
 		{"no addresses", []map[string]any{}, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := newRig(t, oauthEnv("github", "", fakeGitHub(t, octocat, tc.emails)))
+			g := newRig(t, fakeGitHub(t, octocat, tc.emails).Env("github"))
 			id, err := g.signIn(t, "github")
 			if err != nil {
 				t.Fatal(err)
@@ -72,7 +53,7 @@ func TestGitHubEmailSelection(t *testing.T) {
 
 func TestGitHubNameless(t *testing.T) {
 	user := map[string]any{"login": "ghost", "id": 10137, "name": nil, "avatar_url": "https://avatars.githubusercontent.com/u/10137?v=4"}
-	g := newRig(t, oauthEnv("github", "", fakeGitHub(t, user, nil)))
+	g := newRig(t, fakeGitHub(t, user, nil).Env("github"))
 	id, err := g.signIn(t, "github")
 	if err != nil {
 		t.Fatal(err)
@@ -85,11 +66,11 @@ func TestGitHubNameless(t *testing.T) {
 // GitHub answers a bad code with status 200 and an error body.
 func TestGitHubTokenErrorWithStatus200(t *testing.T) {
 	f := fakeGitHub(t, octocat, nil)
-	f.fail("/token", func(w http.ResponseWriter, r *http.Request) {
+	f.Fail("/token", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/x-www-form-urlencoded")
 		_, _ = w.Write([]byte("error=bad_verification_code&error_description=The+code+passed+is+incorrect+or+expired.&error_uri=https%3A%2F%2Fdocs.github.com"))
 	})
-	g := newRig(t, oauthEnv("github", "", f))
+	g := newRig(t, f.Env("github"))
 	_, err := g.signIn(t, "github")
 	if !isKind(err, ErrProvider) || !strings.Contains(err.Error(), "bad_verification_code") {
 		t.Fatalf("err = %v, want ErrProvider with the error code", err)

@@ -36,7 +36,13 @@ type network struct {
 
 func newNetwork() *network {
 	n := &network{now: time.Now}
-	n.setClient(http.DefaultTransport.(*http.Transport).Clone(), DefaultTimeout)
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	// Sign-ins go to a handful of hosts (each provider's token and user
+	// API): keep enough idle connections per host for concurrent sign-ins,
+	// or nearly every call pays a new TCP and TLS handshake (the default
+	// keeps two).
+	t.MaxIdleConnsPerHost = 64
+	n.setClient(t, DefaultTimeout)
 	return n
 }
 

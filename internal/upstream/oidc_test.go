@@ -11,20 +11,22 @@ import (
 	"time"
 
 	"hmid/internal/clock/clocktest"
+	"hmid/internal/upstream/upstreamtest"
 )
 
-func oidcEnv(slug string, o *fakeOIDC) map[string]string {
-	env := map[string]string{"HMID_LOGIN_PROVIDERS": slug}
-	pre := envPrefix(slug)
-	env[pre+"ISSUER"], env[pre+"CLIENT_ID"], env[pre+"CLIENT_SECRET"], env[pre+"NAME"] = o.URL(), clientID, clientSecret, "Acme SSO"
+// oidcEnv configures the generic provider slug, labelled "Acme SSO",
+// against the fake o.
+func oidcEnv(slug string, o *upstreamtest.OIDC) map[string]string {
+	env := o.Env(slug)
+	env[envPrefix(slug)+"NAME"] = "Acme SSO"
 	return env
 }
 
 func TestOIDCSignIn(t *testing.T) {
 	clk := clocktest.NewFake(time.Now())
-	o := newFakeOIDC(t, clk.Now)
-	o.set(func() {
-		o.claims = map[string]any{"email": "ada@acme.example", "email_verified": true, "name": "Ada Lovelace",
+	o := upstreamtest.NewOIDC(t, clk.Now)
+	o.Set(func() {
+		o.Claims = map[string]any{"email": "ada@acme.example", "email_verified": true, "name": "Ada Lovelace",
 			"picture": "https://acme.example/ada.png", "preferred_username": "ada", "locale": "en"}
 	})
 	g := newRigWith(t, oidcEnv("acme", o), clk)
@@ -47,10 +49,9 @@ func TestOIDCSignIn(t *testing.T) {
 // the fake, and email_verified arrives as a string as some providers send it.
 func TestGoogleSignInStringVerified(t *testing.T) {
 	clk := clocktest.NewFake(time.Now())
-	o := newFakeOIDC(t, clk.Now)
-	o.set(func() { o.claims = map[string]any{"email": "g@gmail.example", "email_verified": "true", "name": "G"} })
-	g := newRigWith(t, map[string]string{"HMID_LOGIN_GOOGLE_ISSUER": o.URL(), "HMID_LOGIN_GOOGLE_CLIENT_ID": clientID,
-		"HMID_LOGIN_GOOGLE_CLIENT_SECRET": clientSecret}, clk)
+	o := upstreamtest.NewOIDC(t, clk.Now)
+	o.Set(func() { o.Claims = map[string]any{"email": "g@gmail.example", "email_verified": "true", "name": "G"} })
+	g := newRigWith(t, o.Env("google"), clk)
 	id, err := g.signIn(t, "google")
 	if err != nil {
 		t.Fatal(err)
@@ -72,8 +73,8 @@ func TestOIDCUserInfoFallback(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clocktest.NewFake(time.Now())
-			o := newFakeOIDC(t, clk.Now)
-			o.set(func() { o.info = tc.info })
+			o := upstreamtest.NewOIDC(t, clk.Now)
+			o.Set(func() { o.Info = tc.info })
 			g := newRigWith(t, oidcEnv("acme", o), clk)
 			id, err := g.signIn(t, "acme")
 			if tc.wantErr {
@@ -99,32 +100,34 @@ func TestOIDCRefusesBadIDTokens(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		setup  func(o *fakeOIDC, g *rig) // runs under the fake's lock
+		setup  func(o *upstreamtest.OIDC, g *rig) // runs under the fake's lock
 		detail string
 	}{
-		{"nonce mismatch", func(o *fakeOIDC, _ *rig) { o.tweak = func(c map[string]any) { c["nonce"] = "not-the-nonce" } }, "nonce"},
-		{"no nonce", func(o *fakeOIDC, _ *rig) { o.tweak = func(c map[string]any) { delete(c, "nonce") } }, "nonce"},
-		{"wrong issuer", func(o *fakeOIDC, _ *rig) { o.tweak = func(c map[string]any) { c["iss"] = "https://evil.example" } }, "another issuer"},
-		{"wrong audience", func(o *fakeOIDC, _ *rig) { o.tweak = func(c map[string]any) { c["aud"] = "other-client" } }, "another client"},
-		{"expired", func(o *fakeOIDC, g *rig) {
-			o.tweak = func(c map[string]any) { c["exp"] = g.clk.Now().Add(-time.Minute).Unix() }
+		{"nonce mismatch", func(o *upstreamtest.OIDC, _ *rig) { o.Tweak = func(c map[string]any) { c["nonce"] = "not-the-nonce" } }, "nonce"},
+		{"no nonce", func(o *upstreamtest.OIDC, _ *rig) { o.Tweak = func(c map[string]any) { delete(c, "nonce") } }, "nonce"},
+		{"wrong issuer", func(o *upstreamtest.OIDC, _ *rig) {
+			o.Tweak = func(c map[string]any) { c["iss"] = "https://evil.example" }
+		}, "another issuer"},
+		{"wrong audience", func(o *upstreamtest.OIDC, _ *rig) { o.Tweak = func(c map[string]any) { c["aud"] = "other-client" } }, "another client"},
+		{"expired", func(o *upstreamtest.OIDC, g *rig) {
+			o.Tweak = func(c map[string]any) { c["exp"] = g.clk.Now().Add(-time.Minute).Unix() }
 		}, "expired"},
-		{"signed by another key", func(o *fakeOIDC, _ *rig) {
-			o.signer = func(p []byte) string { return signRS256(t, other, o.kid, p) }
+		{"signed by another key", func(o *upstreamtest.OIDC, _ *rig) {
+			o.Signer = func(p []byte) string { return upstreamtest.SignRS256(t, other, upstreamtest.KeyID, p) }
 		}, "signature"},
-		{"unsigned (alg none)", func(o *fakeOIDC, _ *rig) {
-			o.signer = func(p []byte) string {
+		{"unsigned (alg none)", func(o *upstreamtest.OIDC, _ *rig) {
+			o.Signer = func(p []byte) string {
 				return "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0." + base64.RawURLEncoding.EncodeToString(p) + "."
 			}
 		}, "ID token"},
-		{"no ID token", func(o *fakeOIDC, _ *rig) { o.idToken = func(grant) string { return "" } }, "without an ID token"},
+		{"no ID token", func(o *upstreamtest.OIDC, _ *rig) { o.Signer = func([]byte) string { return "" } }, "without an ID token"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clocktest.NewFake(time.Now())
-			o := newFakeOIDC(t, clk.Now)
+			o := upstreamtest.NewOIDC(t, clk.Now)
 			g := newRigWith(t, oidcEnv("acme", o), clk)
-			o.set(func() {
-				o.claims = map[string]any{"email": "ada@acme.example", "email_verified": true}
+			o.Set(func() {
+				o.Claims = map[string]any{"email": "ada@acme.example", "email_verified": true}
 				tc.setup(o, g)
 			})
 			id, err := g.signIn(t, "acme")
@@ -139,25 +142,25 @@ func TestOIDCRefusesBadIDTokens(t *testing.T) {
 // and discovery is retried once the provider is fixed.
 func TestOIDCDiscovery(t *testing.T) {
 	clk := clocktest.NewFake(time.Now())
-	o := newFakeOIDC(t, clk.Now)
-	o.set(func() { o.issuer = "https://evil.example" })
+	o := upstreamtest.NewOIDC(t, clk.Now)
+	o.Set(func() { o.Issuer = "https://evil.example" })
 	g := newRigWith(t, oidcEnv("acme", o), clk)
 	p, _ := g.reg.Get("acme")
 	_, err := p.AuthCodeURL(t.Context(), Params{State: "s", Verifier: "v", Nonce: "n"})
 	if !isKind(err, ErrProvider) || !strings.Contains(err.Error(), "another issuer") {
 		t.Fatalf("err = %v, want ErrProvider about the issuer", err)
 	}
-	o.fail("/.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
+	o.Fail("/.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusInternalServerError)
 	})
 	if _, err := p.AuthCodeURL(t.Context(), Params{}); !isKind(err, ErrProvider) {
 		t.Fatalf("err = %v, want ErrProvider", err)
 	}
-	o.set(func() {
-		o.issuer = ""
-		o.claims = map[string]any{"email": "a@acme.example"}
+	o.Set(func() {
+		o.Issuer = ""
+		o.Claims = map[string]any{"email": "a@acme.example"}
 	})
-	o.fail("/.well-known/openid-configuration", nil)
+	o.Fail("/.well-known/openid-configuration", nil)
 	if _, err := g.signIn(t, "acme"); err != nil {
 		t.Fatalf("after the provider recovered: %v", err)
 	}

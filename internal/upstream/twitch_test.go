@@ -1,33 +1,26 @@
 package upstream
 
 import (
-	"net/http"
 	"testing"
+
+	"hmid/internal/upstream/upstreamtest"
 )
 
-// fakeTwitch serves Helix GET /helix/users, which needs the Client-Id header.
-func fakeTwitch(t *testing.T, users []map[string]any) *fakeProvider {
-	f := newFakeProvider(t, "post")
-	f.mux.HandleFunc("GET /helix/users", func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Client-Id") != clientID {
-			w.WriteHeader(http.StatusUnauthorized)
-			writeJSON(w, map[string]any{"error": "Unauthorized", "status": 401, "message": "Client ID and OAuth token do not match"})
-			return
-		}
-		if f.authorized(w, r) {
-			writeJSON(w, map[string]any{"data": users})
-		}
-	})
+// fakeTwitch is a fake Twitch whose Helix GET /helix/users answers user,
+// or no user when it is nil.
+func fakeTwitch(t *testing.T, user map[string]any) *upstreamtest.Provider {
+	f := upstreamtest.NewTwitch(t)
+	f.Set(func() { f.User = user })
 	return f
 }
 
 func TestTwitchSignIn(t *testing.T) {
-	f := fakeTwitch(t, []map[string]any{{
+	f := fakeTwitch(t, map[string]any{
 		"id": "141981764", "login": "twitchdev", "display_name": "TwitchDev", "type": "", "broadcaster_type": "partner",
 		"description": "Supporting third-party developers", "profile_image_url": "https://static-cdn.jtvnw.net/jtv_user_pictures/8a6381c7-d0c0-4576-b179-38bd5ce1d6af-profile_image-300x300.png",
 		"offline_image_url": "", "view_count": 5980557, "email": "dev@twitch.example", "created_at": "2016-12-14T20:32:28Z",
-	}})
-	g := newRig(t, oauthEnv("twitch", "/helix", f))
+	})
+	g := newRig(t, f.Env("twitch"))
 	id, err := g.signIn(t, "twitch")
 	if err != nil {
 		t.Fatal(err)
@@ -38,8 +31,8 @@ func TestTwitchSignIn(t *testing.T) {
 }
 
 func TestTwitchWithoutEmail(t *testing.T) {
-	g := newRig(t, oauthEnv("twitch", "/helix", fakeTwitch(t, []map[string]any{{
-		"id": "7", "login": "quiet", "display_name": "", "profile_image_url": "http://insecure.example/p.png"}})))
+	g := newRig(t, fakeTwitch(t, map[string]any{
+		"id": "7", "login": "quiet", "display_name": "", "profile_image_url": "http://insecure.example/p.png"}).Env("twitch"))
 	id, err := g.signIn(t, "twitch")
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +41,7 @@ func TestTwitchWithoutEmail(t *testing.T) {
 }
 
 func TestTwitchNoUser(t *testing.T) {
-	g := newRig(t, oauthEnv("twitch", "/helix", fakeTwitch(t, []map[string]any{})))
+	g := newRig(t, fakeTwitch(t, nil).Env("twitch"))
 	if _, err := g.signIn(t, "twitch"); !isKind(err, ErrProvider) {
 		t.Fatalf("err = %v, want ErrProvider", err)
 	}

@@ -19,11 +19,15 @@ type NewAccount struct {
 	PlatformUserID string // provider's user id; for email, the lower-cased address
 	Username       string // wanted username; made valid and unique
 	Name           string // display name
-	Email          string
-	AvatarURL      string
-	PasswordHash   string // email platform only
-	EmailVerified  bool
-	SuperAdmin     bool
+	Email          string // the user's address
+	// AccountEmail is the address on the platform account when it differs
+	// from Email: an unverified address another user holds stays off the
+	// user (SignIn). "" means Email.
+	AccountEmail  string
+	AvatarURL     string
+	PasswordHash  string // email platform only
+	EmailVerified bool
+	SuperAdmin    bool
 }
 
 // Create inserts a user, their primary platform account and the default
@@ -67,9 +71,13 @@ func Create(ctx context.Context, q db.Querier, now int64, a NewAccount) (userID,
 			name = username
 		}
 	}
+	accountEmail := a.AccountEmail
+	if accountEmail == "" {
+		accountEmail = a.Email
+	}
 	if _, err := q.ExecContext(ctx, `INSERT INTO platform_accounts (id, user_id, platform_id, platform_user_id, username, email, avatar_url, password_hash, email_verified, is_primary, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, TRUE, $10, $10)`,
-		accountID, userID, PlatformID(a.PlatformSlug), a.PlatformUserID, username, nullable(strings.ToLower(a.Email)), nullable(a.AvatarURL), nullable(a.PasswordHash), a.EmailVerified, now); err != nil {
+		accountID, userID, PlatformID(a.PlatformSlug), a.PlatformUserID, username, nullable(strings.ToLower(accountEmail)), nullable(a.AvatarURL), nullable(a.PasswordHash), a.EmailVerified, now); err != nil {
 		return "", "", err
 	}
 	if _, err := q.ExecContext(ctx, `INSERT INTO user_roles (user_id, role_id, created_at) VALUES ($1, $2, $3)`, userID, access.DefaultUserRole, now); err != nil {

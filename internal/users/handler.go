@@ -4,20 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"net/http"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
-	"hmid/internal/access"
 	"hmid/internal/apperr"
 	"hmid/internal/audit"
 	"hmid/internal/authn"
 	"hmid/internal/db"
 	"hmid/internal/httpx"
-	"hmid/internal/sessions"
 )
 
 // Handler serves the users endpoints (spec 2, Users).
@@ -26,49 +21,16 @@ type Handler struct {
 }
 
 // List serves GET /v1/users: a paginated list, newest first. Soft-deleted
-// users are left out unless include_deleted=true; search matches username,
-// name or email.
+// users are left out unless include_deleted=true; search matches the exact
+// id, or part of the username, name or email (Service.List).
 func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	pg := httpx.ParsePage(r, 20)
-	q := r.URL.Query()
-	where, args := []string{"TRUE"}, []any{}
-	if inc, _ := strconv.ParseBool(q.Get("include_deleted")); !inc {
-		where = append(where, "deleted_at IS NULL")
-	}
-	if s := strings.TrimSpace(q.Get("search")); s != "" {
-		args = append(args, "%"+db.Like(strings.ToLower(s))+"%")
-		n := "$" + strconv.Itoa(len(args))
-		where = append(where, `(LOWER(username) LIKE `+n+` ESCAPE '\' OR LOWER(name) LIKE `+n+` ESCAPE '\' OR LOWER(COALESCE(email, '')) LIKE `+n+` ESCAPE '\')`)
-	}
-	cond := strings.Join(where, " AND ")
-	var total int
-	if err := h.S.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM users WHERE `+cond, args...).Scan(&total); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	n := len(args)
-	rows, err := h.S.DB.QueryContext(ctx, `SELECT `+userCols+` FROM users WHERE `+cond+
-		` ORDER BY created_at DESC, id LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2), append(args, pg.Limit, pg.Offset())...)
+	lq := ParseListQuery(r.URL.Query())
+	out, total, err := h.S.List(r.Context(), lq)
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
-	defer rows.Close()
-	out := []User{}
-	for rows.Next() {
-		u, err := scanUser(rows)
-		if err != nil {
-			httpx.Error(w, r, err)
-			return
-		}
-		out = append(out, u)
-	}
-	if err := rows.Err(); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteList(w, r, out, pg, total)
+	httpx.WriteList(w, r, out, lq.Page, total)
 }
 
 // Get serves GET /v1/users/{id}. Holders of users:read also see soft-deleted
@@ -149,187 +111,20 @@ func (h *Handler) GetProfile(w http.ResponseWriter, r *http.Request) {
 	httpx.WriteResource(w, r, http.StatusOK, p)
 }
 
-type updateBody struct {
-	Username       httpx.Opt[string] `json:"username"`
-	Email          httpx.Opt[string] `json:"email"`
-	AvatarURL      httpx.Opt[string] `json:"avatar_url"`
-	PrivacyMode    httpx.Opt[bool]   `json:"privacy_mode"`
-	AvatarsEnabled httpx.Opt[bool]   `json:"avatars_enabled"`
-}
-
-// Update serves PATCH /v1/users/{id}: only the fields sent change. An email
-// set here is the user's contact address; it is not verified, so the sign-in
-// upsert never links accounts by it (only by verified platform-account
-// emails), and an address another user has answers 409.
+// Update serves PATCH /v1/users/{id}: only the fields sent change (see
+// Service.Update).
 func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	p := authn.From(ctx)
-	id := chi.URLParam(r, "id")
-	b, err := decodeUpdate(r)
-	if err != nil {
+	var c Changes
+	if err := httpx.Decode(r, &c); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
-	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
-		u, err := h.S.active(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if err := mayManage(p, u); err != nil {
-			return err
-		}
-		if err := b.checkAvatar(u); err != nil {
-			return err
-		}
-		fields, err := b.store(ctx, &userUpdate{tx: tx, id: id, now: db.TS(h.S.Clock.Now())}, u)
-		if err != nil {
-			return err
-		}
-		return h.recordUpdate(ctx, tx, r, p, id, fields)
-	})
-	if err != nil {
+	id := chi.URLParam(r, "id")
+	if err := h.S.Update(r.Context(), authn.From(r.Context()), id, c, audit.FromRequest(r, audit.Event{})); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
 	h.writeUser(w, r, id)
-}
-
-// decodeUpdate reads the PATCH body and checks each field on its own; the
-// email comes back trimmed and lower-cased.
-func decodeUpdate(r *http.Request) (updateBody, error) {
-	var b updateBody
-	if err := httpx.Decode(r, &b); err != nil {
-		return b, err
-	}
-	if !b.Username.Set && !b.Email.Set && !b.AvatarURL.Set && !b.PrivacyMode.Set && !b.AvatarsEnabled.Set {
-		return b, apperr.Invalid("give at least one of username, email, avatar_url, privacy_mode, avatars_enabled")
-	}
-	if b.Username.Set {
-		if b.Username.Null {
-			return b, apperr.Invalid("username cannot be null")
-		}
-		if err := ValidUsername(b.Username.Value); err != nil {
-			return b, err
-		}
-	}
-	if (b.PrivacyMode.Set && b.PrivacyMode.Null) || (b.AvatarsEnabled.Set && b.AvatarsEnabled.Null) {
-		return b, apperr.Invalid("privacy_mode and avatars_enabled must be booleans")
-	}
-	b.Email.Value = strings.ToLower(strings.TrimSpace(b.Email.Value))
-	if b.Email.Set && !b.Email.Null && !validEmail(b.Email.Value) {
-		return b, apperr.Invalid("email is not a valid address")
-	}
-	if b.AvatarURL.Set && !b.AvatarURL.Null && !validURL(b.AvatarURL.Value) {
-		return b, apperr.Invalid("avatar_url must be an absolute http or https URL of at most 2048 characters")
-	}
-	return b, nil
-}
-
-// checkAvatar refuses an avatar URL for a user whose avatars are off, after
-// this same request's avatars_enabled is applied.
-func (b *updateBody) checkAvatar(u User) error {
-	avatars := u.AvatarsEnabled
-	if b.AvatarsEnabled.Set {
-		avatars = b.AvatarsEnabled.Value
-	}
-	if b.AvatarURL.Set && !b.AvatarURL.Null && !avatars {
-		return apperr.Invalid("avatars are disabled for this user; enable avatars_enabled before setting avatar_url")
-	}
-	return nil
-}
-
-// userUpdate writes the columns of one user, one statement each, and
-// remembers their names for the audit event.
-type userUpdate struct {
-	tx     *db.Tx
-	id     string
-	now    int64 // updated_at, in db.TS form
-	fields []string
-}
-
-func (x *userUpdate) set(ctx context.Context, col string, v any) error {
-	_, err := x.tx.ExecContext(ctx, `UPDATE users SET `+col+` = $1, updated_at = $2 WHERE id = $3`, v, x.now, x.id)
-	x.fields = append(x.fields, col)
-	return err
-}
-
-// store writes the fields of b to the user u through x and returns the
-// names of the columns written. A username equal to the current one is not
-// written; a taken username or email is a 409.
-func (b *updateBody) store(ctx context.Context, x *userUpdate, u User) ([]string, error) {
-	if b.Username.Set && b.Username.Value != u.Username {
-		if err := x.set(ctx, "username", b.Username.Value); err != nil {
-			if db.IsUniqueViolation(err) {
-				return nil, apperr.Conflictf("username %q is taken", b.Username.Value)
-			}
-			return nil, err
-		}
-	}
-	if b.Email.Set {
-		if err := x.setEmail(ctx, b.Email); err != nil {
-			return nil, err
-		}
-	}
-	if b.AvatarURL.Set {
-		if err := x.set(ctx, "avatar_url", nullable(b.AvatarURL.Value)); err != nil {
-			return nil, err
-		}
-	}
-	if b.PrivacyMode.Set {
-		if err := x.set(ctx, "privacy_mode", b.PrivacyMode.Value); err != nil {
-			return nil, err
-		}
-	}
-	if b.AvatarsEnabled.Set {
-		if err := x.setAvatars(ctx, b.AvatarsEnabled.Value); err != nil {
-			return nil, err
-		}
-	}
-	return x.fields, nil
-}
-
-// setEmail writes the contact address (null clears it); an address another
-// user has is a 409.
-func (x *userUpdate) setEmail(ctx context.Context, email httpx.Opt[string]) error {
-	var v any
-	if !email.Null {
-		taken, err := emailTaken(ctx, x.tx, email.Value, x.id)
-		if err != nil {
-			return err
-		}
-		if taken {
-			return apperr.Conflictf("email address is in use by another user")
-		}
-		v = email.Value
-	}
-	return x.set(ctx, "email", v)
-}
-
-// setAvatars writes avatars_enabled; turning avatars off removes the stored
-// avatar URLs of the user and of its platform accounts (spec 2, User).
-func (x *userUpdate) setAvatars(ctx context.Context, on bool) error {
-	if err := x.set(ctx, "avatars_enabled", on); err != nil {
-		return err
-	}
-	if on {
-		return nil
-	}
-	if _, err := x.tx.ExecContext(ctx, `UPDATE users SET avatar_url = NULL WHERE id = $1`, x.id); err != nil {
-		return err
-	}
-	_, err := x.tx.ExecContext(ctx, `UPDATE platform_accounts SET avatar_url = NULL, updated_at = $1 WHERE user_id = $2 AND avatar_url IS NOT NULL`, x.now, x.id)
-	return err
-}
-
-func (h *Handler) recordUpdate(ctx context.Context, tx *db.Tx, r *http.Request, p *authn.Principal, id string, fields []string) error {
-	if fields == nil {
-		fields = []string{}
-	}
-	_, err := h.S.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
-		UserID: id, ActorID: actorIfOther(p, id), EventType: audit.UserUpdated, ResourceType: "user", ResourceID: id,
-		Description: "user updated", Metadata: map[string]any{"fields": fields},
-	}))
-	return err
 }
 
 func (h *Handler) writeUser(w http.ResponseWriter, r *http.Request, id string) {
@@ -344,9 +139,6 @@ func (h *Handler) writeUser(w http.ResponseWriter, r *http.Request, id string) {
 // UpdateLocale serves PATCH /v1/users/{id}/locale with {locale: string or null};
 // null clears the preference (mails then use the default, en).
 func (h *Handler) UpdateLocale(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	p := authn.From(ctx)
-	id := chi.URLParam(r, "id")
 	var b struct {
 		Locale httpx.Opt[string] `json:"locale"`
 	}
@@ -358,34 +150,8 @@ func (h *Handler) UpdateLocale(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, apperr.Invalid("locale is required (a string, or null to clear it)"))
 		return
 	}
-	var v any
-	if !b.Locale.Null {
-		supported, err := h.S.supportedLocales(ctx)
-		if err != nil {
-			httpx.Error(w, r, err)
-			return
-		}
-		loc := strings.ToLower(strings.TrimSpace(b.Locale.Value))
-		if !slices.Contains(supported, loc) {
-			httpx.Error(w, r, apperr.Invalid("locale must be one of %s", strings.Join(supported, ", ")))
-			return
-		}
-		v = loc
-	}
-	err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
-		u, err := h.S.active(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if err := mayManage(p, u); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE users SET preferred_locale = $1, updated_at = $2 WHERE id = $3`, v, db.TS(h.S.Clock.Now()), id); err != nil {
-			return err
-		}
-		return h.recordUpdate(ctx, tx, r, p, id, []string{"preferred_locale"})
-	})
-	if err != nil {
+	id := chi.URLParam(r, "id")
+	if err := h.S.SetLocale(r.Context(), authn.From(r.Context()), id, b.Locale.Ptr(), audit.FromRequest(r, audit.Event{})); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
@@ -395,9 +161,6 @@ func (h *Handler) UpdateLocale(w http.ResponseWriter, r *http.Request) {
 // UpdateUsername serves PATCH /v1/users/{id}/username: 400 invalid, 404
 // unknown user, 409 taken (compared case-insensitively).
 func (h *Handler) UpdateUsername(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	p := authn.From(ctx)
-	id := chi.URLParam(r, "id")
 	var b struct {
 		Username string `json:"username"`
 	}
@@ -405,82 +168,17 @@ func (h *Handler) UpdateUsername(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	if err := ValidUsername(b.Username); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
-		u, err := h.S.active(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if err := mayManage(p, u); err != nil {
-			return err
-		}
-		if u.Username == b.Username {
-			return nil
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE users SET username = $1, updated_at = $2 WHERE id = $3`, b.Username, db.TS(h.S.Clock.Now()), id)
-		if db.IsUniqueViolation(err) {
-			return apperr.Conflictf("username %q is taken", b.Username)
-		}
-		if err != nil {
-			return err
-		}
-		return h.recordUpdate(ctx, tx, r, p, id, []string{"username"})
-	})
-	if err != nil {
+	id := chi.URLParam(r, "id")
+	if err := h.S.SetUsername(r.Context(), authn.From(r.Context()), id, b.Username, audit.FromRequest(r, audit.Event{})); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
 	h.writeUser(w, r, id)
 }
 
-// Delete serves DELETE /v1/users/{id}: a soft delete. deleted_at is set,
-// the purge is scheduled DeletionGrace later, every session is revoked and
-// every API key of the user deleted, all in one transaction; the epoch bump
-// makes their tokens fail on every instance at once.
+// Delete serves DELETE /v1/users/{id}: a soft delete (Service.Delete).
 func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	p := authn.From(ctx)
-	id := chi.URLParam(r, "id")
-	now := h.S.Clock.Now()
-	var revoked, keys int64
-	err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
-		u, err := h.S.active(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if err := mayManage(p, u); err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, `UPDATE users SET deleted_at = $1, scheduled_deletion_at = $2, updated_at = $1 WHERE id = $3 AND deleted_at IS NULL`,
-			db.TS(now), db.TS(now.Add(DeletionGrace)), id)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return apperr.NotFoundf("user not found")
-		}
-		if revoked, err = sessions.RevokeUser(ctx, tx, id, "", now); err != nil {
-			return err
-		}
-		if res, err = tx.ExecContext(ctx, `DELETE FROM api_keys WHERE user_id = $1`, id); err != nil {
-			return err
-		}
-		keys, _ = res.RowsAffected()
-		_, err = h.S.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
-			UserID: id, ActorID: actorIfOther(p, id), EventType: audit.UserDeleted, ResourceType: "user", ResourceID: id,
-			Description: "user deleted; permanent deletion scheduled",
-			Metadata:    map[string]any{"scheduled_deletion_at": now.Add(DeletionGrace), "sessions_revoked": revoked, "api_keys_deleted": keys},
-		}))
-		return err
-	})
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	if err := h.S.Epoch.Bump(ctx); err != nil {
+	if err := h.S.Delete(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"), audit.FromRequest(r, audit.Event{})); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
@@ -535,13 +233,12 @@ func (s *Service) roles(ctx context.Context, q db.Querier, userID string) ([]Rol
 
 // Roles serves GET /v1/users/{id}/roles: {roles: [{id, name, description}]}.
 func (h *Handler) Roles(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	u, err := h.S.Get(ctx, h.S.DB, chi.URLParam(r, "id"))
+	roles, err := h.S.Roles(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
-	h.writeRoles(w, r, u.ID, http.StatusOK)
+	httpx.JSON(w, http.StatusOK, map[string]any{"roles": roles})
 }
 
 func (h *Handler) writeRoles(w http.ResponseWriter, r *http.Request, userID string, status int) {
@@ -553,13 +250,10 @@ func (h *Handler) writeRoles(w http.ResponseWriter, r *http.Request, userID stri
 	httpx.JSON(w, status, map[string]any{"roles": roles})
 }
 
-// AddRole serves POST /v1/users/{id}/roles with {role_id}. The caller must
-// hold every permission of the role (spec 1, Authentication 7). It answers
-// the user's roles: 201 when the role was newly assigned, 200 when the user
-// already held it.
+// AddRole serves POST /v1/users/{id}/roles with {role_id} (Service.AddRole).
+// It answers the user's roles: 201 when the role was newly assigned, 200
+// when the user already held it.
 func (h *Handler) AddRole(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	p := authn.From(ctx)
 	id := chi.URLParam(r, "id")
 	var b struct {
 		RoleID string `json:"role_id"`
@@ -568,41 +262,7 @@ func (h *Handler) AddRole(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	if strings.TrimSpace(b.RoleID) == "" {
-		httpx.Error(w, r, apperr.Invalid("role_id is required"))
-		return
-	}
-	added := false
-	err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
-		u, err := h.S.active(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if err := mayManage(p, u); err != nil {
-			return err
-		}
-		var name string
-		if err := tx.QueryRowContext(ctx, `SELECT name FROM roles WHERE id = $1`, b.RoleID).Scan(&name); err != nil {
-			return db.NotFoundOr(err, "role")
-		}
-		if err := access.CanGrantRole(ctx, tx, p, b.RoleID); err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO user_roles (user_id, role_id, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
-			id, b.RoleID, db.TS(h.S.Clock.Now()))
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return nil
-		}
-		added = true
-		_, err = h.S.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
-			UserID: id, ActorID: actorIfOther(p, id), EventType: audit.UserUpdated, ResourceType: "user", ResourceID: id,
-			Description: "role " + name + " assigned", Metadata: map[string]any{"role_id": b.RoleID, "change": "role_added"},
-		}))
-		return err
-	})
+	added, err := h.S.AddRole(r.Context(), authn.From(r.Context()), id, b.RoleID, audit.FromRequest(r, audit.Event{}))
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -610,50 +270,14 @@ func (h *Handler) AddRole(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	if added {
 		status = http.StatusCreated
-		if err := h.S.Epoch.Bump(ctx); err != nil {
-			httpx.Error(w, r, err)
-			return
-		}
 	}
 	h.writeRoles(w, r, id, status)
 }
 
-// RemoveRole serves DELETE /v1/users/{id}/roles/{role_id}. Taking a role away
-// needs the same standing as giving it, so a holder of users:write cannot
-// strip a more powerful role from someone else.
+// RemoveRole serves DELETE /v1/users/{id}/roles/{role_id} (Service.RemoveRole).
 func (h *Handler) RemoveRole(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	p := authn.From(ctx)
-	id, roleID := chi.URLParam(r, "id"), chi.URLParam(r, "role_id")
-	err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
-		u, err := h.S.Get(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if err := mayManage(p, u); err != nil {
-			return err
-		}
-		if err := access.CanGrantRole(ctx, tx, p, roleID); err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM user_roles WHERE user_id = $1 AND role_id = $2`, id, roleID)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return apperr.NotFoundf("the user does not hold that role")
-		}
-		_, err = h.S.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
-			UserID: id, ActorID: actorIfOther(p, id), EventType: audit.UserUpdated, ResourceType: "user", ResourceID: id,
-			Description: "role removed", Metadata: map[string]any{"role_id": roleID, "change": "role_removed"},
-		}))
-		return err
-	})
+	err := h.S.RemoveRole(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"), chi.URLParam(r, "role_id"), audit.FromRequest(r, audit.Event{}))
 	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	if err := h.S.Epoch.Bump(ctx); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/google/uuid"
 
 	"hmid/internal/apperr"
 	"hmid/internal/audit"
@@ -181,127 +180,33 @@ func platformForLogin(ctx context.Context, q db.Querier, slug string) (loginPlat
 	return pl, nil
 }
 
-// upsertLogin is one attempt of the sign-in upsert inside tx: refresh a
-// known platform account, else link or create, then record the login.
+// upsertLogin is one attempt of the sign-in upsert inside tx: the linking
+// rule (SignIn), then the login recorded on the user and in the audit log.
+// The front end holds a system key and vouches for the address it sends:
+// it is taken as verified by the provider.
 func (h *Handler) upsertLogin(ctx context.Context, tx *db.Tx, r *http.Request, in oauthLogin) (loginResult, error) {
-	var res loginResult
-	pl, err := platformForLogin(ctx, tx, in.provider)
+	ev := audit.FromRequest(r, audit.Event{SourceService: in.source})
+	out, err := h.S.SignIn(ctx, tx, Claim{
+		Platform: in.provider, PlatformUserID: in.providerID, Name: in.name,
+		Email: in.email, EmailVerified: in.email != "", AvatarURL: in.image,
+	}, ev)
 	if err != nil {
-		return res, err
+		return loginResult{}, err
 	}
+	res := loginResult{userID: out.UserID, created: out.Created}
 	ts := db.TS(h.S.Clock.Now())
-	var accountID string
-	err = tx.QueryRowContext(ctx, `SELECT id, user_id FROM platform_accounts WHERE platform_id = $1 AND platform_user_id = $2`,
-		pl.id, in.providerID).Scan(&accountID, &res.userID)
-	switch {
-	case err == nil:
-		err = h.refreshAccount(ctx, tx, in, res.userID, accountID, ts)
-	case errors.Is(err, sql.ErrNoRows):
-		res.userID, res.created, err = h.linkOrCreate(ctx, tx, r, in, pl, ts)
-	}
-	if err != nil {
-		return res, err
-	}
 	if _, err := tx.ExecContext(ctx, `UPDATE users SET last_login_at = $1, last_login_provider = $2, updated_at = $1 WHERE id = $3`,
 		ts, in.provider, res.userID); err != nil {
 		return res, err
 	}
-	if _, err := h.S.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
-		UserID: res.userID, EventType: audit.Login, ResourceType: "user", ResourceID: res.userID, SourceService: in.source,
-		Description: "signed in with " + pl.name, Metadata: map[string]any{"provider": in.provider},
-	})); err != nil {
+	e := ev
+	e.UserID, e.EventType, e.ResourceType, e.ResourceID = res.userID, audit.Login, "user", res.userID
+	e.Description, e.Metadata = "signed in with "+in.provider, map[string]any{"provider": in.provider}
+	if _, err := h.S.Audit.Record(ctx, tx, e); err != nil {
 		return res, err
 	}
 	res.user, err = h.S.loginUser(ctx, tx, res.userID)
 	return res, err
-}
-
-// refreshAccount updates the known platform account accountID of userID
-// with the sign-in's details; a soft-deleted user is refused (403). The
-// user's avatar follows the image when this is the primary account.
-func (h *Handler) refreshAccount(ctx context.Context, tx *db.Tx, in oauthLogin, userID, accountID string, ts int64) error {
-	u, err := h.S.Get(ctx, tx, userID)
-	if err != nil {
-		return err
-	}
-	if u.DeletedAt != nil {
-		return apperr.Forbiddenf("this account is scheduled for deletion")
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE platform_accounts SET username = $1, email = COALESCE($2, email), avatar_url = $3, updated_at = $4 WHERE id = $5`,
-		in.name, nullable(in.email), nullable(avatarIf(u.AvatarsEnabled, in.image)), ts, accountID); err != nil {
-		return err
-	}
-	if u.PrimaryPlatformAccountID != nil && *u.PrimaryPlatformAccountID == accountID && u.AvatarsEnabled && in.image != "" {
-		if _, err := tx.ExecContext(ctx, `UPDATE users SET avatar_url = $1 WHERE id = $2`, in.image, userID); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// linkOrCreate handles the first sign-in of a platform account: it is
-// linked to the user whose email is verified on one of their accounts, or
-// else, when the platform allows registration, a new user is created. It
-// returns the user and whether it was created.
-func (h *Handler) linkOrCreate(ctx context.Context, tx *db.Tx, r *http.Request, in oauthLogin, pl loginPlatform, ts int64) (string, bool, error) {
-	linked, err := linkTarget(ctx, tx, in.email)
-	if err != nil {
-		return "", false, err
-	}
-	if linked != "" {
-		return linked, false, h.linkAccount(ctx, tx, r, in, pl, linked, ts)
-	}
-	if !pl.registration {
-		return "", false, apperr.Forbiddenf("registration with %s is closed", pl.name)
-	}
-	userID, _, err := Create(ctx, tx, ts, NewAccount{
-		PlatformSlug: in.provider, PlatformUserID: in.providerID, Username: in.name, Name: in.name,
-		Email: in.email, AvatarURL: in.image, EmailVerified: in.email != "",
-	})
-	if err != nil {
-		return "", false, err
-	}
-	_, err = h.S.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
-		UserID: userID, EventType: audit.UserCreated, ResourceType: "user", ResourceID: userID, SourceService: in.source,
-		Description: "user created by " + pl.name + " sign-in", Metadata: map[string]any{"provider": in.provider},
-	}))
-	return userID, true, err
-}
-
-// linkTarget returns the oldest active user whose email is email and is
-// verified on one of their platform accounts, or "" (also for no email).
-func linkTarget(ctx context.Context, q db.Querier, email string) (string, error) {
-	if email == "" {
-		return "", nil
-	}
-	var linked string
-	err := q.QueryRowContext(ctx, `SELECT u.id FROM users u WHERE LOWER(u.email) = $1 AND u.deleted_at IS NULL
-		AND EXISTS (SELECT 1 FROM platform_accounts pa WHERE pa.user_id = u.id AND LOWER(pa.email) = $1 AND pa.email_verified)
-		ORDER BY u.created_at, u.id LIMIT 1`, email).Scan(&linked)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return "", err
-	}
-	return linked, nil
-}
-
-// linkAccount adds the platform account of the sign-in to userID, with its
-// email marked verified, and records account_linked.
-func (h *Handler) linkAccount(ctx context.Context, tx *db.Tx, r *http.Request, in oauthLogin, pl loginPlatform, userID string, ts int64) error {
-	u, err := h.S.Get(ctx, tx, userID)
-	if err != nil {
-		return err
-	}
-	accountID := uuid.NewString()
-	if _, err := tx.ExecContext(ctx, `INSERT INTO platform_accounts (id, user_id, platform_id, platform_user_id, username, email, avatar_url, email_verified, is_primary, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, TRUE, FALSE, $8, $8)`,
-		accountID, userID, pl.id, in.providerID, in.name, in.email, nullable(avatarIf(u.AvatarsEnabled, in.image)), ts); err != nil {
-		return err
-	}
-	_, err = h.S.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
-		UserID: userID, EventType: audit.AccountLinked, ResourceType: "platform_account", ResourceID: accountID, SourceService: in.source,
-		Description: pl.name + " account linked by email", Metadata: map[string]any{"provider": in.provider},
-	}))
-	return err
 }
 
 func avatarIf(enabled bool, url string) string {

@@ -50,6 +50,20 @@ func SeedPlatforms(ctx context.Context, d *db.DB, c clock.Clock) error {
 	return nil
 }
 
+// EnsurePlatform makes sure a platform row exists for a generic sign-in
+// provider (HMID_LOGIN_PROVIDERS): an OAuth platform named name, enabled and
+// open for registration at first. An existing row, and an operator's later
+// edits of it, are kept.
+func EnsurePlatform(ctx context.Context, d *db.DB, c clock.Clock, slug, name string) error {
+	now := db.TS(c.Now())
+	if _, err := d.ExecContext(ctx, `INSERT INTO platforms (id, name, slug, is_oauth, enabled, two_factor_supported, two_factor_required, registration_enabled, created_at, updated_at)
+		VALUES ($1, $2, $3, TRUE, TRUE, FALSE, FALSE, TRUE, $4, $4) ON CONFLICT DO NOTHING`,
+		PlatformID(slug), name, slug, now); err != nil {
+		return fmt.Errorf("add platform %s: %w", slug, err)
+	}
+	return nil
+}
+
 // EnsureAdmin makes sure a super-admin user with an email-platform account
 // for email exists (HMID_ADMIN_EMAIL / HMID_ADMIN_PASSWORD). An existing
 // account keeps its password; the user is made super admin and Admin.

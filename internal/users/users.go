@@ -77,8 +77,9 @@ func (c *rowCache) put(id string, u User, version uint64) {
 	c.m[id] = cachedUser{u: u.clone(), version: version}
 }
 
-// supportedLocales returns the locales users may choose now.
-func (s *Service) supportedLocales(ctx context.Context) ([]string, error) {
+// SupportedLocales returns the locales users may choose now: the ones
+// SetLocale accepts, which the account console offers.
+func (s *Service) SupportedLocales(ctx context.Context) ([]string, error) {
 	if s.Locales == nil {
 		return SupportedLocales, nil
 	}

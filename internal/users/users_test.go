@@ -96,11 +96,11 @@ func TestCreateAndFreeUsername(t *testing.T) {
 func TestLocalesHook(t *testing.T) {
 	ctx := context.Background()
 	s := &Service{}
-	if got, _ := s.supportedLocales(ctx); strings.Join(got, ",") != "en,de" {
+	if got, _ := s.SupportedLocales(ctx); strings.Join(got, ",") != "en,de" {
 		t.Fatalf("default locales = %v", got)
 	}
 	s.Locales = func(context.Context) ([]string, error) { return []string{"en", "fr"}, nil }
-	if got, _ := s.supportedLocales(ctx); strings.Join(got, ",") != "en,fr" {
+	if got, _ := s.SupportedLocales(ctx); strings.Join(got, ",") != "en,fr" {
 		t.Fatalf("configured locales = %v", got)
 	}
 }

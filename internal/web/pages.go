@@ -32,6 +32,17 @@ type codeState struct {
 	UserID   string `json:"user_id"`
 	Nonce    string `json:"nonce"` // the CSRF cookie it belongs to
 	ReturnTo string `json:"return_to"`
+	// Provider is the platform of the first step; "" (older states) is
+	// the email platform.
+	Provider string `json:"provider,omitempty"`
+}
+
+// provider is the platform slug of the first step.
+func (st codeState) provider() string {
+	if st.Provider == "" {
+		return auth.Platform
+	}
+	return st.Provider
 }
 
 func stateKey(handle string) string { return "web:login2fa:" + token.Hash(handle) }
@@ -50,22 +61,22 @@ func (h *Handler) registrationOpen(ctx context.Context) bool {
 	return err == nil && ok
 }
 
-// Home is GET /: whether the browser is signed in, with links to log in or out.
+// Home is GET /: the account console for a signed-in browser, else the
+// invitation to sign in.
 func (h *Handler) Home(w http.ResponseWriter, r *http.Request) {
-	v := view{Title: "title.home"}
-	if p := h.session(r); p != nil {
-		v.LoggedIn = true
-		v.Username = h.Auth.Username(r.Context(), p.UserID)
-		v.CSRF = h.csrfToken(w, r, "logout", p.SessionID)
+	if h.session(r) != nil {
+		h.redirect(w, r, "/account")
+		return
 	}
-	h.render(w, r, http.StatusOK, "home", v)
+	h.render(w, r, http.StatusOK, "home", view{Title: "title.home"})
 }
 
 // LoginForm is GET /login.
 func (h *Handler) LoginForm(w http.ResponseWriter, r *http.Request) {
+	returnTo := h.SafeReturn(r.URL.Query().Get("return_to"))
 	h.render(w, r, http.StatusOK, "login", view{
 		Title: "title.login", CSRF: h.csrfToken(w, r, "login", ""),
-		ReturnTo: h.SafeReturn(r.URL.Query().Get("return_to")), Register: h.registrationOpen(r.Context()),
+		ReturnTo: returnTo, Register: h.registrationOpen(r.Context()), Providers: h.buttons(r, returnTo),
 	})
 }
 
@@ -84,6 +95,7 @@ func (h *Handler) LoginSubmit(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, status, "login", view{
 			Title: "title.login", CSRF: h.csrfToken(w, r, "login", ""), Error: msg,
 			ReturnTo: returnTo, Email: r.PostFormValue("email"), Register: h.registrationOpen(r.Context()),
+			Providers: h.buttons(r, returnTo),
 		})
 	}
 	if err := h.checkCSRF(r, "login", ""); err != nil {
@@ -100,17 +112,23 @@ func (h *Handler) LoginSubmit(w http.ResponseWriter, r *http.Request) {
 		again(status(w, err), h.errorText(r.Context(), lang, err))
 		return
 	}
-	if res.TwoFactorRequired {
-		handle := token.New("hm_ls_")
-		raw, _ := json.Marshal(codeState{UserID: res.User.ID, Nonce: h.csrfCookie(w, r), ReturnTo: returnTo})
-		if err := h.Cache.Set(r.Context(), stateKey(handle), raw, codeStateTTL); err != nil {
-			h.fail(w, r, err)
-			return
-		}
-		h.render(w, r, http.StatusOK, "code", view{Title: "title.code", CSRF: h.csrfToken(w, r, "login", ""), State: handle, ReturnTo: returnTo})
+	h.finishLogin(w, r, res, auth.Platform, returnTo)
+}
+
+// finishLogin ends a first login step (password or provider): the code
+// step when the user has two-factor authentication, else the session.
+func (h *Handler) finishLogin(w http.ResponseWriter, r *http.Request, res auth.Result, provider, returnTo string) {
+	if !res.TwoFactorRequired {
+		h.signedIn(w, r, res, returnTo)
 		return
 	}
-	h.signedIn(w, r, res, returnTo)
+	handle := token.New("hm_ls_")
+	raw, _ := json.Marshal(codeState{UserID: res.User.ID, Nonce: h.csrfCookie(w, r), ReturnTo: returnTo, Provider: provider})
+	if err := h.Cache.Set(r.Context(), stateKey(handle), raw, codeStateTTL); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, "code", view{Title: "title.code", CSRF: h.csrfToken(w, r, "login", ""), State: handle, ReturnTo: returnTo})
 }
 
 // codeStep is the second login step of the page.
@@ -131,7 +149,7 @@ func (h *Handler) codeStep(w http.ResponseWriter, r *http.Request, handle string
 		again(http.StatusBadRequest, t("err.state"))
 		return
 	}
-	res, err := h.Auth.LoginWithCode(r.Context(), st.UserID, r.PostFormValue("code"), m)
+	res, err := h.Auth.LoginWithCode(r.Context(), st.UserID, st.provider(), r.PostFormValue("code"), m)
 	if err != nil {
 		code := status(w, err)
 		if code == http.StatusBadRequest || code == http.StatusTooManyRequests {

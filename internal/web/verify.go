@@ -6,6 +6,8 @@ import (
 	"net/url"
 
 	"hmid/internal/accounts"
+	"hmid/internal/apperr"
+	"hmid/internal/auth"
 	"hmid/internal/authn"
 )
 
@@ -81,5 +83,62 @@ func (h *Handler) verifySubmit(w http.ResponseWriter, r *http.Request, k verifyK
 		h.fail(w, r, err)
 		return
 	}
-	h.message(w, r, http.StatusOK, k.title, t(k.done))
+	// Done: "Continue" leads to the profile, which shows the new address.
+	h.render(w, r, http.StatusOK, "message", view{Title: k.title, Notice: t(k.done), ReturnTo: "/account", LoggedIn: true})
+}
+
+// verifyAddressForm is the CSRF form name of the address-verification page.
+const verifyAddressForm = "verify-address"
+
+// VerifyAddressForm is GET /verify-email?token=…, the page the verification
+// mail of a registration links to. The token is the credential, so no
+// sign-in is needed; the page shows the address and a confirmation button,
+// and changes nothing itself (a mail scanner opening the link verifies
+// nothing).
+func (h *Handler) VerifyAddressForm(w http.ResponseWriter, r *http.Request) {
+	t := translator(language(r))
+	tok := r.URL.Query().Get("token")
+	if tok == "" {
+		h.message(w, r, http.StatusBadRequest, "title.verifyaddress", t("verify.address.missing"))
+		return
+	}
+	addr, err := h.Auth.VerificationAddress(r.Context(), tok)
+	if err != nil {
+		h.verifyAddressFailed(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, "verify", view{Title: "title.verifyaddress", Notice: "verify.address.confirm",
+		CSRF: h.csrfToken(w, r, verifyAddressForm, ""), Token: tok, ReturnTo: auth.VerifyPage, Username: addr})
+}
+
+// VerifyAddressSubmit is POST /verify-email: it verifies the address.
+func (h *Handler) VerifyAddressSubmit(w http.ResponseWriter, r *http.Request) {
+	if err := parseForm(r); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	t := translator(language(r))
+	if err := h.checkCSRF(r, verifyAddressForm, ""); err != nil {
+		h.message(w, r, http.StatusForbidden, "title.error", t("err.csrf"))
+		return
+	}
+	if _, err := h.Auth.VerifyEmail(r.Context(), r.PostFormValue("token"), auth.MetaFrom(r, source)); err != nil {
+		h.verifyAddressFailed(w, r, err)
+		return
+	}
+	h.message(w, r, http.StatusOK, "title.verifyaddress", t("verify.address.done"))
+}
+
+// verifyAddressFailed explains a refused verification: a bad link, an
+// address another account owns by now, or anything else as usual.
+func (h *Handler) verifyAddressFailed(w http.ResponseWriter, r *http.Request, err error) {
+	t := translator(language(r))
+	switch apperr.KindOf(err) {
+	case apperr.BadRequest, apperr.Validation:
+		h.message(w, r, http.StatusBadRequest, "title.verifyaddress", t("err.badlink"))
+	case apperr.Conflict:
+		h.message(w, r, http.StatusConflict, "title.verifyaddress", t("verify.address.conflict"))
+	default:
+		h.fail(w, r, err)
+	}
 }

@@ -1,5 +1,7 @@
 // Package web serves the built-in HTML pages of hmid: login (with the
-// two-factor step), registration, OAuth consent, logout and password reset.
+// two-factor step), registration, OAuth consent, logout and password reset,
+// the account console, and the error pages a browser gets where an API
+// client gets JSON (ErrorPages).
 // They are plain server-rendered html/template pages with one embedded
 // stylesheet and no script, in English and German (by Accept-Language), so a
 // person in a browser can finish an OAuth sign-in without any other front end
@@ -33,10 +35,13 @@ import (
 	"hmid/internal/authflow"
 	"hmid/internal/authn"
 	"hmid/internal/cache"
+	"hmid/internal/httpx"
 	"hmid/internal/secretbox"
+	"hmid/internal/upstream"
+	"hmid/internal/users"
 )
 
-//go:embed templates/*.html static/hmid.css
+//go:embed templates/*.html static/hmid.css static/hmid.js
 var files embed.FS
 
 // Handler serves the pages.
@@ -57,6 +62,12 @@ type Handler struct {
 	Log    *slog.Logger
 	// Emails confirms email changes and email links from the links in their mails.
 	Emails EmailVerifier
+	// Users reads the signed-in user of a console page (name, locale).
+	Users *users.Service
+	// Providers are the configured upstream sign-in providers (nil: none).
+	Providers *upstream.Registry
+	// Flow keeps provider sign-ins between start and callback.
+	Flow *upstream.Flow
 }
 
 // EmailVerifier completes email changes and email links (the accounts area).
@@ -71,13 +82,14 @@ const CSRFCookie = "hmid_csrf"
 // csrfField is the form field carrying the CSRF token.
 const csrfField = "csrf_token"
 
-// contentSecurityPolicy allows only the site's own stylesheet and images
-// (client logos may be on any https host); no script runs, nothing may frame
+// contentSecurityPolicy allows only the site's own stylesheet, script and
+// images (client logos may be on any https host); no inline script or style
+// runs (no 'unsafe-inline'), nothing may frame
 // the pages (clickjacking on the consent page), and <base> cannot be
 // injected. form-action is left out on purpose: browsers apply it to the
 // redirect that follows a form post, and the consent form must redirect to
 // the client's own redirect URI.
-const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self' https: data:; base-uri 'none'; frame-ancestors 'none'"
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' https: data:; connect-src 'self'; base-uri 'none'; frame-ancestors 'none'"
 
 // securityHeaders are set on every page.
 func securityHeaders(w http.ResponseWriter) {
@@ -99,8 +111,19 @@ func (h *Handler) Stylesheet(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(css)
 }
 
+// Script serves the embedded script: small progressive enhancements (copy
+// to clipboard, confirmation of destructive actions); every page works
+// without it.
+func (h *Handler) Script(w http.ResponseWriter, r *http.Request) {
+	js, _ := files.ReadFile("static/hmid.js")
+	w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+	w.Header().Set("Cache-Control", "public, max-age=3600")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(js)
+}
+
 // pages are the template names; each is parsed with layout.html.
-var pages = []string{"home", "login", "code", "register", "consent", "logout", "message", "forgot", "reset", "verify"}
+var pages = []string{"home", "login", "code", "register", "consent", "logout", "message", "forgot", "reset", "verify", "error"}
 
 // templates holds, per language, one template per page. The "t" function
 // is bound to the language at parse time, so a template cannot mix languages.
@@ -129,7 +152,7 @@ type view struct {
 	Lang     string
 	Title    string // message key of the page title
 	CSRF     string
-	Error    string // localized error, shown above the form
+	Error    string // localized error, shown as an alert above the content
 	Notice   string // localized confirmation
 	ReturnTo string
 	Email    string
@@ -142,11 +165,23 @@ type view struct {
 	Scopes   []authflow.Scope
 	Pending  string
 	LoggedIn bool
+	// Providers are the "Sign in with …" buttons of the login page.
+	Providers []providerButton
+	// Status, Detail and RequestID are the error page's (ErrorPage).
+	Status    int
+	Detail    string
+	RequestID string
 }
 
 // render writes page with status.
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, page string, v view) {
 	securityHeaders(w)
+	h.write(w, r, status, page, v)
+}
+
+// write executes page in the language of r and writes it with status; the
+// caller has set the headers.
+func (h *Handler) write(w http.ResponseWriter, r *http.Request, status int, page string, v view) {
 	v.Lang = language(r)
 	var buf bytes.Buffer
 	if err := templates[v.Lang][page].Execute(&buf, v); err != nil {
@@ -161,7 +196,18 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 
 // message renders a page with only a title and a text.
 func (h *Handler) message(w http.ResponseWriter, r *http.Request, status int, title, text string) {
-	h.render(w, r, status, "message", view{Title: title, Notice: text})
+	h.render(w, r, status, "message", outcome(status, view{Title: title}, text))
+}
+
+// outcome puts text on v as a confirmation, or for an error status as the
+// page's alert: a refusal must not look like the green "done" of a success.
+func outcome(status int, v view, text string) view {
+	if status >= http.StatusBadRequest {
+		v.Error = text
+	} else {
+		v.Notice = text
+	}
+	return v
 }
 
 // fail renders err on a message page with its HTTP status.
@@ -206,34 +252,15 @@ func (h *Handler) errorText(ctx context.Context, lang string, err error) string 
 	}
 }
 
-// status returns the HTTP status of err for a page, and sets Retry-After
-// when err is a rate limit (RFC 9110 §10.2.3).
+// status returns the HTTP status of err for a page, the one the REST API
+// answers it with, and sets Retry-After when err is a rate limit (RFC 9110
+// §10.2.3).
 func status(w http.ResponseWriter, err error) int {
 	var e *apperr.Error
 	if errors.As(err, &e) && e.Kind == apperr.TooManyRequests && e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 	}
-	return statusOf(err)
-}
-
-func statusOf(err error) int {
-	switch apperr.KindOf(err) {
-	case apperr.BadRequest, apperr.Validation:
-		return http.StatusBadRequest
-	case apperr.Unauthorized:
-		return http.StatusUnauthorized
-	case apperr.Forbidden:
-		return http.StatusForbidden
-	case apperr.NotFound:
-		return http.StatusNotFound
-	case apperr.Conflict:
-		return http.StatusConflict
-	case apperr.TooManyRequests:
-		return http.StatusTooManyRequests
-	case apperr.ServiceUnavailable:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
+	return httpx.StatusOf(apperr.KindOf(err))
 }
 
 // ---- CSRF ----

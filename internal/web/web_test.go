@@ -109,7 +109,8 @@ func want(t *testing.T, p page, status int, contains ...string) {
 func checkHeaders(t *testing.T, p page) {
 	t.Helper()
 	csp := p.Header.Get("Content-Security-Policy")
-	if !strings.Contains(csp, "frame-ancestors 'none'") || strings.Contains(csp, "script-src") || strings.Contains(csp, "unsafe-inline") {
+	// Scripts only from the site itself, never inline.
+	if !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, "script-src 'self';") || strings.Contains(csp, "unsafe-inline") {
 		t.Fatalf("CSP %q", csp)
 	}
 	for k, v := range map[string]string{"X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"} {
@@ -178,7 +179,13 @@ func TestLoginPage(t *testing.T) {
 		if source != "id" {
 			t.Fatalf("audit source %q", source)
 		}
-		want(t, b.get("/"), 200, "You are signed in.", u.Username)
+		// Signed in, / leads to the account console, which names the user.
+		home := b.get("/")
+		want(t, home, 303)
+		if loc := home.Header.Get("Location"); loc != "/account" {
+			t.Fatalf("/ signed in: Location %q, want /account", loc)
+		}
+		want(t, b.get("/account"), 200, u.Username)
 	})
 }
 
@@ -429,7 +436,7 @@ func TestPagesMatchContract(t *testing.T) {
 			status       int
 		}{
 			{"GET", "/", nil, 200},
-			{"GET", "/", cookie, 200},
+			{"GET", "/", cookie, 303},
 			{"GET", "/assets/hmid.css", nil, 200},
 			{"GET", "/login?return_to=/", nil, 200},
 			{"POST", "/login", nil, 403},

@@ -1,0 +1,87 @@
+package app
+
+import (
+	"hmid/internal/web"
+)
+
+// consoleArea holds the pages of the account console (/account/*), one type
+// per area, each with the services the matching REST routes call.
+type consoleArea struct {
+	sessionPages *web.SessionPages
+	// (profile and linked accounts)
+	profilePages *web.ProfilePages
+	linkedPages  *web.LinkedPages
+	// (security: password and two-factor)
+	securityPages *web.SecurityPages
+	// (connected apps and your data)
+	appPages  *web.AppPages
+	dataPages *web.DataPages
+	// (activity and integrations)
+	activityPages    *web.ActivityPages
+	integrationPages *web.IntegrationPages
+	// (developer: OAuth clients and API keys)
+	developerPages *web.DeveloperPages
+	// (admin: overview and users list)
+	adminOverviewPages *web.AdminOverviewPages
+	adminUserListPages *web.AdminUserListPages
+	// (admin: one user)
+	adminUserPages *web.AdminUserPages
+	// (admin: roles and permissions)
+	adminRolesPages *web.AdminRolesPages
+	// (admin: OAuth clients and API keys)
+	adminCredentialPages *web.AdminCredentialPages
+	// (admin: audit log and reports)
+	adminAuditPages *web.AdminAuditPages
+	// (admin: platforms and configuration)
+	adminPlatformPages *web.AdminPlatformPages
+	adminConfigPages   *web.AdminConfigPages
+	// (admin: chat platform and tracking)
+	adminChatPages     *web.AdminChatPages
+	adminTrackingPages *web.AdminTrackingPages
+}
+
+// buildConsole constructs the console pages. It runs after every area, as
+// the pages call the services the other areas build; refusals of the
+// consoles' browser rules are answered as pages by the login pages' handler.
+func (s *Server) buildConsole() {
+	s.Guard.Pages = s.webPages
+	s.webPages.Users = s.users.S
+	s.sessionPages = &web.SessionPages{H: s.webPages, Sessions: s.sessions.S, GeoIP: s.GeoIP}
+	// (profile and linked accounts)
+	s.profilePages = &web.ProfilePages{H: s.webPages, Users: s.users.S, Accounts: s.accountsHandler.S}
+	s.linkedPages = &web.LinkedPages{H: s.webPages, Accounts: s.accountsHandler.S}
+	// (security: password and two-factor)
+	s.securityPages = &web.SecurityPages{H: s.webPages, TwoFactor: s.twoFactorSvc, Platforms: s.PlatformService}
+	// (connected apps and your data)
+	// A self-requested deletion is confirmed with the password (the login
+	// service) or, without one, the second factor; REST and the page share
+	// the deletion service, so its confirmers are wired here, once.
+	s.DeletionService.Passwords = s.authAPI.S
+	s.DeletionService.SecondFactor = s.twoFactorSvc
+	s.appPages = &web.AppPages{H: s.webPages, OAuth: s.OAuth}
+	s.dataPages = &web.DataPages{H: s.webPages, Export: s.exportHandler, Deletion: s.DeletionService}
+	// (activity and integrations)
+	s.activityPages = &web.ActivityPages{H: s.webPages, Audit: s.auditHandler.S}
+	s.integrationPages = &web.IntegrationPages{H: s.webPages, Integrations: s.Integrations}
+	// (developer: OAuth clients and API keys)
+	s.developerPages = web.NewDeveloperPages(s.webPages, s.OAuth, s.Access)
+	// (admin: overview and users list)
+	s.adminOverviewPages = &web.AdminOverviewPages{H: s.webPages, Health: s.health, Users: s.users.S, Sessions: s.sessions.S,
+		OAuth: s.OAuth, Access: s.Access, Audit: s.auditHandler.S}
+	s.adminUserListPages = &web.AdminUserListPages{H: s.webPages, Users: s.users.S, Bans: s.BanService, TwoFactor: s.twoFactorSvc}
+	// (admin: one user)
+	s.adminUserPages = &web.AdminUserPages{H: s.webPages, Users: s.users.S, Accounts: s.accountsHandler.S, Access: s.Access,
+		Sessions: s.sessions.S, TwoFactor: s.twoFactorSvc, Bans: s.BanService, Deletion: s.DeletionService, Audit: s.auditHandler.S}
+	// (admin: roles and permissions)
+	s.adminRolesPages = &web.AdminRolesPages{H: s.webPages, Access: s.Access}
+	// (admin: OAuth clients and API keys)
+	s.adminCredentialPages = web.NewAdminCredentialPages(s.webPages, s.OAuth, s.Access)
+	// (admin: audit log and reports)
+	s.adminAuditPages = &web.AdminAuditPages{H: s.webPages, Audit: s.auditHandler.S}
+	// (admin: platforms and configuration)
+	s.adminPlatformPages = &web.AdminPlatformPages{H: s.webPages, Platforms: s.PlatformService}
+	s.adminConfigPages = &web.AdminConfigPages{H: s.webPages, Settings: s.Settings}
+	// (admin: chat platform and tracking)
+	s.adminChatPages = &web.AdminChatPages{H: s.webPages, Chat: s.Chat}
+	s.adminTrackingPages = &web.AdminTrackingPages{H: s.webPages, Tracking: s.tracking.S}
+}

@@ -1,0 +1,107 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+
+	"hmid/internal/apperr"
+	"hmid/internal/audit"
+	"hmid/internal/authn"
+	"hmid/internal/clock"
+	"hmid/internal/db"
+)
+
+// Service lists and revokes sessions; the REST endpoints and the account
+// console call it.
+type Service struct {
+	DB    *db.DB
+	Clock clock.Clock
+	Epoch authn.Epoch // bumped after every revocation so the token dies on every instance
+	Audit *audit.Writer
+}
+
+// ErrCurrent refuses to revoke the session making the request: logging out
+// is the way to end it (it also clears the browser's cookie).
+var ErrCurrent = errors.New("the current session cannot be revoked; log out instead")
+
+// List returns p's active (neither revoked nor expired) sessions, most
+// recently used first, the current one marked.
+func (s *Service) List(ctx context.Context, p *authn.Principal) ([]Session, error) {
+	return s.list(ctx, p.UserID, p.SessionID)
+}
+
+// list returns userID's active sessions, most recently used first, with
+// current marked.
+func (s *Service) list(ctx context.Context, userID, current string) ([]Session, error) {
+	rows, err := s.DB.QueryContext(ctx, `SELECT s.id, s.ip_address, s.user_agent, s.device_type, s.browser_name, s.os_name, s.provider,
+		COALESCE(pl.name, s.provider), s.last_activity_at, s.created_at, s.expires_at
+		FROM sessions s LEFT JOIN platforms pl ON pl.slug = s.provider
+		WHERE s.user_id = $1 AND s.revoked_at IS NULL AND s.expires_at > $2
+		ORDER BY s.last_activity_at DESC, s.id`, userID, db.TS(s.Clock.Now()))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []Session{}
+	for rows.Next() {
+		var x Session
+		var last, created, expires int64
+		if err := rows.Scan(&x.ID, &x.IPAddress, &x.UserAgent, &x.DeviceType, &x.BrowserName, &x.OSName, &x.Provider,
+			&x.ProviderName, &last, &created, &expires); err != nil {
+			return nil, err
+		}
+		x.LastActivityAt, x.CreatedAt, x.ExpiresAt = db.FromTS(last), db.FromTS(created), db.FromTS(expires)
+		x.IsCurrent = x.ID == current
+		out = append(out, x)
+	}
+	return out, rows.Err()
+}
+
+// Revoke revokes p's session id (not the current one: ErrCurrent). Another
+// user's, an unknown or an ended session is NotFound. ev carries the
+// request's address, user agent and source for the session_revoked event.
+func (s *Service) Revoke(ctx context.Context, p *authn.Principal, id string, ev audit.Event) error {
+	if id == p.SessionID {
+		return ErrCurrent
+	}
+	now := s.Clock.Now()
+	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = $1 WHERE id = $2 AND user_id = $3 AND revoked_at IS NULL AND expires_at > $1`,
+			db.TS(now), id, p.UserID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return apperr.NotFoundf("session not found")
+		}
+		ev.UserID, ev.EventType, ev.ResourceType, ev.ResourceID = p.UserID, audit.SessionRevoked, "session", id
+		ev.Description, ev.Metadata = "session revoked by its user", map[string]any{"session_id": id, "revoked_by_session": p.SessionID}
+		_, err = s.Audit.Record(ctx, tx, ev)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return s.Epoch.Bump(ctx)
+}
+
+// RevokeOthers revokes every active session of p except the current one
+// and returns how many ended.
+func (s *Service) RevokeOthers(ctx context.Context, p *authn.Principal, ev audit.Event) (int64, error) {
+	now := s.Clock.Now()
+	var n int64
+	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
+		var err error
+		if n, err = RevokeUser(ctx, tx, p.UserID, p.SessionID, now); err != nil || n == 0 {
+			return err
+		}
+		ev.UserID, ev.EventType, ev.ResourceType, ev.ResourceID = p.UserID, audit.SessionRevoked, "session", p.SessionID
+		ev.Description, ev.Metadata = "all other sessions revoked", map[string]any{"revoked_count": n, "kept_session_id": p.SessionID}
+		_, err = s.Audit.Record(ctx, tx, ev)
+		return err
+	})
+	if err != nil || n == 0 {
+		return n, err
+	}
+	return n, s.Epoch.Bump(ctx)
+}

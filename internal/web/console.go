@@ -1,0 +1,316 @@
+package web
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"hmid/internal/apperr"
+	"hmid/internal/authn"
+)
+
+// The consoles (/account for everyone, /admin for operators) are pages of
+// this package with a layout of their own (templates/console.html): a
+// navigation beside the content, a flash message after each action
+// (POST-redirect-GET), one CSRF token per page bound to the session, and
+// the user's preferred locale before Accept-Language. Each area of a
+// console is a type of its own (SecurityPages, …) that holds the services it
+// calls (the same ones REST calls) and this Handler for the page machinery;
+// its routes are in internal/app/routes.go with the REST route's rule, made
+// a browser rule (authn.Rule.InBrowser).
+
+// consoleForm is the CSRF form name of every console form: a console page
+// has one token, valid for all its forms, bound to the session.
+const consoleForm = "console"
+
+// flashCookie carries the message of the action just done to the page the
+// browser is redirected to.
+const flashCookie = "hmid_flash"
+
+// consolePages are the console templates, found by name: account_*.html and
+// admin_*.html, each parsed with console.html.
+var consolePages = func() []string {
+	var out []string
+	for _, pattern := range []string{"templates/account_*.html", "templates/admin_*.html"} {
+		m, _ := fs.Glob(files, pattern)
+		for _, p := range m {
+			out = append(out, strings.TrimSuffix(strings.TrimPrefix(p, "templates/"), ".html"))
+		}
+	}
+	return out
+}()
+
+// consoleTemplates holds, per language, one template per console page. The
+// pieces pages share (parts_*.html: event texts, pagers) and the parts both
+// consoles show (shared_*.html: a client's page, a key's page) are parsed
+// with every page.
+var consoleTemplates = func() map[string]map[string]*template.Template {
+	out := map[string]map[string]*template.Template{}
+	for lang := range messages {
+		out[lang] = map[string]*template.Template{}
+		for _, p := range consolePages {
+			out[lang][p] = template.Must(template.New("console.html").Funcs(consoleFuncs(lang)).
+				ParseFS(files, "templates/console.html", "templates/parts_*.html", "templates/shared_*.html", "templates/"+p+".html"))
+		}
+	}
+	return out
+}()
+
+// consoleFuncs are the template functions of the console pages in lang.
+func consoleFuncs(lang string) template.FuncMap {
+	t := translator(lang)
+	return template.FuncMap{
+		"t":       t,
+		"initial": initial,
+		// tf formats a text with arguments: {{tf "sessions.count" 3}}.
+		"tf": func(key string, args ...any) string { return fmt.Sprintf(t(key), args...) },
+		// when shows a time in the page's language, in UTC (the page does
+		// not know the reader's zone; the zone is written out).
+		"when": func(v any) string { return formatTime(lang, v) },
+	}
+}
+
+// navItem is one entry of a console's navigation.
+type navItem struct {
+	Section string // the page's section key
+	Href    string
+	Label   string // message key
+	// Show decides whether p sees the entry (nil: everyone).
+	Show func(p *authn.Principal) bool
+}
+
+// accountNav is the account console's navigation, in order.
+var accountNav = []navItem{
+	{Section: "profile", Href: "/account", Label: "nav.profile"},
+	{Section: "security", Href: "/account/security", Label: "nav.security"},
+	{Section: "sessions", Href: "/account/sessions", Label: "nav.sessions"},
+	{Section: "linked", Href: "/account/linked", Label: "nav.linked"},
+	{Section: "apps", Href: "/account/apps", Label: "nav.apps"},
+	{Section: "activity", Href: "/account/activity", Label: "nav.activity"},
+	{Section: "data", Href: "/account/data", Label: "nav.data"},
+	{Section: "developer", Href: "/account/developer", Label: "nav.developer", Show: func(p *authn.Principal) bool {
+		return p.Can("oauth_clients:write") || p.Can("api_keys:write")
+	}},
+	{Section: "integrations", Href: "/account/integrations", Label: "nav.integrations"},
+}
+
+// AdminPermissions are the permissions of the admin console's areas: a
+// user holding none of them gets 403 on /admin (the overview's rule).
+var AdminPermissions = []string{"users:read", "roles:read", "oauth_clients:read", "api_keys:read", "audit:read",
+	"settings:read", "chatplatform:read", "devices:read", "trips:read"}
+
+// can is a navigation Show func: p holds perm.
+func can(perm string) func(p *authn.Principal) bool {
+	return func(p *authn.Principal) bool { return p.Can(perm) }
+}
+
+// adminNav is the admin console's navigation, in order; each entry shows
+// for holders of the permission its REST routes need to read.
+var adminNav = []navItem{
+	{Section: "overview", Href: "/admin", Label: "admin.nav.overview"},
+	{Section: "users", Href: "/admin/users", Label: "admin.nav.users", Show: can("users:read")},
+	{Section: "roles", Href: "/admin/roles", Label: "admin.nav.roles", Show: can("roles:read")},
+	{Section: "clients", Href: "/admin/clients", Label: "admin.nav.clients", Show: can("oauth_clients:read")},
+	{Section: "api-keys", Href: "/admin/api-keys", Label: "admin.nav.apikeys", Show: can("api_keys:read")},
+	{Section: "audit", Href: "/admin/audit", Label: "admin.nav.audit", Show: can("audit:read")},
+	{Section: "platforms", Href: "/admin/platforms", Label: "admin.nav.platforms", Show: can("settings:read")},
+	{Section: "config", Href: "/admin/config", Label: "admin.nav.config", Show: can("settings:read")},
+	{Section: "chat", Href: "/admin/chat", Label: "admin.nav.chat", Show: can("chatplatform:read")},
+	{Section: "tracking", Href: "/admin/tracking", Label: "admin.nav.tracking", Show: func(p *authn.Principal) bool {
+		return p.Can("devices:read") || p.Can("trips:read")
+	}},
+}
+
+// navLink is a navigation entry as the layout shows it.
+type navLink struct {
+	Href, Label string
+	Current     bool
+}
+
+// ConsoleView is what console.html reads; Data is the page's own.
+type ConsoleView struct {
+	Lang     string
+	Title    string // message key of the page title (the one h1)
+	Section  string // navigation entry to mark current
+	Username string
+	CSRF     string
+	// LogoutCSRF is the token of the log-out button in the top bar.
+	LogoutCSRF string
+	Flash      string // localized confirmation of the last action
+	Error      string // localized error of this request
+	Nav        []navLink
+	// Admin marks a page of the admin console (its navigation and label).
+	Admin bool
+	// IsOperator shows the way to the admin console on account pages.
+	IsOperator bool
+	Data       any
+}
+
+// Console renders a console page for the signed-in principal of r (set by
+// the browser rule of its route).
+func (h *Handler) Console(w http.ResponseWriter, r *http.Request, status int, page string, v ConsoleView) {
+	p := authn.From(r.Context())
+	securityHeaders(w)
+	v.Lang = h.userLanguage(r, p)
+	t := translator(v.Lang)
+	if p != nil {
+		v.CSRF = h.csrfToken(w, r, consoleForm, p.SessionID)
+		v.LogoutCSRF = h.csrfToken(w, r, "logout", p.SessionID)
+		v.Username = h.Auth.Username(r.Context(), p.UserID)
+	}
+	if key := h.takeFlash(w, r); key != "" && v.Flash == "" {
+		v.Flash = t(key)
+	}
+	nav := accountNav
+	if strings.HasPrefix(page, "admin_") {
+		nav, v.Admin = adminNav, true
+	}
+	for _, perm := range AdminPermissions {
+		if p != nil && p.Can(perm) {
+			v.IsOperator = true
+		}
+	}
+	for _, n := range nav {
+		if n.Show == nil || (p != nil && n.Show(p)) {
+			v.Nav = append(v.Nav, navLink{Href: n.Href, Label: t(n.Label), Current: n.Section == v.Section})
+		}
+	}
+	tpl := consoleTemplates[v.Lang][page]
+	if tpl == nil {
+		h.Log.ErrorContext(r.Context(), "no console template", slog.String("page", page))
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	var buf bytes.Buffer
+	if err := tpl.Execute(&buf, v); err != nil {
+		h.Log.ErrorContext(r.Context(), "render console page", slog.String("page", page), slog.String("error", err.Error()))
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// ConsolePost reads a console form post and checks its CSRF token. It
+// returns the principal, or renders the refusal and returns nil.
+func (h *Handler) ConsolePost(w http.ResponseWriter, r *http.Request) *authn.Principal {
+	p := authn.From(r.Context())
+	if err := parseForm(r); err != nil {
+		h.fail(w, r, err)
+		return nil
+	}
+	if p == nil {
+		h.SignIn(w, r)
+		return nil
+	}
+	if err := h.checkCSRF(r, consoleForm, p.SessionID); err != nil {
+		h.message(w, r, http.StatusForbidden, "title.error", translator(h.userLanguage(r, p))("err.csrf"))
+		return nil
+	}
+	return p
+}
+
+// Done ends a successful console action: a redirect to the page at to,
+// which shows the message of key once (POST-redirect-GET, so reloading
+// the page does not repeat the action).
+func (h *Handler) Done(w http.ResponseWriter, r *http.Request, to, key string) {
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(key)),
+		Path: "/", MaxAge: 60, HttpOnly: true, Secure: h.Secure, SameSite: http.SameSiteLaxMode})
+	h.redirect(w, r, to)
+}
+
+// takeFlash returns and clears the flash message key of the request; only
+// a key of the message table is accepted, so the cookie cannot inject text.
+func (h *Handler) takeFlash(w http.ResponseWriter, r *http.Request) string {
+	c, err := r.Cookie(flashCookie)
+	if err != nil {
+		return ""
+	}
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: h.Secure, SameSite: http.SameSiteLaxMode})
+	raw, err := base64.RawURLEncoding.DecodeString(c.Value)
+	if err != nil {
+		return ""
+	}
+	if _, ok := messages["en"][string(raw)]; !ok {
+		return ""
+	}
+	return string(raw)
+}
+
+// ErrorText is the localized text of err for the reader of r (see errorText).
+func (h *Handler) ErrorText(r *http.Request, err error) string {
+	return h.errorText(r.Context(), h.userLanguage(r, authn.From(r.Context())), err)
+}
+
+// Status is the HTTP status of err for a page (and sets Retry-After on 429).
+func (h *Handler) Status(w http.ResponseWriter, err error) int { return status(w, err) }
+
+// SignIn sends the browser to the login page, which returns to the page it
+// asked for (authn.PageAnswers).
+func (h *Handler) SignIn(w http.ResponseWriter, r *http.Request) {
+	back := "/"
+	if r.Method == http.MethodGet {
+		back = r.URL.RequestURI()
+	}
+	h.redirect(w, r, loginURL(back))
+}
+
+// Refuse renders a refused page request (authn.PageAnswers).
+func (h *Handler) Refuse(w http.ResponseWriter, r *http.Request, err error) {
+	if apperr.KindOf(err) == apperr.Unauthorized {
+		h.SignIn(w, r)
+		return
+	}
+	code := status(w, err)
+	detail := ""
+	var e *apperr.Error
+	if errors.As(err, &e) && showsDetail(code) {
+		detail = e.Message
+	}
+	if code >= 500 {
+		// Logged here; the page shows only the request id.
+		_ = h.errorText(r.Context(), language(r), err)
+	}
+	h.ErrorPage(w, r, code, detail)
+}
+
+// userLanguage is the language of a page for p: their preferred locale when
+// it is one the pages speak, else Accept-Language.
+func (h *Handler) userLanguage(r *http.Request, p *authn.Principal) string {
+	if p != nil && p.UserID != "" && h.Users != nil {
+		if u, err := h.Users.Get(r.Context(), h.Users.DB, p.UserID); err == nil && u.PreferredLocale != nil {
+			if _, ok := messages[*u.PreferredLocale]; ok {
+				return *u.PreferredLocale
+			}
+		}
+	}
+	return language(r)
+}
+
+// formatTime writes a time (time.Time, *time.Time) for lang; nil or zero is "—".
+func formatTime(lang string, v any) string {
+	var t time.Time
+	switch x := v.(type) {
+	case time.Time:
+		t = x
+	case *time.Time:
+		if x != nil {
+			t = *x
+		}
+	}
+	if t.IsZero() {
+		return "—"
+	}
+	if lang == "de" {
+		return t.UTC().Format("02.01.2006, 15:04") + " UTC"
+	}
+	return t.UTC().Format("Jan 2, 2006, 15:04") + " UTC"
+}

@@ -1,0 +1,252 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/go-chi/chi/v5"
+
+	"hmid/internal/apperr"
+	"hmid/internal/auth"
+	"hmid/internal/upstream"
+	"hmid/internal/users"
+)
+
+// providerButton is a "Sign in with …" button of the login page, or a
+// "Connect …" button of /account/linked.
+type providerButton struct {
+	Slug, Name string
+	Href       string // GET /login/{slug} with the page's return_to
+}
+
+// buttons returns the configured providers whose platform is enabled, in
+// the registry's order. A database error hides the buttons (the password
+// form still works) and is logged.
+func (h *Handler) buttons(r *http.Request, returnTo string) []providerButton {
+	if h.Providers == nil || len(h.Providers.Providers()) == 0 {
+		return nil
+	}
+	on, err := h.Auth.EnabledPlatforms(r.Context())
+	if err != nil {
+		h.Log.WarnContext(r.Context(), "login page: platforms unavailable", "error", err.Error())
+		return nil
+	}
+	var out []providerButton
+	for _, p := range h.Providers.Providers() {
+		if on[p.Slug()] {
+			href := "/login/" + url.PathEscape(p.Slug())
+			if returnTo != "" && returnTo != "/" {
+				href += "?return_to=" + url.QueryEscape(returnTo)
+			}
+			out = append(out, providerButton{Slug: p.Slug(), Name: p.Name(), Href: href})
+		}
+	}
+	return out
+}
+
+// connectable returns a "Connect …" button for each enabled provider userID
+// has no account on yet: a user has one account per platform (users.Connect
+// refuses a second), so a button for a connected provider could only fail.
+// A database error shows no buttons and is logged.
+func (h *Handler) connectable(r *http.Request, userID string) []providerButton {
+	buttons := h.buttons(r, "")
+	if len(buttons) == 0 {
+		return nil
+	}
+	linked, err := h.Auth.LinkedPlatforms(r.Context(), userID)
+	if err != nil {
+		h.Log.WarnContext(r.Context(), "linked accounts unavailable", "error", err.Error())
+		return nil
+	}
+	var out []providerButton
+	for _, b := range buttons {
+		if !linked[b.Slug] {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// provider returns the configured and enabled provider of the {slug} of r,
+// or renders the refusal (404 unknown, 403 disabled) and returns nil.
+func (h *Handler) provider(w http.ResponseWriter, r *http.Request) upstream.Provider {
+	t := translator(language(r))
+	slug := chi.URLParam(r, "slug")
+	var p upstream.Provider
+	if h.Providers != nil {
+		p, _ = h.Providers.Get(slug)
+	}
+	if p == nil || h.Flow == nil {
+		h.message(w, r, http.StatusNotFound, "title.error", t("upstream.unknown"))
+		return nil
+	}
+	on, err := h.Auth.EnabledPlatforms(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return nil
+	}
+	if !on[p.Slug()] {
+		h.message(w, r, http.StatusForbidden, "title.error", fmt.Sprintf(t("upstream.disabled"), p.Name()))
+		return nil
+	}
+	return p
+}
+
+// ProviderStart is GET /login/{slug}: it starts a sign-in with the provider
+// and sends the browser there. return_to (a local path, or a pending
+// /v1/oauth/authorize request) is kept with the state, so an OAuth flow
+// resumes after the detour.
+func (h *Handler) ProviderStart(w http.ResponseWriter, r *http.Request) {
+	p := h.provider(w, r)
+	if p == nil {
+		return
+	}
+	to, err := h.Flow.Begin(r.Context(), w, r, p, h.SafeReturn(r.URL.Query().Get("return_to")))
+	if err != nil {
+		h.upstreamFailed(w, r, p.Name(), err, "/", false)
+		return
+	}
+	h.redirect(w, r, to)
+}
+
+// ProviderConnect is POST /login/{slug}: a signed-in user connects the
+// provider's account to theirs. It is a form post of the account console
+// (/account/linked) with the console's CSRF token, so another site cannot
+// start it in the user's name; return_to (a local page) is where the
+// message page after the callback leads back to.
+func (h *Handler) ProviderConnect(w http.ResponseWriter, r *http.Request) {
+	if err := parseForm(r); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	s := h.session(r)
+	if s == nil {
+		h.redirect(w, r, loginURL("/"))
+		return
+	}
+	if err := h.checkCSRF(r, consoleForm, s.SessionID); err != nil {
+		h.message(w, r, http.StatusForbidden, "title.error", translator(language(r))("err.csrf"))
+		return
+	}
+	p := h.provider(w, r)
+	if p == nil {
+		return
+	}
+	back := h.SafeReturn(r.PostFormValue("return_to"))
+	to, err := h.Flow.BeginLink(r.Context(), w, r, p, back, s.UserID)
+	if err != nil {
+		h.upstreamFailed(w, r, p.Name(), err, back, true)
+		return
+	}
+	h.redirect(w, r, to)
+}
+
+// ProviderCallback is GET /login/{slug}/callback, the provider's redirect
+// URI: it checks the state (browser-bound, single use, ten minutes), redeems
+// the code and signs the person in through the linking rule, or connects
+// the account for a sign-in started with ProviderConnect. Every failure is
+// a page that says what happened, and no session.
+func (h *Handler) ProviderCallback(w http.ResponseWriter, r *http.Request) {
+	p := h.provider(w, r)
+	if p == nil {
+		return
+	}
+	ctx := r.Context()
+	m := auth.MetaFrom(r, source)
+	cb, err := h.Flow.Finish(ctx, r, p.Slug())
+	if err != nil {
+		back, connecting := "/", false
+		if cb != nil {
+			back, connecting = cb.ReturnTo, cb.LinkUser != ""
+		}
+		if errors.Is(err, upstream.ErrDenied) || errors.Is(err, upstream.ErrProvider) {
+			h.Auth.ProviderFailed(ctx, p.Slug(), err.Error(), m)
+		}
+		h.upstreamFailed(w, r, p.Name(), err, back, connecting)
+		return
+	}
+	id, err := p.Exchange(ctx, cb.Code, cb.Params)
+	if err != nil {
+		h.Auth.ProviderFailed(ctx, p.Slug(), err.Error(), m)
+		h.upstreamFailed(w, r, p.Name(), err, cb.ReturnTo, cb.LinkUser != "")
+		return
+	}
+	claim := users.Claim{
+		Platform: p.Slug(), PlatformUserID: id.Subject, Name: firstOf(id.Username, id.DisplayName),
+		Email: auth.NormalizeEmail(id.Email), EmailVerified: id.EmailVerified, AvatarURL: id.AvatarURL,
+	}
+	if cb.LinkUser != "" {
+		h.connected(w, r, p, cb, claim, m)
+		return
+	}
+	res, err := h.Auth.ProviderLogin(ctx, claim, m)
+	if err != nil {
+		code := status(w, err)
+		h.render(w, r, code, "message", outcome(code, view{Title: "title.error", ReturnTo: cb.ReturnTo}, h.errorText(ctx, language(r), err)))
+		return
+	}
+	h.finishLogin(w, r, res, p.Slug(), cb.ReturnTo)
+}
+
+// connected finishes a ProviderConnect: the user who started it must still
+// be the one signed in. The message page, also on a refusal, leads back to
+// the page the connect was started from.
+func (h *Handler) connected(w http.ResponseWriter, r *http.Request, p upstream.Provider, cb *upstream.Callback, c users.Claim, m auth.Meta) {
+	t := translator(language(r))
+	s := h.session(r)
+	if s == nil || s.UserID != cb.LinkUser {
+		h.message(w, r, http.StatusForbidden, "title.error", t("upstream.connect.session"))
+		return
+	}
+	out, err := h.Auth.Connect(r.Context(), s, c, m)
+	if err != nil {
+		text := h.errorText(r.Context(), language(r), err)
+		if apperr.KindOf(err) == apperr.Conflict {
+			text = fmt.Sprintf(t("upstream.connect.taken"), p.Name())
+		}
+		h.render(w, r, status(w, err), "message", view{Title: "title.error", Notice: text, ReturnTo: cb.ReturnTo, LoggedIn: true})
+		return
+	}
+	text := fmt.Sprintf(t("upstream.connect.done"), p.Name())
+	if !out.Linked {
+		text = fmt.Sprintf(t("upstream.connect.already"), p.Name())
+	}
+	h.render(w, r, http.StatusOK, "message", view{Title: "title.connected", Notice: text, ReturnTo: cb.ReturnTo, LoggedIn: true})
+}
+
+// upstreamFailed renders a failed provider sign-in: what went wrong in
+// words, and a way back to the login page that keeps returnTo; for a
+// connect (the person is signed in) the way back is returnTo itself.
+func (h *Handler) upstreamFailed(w http.ResponseWriter, r *http.Request, name string, err error, returnTo string, connecting bool) {
+	t := translator(language(r))
+	code, key, title := http.StatusBadGateway, "upstream.provider", "title.error"
+	switch {
+	case errors.Is(err, upstream.ErrDenied):
+		// The person said no at the provider: nothing went wrong.
+		code, key, title = http.StatusForbidden, "upstream.denied", "title.cancelled"
+	case errors.Is(err, upstream.ErrStateExpired):
+		code, key = http.StatusBadRequest, "upstream.expired"
+	case errors.Is(err, upstream.ErrStateReplayed):
+		code, key = http.StatusBadRequest, "upstream.replayed"
+	case errors.Is(err, upstream.ErrStateBrowser), errors.Is(err, upstream.ErrStateInvalid):
+		code, key = http.StatusBadRequest, "upstream.state"
+	case errors.Is(err, upstream.ErrCallback):
+		code, key = http.StatusBadRequest, "upstream.callback"
+	case errors.Is(err, upstream.ErrProvider):
+		h.Log.WarnContext(r.Context(), "upstream sign-in failed", "error", err.Error())
+	default:
+		// Not the provider's fault: the cache or the database.
+		h.fail(w, r, apperr.Unavailablef("%s", err.Error()))
+		return
+	}
+	h.render(w, r, code, "message", outcome(code, view{Title: title, ReturnTo: returnTo, LoggedIn: connecting}, fmt.Sprintf(t(key), name)))
+}
+
+func firstOf(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
