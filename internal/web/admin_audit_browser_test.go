@@ -131,7 +131,7 @@ func TestBrowserAdminAudit(t *testing.T) {
 				t.Fatalf("first report %q, want carol's pending one", first)
 			}
 			form := `#report-` + carolRep
-			webtest.Do(t, ctx, "review carol's report",
+			webtest.Submit(t, ctx, "review carol's report",
 				chromedp.WaitVisible(css(`#status-`+carolRep)),
 				chromedp.SetValue(css(`#status-`+carolRep), "resolved"),
 				chromedp.SendKeys(css(`#notes-`+carolRep), "We revoked the key and signed out the iPhone."),

@@ -139,9 +139,7 @@ func TestBrowserAdminChat(t *testing.T) {
 	}
 
 	// The settings: a new interval and language, saved.
-	webtest.Do(t, ctx, "change settings",
-		// The answer's notice is the one to wait for, not the sync's.
-		chromedp.Evaluate[chromedp.Void](`document.querySelector('.notice').remove()`),
+	webtest.Submit(t, ctx, "change settings",
 		chromedp.SetValue(chromedp.CSS(`#sync_interval_seconds`), "1800"),
 		chromedp.SetValue(chromedp.CSS(`#default_language`), "de"),
 		chromedp.Click(chromedp.CSS(`form[action="/admin/chat/settings"] button[type=submit]`)),
@@ -162,7 +160,7 @@ func TestBrowserAdminChat(t *testing.T) {
 		t.Fatalf("guild page: %q", s)
 	}
 	webtest.Screenshots(t, ctx, "admin-chat-guild")
-	webtest.Do(t, ctx, "search members", chromedp.Evaluate[chromedp.Void](`document.querySelector('#members-count').remove()`),
+	webtest.Submit(t, ctx, "search members",
 		chromedp.SendKeys(chromedp.CSS(`#m-search`), "hop"),
 		chromedp.Click(chromedp.CSS(`form.filters button[type=submit]`)), chromedp.WaitVisible(chromedp.CSS(`#members-count`)))
 	if s := text(`#members`); !strings.Contains(s, "Members 1 to 1 of 1") || !strings.Contains(s, "Amazing Grace") || strings.Contains(s, "Ada Lovelace") {

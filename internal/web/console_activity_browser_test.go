@@ -116,7 +116,7 @@ func TestBrowserConsoleActivity(t *testing.T) {
 		}
 
 		// Report it: open "This wasn't me", choose a reason, describe, send.
-		webtest.Do(t, ctx, "report the event",
+		webtest.Submit(t, ctx, "report the event",
 			chromedp.Click(css(row+` summary`)),
 			chromedp.WaitVisible(css(`#reason-`+suspicious)),
 			chromedp.SetValue(css(`#reason-`+suspicious), "unknown_device"),
@@ -160,7 +160,7 @@ func TestBrowserConsoleActivity(t *testing.T) {
 		}
 
 		// Integrations: connect through the platform and back, then statistics.
-		webtest.Do(t, ctx, "open integrations",
+		webtest.Submit(t, ctx, "open integrations",
 			chromedp.Navigate(e.URL+"/account/integrations"),
 			chromedp.WaitVisible(css(`#connect-title`)),
 			chromedp.Click(css(`input[name=scope][value="chat:edit"]`)),

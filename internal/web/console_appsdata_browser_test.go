@@ -46,7 +46,7 @@ func TestBrowserConsoleAppsAndData(t *testing.T) {
 			t.Fatalf("apps page: %q", text)
 		}
 		webtest.Screenshots(t, ctx, "apps-connected")
-		webtest.Do(t, ctx, "disconnect", chromedp.Click(css(`form[action="/account/apps/`+clientID+`/revoke"] button`)),
+		webtest.Submit(t, ctx, "disconnect", chromedp.Click(css(`form[action="/account/apps/`+clientID+`/revoke"] button`)),
 			chromedp.WaitVisible(css(`p.notice`)))
 		if text := webtest.Read(t, ctx, "flash", chromedp.Text(css(`p.notice`))); !strings.Contains(text, "disconnected") {
 			t.Fatalf("after disconnecting: %q", text)
@@ -123,7 +123,7 @@ func TestBrowserConsoleAppsAndData(t *testing.T) {
 			t.Fatalf("deletion status after the request: %v", st)
 		}
 		webtest.Screenshots(t, ctx, "data-scheduled")
-		webtest.Do(t, ctx, "cancel deletion", chromedp.Click(css(`form[action="/account/data/deletion/cancel"] button`)),
+		webtest.Submit(t, ctx, "cancel deletion", chromedp.Click(css(`form[action="/account/data/deletion/cancel"] button`)),
 			chromedp.WaitVisible(css(`p.notice`)), chromedp.WaitVisible(css(`#delete-password`)))
 		if st := e.Call(t, "GET", "/v1/users/me/deletion", u.Token, nil, http.StatusOK).JSON(); st["is_scheduled_for_deletion"] != false {
 			t.Fatalf("deletion status after cancelling: %v", st)

@@ -66,7 +66,7 @@ func TestBrowserConsoleProfile(t *testing.T) {
 		shoot("profile-error", "", "")
 
 		// A free name and privacy mode: saved, with the flash after the redirect.
-		webtest.Do(t, ctx, "rename",
+		webtest.Submit(t, ctx, "rename",
 			chromedp.Clear(css(`#username`)),
 			chromedp.SendKeys(css(`#username`), "ada_lovelace"),
 			chromedp.Click(css(`#privacy_mode`)),

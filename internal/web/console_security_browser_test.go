@@ -156,7 +156,7 @@ func TestBrowserConsoleSecurity(t *testing.T) {
 				return
 			}
 		}()
-		webtest.Do(t, ctx, "turn it off with a backup code",
+		webtest.Submit(t, ctx, "turn it off with a backup code",
 			chromedp.SendKeys(css(`#disable-code`), codes[3]),
 			chromedp.Click(css(`input[name=confirm]`)),
 			chromedp.Click(css(`form[action="/account/security/2fa/disable"] button`)),

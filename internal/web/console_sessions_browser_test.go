@@ -44,7 +44,7 @@ func TestBrowserConsoleSessions(t *testing.T) {
 			t.Errorf("the revoke button is named %q, want the session it ends", name)
 		}
 
-		webtest.Do(t, ctx, "revoke the phone's session", chromedp.Click(chromedp.CSS(revoke)), chromedp.WaitVisible(chromedp.CSS(`.notice`)))
+		webtest.Submit(t, ctx, "revoke the phone's session", chromedp.Click(chromedp.CSS(revoke)), chromedp.WaitVisible(chromedp.CSS(`.notice`)))
 		if msg := webtest.Read(t, ctx, "flash", chromedp.Text(chromedp.CSS(`.notice`))); msg != "The session was revoked. That device is signed out." {
 			t.Fatalf("flash %q", msg)
 		}
@@ -62,7 +62,7 @@ func TestBrowserConsoleSessions(t *testing.T) {
 		}
 
 		// Everywhere else: the fixture's session goes, the browser's stays.
-		webtest.Do(t, ctx, "sign out everywhere else",
+		webtest.Submit(t, ctx, "sign out everywhere else",
 			chromedp.Click(chromedp.CSS(`form[action="/account/sessions/revoke-others"] button`)),
 			chromedp.WaitVisible(chromedp.CSS(`.notice`)))
 		if msg := webtest.Read(t, ctx, "flash", chromedp.Text(chromedp.CSS(`.notice`))); msg != "All other sessions were revoked." {

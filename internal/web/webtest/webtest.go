@@ -105,6 +105,30 @@ func Do(t testing.TB, ctx context.Context, what string, actions ...chromedp.Acti
 	}
 }
 
+// Submit runs actions that leave the page, such as a click on a form's
+// button, and returns once the browser shows the next page fully loaded.
+// Waiting for an element alone is not enough when the next page has one
+// like it (a flash notice): the wait could match the old page's copy, whose
+// node is gone by the time it is read.
+func Submit(t testing.TB, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	Do(t, ctx, what+" (mark the page)", chromedp.Evaluate[chromedp.Void](`void (window.hmidLeaving = true)`))
+	Do(t, ctx, what, actions...)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		// While the page changes, evaluating fails or still sees the mark;
+		// both mean "not yet".
+		arrived, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!window.hmidLeaving && document.readyState === "complete"`))
+		if err == nil && arrived {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("browser, %s: no new page after 15 s (last error: %v)", what, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // Read runs one action that returns a value (chromedp.Text, chromedp.Location,
 // chromedp.Evaluate, …), failing the test with what when it fails.
 func Read[T any](t testing.TB, ctx context.Context, what string, a chromedp.Action[T]) T {
