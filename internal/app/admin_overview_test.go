@@ -202,9 +202,9 @@ func TestAdminUserList(t *testing.T) {
 			t.Errorf("grace for two_factor:manage: %s", r)
 		}
 
-		// The search is GET /v1/users's: part of a username or an email in
-		// any case, or the exact id, the same users in the same order.
-		for _, s := range []string{"ada_lo", "LOVELACE@example", "navy.test", ada.ID, "u_", "nobody-here"} {
+		// The search is GET /v1/users's: the start of a username or an email
+		// in any case, or the exact id, the same users in the same order.
+		for _, s := range []string{"ada_lo", "ADA.LOVELACE@example", "grace@navy", "navy.test", ada.ID, "u_", "nobody-here"} {
 			var want []string
 			for _, u := range e.Call(t, "GET", "/v1/users?search="+url.QueryEscape(s), admin.Token, nil, http.StatusOK).JSON()["data"].([]any) {
 				want = append(want, u.(map[string]any)["id"].(string))

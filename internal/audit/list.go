@@ -19,7 +19,7 @@ var SortFields = []string{"event_type", "user_id", "status", "created_at"}
 // Filter selects and orders audit events for a listing.
 type Filter struct {
 	UserID        string // exact user id
-	UserSearch    string // user id, or part of a username or email (case-insensitive)
+	UserSearch    string // user id, or the start of a username or email (case-insensitive)
 	EventType     string
 	ResourceType  string
 	Status        string
@@ -30,7 +30,8 @@ type Filter struct {
 	Asc           bool   // sort_direction=asc (default desc, newest first)
 	Page          httpx.Page
 
-	searchIDs []string // UserSearch resolved to user ids (nil: not resolved)
+	searchIDs []string  // UserSearch resolved to user ids (nil: not resolved)
+	flavor    db.Flavor // the engine UserSearch was resolved on
 }
 
 // ParseUserFilter reads the query of the per-user listings (spec 2, Audit
@@ -134,9 +135,9 @@ func (f Filter) where() (string, []any) {
 		}
 		conds = append(conds, "user_id IN ("+strings.Join(marks, ", ")+")")
 	case f.UserSearch != "":
-		args = append(args, f.UserSearch, "%"+db.Like(strings.ToLower(f.UserSearch))+"%")
-		a, b := "$"+strconv.Itoa(len(args)-1), "$"+strconv.Itoa(len(args))
-		conds = append(conds, `user_id IN (`+userSearchSQL(f.UserSearch, a, b)+`)`)
+		sub, subArgs := userSearchSQL(f.flavor, f.UserSearch, len(args)+1)
+		args = append(args, subArgs...)
+		conds = append(conds, `user_id IN (`+sub+`)`)
 	}
 	if f.EventType != "" {
 		add("event_type = ?", f.EventType)
@@ -187,18 +188,13 @@ func (f Filter) orderBy() string {
 	}
 }
 
-// userSearchSQL selects the ids of users matching a user_search: the exact
-// id, or a case-insensitive substring of username or email. It compares
-// db.UserSearchHandle, which the index users_search holds, so SQLite reads
-// that index rather than every row of users; a search holding a line break
-// (which could match across the handle's two lines) compares the fields
-// one by one.
-func userSearchSQL(search, exact, pattern string) string {
-	text := db.UserSearchHandle + ` LIKE ` + pattern + ` ESCAPE '\'`
-	if strings.Contains(search, "\n") {
-		text = `LOWER(username) LIKE ` + pattern + ` ESCAPE '\' OR LOWER(email) LIKE ` + pattern + ` ESCAPE '\'`
-	}
-	return `SELECT id FROM users WHERE id = ` + exact + ` OR ` + text
+// userSearchSQL selects the ids of users matching a user_search on f, and
+// its arguments from $first: the exact id, or a username or email starting with
+// the search, ignoring case (db.UserMatch, which the users list's search
+// shares), each found through an index of users.
+func userSearchSQL(f db.Flavor, search string, first int) (string, []any) {
+	cond, args := db.UserMatch(f, search, first, "username", "email")
+	return `SELECT id FROM users WHERE ` + cond, args
 }
 
 // maxSearchIDs bounds how many matching user ids a user_search spells out in
@@ -209,12 +205,13 @@ const maxSearchIDs = 500
 // users table is small next to the log, and with the ids spelled out the
 // planner reads the log per user through (user_id, created_at) instead of
 // walking all of it in time order hoping to meet the user.
-func resolveSearch(ctx context.Context, q db.Querier, f Filter) (Filter, error) {
+func resolveSearch(ctx context.Context, d *db.DB, f Filter) (Filter, error) {
 	if f.UserSearch == "" {
 		return f, nil
 	}
-	rows, err := q.QueryContext(ctx, userSearchSQL(f.UserSearch, "$1", "$2")+` LIMIT `+strconv.Itoa(maxSearchIDs+1),
-		f.UserSearch, "%"+db.Like(strings.ToLower(f.UserSearch))+"%")
+	f.flavor = d.Flavor
+	query, args := userSearchSQL(d.Flavor, f.UserSearch, 1)
+	rows, err := d.QueryContext(ctx, query+` LIMIT `+strconv.Itoa(maxSearchIDs+1), args...)
 	if err != nil {
 		return f, err
 	}
@@ -237,8 +234,8 @@ func resolveSearch(ctx context.Context, q db.Querier, f Filter) (Filter, error) 
 }
 
 // List returns one page of the events matching f and the number of all of them.
-func List(ctx context.Context, q db.Querier, f Filter) ([]Entry, int, error) {
-	f, err := resolveSearch(ctx, q, f)
+func List(ctx context.Context, d *db.DB, f Filter) ([]Entry, int, error) {
+	f, err := resolveSearch(ctx, d, f)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -246,7 +243,7 @@ func List(ctx context.Context, q db.Querier, f Filter) ([]Entry, int, error) {
 	if f.searchIDs != nil && len(f.searchIDs) == 0 {
 		return out, 0, nil
 	}
-	total, err := count(ctx, q, f)
+	total, err := count(ctx, d, f)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -255,7 +252,7 @@ func List(ctx context.Context, q db.Querier, f Filter) ([]Entry, int, error) {
 		return out, total, nil
 	}
 	n := len(args)
-	rows, err := q.QueryContext(ctx, `SELECT `+entryCols+` FROM audit_events`+where+f.orderBy()+
+	rows, err := d.QueryContext(ctx, `SELECT `+entryCols+` FROM audit_events`+where+f.orderBy()+
 		` LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2), append(args, f.Page.Limit, f.Page.Offset())...)
 	if err != nil {
 		return nil, 0, err

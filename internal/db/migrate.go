@@ -34,17 +34,21 @@ func (d *DB) Migrate(ctx context.Context) error {
 			return fmt.Errorf("db: migration lock: %w", err)
 		}
 		defer conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock(hashtext('hmid.migrate'))")
-		return migrateOn(ctx, conn)
+		return migrateOn(ctx, conn, d.Flavor)
 	}
 	conn, err := d.w.Conn(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	return migrateOn(ctx, conn)
+	return migrateOn(ctx, conn, d.Flavor)
 }
 
-func migrateOn(ctx context.Context, conn *sql.Conn) error {
+// migrateOn applies the migrations of engine f on conn. A migration is a file
+// NNNN_name.sql for both engines, or a pair NNNN_name.postgres.sql and
+// NNNN_name.sqlite.sql where the engines need different SQL; the pair is one
+// version, NNNN_name, of which each engine applies its own file.
+func migrateOn(ctx context.Context, conn *sql.Conn, f Flavor) error {
 	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
 		return fmt.Errorf("db: create schema_migrations: %w", err)
 	}
@@ -55,6 +59,12 @@ func migrateOn(ctx context.Context, conn *sql.Conn) error {
 	sort.Strings(names)
 	for _, name := range names {
 		version := strings.TrimSuffix(strings.TrimPrefix(name, "migrations/"), ".sql")
+		if v, engine, ok := strings.Cut(version, "."); ok {
+			if Flavor(engine) != f {
+				continue
+			}
+			version = v
+		}
 		var n int
 		if err := conn.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = $1`, version).Scan(&n); err != nil {
 			return err

@@ -14,8 +14,8 @@ import (
 
 // ListQuery selects a page of GET /v1/users.
 type ListQuery struct {
-	// Search matches a user's exact id, or a case-insensitive part of their
-	// username, name or email; "" lists everyone.
+	// Search matches a user's exact id, or the start of their username, name
+	// or email, ignoring case; "" lists everyone.
 	Search string
 	// IncludeDeleted also lists soft-deleted users.
 	IncludeDeleted bool
@@ -40,73 +40,88 @@ func (lq ListQuery) where(f db.Flavor) (string, []any) {
 	return cond, args
 }
 
-// contains is the condition that the text expression hay contains the text
-// bound to needle, on f. The position functions (SQLite's instr,
-// PostgreSQL's strpos) compare plain text, which takes SQLite half the time
-// of LIKE's pattern, and need no escaping of % and _.
-func contains(f db.Flavor, hay, needle string) string {
-	if f == db.Postgres {
-		return `strpos(` + hay + `, ` + needle + `) > 0`
-	}
-	return `instr(` + hay + `, ` + needle + `) > 0`
-}
-
 // matches is the condition of lq's search alone on f ("TRUE" without one):
-// the exact id, or a case-insensitive part of the username, name or email.
-// The index users_search holds db.UserSearchHandle and LOWER(name) with
-// each user's deleted_at, created_at and id, so on SQLite a search reads
-// the index alone.
+// the exact id, or a username, name or email starting with the search,
+// ignoring case (db.UserMatch; each is a range of an index).
 func (lq ListQuery) matches(f db.Flavor) (string, []any) {
 	if lq.Search == "" {
 		return "TRUE", nil
 	}
-	args := []any{lq.Search, strings.ToLower(lq.Search)}
-	handle := contains(f, db.UserSearchHandle, "$2")
-	if strings.Contains(lq.Search, "\n") {
-		// Across the lines of db.UserSearchHandle it could match the end of the
-		// username and the start of the email: each field on its own.
-		handle = contains(f, "LOWER(username)", "$2") + ` OR ` + contains(f, "LOWER(COALESCE(email, ''))", "$2")
-	}
-	return `(id = $1 OR ` + handle + ` OR ` + contains(f, "LOWER(name)", "$2") + `)`, args
+	return db.UserMatch(f, lq.Search, 1, "username", "email", "name")
 }
 
-// maxSearchMatches bounds the matches of a search that List collects in
-// one pass (an id and a time each, about a megabyte at most); broader
-// searches are counted and paged by the database. A variable, so a test
-// can reach both ways without seeding as many users.
-var maxSearchMatches = 20_000
+// MaxSearchMatches is the most users a search lists: a search that
+// matches more (a letter or two) lists the newest MaxSearchMatches of its
+// matches and counts that many. Counting all of them exactly would read
+// every match (all users, for the letter that all usernames start with),
+// which no index shortens; an operator refines such a search instead, as
+// the admin console says. A variable, so a test can reach the bound
+// without seeding as many users.
+var MaxSearchMatches = 20_000
 
 // List returns one page of the users lq selects, newest first (ties by id),
-// and the number of all of them. GET /v1/users and the admin console's
-// users list call it.
+// and the number of all of them (of a search: at most MaxSearchMatches).
+// GET /v1/users and the admin console's users list call it.
 //
-// A substring search cannot use an index, so each one reads every user. A
-// search that finds at most maxSearchMatches users is answered from that
-// one read (searchOnce): counting the matches and then walking the
-// created_at order for the page would read the table twice, the walk
-// fetching row after row by index to meet the few matches late.
+// A search finds its users through the indexes of the compared texts and
+// the id. One that finds at most MaxSearchMatches users is answered from
+// that one read (searchOnce): counting the matches and then walking the
+// created_at order for the page would read them twice, the walk fetching
+// row after row to meet the few matches late. A broader search is paged by
+// that walk (broadSearch), where its matches are dense.
 func (s *Service) List(ctx context.Context, lq ListQuery) ([]User, int, error) {
 	if lq.Search != "" {
 		out, total, ok, err := s.searchOnce(ctx, lq)
 		if ok || err != nil {
 			return out, total, err
 		}
+		return s.broadSearch(ctx, lq)
 	}
 	cond, args := lq.where(s.DB.Flavor)
 	var total int
 	if err := s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM users WHERE `+cond, args...).Scan(&total); err != nil {
 		return nil, 0, err
 	}
-	if total <= lq.Page.Offset() {
+	return s.page(ctx, lq, total, lq.Page.Limit, "")
+}
+
+// broadSearch answers a search matching more than MaxSearchMatches users:
+// the page of the newest MaxSearchMatches matches, of which there are that
+// many. It walks the users in the listing's order and tests each, stopping
+// at the page's end: at least one in five users match such a search of
+// 100,000 (and it stops within the first MaxSearchMatches matches), so the
+// walk is short, where the search's indexes would hand over every match to
+// be sorted. SQLite is told to take the index of that order, as it plans
+// without statistics and would take the search's indexes;
+// PostgreSQL's statistics tell it how many users the search matches.
+func (s *Service) broadSearch(ctx context.Context, lq ListQuery) ([]User, int, error) {
+	total := MaxSearchMatches
+	limit := min(lq.Page.Limit, max(total-lq.Page.Offset(), 0))
+	hint := ""
+	if s.DB.Flavor == db.SQLite {
+		hint = " INDEXED BY users_active_created"
+		if lq.IncludeDeleted {
+			hint = " INDEXED BY users_created_at"
+		}
+	}
+	return s.page(ctx, lq, total, limit, hint)
+}
+
+// page returns the page of lq of the total users it selects, at most limit
+// of them (lq's page size, less at the bound of a broad search), reading
+// the users table through hint (an SQLite INDEXED BY clause, or "").
+func (s *Service) page(ctx context.Context, lq ListQuery, total, limit int, hint string) ([]User, int, error) {
+	if total <= lq.Page.Offset() || limit == 0 {
 		return []User{}, total, nil
 	}
 	// The page's ids first, then their rows: skipping to a deep page walks
 	// the index of the order (users_active_created) alone, and only the rows
 	// shown are read.
+	cond, args := lq.where(s.DB.Flavor)
 	n := len(args)
-	out, err := s.load(ctx, `SELECT `+userCols+` FROM users WHERE id IN (SELECT id FROM users WHERE `+cond+
+	out, err := s.load(ctx, `SELECT `+userCols+` FROM users WHERE id IN (SELECT id FROM users`+hint+` WHERE `+cond+
 		` ORDER BY created_at DESC, id LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2)+`) ORDER BY created_at DESC, id`,
-		append(args, lq.Page.Limit, lq.Page.Offset())...)
+		append(args, limit, lq.Page.Offset())...)
 	return out, total, err
 }
 
@@ -130,39 +145,32 @@ func (s *Service) load(ctx context.Context, q string, args ...any) ([]User, erro
 
 // searchOnce answers lq's search from one read of the users: it collects
 // the ids and times of the matches, orders and pages them here, and loads
-// the page's rows by id. ok is false when more than maxSearchMatches users
-// match. Soft-deleted users are left out here rather than in the query, so
-// the database reads the table straight through instead of walking the
-// index of the users who are not deleted row by row.
+// the page's rows by id. ok is false when more than MaxSearchMatches users
+// match.
 func (s *Service) searchOnce(ctx context.Context, lq ListQuery) (out []User, total int, ok bool, err error) {
 	type match struct {
 		id      string
 		created int64
 	}
-	cond, args := lq.matches(s.DB.Flavor)
-	rows, err := s.DB.QueryContext(ctx, `SELECT id, created_at, deleted_at IS NULL FROM users WHERE `+cond+` LIMIT `+strconv.Itoa(maxSearchMatches+1), args...)
+	cond, args := lq.where(s.DB.Flavor)
+	rows, err := s.DB.QueryContext(ctx, `SELECT id, created_at FROM users WHERE `+cond+` LIMIT `+strconv.Itoa(MaxSearchMatches+1), args...)
 	if err != nil {
 		return nil, 0, false, err
 	}
 	var all []match
-	read := 0
 	for rows.Next() {
 		var m match
-		var live bool
-		if err := rows.Scan(&m.id, &m.created, &live); err != nil {
+		if err := rows.Scan(&m.id, &m.created); err != nil {
 			rows.Close()
 			return nil, 0, false, err
 		}
-		read++
-		if live || lq.IncludeDeleted {
-			all = append(all, m)
-		}
+		all = append(all, m)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, 0, false, err
 	}
-	if read > maxSearchMatches {
+	if len(all) > MaxSearchMatches {
 		return nil, 0, false, nil
 	}
 	// The listing's order: created_at descending, then id (user ids are

@@ -13,23 +13,24 @@ import (
 	"hmid/internal/httpx"
 )
 
-// TestListPagesEveryWay checks List against a plain reading of its rule,
-// on searches answered in one pass (at most maxSearchMatches matches) and
-// on broader ones the database counts and pages, with soft-deleted users
+// TestListPagesEveryWay checks List against a plain reading of its rule
+// (the exact id, or the start of the username, name or email, any case),
+// on searches answered in one pass (at most MaxSearchMatches matches) and
+// on broader ones that list the newest MaxSearchMatches, with soft-deleted users
 // and ties on created_at, for every page.
 func TestListPagesEveryWay(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
 		ctx := context.Background()
 		d := eng.Open(t)
 		s := &Service{DB: d}
-		defer func(n int) { maxSearchMatches = n }(maxSearchMatches)
-		maxSearchMatches = 1000
+		defer func(n int) { MaxSearchMatches = n }(MaxSearchMatches)
+		MaxSearchMatches = 1000
 		type row struct {
 			id, username, name, email string
 			created                   int64
 			deleted                   bool
 		}
-		n := maxSearchMatches + 200
+		n := MaxSearchMatches + 200
 		var all []row
 		err := d.Tx(ctx, func(tx *db.Tx) error {
 			for i := range n {
@@ -64,14 +65,17 @@ func TestListPagesEveryWay(t *testing.T) {
 				if r.deleted && !lq.IncludeDeleted {
 					continue
 				}
-				if q == "" || r.id == lq.Search || strings.Contains(r.username, q) || strings.Contains(strings.ToLower(r.name), q) ||
-					strings.Contains(strings.ToLower(r.email), q) {
+				if q == "" || r.id == lq.Search || strings.HasPrefix(r.username, q) || strings.HasPrefix(strings.ToLower(r.name), q) ||
+					strings.HasPrefix(strings.ToLower(r.email), q) {
 					ids = append(ids, r.id)
 				}
 			}
+			if lq.Search != "" && len(ids) > MaxSearchMatches {
+				ids = ids[:MaxSearchMatches] // a broad search lists its newest matches
+			}
 			return ids
 		}
-		for _, search := range []string{"", "member", "member_1", "MEMBER 42", "m7@example", all[5].id, "nobody", "%", "_1", "42\nm", "er 1"} {
+		for _, search := range []string{"", "member", "member_1", "MEMBER 42", "m7@example", "M1", all[5].id, all[5].id[:20], "nobody", "%", "_1", "42\nm", "er 1", "member_119\U0010FFFF"} {
 			for _, inc := range []bool{false, true} {
 				for _, limit := range []int{7, 100} {
 					lq := ListQuery{Search: search, IncludeDeleted: inc}

@@ -47,11 +47,13 @@ type userListView struct {
 	ShowTwoFactor bool
 	Rows          []userListRow
 	Total         string // formatted
-	From, To      int    // positions of the first and last user shown
-	Page          int
-	TotalPages    int
-	Newer, Older  string // links to the neighbouring pages
-	First         string // the first page, when the page asked for is past the end
+	// Capped: a search matched more users than it lists (users.MaxSearchMatches).
+	Capped       bool
+	From, To     int // positions of the first and last user shown
+	Page         int
+	TotalPages   int
+	Newer, Older string // links to the neighbouring pages
+	First        string // the first page, when the page asked for is past the end
 }
 
 // List is GET /admin/users.
@@ -75,7 +77,7 @@ func (up *AdminUserListPages) List(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := userListView{Search: lq.Search, IncludeDeleted: lq.IncludeDeleted, Total: overviewNumber(lang, total),
-		Page: lq.Page.Page, TotalPages: lq.Page.TotalPages(total)}
+		Page: lq.Page.Page, TotalPages: lq.Page.TotalPages(total), Capped: lq.Search != "" && total >= users.MaxSearchMatches}
 	twoFactor, err := up.TwoFactor.EnabledAmong(ctx, p, ids)
 	switch {
 	case err == nil:
@@ -134,7 +136,7 @@ func init() {
 		"en": {
 			"admin.userlist.title":      "Users",
 			"admin.userlist.search":     "Search users",
-			"admin.userlist.searchhelp": "An id, or part of a username, name or email address.",
+			"admin.userlist.searchhelp": "An id, or the start of a username, name or email address (any case).",
 			"admin.userlist.deleted":    "Include deleted accounts",
 			"admin.userlist.submit":     "Search",
 			"admin.userlist.clear":      "Show all users",
@@ -144,6 +146,7 @@ func init() {
 			"admin.userlist.newer":      "← Newer",
 			"admin.userlist.older":      "Older →",
 			"admin.userlist.none":       "No users match this search.",
+			"admin.userlist.capped":     "A search lists at most %s users, the newest that match. Type more of the name to narrow it.",
 			"admin.userlist.past":       "This page is past the end of the list.",
 			"admin.userlist.first":      "Go to the first page",
 			"admin.userlist.col.user":   "User",
@@ -162,7 +165,7 @@ func init() {
 		"de": {
 			"admin.userlist.title":      "Benutzer",
 			"admin.userlist.search":     "Benutzer suchen",
-			"admin.userlist.searchhelp": "Eine ID oder ein Teil von Benutzername, Name oder E-Mail-Adresse.",
+			"admin.userlist.searchhelp": "Eine ID oder der Anfang von Benutzername, Name oder E-Mail-Adresse (Groß- und Kleinschreibung egal).",
 			"admin.userlist.deleted":    "Gelöschte Konten einschließen",
 			"admin.userlist.submit":     "Suchen",
 			"admin.userlist.clear":      "Alle Benutzer zeigen",
@@ -172,6 +175,7 @@ func init() {
 			"admin.userlist.newer":      "← Neuere",
 			"admin.userlist.older":      "Ältere →",
 			"admin.userlist.none":       "Keine Benutzer passen zu dieser Suche.",
+			"admin.userlist.capped":     "Eine Suche führt höchstens %s Benutzer auf, die neuesten passenden. Geben Sie mehr vom Namen ein, um sie einzugrenzen.",
 			"admin.userlist.past":       "Diese Seite liegt hinter dem Ende der Liste.",
 			"admin.userlist.first":      "Zur ersten Seite",
 			"admin.userlist.col.user":   "Benutzer",
