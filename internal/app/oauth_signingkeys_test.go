@@ -81,6 +81,9 @@ func pkceFlow(t *testing.T, ctx context.Context, e *apptest.Env, conf *oauth2.Co
 	} else {
 		u = location(t, r)
 	}
+	if u.Query().Get("code") == "" {
+		t.Fatalf("authorize answered %s", u)
+	}
 	tok, err := conf.Exchange(ctx, u.Query().Get("code"), oauth2.VerifierOption(verifier))
 	if err != nil {
 		t.Fatalf("exchange: %v", err)
@@ -399,7 +402,7 @@ func TestSigningKeysTwoInstances(t *testing.T) {
 	// A rotation by A (or by the CLI) is in B's JWKS at once, and B signs
 	// with it once its key cache has expired.
 	u := a.NewUser(t, apptest.UserSpec{})
-	c := mkClient(t, a, u.Token, map[string]any{"id_token_signed_response_alg": "ES256"})
+	c := mkClient(t, a, u.Token, map[string]any{"id_token_signed_response_alg": "ES256", "allowed_scopes": []string{"openid", "offline_access"}})
 	conf := &oauth2.Config{ClientID: c.ID, ClientSecret: c.Secret, RedirectURL: cb, Scopes: []string{"openid", "offline_access"},
 		Endpoint: oauth2.Endpoint{AuthURL: b.URL + "/v1/oauth/authorize", TokenURL: b.URL + "/v1/oauth/token"}}
 	tok := pkceFlow(t, ctx, b, conf, u.Token, "pair")
