@@ -112,12 +112,25 @@ func (r *keyring) byKid(kid string) *signingKey {
 
 // signer returns the signing key of alg, reading the keys again when the
 // cached ones are older than keyCacheTTL and creating the algorithm's first
-// key on first use.
+// key on first use. While one request reads them again, the others go on
+// signing with the cached key, which is still published; if reading fails
+// the cached key signs too, and the next request tries again.
 func (s *Service) signer(ctx context.Context, alg string) (*signingKey, error) {
-	if r := s.ring.Load(); r != nil && s.Clock.Now().Sub(r.loaded) < keyCacheTTL {
-		if k := r.current(alg); k != nil {
-			return k, nil
+	r := s.ring.Load()
+	var stale *signingKey
+	if r != nil {
+		stale = r.current(alg)
+	}
+	if stale != nil {
+		if s.Clock.Now().Sub(r.loaded) < keyCacheTTL || !s.keyMu.TryLock() {
+			return stale, nil
 		}
+		defer s.keyMu.Unlock()
+		r, err := s.reloadLocked(ctx)
+		if err != nil || r.current(alg) == nil {
+			return stale, nil
+		}
+		return r.current(alg), nil
 	}
 	r, err := s.reloadKeys(ctx, alg)
 	if err != nil {
@@ -128,11 +141,17 @@ func (s *Service) signer(ctx context.Context, alg string) (*signingKey, error) {
 
 // reloadKeys reads the keys from the database, keeping the parsed keys of
 // kids already known, and creates the first key of each of ensure that has
-// none. Several instances creating a first key at once agree through
-// INSERT … ON CONFLICT DO NOTHING on (alg, generation 1).
+// none.
 func (s *Service) reloadKeys(ctx context.Context, ensure ...string) (*keyring, error) {
 	s.keyMu.Lock()
 	defer s.keyMu.Unlock()
+	return s.reloadLocked(ctx, ensure...)
+}
+
+// reloadLocked is reloadKeys for a caller holding keyMu. Several instances
+// creating a first key at once agree through INSERT … ON CONFLICT DO NOTHING
+// on (alg, generation 1).
+func (s *Service) reloadLocked(ctx context.Context, ensure ...string) (*keyring, error) {
 	r, err := s.loadKeys(ctx)
 	if err != nil {
 		return nil, err
