@@ -7,6 +7,7 @@
 //	go run ./bench -scenario users-me,roles -c 64 -d 10s
 //	go run ./bench -db 'postgres://…' -redis 'redis://…'
 //	go run ./bench -target http://host:8080 -key hm_…   # a running server
+//	go run ./bench -scenario oauth-refresh -alg ES256    # ID tokens of one algorithm
 package main
 
 import (
@@ -43,6 +44,7 @@ type Env struct {
 	Client      *fasthttp.Client
 	Concurrency int
 	WS          WSConfig // the ws-fanout scenario's shape
+	IDTokenAlg  string   // the OAuth scenarios' client's id_token_signed_response_alg; "" = the server's default
 }
 
 // Scenario is one benchmark: Setup prepares data and returns the operation
@@ -90,6 +92,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		wsDevs = fs.Int("ws-devices", 1, "ws-fanout: devices the connections watch, round-robin")
 		wsPts  = fs.Int("ws-points", 20, "ws-fanout: GPS points posted per device")
 		wsGap  = fs.Duration("ws-interval", time.Second, "ws-fanout: time between two points of one device")
+		alg    = fs.String("alg", "", "oauth-*: ID-token algorithm of the client (HS256, RS256, ES256; default: the server's)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -120,7 +123,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	// The in-process server runs with the service's own runtime settings.
 	app.TuneRuntime(os.Getenv)
 	env := &Env{URL: *target, SystemKey: *key, Client: loadgen.NewClient(*conc), Concurrency: *conc,
-		WS: WSConfig{Connections: *wsConn, Devices: *wsDevs, Points: *wsPts, Interval: *wsGap}}
+		WS: WSConfig{Connections: *wsConn, Devices: *wsDevs, Points: *wsPts, Interval: *wsGap}, IDTokenAlg: strings.ToUpper(*alg)}
 	engine := "target " + *target
 	if *target == "" {
 		srv, base, sysKey, closeFn, err := startServer(ctx, *dbURL, *redis)
@@ -138,6 +141,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 	} else if *key == "" {
 		return fmt.Errorf("-target needs -key (a system API key of that server)")
+	}
+	if env.IDTokenAlg != "" {
+		engine += ", ID tokens " + env.IDTokenAlg
 	}
 	fmt.Fprintf(out, "hmid bench: %s, %d clients, %s per scenario\n", engine, *conc, *dur)
 	for _, s := range chosen {

@@ -115,8 +115,11 @@ func (e *Env) oauthSetup(ctx context.Context) (*oauthBench, error) {
 			ClientSecret string `json:"client_secret"`
 		} `json:"data"`
 	}
-	if err := e.call(ctx, http.MethodPost, "/v1/oauth/clients", u.Session, map[string]any{
-		"name": "Bench App", "redirect_uris": []string{o.redirect}, "allowed_scopes": []string{"openid", "profile", "email", "offline_access"}}, http.StatusCreated, &c); err != nil {
+	client := map[string]any{"name": "Bench App", "redirect_uris": []string{o.redirect}, "allowed_scopes": []string{"openid", "profile", "email", "offline_access"}}
+	if e.IDTokenAlg != "" {
+		client["id_token_signed_response_alg"] = e.IDTokenAlg
+	}
+	if err := e.call(ctx, http.MethodPost, "/v1/oauth/clients", u.Session, client, http.StatusCreated, &c); err != nil {
 		return nil, err
 	}
 	o.clientID, o.secret = c.Data.ID, c.Data.ClientSecret

@@ -4,25 +4,94 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"hmid/internal/oauth"
 )
 
-// keysCommand groups the API-key subcommands; alone it only prints its usage,
-// so a mistyped line never migrates a database or mints a key.
+// keysCommand groups the key subcommands: system API keys and the signing
+// keys of ID tokens. Alone it only prints its usage, so a mistyped line
+// never migrates a database, mints a key or rotates one.
 func keysCommand() *command {
-	create := keysCreateCommand()
+	subs := []*command{keysCreateCommand(), keysRotateCommand()}
+	var usage, detail []string
+	for _, c := range subs {
+		usage = append(usage, fmt.Sprintf("usage: hmid %s %s", c.name, c.args))
+		detail = append(detail, fmt.Sprintf("  %-8s %s", strings.TrimPrefix(c.name, "keys "), c.summary))
+	}
 	return &command{
-		name: "keys", args: "create --system [--name NAME]", summary: "manage API keys",
-		detail: "subcommands:\n  create   " + create.summary + "\n\n\"hmid keys create --help\" describes it.",
+		name: "keys", args: "create --system [--name NAME] | rotate [--alg ALG]", summary: "manage API keys and ID-token signing keys",
+		detail: "subcommands:\n" + strings.Join(detail, "\n") + "\n\n\"hmid keys create --help\" and \"hmid keys rotate --help\" describe them.",
 		run: func(ctx context.Context, e env, fs *flag.FlagSet) error {
-			if fs.NArg() == 0 || "keys "+fs.Arg(0) != create.name {
-				fmt.Fprintf(e.stderr, "usage: hmid %s %s\n", create.name, create.args)
-				if fs.NArg() == 0 {
-					return usageError{"keys needs a subcommand"}
+			if fs.NArg() > 0 {
+				if c := find(subs, "keys "+fs.Arg(0)); c != nil {
+					return execute(ctx, e, c, fs.Args()[1:])
 				}
-				return usageError{fmt.Sprintf("unknown keys subcommand %q", fs.Arg(0))}
 			}
-			return execute(ctx, e, create, fs.Args()[1:])
+			fmt.Fprintln(e.stderr, strings.Join(usage, "\n"))
+			if fs.NArg() == 0 {
+				return usageError{"keys needs a subcommand"}
+			}
+			return usageError{fmt.Sprintf("unknown keys subcommand %q", fs.Arg(0))}
 		},
+	}
+}
+
+// keysRotateCommand adds a new signing key per algorithm (or for --alg),
+// which signs ID tokens from now on; the previous key stays in the JWKS until
+// the tokens it signed have expired. Running instances pick the new key up
+// within seconds. It prints the keys, one a line, on stdout.
+func keysRotateCommand() *command {
+	var alg string
+	return &command{
+		name: "keys rotate", args: "[--alg RS256|ES256]", summary: "rotate the ID-token signing keys (RS256 and ES256)",
+		detail: "The new key signs at once, on every instance within seconds; the previous key stays published at\n" +
+			"/v1/oauth/jwks until the ID tokens it signed have expired (" + oauth.KeyGrace.String() + "), then it is deleted.\n" +
+			"HMID_SIGNING_KEY_ROTATION rotates automatically by age.",
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&alg, "alg", "", "rotate only this algorithm's key: RS256 or ES256 (default: both)")
+		},
+		run: func(ctx context.Context, e env, fs *flag.FlagSet) error {
+			if err := noArgs(fs); err != nil {
+				return err
+			}
+			var algs []string
+			if alg != "" {
+				a := strings.ToUpper(alg)
+				if a != oauth.AlgRS256 && a != oauth.AlgES256 {
+					return usageError{fmt.Sprintf("--alg must be RS256 or ES256, got %q", alg)}
+				}
+				algs = []string{a}
+			}
+			srv, _, err := open(ctx, e, e.stderr)
+			if err != nil {
+				return err
+			}
+			defer srv.Close()
+			keys, err := srv.OAuth.RotateSigningKeys(ctx, algs...)
+			if err != nil {
+				return err
+			}
+			printSigningKeys(e.stdout, keys)
+			return nil
+		},
+	}
+}
+
+// printSigningKeys writes one line per key: algorithm, kid, generation and
+// state.
+func printSigningKeys(w io.Writer, keys []oauth.KeyInfo) {
+	for _, k := range keys {
+		state := "signing since " + k.ActivatedAt.Format(time.RFC3339)
+		switch {
+		case k.RetiredAt != nil && k.Published:
+			state = "retired " + k.RetiredAt.Format(time.RFC3339) + ", in the JWKS until " + k.RetiredAt.Add(oauth.KeyGrace).Format(time.RFC3339)
+		case k.RetiredAt != nil:
+			state = "retired " + k.RetiredAt.Format(time.RFC3339) + ", no longer published"
+		}
+		fmt.Fprintf(w, "%s\t%s\tgeneration %d\t%s\n", k.Alg, k.Kid, k.Generation, state)
 	}
 }
 

@@ -5,6 +5,7 @@
 //	hmid [serve]                            start the service (the default)
 //	hmid migrate                            apply database migrations and seed, then exit
 //	hmid keys create --system [--name N]    create a system API key and print it alone on stdout
+//	hmid keys rotate [--alg RS256|ES256]    rotate the ID-token signing keys
 //	hmid healthcheck [--timeout D]          exit 0 when the local instance is ready (container probes)
 //	hmid version                            print the version
 //

@@ -87,6 +87,9 @@ func TestHelpAndIncompleteCommandsDoNothing(t *testing.T) {
 		{[]string{"migrate", "--help"}, false, "usage: hmid migrate"},
 		{[]string{"keys", "--help"}, false, "usage: hmid keys create --system"},
 		{[]string{"keys", "create", "--help"}, false, "--name"},
+		{[]string{"keys", "rotate", "--help"}, false, "--alg"},
+		{[]string{"keys", "rotate", "--alg", "PS256"}, true, ""},
+		{[]string{"keys", "rotate", "now"}, true, ""},
 		{[]string{"healthcheck", "--help"}, false, "/readyz"},
 		{[]string{"keys"}, true, "usage: hmid keys create --system"},
 		{[]string{"keys", "list"}, true, "usage: hmid keys create --system"},
@@ -186,6 +189,54 @@ func TestKeysCreatePrintsTheKeyAlone(t *testing.T) {
 	}
 }
 
+// TestKeysRotate checks "hmid keys rotate": the first run makes generation 1
+// of each algorithm, the next retires it for generation 2 (still published),
+// --alg rotates one algorithm only, and each run prints every key on stdout.
+func TestKeysRotate(t *testing.T) {
+	te := newTestEnv(t)
+	rotate := func(args ...string) []string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if err := run(context.Background(), append([]string{"keys", "rotate"}, args...), te.getenv, &out, &errOut); err != nil {
+			t.Fatal(err, errOut.String())
+		}
+		if strings.Contains(out.String(), "hm_") {
+			t.Fatalf("stdout holds more than the keys: %s", out.String())
+		}
+		return strings.Split(strings.TrimSpace(out.String()), "\n")
+	}
+	lines := rotate()
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "ES256\t") || !strings.HasPrefix(lines[1], "RS256\t") ||
+		!strings.Contains(lines[0], "generation 1\tsigning since") {
+		t.Fatalf("first rotation: %q", lines)
+	}
+	lines = rotate()
+	if len(lines) != 4 || !strings.Contains(lines[0], "generation 2\tsigning") || !strings.Contains(lines[1], "generation 1\tretired") ||
+		!strings.Contains(lines[1], "in the JWKS until") || !strings.Contains(lines[3], "generation 1\tretired") {
+		t.Fatalf("second rotation: %q", lines)
+	}
+	lines = rotate("--alg", "es256")
+	if len(lines) != 5 || !strings.Contains(lines[0], "ES256\t") || !strings.Contains(lines[0], "generation 3\tsigning") ||
+		!strings.Contains(lines[3], "RS256\t") || !strings.Contains(lines[3], "generation 2\tsigning") {
+		t.Fatalf("ES256 rotation: %q", lines)
+	}
+	// A running server publishes the signing keys and the retired ones.
+	addr, stop := startServe(t, te)
+	defer stop()
+	resp, err := http.Get("http://" + addr + "/v1/oauth/jwks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set struct {
+		Keys []struct{ Kid, Alg string } `json:"keys"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&set)
+	resp.Body.Close()
+	if err != nil || len(set.Keys) != 5 || !strings.Contains(lines[0], set.Keys[2].Kid) || set.Keys[2].Alg != "ES256" {
+		t.Fatalf("JWKS %+v, %v; keys %q", set.Keys, err, lines)
+	}
+}
+
 // TestInvalidLogLevelFailsAtStart checks a misspelt HMID_LOG_LEVEL stops the
 // start before anything is opened.
 func TestInvalidLogLevelFailsAtStart(t *testing.T) {
@@ -198,6 +249,24 @@ func TestInvalidLogLevelFailsAtStart(t *testing.T) {
 	}
 	if te.migrated() {
 		t.Fatal("the database was opened")
+	}
+}
+
+// TestInvalidSigningSettingsFailAtStart checks that an unknown
+// HMID_ID_TOKEN_ALG or a too short HMID_SIGNING_KEY_ROTATION stops the start
+// with a message naming the variable, before anything is opened.
+func TestInvalidSigningSettingsFailAtStart(t *testing.T) {
+	for name, val := range map[string]string{"HMID_ID_TOKEN_ALG": "RS512", "HMID_SIGNING_KEY_ROTATION": "5m"} {
+		te := newTestEnv(t)
+		te.env[name] = val
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), []string{"serve"}, te.getenv, &out, &errOut)
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Fatalf("%s=%s: err = %v", name, val, err)
+		}
+		if te.migrated() {
+			t.Fatal("the database was opened")
+		}
 	}
 }
 

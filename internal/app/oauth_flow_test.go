@@ -159,8 +159,9 @@ func TestOAuthRS256IDTokenWithJWKS(t *testing.T) {
 			Endpoint: oauth2.Endpoint{AuthURL: e.URL + "/v1/oauth/authorize", TokenURL: e.URL + "/v1/oauth/token", AuthStyle: oauth2.AuthStyleInHeader},
 		}
 		tok := goClientFlow(t, e, conf, user.Token)
+		// The set holds one key per algorithm, RS256 first.
 		keys := e.Call(t, "GET", "/v1/oauth/jwks", "", nil, http.StatusOK).JSON()["keys"].([]any)
-		if len(keys) != 1 {
+		if len(keys) != 2 || keys[0].(map[string]any)["alg"] != "RS256" || keys[1].(map[string]any)["alg"] != "ES256" {
 			t.Fatalf("keys = %v", keys)
 		}
 		k := keys[0].(map[string]any)
@@ -219,7 +220,7 @@ func TestOAuthDiscovery(t *testing.T) {
 				"token_endpoint_auth_methods_supported":      "client_secret_post client_secret_basic none",
 				"revocation_endpoint_auth_methods_supported": "client_secret_post client_secret_basic none",
 				"code_challenge_methods_supported":           "S256",
-				"id_token_signing_alg_values_supported":      "HS256 RS256",
+				"id_token_signing_alg_values_supported":      "HS256 RS256 ES256",
 				"subject_types_supported":                    "public",
 			}
 			for k, v := range lists {

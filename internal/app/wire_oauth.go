@@ -25,7 +25,8 @@ func (s *Server) buildOAuth(ctx context.Context) error {
 		Issuer:   s.Config.PublicURL,
 		LoginURL: s.Config.LoginURL,
 
-		PurgePause: oauth.DefaultPurgePause,
+		PurgePause:        oauth.DefaultPurgePause,
+		DefaultIDTokenAlg: s.Config.IDTokenAlg,
 	}
 	s.OAuth = svc
 	s.oauthHandler = &oauth.Handler{S: svc}
@@ -41,6 +42,13 @@ func (s *Server) buildOAuth(ctx context.Context) error {
 		defer close(done)
 		svc.RunPurge(jobCtx, time.Hour, func(err error) { s.Log.Error("oauth: purge failed", "err", err) })
 	}()
-	s.onClose(func() error { stop(); <-done; return nil })
+	// Signing keys rotate by age (HMID_SIGNING_KEY_ROTATION) and retired
+	// keys are deleted once past their grace, checked every minute.
+	keysDone := make(chan struct{})
+	go func() {
+		defer close(keysDone)
+		svc.RunKeyMaintenance(jobCtx, time.Minute, s.Config.SigningKeyRotation, func(err error) { s.Log.Error("oauth: signing-key maintenance failed", "err", err) })
+	}()
+	s.onClose(func() error { stop(); <-done; <-keysDone; return nil })
 	return nil
 }

@@ -47,6 +47,10 @@ type Config struct {
 	RequestTimeout      time.Duration // HMID_REQUEST_TIMEOUT, to handle a request, database included
 	SQLiteSync          string        // HMID_SQLITE_SYNC: normal (default) or full
 
+	// ID-token signing (docs/decisions.md, Signing keys).
+	IDTokenAlg         string        // HMID_ID_TOKEN_ALG: HS256 (default), RS256 or ES256, for clients registered without one
+	SigningKeyRotation time.Duration // HMID_SIGNING_KEY_ROTATION: age at which RS256/ES256 keys rotate; 0 = never
+
 	// LoginEnv reads the HMID_LOGIN_* variables of the upstream sign-in
 	// providers (package upstream validates them); nil means none is set.
 	LoginEnv func(string) string
@@ -120,6 +124,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		},
 		DisableAccessLog: strings.EqualFold(get("HMID_ACCESS_LOG", "on"), "off"),
 		SQLiteSync:       strings.ToLower(get("HMID_SQLITE_SYNC", "normal")),
+		IDTokenAlg:       strings.ToUpper(get("HMID_ID_TOKEN_ALG", "HS256")),
 		LoginEnv:         getenv,
 	}
 	var err error
@@ -134,6 +139,11 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	if c.RequestTimeout, err = positiveDuration(get, "HMID_REQUEST_TIMEOUT", DefaultRequestTimeout); err != nil {
 		return c, err
+	}
+	if v := get("HMID_SIGNING_KEY_ROTATION", "0"); v != "0" {
+		if c.SigningKeyRotation, err = time.ParseDuration(v); err != nil {
+			return c, fmt.Errorf("HMID_SIGNING_KEY_ROTATION must be a duration such as 720h, or 0 for no automatic rotation, got %q", v)
+		}
 	}
 	if c.MailFrom == "" {
 		host := "localhost"
@@ -213,7 +223,29 @@ func (c Config) Validate() error {
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return err
 	}
+	if err := c.validateSigning(); err != nil {
+		return err
+	}
 	return c.validateMetricsAddr()
+}
+
+// MinSigningKeyRotation is the shortest automatic rotation: a retired key
+// stays published for the ID-token lifetime (an hour), so rotating more often
+// would publish ever more keys.
+const MinSigningKeyRotation = time.Hour
+
+// validateSigning checks HMID_ID_TOKEN_ALG ("" is the default, HS256) and
+// HMID_SIGNING_KEY_ROTATION.
+func (c Config) validateSigning() error {
+	switch c.IDTokenAlg {
+	case "", "HS256", "RS256", "ES256":
+	default:
+		return fmt.Errorf("HMID_ID_TOKEN_ALG must be HS256, RS256 or ES256, got %q", c.IDTokenAlg)
+	}
+	if c.SigningKeyRotation != 0 && c.SigningKeyRotation < MinSigningKeyRotation {
+		return fmt.Errorf("HMID_SIGNING_KEY_ROTATION must be 0 (off) or at least %s, got %s", MinSigningKeyRotation, c.SigningKeyRotation)
+	}
+	return nil
 }
 
 // validateMetricsAddr checks HMID_METRICS_ADDR is a host:port other than

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -38,6 +39,11 @@ func TestValidation(t *testing.T) {
 		{map[string]string{"HMID_READ_TIMEOUT": "10"}, "HMID_READ_TIMEOUT"},
 		{map[string]string{"HMID_REQUEST_TIMEOUT": "-1s"}, "HMID_REQUEST_TIMEOUT"},
 		{map[string]string{"HMID_SQLITE_SYNC": "off"}, "HMID_SQLITE_SYNC"},
+		{map[string]string{"HMID_ID_TOKEN_ALG": "PS256"}, "HMID_ID_TOKEN_ALG must be HS256, RS256 or ES256"},
+		{map[string]string{"HMID_ID_TOKEN_ALG": "none"}, "HMID_ID_TOKEN_ALG"},
+		{map[string]string{"HMID_SIGNING_KEY_ROTATION": "monthly"}, "HMID_SIGNING_KEY_ROTATION must be a duration"},
+		{map[string]string{"HMID_SIGNING_KEY_ROTATION": "10m"}, "at least 1h0m0s"},
+		{map[string]string{"HMID_SIGNING_KEY_ROTATION": "-720h"}, "HMID_SIGNING_KEY_ROTATION"},
 	}
 	for _, c := range cases {
 		_, err := FromEnv(env(c.env))
@@ -72,5 +78,21 @@ func TestLogLevelAndMetricsAddr(t *testing.T) {
 	}
 	if c, _ := FromEnv(env(nil)); c.Level() != slog.LevelInfo {
 		t.Fatalf("default level %v", c.Level())
+	}
+}
+
+// TestSigningSettings checks the defaults and accepted values of
+// HMID_ID_TOKEN_ALG and HMID_SIGNING_KEY_ROTATION.
+func TestSigningSettings(t *testing.T) {
+	c, err := FromEnv(env(nil))
+	if err != nil || c.IDTokenAlg != "HS256" || c.SigningKeyRotation != 0 {
+		t.Fatalf("defaults: alg %q, rotation %v, %v", c.IDTokenAlg, c.SigningKeyRotation, err)
+	}
+	c, err = FromEnv(env(map[string]string{"HMID_ID_TOKEN_ALG": "es256", "HMID_SIGNING_KEY_ROTATION": "720h"}))
+	if err != nil || c.IDTokenAlg != "ES256" || c.SigningKeyRotation != 720*time.Hour {
+		t.Fatalf("set: alg %q, rotation %v, %v", c.IDTokenAlg, c.SigningKeyRotation, err)
+	}
+	if err := (Config{PublicURL: "http://x", DatabaseURL: "memory"}).Validate(); err != nil {
+		t.Fatalf("a Config built in code without IDTokenAlg must be valid: %v", err)
 	}
 }

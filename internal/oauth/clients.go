@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -31,6 +32,7 @@ const (
 const (
 	AlgHS256 = "HS256"
 	AlgRS256 = "RS256"
+	AlgES256 = "ES256"
 )
 
 // Client is an OAuth client as shown by the API. ClientSecret is set only in
@@ -277,9 +279,12 @@ func applyInput(c *Client, in ClientInput, creating bool) error {
 		alg := in.IDTokenSignedResponseAlg.Value
 		if alg == "" {
 			alg = AlgHS256
+			if creating { // the caller's default (HMID_ID_TOKEN_ALG)
+				alg = cmp.Or(c.IDTokenSignedResponseAlg, AlgHS256)
+			}
 		}
-		if alg != AlgHS256 && alg != AlgRS256 {
-			return apperr.OnField("id_token_signed_response_alg", apperr.Invalid("id_token_signed_response_alg must be HS256 or RS256"))
+		if alg != AlgHS256 && alg != AlgRS256 && alg != AlgES256 {
+			return apperr.OnField("id_token_signed_response_alg", apperr.Invalid("id_token_signed_response_alg must be HS256, RS256 or ES256"))
 		}
 		c.IDTokenSignedResponseAlg = alg
 	}
@@ -302,7 +307,10 @@ func MaySetFirstParty(p *authn.Principal) bool { return p.IsAdmin() }
 // clients (Forbidden otherwise). The answer carries the client secret once
 // (confidential clients only).
 func (s *Service) CreateClient(ctx context.Context, p *authn.Principal, in ClientInput, m Meta) (Client, error) {
-	c := Client{IsActive: true}
+	// Without an algorithm the client gets HMID_ID_TOKEN_ALG; set to RS256
+	// or ES256 it gives public clients, which cannot verify HS256 (OpenID
+	// Connect Core §10.1), tokens they can check against the JWKS.
+	c := Client{IsActive: true, IDTokenSignedResponseAlg: cmp.Or(s.DefaultIDTokenAlg, AlgHS256)}
 	if err := applyInput(&c, in, true); err != nil {
 		return Client{}, err
 	}

@@ -27,7 +27,7 @@ func (h *Handler) Discovery(w http.ResponseWriter, r *http.Request) {
 		"token_endpoint_auth_methods_supported":      authMethods,
 		"revocation_endpoint_auth_methods_supported": authMethods,
 		"code_challenge_methods_supported":           []string{"S256"},
-		"id_token_signing_alg_values_supported":      []string{AlgHS256, AlgRS256},
+		"id_token_signing_alg_values_supported":      []string{AlgHS256, AlgRS256, AlgES256},
 		"subject_types_supported":                    []string{"public"},
 		"prompt_values_supported":                    []string{"none", "login", "consent", "select_account"},
 		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "name", "picture",

@@ -12,11 +12,14 @@ import (
 )
 
 // IDToken signs the OpenID Connect ID token of a grant (OpenID Connect Core
-// §2; spec 1, ID token claims). The key depends on the client: RS256 with the
-// published RSA key for clients registered with id_token_signed_response_alg
-// RS256; otherwise HS256 keyed with the client secret presented in the token
-// request (confidential clients, Core §10.1) or with a server key derived per
-// client (public clients, which should rely on UserInfo).
+// §2; spec 1, ID token claims). The key depends on the client: clients
+// registered with id_token_signed_response_alg RS256 or ES256 get a token
+// signed with that algorithm's current key, named by kid and published at
+// the JWKS; otherwise HS256 keyed with the client secret presented in the
+// token request (confidential clients, Core §10.1) or with a server key
+// derived per client (public clients, which should rely on UserInfo). The
+// asymmetric keys are cached parsed, so signing reads no key from the
+// database.
 func (s *Service) IDToken(ctx context.Context, c Client, secret, userID string, scopes []string, authTime time.Time, nonce string, now time.Time) (string, error) {
 	claims, err := s.userClaims(ctx, userID, scopes, false)
 	if err != nil {
@@ -30,14 +33,13 @@ func (s *Service) IDToken(ctx context.Context, c Client, secret, userID string, 
 	if nonce != "" {
 		claims["nonce"] = nonce
 	}
-	if c.IDTokenSignedResponseAlg == AlgRS256 {
-		k, err := s.signingKey(ctx)
+	switch c.IDTokenSignedResponseAlg {
+	case AlgRS256, AlgES256:
+		k, err := s.signer(ctx, c.IDTokenSignedResponseAlg)
 		if err != nil {
 			return "", err
 		}
-		t := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.MapClaims(claims))
-		t.Header["kid"] = k.kid
-		return t.SignedString(k.priv)
+		return k.sign(claims)
 	}
 	key := []byte(secret)
 	if c.ClientType == Public || secret == "" {

@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"hmid/internal/audit"
@@ -56,8 +57,12 @@ type Service struct {
 
 	PurgePause time.Duration // pause between Purge's batches (DefaultPurgePause in the server); 0 = none
 
-	keyMu  sync.Mutex
-	rsaKey *signingKey // loaded or created on first RS256 use
+	// DefaultIDTokenAlg is the algorithm of clients registered without
+	// id_token_signed_response_alg (HMID_ID_TOKEN_ALG); "" is HS256.
+	DefaultIDTokenAlg string
+
+	keyMu sync.Mutex              // serializes reading and creating signing keys
+	ring  atomic.Pointer[keyring] // the signing keys as last loaded; nil before first use
 }
 
 var (

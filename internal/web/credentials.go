@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"net/http"
 	"slices"
 	"strings"
@@ -343,7 +344,7 @@ func entered(c oauth.Client, in oauth.ClientInput) *oauth.Client {
 // NewClient is GET <clients>/new: the registration form.
 func (cp *credentialPages) NewClient(w http.ResponseWriter, r *http.Request) {
 	cp.renderClient(w, r, http.StatusOK, clientPage{New: true, Client: oauth.Client{
-		ClientType: oauth.Confidential, IDTokenSignedResponseAlg: oauth.AlgHS256, IsActive: true,
+		ClientType: oauth.Confidential, IDTokenSignedResponseAlg: cmp.Or(cp.OAuth.DefaultIDTokenAlg, oauth.AlgHS256), IsActive: true,
 		AllowedScopes: []string{"openid", "profile", "email"},
 	}}, "")
 }
