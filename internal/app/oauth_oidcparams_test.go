@@ -357,3 +357,33 @@ func TestOIDCProfileClaimsAndDiscovery(t *testing.T) {
 		}
 	})
 }
+
+// TestOIDCLoginRecordsAMR: a real login stores how the user authenticated,
+// and the ID token's acr and amr follow (RFC 8176 values).
+func TestOIDCLoginRecordsAMR(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		u := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery"})
+		c := rsClient(t, e, u.Token, nil)
+		login := func(body map[string]any) string {
+			t.Helper()
+			r := e.Call(t, "POST", "/v1/auth/login", "", body, http.StatusOK).JSON()
+			tok, _ := r["session_token"].(string)
+			return tok
+		}
+		pwd := login(map[string]any{"email": u.Email, "password": u.Password})
+		claims, _, _ := idToken(t, e, pwd, c, authzParams(c.ID))
+		if claims["acr"] != "1" || strings.Join(toStrings(claims["amr"]), " ") != "pwd" {
+			t.Fatalf("password login: acr %v amr %v", claims["acr"], claims["amr"])
+		}
+		secret, _ := tfEnable(t, e, u)
+		e.Advance(t, time.Minute)
+		if tok := login(map[string]any{"email": u.Email, "password": u.Password}); tok != "" {
+			t.Fatal("a session without the second factor")
+		}
+		otp := login(map[string]any{"email": u.Email, "password": u.Password, "code": tfCode(t, secret, e.Clock.Now())})
+		claims, _, _ = idToken(t, e, otp, c, authzParams(c.ID))
+		if claims["acr"] != "2" || strings.Join(toStrings(claims["amr"]), " ") != "pwd otp" {
+			t.Fatalf("two-factor login: acr %v amr %v", claims["acr"], claims["amr"])
+		}
+	})
+}
