@@ -414,6 +414,7 @@ func (s *Service) LoginWithCode(ctx context.Context, userID, provider, code stri
 // secondStep applies two-factor authentication and creates the session.
 func (s *Service) secondStep(ctx context.Context, a account, code string, m Meta) (Result, error) {
 	res := Result{User: summary(a)}
+	mfa := false
 	if sf := s.secondFactor(); sf != nil {
 		on, err := sf.Enabled(ctx, a.userID)
 		if err != nil {
@@ -428,6 +429,7 @@ func (s *Service) secondStep(ctx context.Context, a account, code string, m Meta
 			if err := sf.VerifyLogin(ctx, a.userID, strings.TrimSpace(code), m.IP, m.UserAgent); err != nil {
 				return Result{}, err
 			}
+			mfa = true
 		} else if res.SetupRequired, err = sf.SetupRequired(ctx, a.userID, a.provider); err != nil {
 			return Result{}, err
 		}
@@ -435,7 +437,7 @@ func (s *Service) secondStep(ctx context.Context, a account, code string, m Meta
 	now := s.now()
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
 		var err error
-		res.Session, err = s.startSession(ctx, tx, a.userID, a.provider, now, m)
+		res.Session, err = s.startSession(ctx, tx, a.userID, a.provider, mfa, now, m)
 		return err
 	})
 	if err != nil {
@@ -445,9 +447,11 @@ func (s *Service) secondStep(ctx context.Context, a account, code string, m Meta
 }
 
 // startSession creates the session with provider, records the login on the
-// user and audits login and session_created, inside tx.
-func (s *Service) startSession(ctx context.Context, tx *db.Tx, userID, provider string, now time.Time, m Meta) (sessions.Created, error) {
-	c, err := sessions.Create(ctx, tx, now, sessions.New{UserID: userID, Provider: provider, IPAddress: m.IP, UserAgent: m.UserAgent})
+// user and audits login and session_created, inside tx. mfa tells that a
+// second factor was verified in this login.
+func (s *Service) startSession(ctx context.Context, tx *db.Tx, userID, provider string, mfa bool, now time.Time, m Meta) (sessions.Created, error) {
+	c, err := sessions.Create(ctx, tx, now, sessions.New{UserID: userID, Provider: provider, IPAddress: m.IP, UserAgent: m.UserAgent,
+		AMR: sessions.AMR(provider == Platform, mfa)})
 	if err != nil {
 		return c, err
 	}
@@ -555,7 +559,7 @@ func (s *Service) Register(ctx context.Context, in RegisterInput, m Meta) (Resul
 		}); err != nil {
 			return err
 		}
-		res.Session, err = s.startSession(ctx, tx, userID, Platform, now, m)
+		res.Session, err = s.startSession(ctx, tx, userID, Platform, false, now, m)
 		return err
 	})
 	if db.IsUniqueViolation(err) {

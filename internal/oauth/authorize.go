@@ -42,6 +42,7 @@ type grant struct {
 	Nonce       string
 	Challenge   string // S256 code_challenge, "" without PKCE
 	AuthTime    time.Time
+	Context     authContext // acr, amr and claims request (oidcparams.go)
 }
 
 // authzRequest is a parsed authorization request whose client and redirect
@@ -53,6 +54,7 @@ type authzRequest struct {
 	maxAge     int // -1 when absent
 	loginAfter time.Time
 	params     url.Values
+	oidc       oidcRequest
 }
 
 // Authorize serves GET and POST /v1/oauth/authorize (spec 1, Authorization;
@@ -84,31 +86,29 @@ func (h *Handler) Authorize(w http.ResponseWriter, r *http.Request) {
 		fail(oerr(ErrAccessDenied, "the account is banned"))
 		return
 	}
-	fresh := slices.Contains(ar.prompt, "login") || ar.maxAge == 0
-	needLogin := user == nil
+	var ac authContext
 	if user != nil {
-		switch {
-		case !ar.loginAfter.IsZero():
-			needLogin = !user.AuthTime.After(ar.loginAfter)
-		case fresh:
-			needLogin = true
-		case ar.maxAge > 0 && now.Sub(user.AuthTime) > time.Duration(ar.maxAge)*time.Second:
-			needLogin = true
-		}
-	}
-	if needLogin {
-		if slices.Contains(ar.prompt, "none") {
-			fail(oerr(ErrLoginRequired, "the user is not logged in (or not recently enough) and prompt=none forbids asking"))
+		if ac, err = s.sessionContext(ctx, user); err != nil {
+			fail(asOAuth(r, err))
 			return
 		}
-		s.redirectToLogin(w, ar, fresh, now)
+	}
+	if oe, login := interaction(ar, user, ac, now); oe != nil {
+		fail(oe)
+		return
+	} else if login {
+		s.redirectToLogin(w, ar, user != nil || ar.forcesLogin(), now)
 		return
 	}
 	ar.grant.UserID = user.UserID
 	ar.grant.AuthTime = user.AuthTime
+	ac.Claims = ar.oidc.claims
+	ac.ClaimScopes = ar.oidc.claims.claimScopes(ar.grant.Scopes, ar.client.AllowedScopes)
+	ar.grant.Context = ac
+	consentScopes := union(ar.grant.Scopes, ac.ClaimScopes)
 	needConsent := slices.Contains(ar.prompt, "consent")
 	if !needConsent && !ar.client.IsFirstParty {
-		covered, err := s.consentCovers(ctx, user.UserID, ar.client.ID, ar.grant.Scopes)
+		covered, err := s.consentCovers(ctx, user.UserID, ar.client.ID, consentScopes)
 		if err != nil {
 			fail(asOAuth(r, err))
 			return
@@ -134,12 +134,16 @@ func (h *Handler) Authorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if strings.Contains(r.Header.Get("Accept"), "text/html") {
-		w.Header().Set("Location", s.Issuer+"/consent?pending_authorization_id="+url.QueryEscape(pendingID))
+		page := s.Issuer + "/consent?pending_authorization_id=" + url.QueryEscape(pendingID)
+		if lang := uiLocalesFor(ar.params); lang != "" {
+			page += "&ui_locales=" + lang
+		}
+		w.Header().Set("Location", page)
 		w.WriteHeader(http.StatusFound)
 		return
 	}
-	requested := make([]authflow.Scope, 0, len(ar.grant.Scopes))
-	for _, sc := range ar.grant.Scopes {
+	requested := make([]authflow.Scope, 0, len(consentScopes))
+	for _, sc := range consentScopes {
 		d, _ := knownScope(sc)
 		requested = append(requested, d)
 	}
@@ -191,7 +195,10 @@ func (s *Service) parseAuthorize(r *http.Request) (ar authzRequest, oe *Error, o
 	ar.client = c
 	ar.grant = grant{ClientID: c.ID, RedirectURI: redirect, State: q.Get("state"), Nonce: q.Get("nonce")}
 	ar.maxAge = -1
-	return ar, s.checkAuthorizeParams(&ar, q), true
+	if oe := s.checkAuthorizeParams(&ar, q); oe != nil {
+		return ar, oe, true
+	}
+	return ar, s.checkOIDCParams(r.Context(), &ar, q), true
 }
 
 // Bounds of the client-chosen values an authorization request carries
@@ -366,8 +373,9 @@ func (s *Service) sessionUser(ctx context.Context, r *http.Request) (p *authn.Pr
 }
 
 // redirectToLogin sends the user to the login page with the authorization
-// request as return_to. For a forced login (prompt=login, max_age=0) the
-// return URL drops that demand and carries a signed "authenticated after
+// request as return_to. For a forced login (prompt=login or select_account,
+// max_age=0, or any login asked of a user who has a session) the return URL
+// drops that demand and carries a signed "authenticated after
 // now" instead, so the flow resumes once the user has logged in.
 func (s *Service) redirectToLogin(w http.ResponseWriter, ar authzRequest, fresh bool, now time.Time) {
 	params := url.Values{}
@@ -377,7 +385,7 @@ func (s *Service) redirectToLogin(w http.ResponseWriter, ar authzRequest, fresh 
 	if fresh {
 		var kept []string
 		for _, p := range ar.prompt {
-			if p != "login" {
+			if p != "login" && p != "select_account" {
 				kept = append(kept, p)
 			}
 		}
@@ -435,19 +443,22 @@ func (s *Service) consentCovers(ctx context.Context, userID, clientID string, sc
 
 // issueCode stores a new authorization code for g and returns it.
 func (s *Service) issueCode(ctx context.Context, q db.Querier, g grant, now time.Time) (string, error) {
-	code := token.New(token.PrefixAuthCode)
+	code, family := token.New(token.PrefixAuthCode), db.NewID()
 	_, err := q.ExecContext(ctx, `INSERT INTO oauth_codes (code_hash, family_id, client_id, user_id, redirect_uri, scopes, nonce, code_challenge, auth_time, created_at, expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		token.Hash(code), db.NewID(), g.ClientID, g.UserID, g.RedirectURI, db.JSON(g.Scopes), g.Nonce, g.Challenge,
+		token.Hash(code), family, g.ClientID, g.UserID, g.RedirectURI, db.JSON(g.Scopes), g.Nonce, g.Challenge,
 		db.TS(g.AuthTime), db.TS(now), db.TS(now.Add(CodeTTL)))
-	return code, err
+	if err != nil {
+		return "", err
+	}
+	return code, saveContext(ctx, q, family, g.Context, now)
 }
 
 func (s *Service) createPending(ctx context.Context, g grant, now time.Time) (string, error) {
 	id := uuid.NewString()
-	_, err := s.DB.ExecContext(ctx, `INSERT INTO oauth_pending_authorizations (id, user_id, client_id, redirect_uri, scopes, state, nonce, code_challenge, auth_time, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		id, g.UserID, g.ClientID, g.RedirectURI, db.JSON(g.Scopes), g.State, g.Nonce, g.Challenge, db.TS(g.AuthTime), db.TS(now), db.TS(now.Add(PendingTTL)))
+	_, err := s.DB.ExecContext(ctx, `INSERT INTO oauth_pending_authorizations (id, user_id, client_id, redirect_uri, scopes, state, nonce, code_challenge, auth_time, created_at, expires_at, auth_context)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		id, g.UserID, g.ClientID, g.RedirectURI, db.JSON(g.Scopes), g.State, g.Nonce, g.Challenge, db.TS(g.AuthTime), db.TS(now), db.TS(now.Add(PendingTTL)), db.JSON(g.Context))
 	return id, err
 }
 
@@ -507,10 +518,11 @@ func (s *Service) Pending(ctx context.Context, pendingID, userID string) (authfl
 	var scopes db.Strings
 	var logo sql.NullString
 	var expires int64
-	err := s.DB.QueryRowContext(ctx, `SELECT p.id, p.client_id, c.name, c.logo_url, p.scopes, p.expires_at
+	var rawContext string
+	err := s.DB.QueryRowContext(ctx, `SELECT p.id, p.client_id, c.name, c.logo_url, p.scopes, p.expires_at, p.auth_context
 		FROM oauth_pending_authorizations p JOIN oauth_clients c ON c.id = p.client_id
 		WHERE p.id = $1 AND p.user_id = $2 AND p.decided_at IS NULL AND p.expires_at > $3`, pendingID, userID, db.TS(s.Clock.Now())).
-		Scan(&p.ID, &p.ClientID, &p.ClientName, &logo, &scopes, &expires)
+		Scan(&p.ID, &p.ClientID, &p.ClientName, &logo, &scopes, &expires, &rawContext)
 	if errors.Is(err, sql.ErrNoRows) {
 		return p, notFound
 	}
@@ -519,7 +531,7 @@ func (s *Service) Pending(ctx context.Context, pendingID, userID string) (authfl
 	}
 	p.LogoURL = logo.String
 	p.ExpiresAt = db.FromTS(expires)
-	for _, sc := range scopes {
+	for _, sc := range union(scopes, decodeContext(rawContext).ClaimScopes) {
 		d, _ := knownScope(sc)
 		p.Scopes = append(p.Scopes, d)
 	}
@@ -550,12 +562,13 @@ func (s *Service) Decide(ctx context.Context, pendingID, userID string, approved
 		g := grant{UserID: userID}
 		var scopes db.Strings
 		var authTime int64
-		if err := tx.QueryRowContext(ctx, `SELECT client_id, redirect_uri, scopes, state, nonce, code_challenge, auth_time
+		var rawContext string
+		if err := tx.QueryRowContext(ctx, `SELECT client_id, redirect_uri, scopes, state, nonce, code_challenge, auth_time, auth_context
 			FROM oauth_pending_authorizations WHERE id = $1`, pendingID).
-			Scan(&g.ClientID, &g.RedirectURI, &scopes, &g.State, &g.Nonce, &g.Challenge, &authTime); err != nil {
+			Scan(&g.ClientID, &g.RedirectURI, &scopes, &g.State, &g.Nonce, &g.Challenge, &authTime, &rawContext); err != nil {
 			return err
 		}
-		g.Scopes, g.AuthTime = scopes, db.FromTS(authTime)
+		g.Scopes, g.AuthTime, g.Context = scopes, db.FromTS(authTime), decodeContext(rawContext)
 		deny := func(desc string) error {
 			out = buildRedirect(g.RedirectURI, url.Values{"error": {ErrAccessDenied}, "error_description": {desc}, "state": {g.State}, "iss": {s.Issuer}})
 			return nil
@@ -582,7 +595,7 @@ func (s *Service) Decide(ctx context.Context, pendingID, userID string, approved
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		all := union(prev, g.Scopes)
+		all := union(prev, union(g.Scopes, g.Context.ClaimScopes))
 		if _, err := tx.ExecContext(ctx, `INSERT INTO oauth_consents (user_id, client_id, scopes, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
 			ON CONFLICT (user_id, client_id) DO UPDATE SET scopes = excluded.scopes, updated_at = excluded.updated_at`,
 			userID, g.ClientID, db.JSON(all), db.TS(now)); err != nil {

@@ -31,10 +31,14 @@ func (h *Handler) Discovery(w http.ResponseWriter, r *http.Request) {
 		"subject_types_supported":                    []string{"public"},
 		"prompt_values_supported":                    []string{"none", "login", "consent", "select_account"},
 		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "name", "picture",
-			"email", "email_verified", "roles", "permissions", "provider", "preferred_locale", "is_super_admin", "role_ids"},
+			"email", "email_verified", "roles", "permissions", "provider", "preferred_locale", "is_super_admin", "role_ids",
+			"preferred_username", "locale", "updated_at", "acr", "amr"},
 		"authorization_response_iss_parameter_supported": true,
 		"request_parameter_supported":                    false,
 		"request_uri_parameter_supported":                false,
-		"claims_parameter_supported":                     false,
+		"claims_parameter_supported":                     true,
+		"acr_values_supported":                           ACRValues(),
+		"display_values_supported":                       DisplayValues(),
+		"ui_locales_supported":                           UILocales(),
 	})
 }

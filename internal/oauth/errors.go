@@ -20,6 +20,7 @@ const (
 	ErrTemporarilyUnavailable = "temporarily_unavailable"
 	ErrLoginRequired          = "login_required"
 	ErrConsentRequired        = "consent_required"
+	ErrInteractionRequired    = "interaction_required"
 	ErrRequestNotSupported    = "request_not_supported"
 	ErrRequestURINotSupported = "request_uri_not_supported"
 	ErrInvalidToken           = "invalid_token"

@@ -9,6 +9,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"hmid/internal/authn"
+	"hmid/internal/db"
 )
 
 // IDToken signs the OpenID Connect ID token of a grant (OpenID Connect Core
@@ -19,12 +20,14 @@ import (
 // token request (confidential clients, Core §10.1) or with a server key
 // derived per client (public clients, which should rely on UserInfo). The
 // asymmetric keys are cached parsed, so signing reads no key from the
-// database.
-func (s *Service) IDToken(ctx context.Context, c Client, secret, userID string, scopes []string, authTime time.Time, nonce string, now time.Time) (string, error) {
-	claims, err := s.userClaims(ctx, userID, scopes, false)
+// database. ac adds acr, amr and the claims the claims request parameter
+// asked for in the ID token.
+func (s *Service) IDToken(ctx context.Context, c Client, secret, userID string, scopes []string, authTime time.Time, nonce string, ac authContext, now time.Time) (string, error) {
+	claims, err := s.releasedClaims(ctx, userID, nil, scopes, ac, false)
 	if err != nil {
 		return "", err
 	}
+	ac.addAuthClaims(claims)
 	claims["iss"] = s.Issuer
 	claims["aud"] = c.ID
 	claims["iat"] = now.Unix()
@@ -56,18 +59,20 @@ func (s *Service) PublicClientKey(clientID string) []byte {
 
 // claimCols are the columns, over users u, that a user's claims come from.
 const claimCols = `u.username, u.name, u.avatar_url, u.avatars_enabled, u.email, u.preferred_locale, u.last_login_provider, u.is_super_admin,
-	EXISTS (SELECT 1 FROM platform_accounts pa WHERE pa.user_id = u.id AND pa.email_verified AND LOWER(pa.email) = LOWER(u.email))`
+	EXISTS (SELECT 1 FROM platform_accounts pa WHERE pa.user_id = u.id AND pa.email_verified AND LOWER(pa.email) = LOWER(u.email)),
+	u.updated_at`
 
 // claimRow holds claimCols of one user.
 type claimRow struct {
 	username, name               string
 	avatar, email, locale, prov  sql.NullString
 	avatarsOn, superAdmin, verif bool
+	updatedAt                    int64
 }
 
 // dest returns the scan destinations of claimCols, in order.
 func (c *claimRow) dest() []any {
-	return []any{&c.username, &c.name, &c.avatar, &c.avatarsOn, &c.email, &c.locale, &c.prov, &c.superAdmin, &c.verif}
+	return []any{&c.username, &c.name, &c.avatar, &c.avatarsOn, &c.email, &c.locale, &c.prov, &c.superAdmin, &c.verif, &c.updatedAt}
 }
 
 // userClaims reads the user's claims for scopes, live (spec 1, ID token and
@@ -94,6 +99,14 @@ func (s *Service) claims(ctx context.Context, userID string, row claimRow, scope
 		if row.avatarsOn && row.avatar.String != "" {
 			claims["picture"] = row.avatar.String
 		}
+		// The standard profile claims of OpenID Connect Core §5.1 that hmid
+		// has, beside the spec's own: the username, the preferred locale
+		// (BCP47) and when the profile last changed, in unix seconds.
+		claims["preferred_username"] = row.username
+		if row.locale.String != "" {
+			claims["locale"] = row.locale.String
+		}
+		claims["updated_at"] = db.FromTS(row.updatedAt).Unix()
 		if userInfo {
 			if row.prov.String != "" {
 				claims["provider"] = row.prov.String

@@ -27,6 +27,8 @@ const DefaultPurgePause = 20 * time.Millisecond
 //   - codes and pending authorizations a day past expiry;
 //   - access tokens once expired or revoked (a revoked or expired access
 //     token is refused whether or not its row exists);
+//   - the authentication context (oauth_auth_context) of a family with no
+//     token left, a day after its code was issued;
 //   - every token of a family with no live token left. A spent refresh
 //     token matters only while its family can still be used: presenting it
 //     then revokes the family (reuse detection, RFC 9700 §4.14.2). Once the
@@ -47,7 +49,12 @@ func (s *Service) Purge(ctx context.Context) error {
 			return err
 		}
 	}
-	return s.purgeTokens(ctx, db.TS(now))
+	if err := s.purgeTokens(ctx, db.TS(now)); err != nil {
+		return err
+	}
+	// The authentication context of a family goes with its last token.
+	return s.purgeBatches(ctx, `DELETE FROM oauth_auth_context WHERE family_id IN (SELECT c.family_id FROM oauth_auth_context c
+		WHERE c.created_at < $1 AND NOT EXISTS (SELECT 1 FROM oauth_tokens t WHERE t.family_id = c.family_id) LIMIT `+strconv.Itoa(PurgeBatch)+`)`, short)
 }
 
 // purgeBatches runs the batched DELETE q (with $1 = arg) until a batch

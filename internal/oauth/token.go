@@ -201,7 +201,7 @@ func (s *Service) exchangeCode(ctx context.Context, c Client, secret string, for
 	if fail != nil {
 		return TokenResponse{}, fail
 	}
-	return s.respond(ctx, c, secret, row.userID, issued, db.FromTS(row.authTime), row.nonce, now)
+	return s.respond(ctx, c, secret, row.userID, row.family, issued, db.FromTS(row.authTime), row.nonce, now)
 }
 
 // checkCode verifies the binding of a code to its client, redirect URI and
@@ -284,7 +284,7 @@ func (s *Service) refresh(ctx context.Context, c Client, secret string, form url
 		return TokenResponse{}, s.revokeFamily(ctx, old.family, now)
 	}
 	// OpenID Connect Core §12.2: the refreshed ID token carries no nonce.
-	return s.respond(ctx, c, secret, old.userID, issued, db.FromTS(old.authTime), "", now)
+	return s.respond(ctx, c, secret, old.userID, old.family, issued, db.FromTS(old.authTime), "", now)
 }
 
 // spentToken is the refresh token a refresh grant presents.
@@ -385,14 +385,19 @@ func (s *Service) storeTokens(ctx context.Context, tx *db.Tx, t issuedTokens, fa
 	return nil
 }
 
-// respond builds the token response, with an ID token when openid was granted.
-func (s *Service) respond(ctx context.Context, c Client, secret, userID string, t issuedTokens, authTime time.Time, nonce string, now time.Time) (TokenResponse, *Error) {
+// respond builds the token response, with an ID token when openid was
+// granted; the authentication context of the token family shapes it.
+func (s *Service) respond(ctx context.Context, c Client, secret, userID, family string, t issuedTokens, authTime time.Time, nonce string, now time.Time) (TokenResponse, *Error) {
 	resp := TokenResponse{
 		AccessToken: t.access, TokenType: "Bearer", ExpiresIn: int(AccessTokenTTL / time.Second),
 		RefreshToken: t.refresh, Scope: strings.Join(t.accessScopes, " "),
 	}
 	if slices.Contains(t.accessScopes, "openid") {
-		idt, err := s.IDToken(ctx, c, secret, userID, t.accessScopes, authTime, nonce, now)
+		ac, err := s.loadContext(ctx, family)
+		if err != nil {
+			return TokenResponse{}, asOAuthErr(err)
+		}
+		idt, err := s.IDToken(ctx, c, secret, userID, t.accessScopes, authTime, nonce, ac, now)
 		if err != nil {
 			return TokenResponse{}, asOAuthErr(err)
 		}

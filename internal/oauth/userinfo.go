@@ -131,7 +131,12 @@ func (h *Handler) UserInfo(w http.ResponseWriter, r *http.Request) {
 		bearerError(http.StatusForbidden, ErrInsufficientScope, "the access token lacks the openid scope")
 		return
 	}
-	claims, err := h.S.claims(r.Context(), p.UserID, row, p.OAuthScopes, true)
+	ac, err := h.S.tokenContext(r.Context(), p.OAuthTokenID)
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	claims, err := h.S.releasedClaims(r.Context(), p.UserID, &row, p.OAuthScopes, ac, true)
 	if err != nil {
 		httpx.Error(w, r, err)
 		return

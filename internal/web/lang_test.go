@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http/httptest"
+	"net/url"
 	"testing"
 )
 
@@ -55,5 +56,31 @@ func TestSafeReturn(t *testing.T) {
 		if got := h.SafeReturn(in); got != want {
 			t.Errorf("SafeReturn(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestUILocales(t *testing.T) {
+	authz := "/v1/oauth/authorize?" + url.Values{"ui_locales": {"fr-CA de-AT en"}, "login_hint": {"ann@example.com"}}.Encode()
+	for target, want := range map[string]string{
+		"/consent?pending_authorization_id=x&ui_locales=de":             "de",
+		"/consent?pending_authorization_id=x&ui_locales=fr+en-GB":       "en",
+		"/consent?pending_authorization_id=x&ui_locales=fr":             "en",
+		"/login?return_to=" + url.QueryEscape(authz):                    "de",
+		"/login?return_to=" + url.QueryEscape("/account?ui_locales=de"): "en",
+	} {
+		r := httptest.NewRequest("GET", target, nil)
+		r.Header.Set("Accept-Language", "en;q=0.1, fr")
+		// Without a supported ui_locales tag Accept-Language decides: en.
+		if got := language(r); got != want {
+			t.Errorf("%s: %s, want %s", target, got, want)
+		}
+	}
+	r := httptest.NewRequest("GET", "/login?return_to="+url.QueryEscape(authz), nil)
+	if got := loginHint(r); got != "ann@example.com" {
+		t.Errorf("login_hint: %q", got)
+	}
+	r = httptest.NewRequest("GET", "/login?return_to="+url.QueryEscape("/v1/oauth/authorize?login_hint=ann"), nil)
+	if got := loginHint(r); got != "" {
+		t.Errorf("login_hint that is no email: %q, want none", got)
 	}
 }

@@ -75,7 +75,7 @@ func (h *Handler) Home(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) LoginForm(w http.ResponseWriter, r *http.Request) {
 	returnTo := h.SafeReturn(r.URL.Query().Get("return_to"))
 	h.render(w, r, http.StatusOK, "login", view{
-		Title: "title.login", CSRF: h.csrfToken(w, r, "login", ""),
+		Title: "title.login", CSRF: h.csrfToken(w, r, "login", ""), Email: loginHint(r),
 		ReturnTo: returnTo, Register: h.registrationOpen(r.Context()), Providers: h.buttons(r, returnTo),
 	})
 }

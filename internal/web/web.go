@@ -355,7 +355,9 @@ func (h *Handler) session(r *http.Request) *authn.Principal {
 // or an absolute URL under HMID_PUBLIC_URL. Anything else becomes "/", so
 // the login page cannot be used as an open redirector.
 func (h *Handler) SafeReturn(s string) string {
-	if s == "" || len(s) > 4096 || strings.ContainsAny(s, "\\\r\n\t") {
+	// 8 KiB leaves room for an authorization request carrying an
+	// id_token_hint and a claims parameter.
+	if s == "" || len(s) > 8192 || strings.ContainsAny(s, "\\\r\n\t") {
 		return "/"
 	}
 	for _, c := range s {
@@ -392,9 +394,13 @@ func loginURL(returnTo string) string {
 
 // ---- language ----
 
-// language picks en or de from Accept-Language (RFC 9110 §12.5.4): the
+// language picks en or de: the ui_locales of an OpenID Connect request when
+// it names one (uiLocale), else from Accept-Language (RFC 9110 §12.5.4) the
 // supported language with the highest weight; English when none matches.
 func language(r *http.Request) string {
+	if l := uiLocale(r); l != "" {
+		return l
+	}
 	best, bestQ := "en", -1.0
 	for _, part := range strings.Split(r.Header.Get("Accept-Language"), ",") {
 		tag, params, _ := strings.Cut(strings.TrimSpace(part), ";")
