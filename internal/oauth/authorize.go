@@ -42,6 +42,7 @@ type grant struct {
 	Nonce       string
 	Challenge   string // S256 code_challenge, "" without PKCE
 	AuthTime    time.Time
+	SessionID   string // the browser session granting it: the ID token's sid ("" for none)
 }
 
 // authzRequest is a parsed authorization request whose client and redirect
@@ -106,6 +107,7 @@ func (h *Handler) Authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	ar.grant.UserID = user.UserID
 	ar.grant.AuthTime = user.AuthTime
+	ar.grant.SessionID = user.SessionID
 	needConsent := slices.Contains(ar.prompt, "consent")
 	if !needConsent && !ar.client.IsFirstParty {
 		covered, err := s.consentCovers(ctx, user.UserID, ar.client.ID, ar.grant.Scopes)
@@ -436,18 +438,18 @@ func (s *Service) consentCovers(ctx context.Context, userID, clientID string, sc
 // issueCode stores a new authorization code for g and returns it.
 func (s *Service) issueCode(ctx context.Context, q db.Querier, g grant, now time.Time) (string, error) {
 	code := token.New(token.PrefixAuthCode)
-	_, err := q.ExecContext(ctx, `INSERT INTO oauth_codes (code_hash, family_id, client_id, user_id, redirect_uri, scopes, nonce, code_challenge, auth_time, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+	_, err := q.ExecContext(ctx, `INSERT INTO oauth_codes (code_hash, family_id, client_id, user_id, redirect_uri, scopes, nonce, code_challenge, auth_time, created_at, expires_at, session_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		token.Hash(code), db.NewID(), g.ClientID, g.UserID, g.RedirectURI, db.JSON(g.Scopes), g.Nonce, g.Challenge,
-		db.TS(g.AuthTime), db.TS(now), db.TS(now.Add(CodeTTL)))
+		db.TS(g.AuthTime), db.TS(now), db.TS(now.Add(CodeTTL)), nullStr(&g.SessionID))
 	return code, err
 }
 
 func (s *Service) createPending(ctx context.Context, g grant, now time.Time) (string, error) {
 	id := uuid.NewString()
-	_, err := s.DB.ExecContext(ctx, `INSERT INTO oauth_pending_authorizations (id, user_id, client_id, redirect_uri, scopes, state, nonce, code_challenge, auth_time, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		id, g.UserID, g.ClientID, g.RedirectURI, db.JSON(g.Scopes), g.State, g.Nonce, g.Challenge, db.TS(g.AuthTime), db.TS(now), db.TS(now.Add(PendingTTL)))
+	_, err := s.DB.ExecContext(ctx, `INSERT INTO oauth_pending_authorizations (id, user_id, client_id, redirect_uri, scopes, state, nonce, code_challenge, auth_time, created_at, expires_at, session_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		id, g.UserID, g.ClientID, g.RedirectURI, db.JSON(g.Scopes), g.State, g.Nonce, g.Challenge, db.TS(g.AuthTime), db.TS(now), db.TS(now.Add(PendingTTL)), nullStr(&g.SessionID))
 	return id, err
 }
 
@@ -550,12 +552,13 @@ func (s *Service) Decide(ctx context.Context, pendingID, userID string, approved
 		g := grant{UserID: userID}
 		var scopes db.Strings
 		var authTime int64
-		if err := tx.QueryRowContext(ctx, `SELECT client_id, redirect_uri, scopes, state, nonce, code_challenge, auth_time
+		var sessionID sql.NullString
+		if err := tx.QueryRowContext(ctx, `SELECT client_id, redirect_uri, scopes, state, nonce, code_challenge, auth_time, session_id
 			FROM oauth_pending_authorizations WHERE id = $1`, pendingID).
-			Scan(&g.ClientID, &g.RedirectURI, &scopes, &g.State, &g.Nonce, &g.Challenge, &authTime); err != nil {
+			Scan(&g.ClientID, &g.RedirectURI, &scopes, &g.State, &g.Nonce, &g.Challenge, &authTime, &sessionID); err != nil {
 			return err
 		}
-		g.Scopes, g.AuthTime = scopes, db.FromTS(authTime)
+		g.Scopes, g.AuthTime, g.SessionID = scopes, db.FromTS(authTime), sessionID.String
 		deny := func(desc string) error {
 			out = buildRedirect(g.RedirectURI, url.Values{"error": {ErrAccessDenied}, "error_description": {desc}, "state": {g.State}, "iss": {s.Issuer}})
 			return nil

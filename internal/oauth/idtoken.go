@@ -16,8 +16,10 @@ import (
 // published RSA key for clients registered with id_token_signed_response_alg
 // RS256; otherwise HS256 keyed with the client secret presented in the token
 // request (confidential clients, Core §10.1) or with a server key derived per
-// client (public clients, which should rely on UserInfo).
-func (s *Service) IDToken(ctx context.Context, c Client, secret, userID string, scopes []string, authTime time.Time, nonce string, now time.Time) (string, error) {
+// client (public clients, which should rely on UserInfo). sid names the
+// browser session the grant came from ("" for none; Back-Channel Logout 1.0
+// §2.1), so logout requests and logout tokens can name it.
+func (s *Service) IDToken(ctx context.Context, c Client, secret, userID string, scopes []string, authTime time.Time, nonce, sid string, now time.Time) (string, error) {
 	claims, err := s.userClaims(ctx, userID, scopes, false)
 	if err != nil {
 		return "", err
@@ -29,6 +31,9 @@ func (s *Service) IDToken(ctx context.Context, c Client, secret, userID string, 
 	claims["auth_time"] = authTime.Unix()
 	if nonce != "" {
 		claims["nonce"] = nonce
+	}
+	if sid != "" {
+		claims["sid"] = sid
 	}
 	if c.IDTokenSignedResponseAlg == AlgRS256 {
 		k, err := s.signingKey(ctx)
