@@ -381,6 +381,9 @@ func TestBackchannelLogout(t *testing.T) {
 				other, _ := e.NewSession(t, userID)
 				e.Call(t, "POST", "/v1/users/me/password", other, map[string]any{"current_password": "old-password-1", "new_password": "new-password-2"}, http.StatusOK)
 			}},
+			{"account deleted", func(t *testing.T, userID, _, _ string) {
+				e.Call(t, "POST", "/v1/admin/users/"+userID+"/force-delete", admin.Token, map[string]any{"reason": "test"}, http.StatusOK)
+			}},
 			{"rp-initiated logout", func(t *testing.T, _, tok, _ string) {
 				r := endSession(t, e, "GET", tok, url.Values{"client_id": {c.ID}})
 				if r := confirmEndSession(t, e, tok, r); r.Status != http.StatusOK {
