@@ -212,6 +212,10 @@ func (s *Service) CheckEndSession(ctx context.Context, q map[string][]string, se
 		return ""
 	}
 	clientID, redirect, state := get("client_id"), get("post_logout_redirect_uri"), get("state")
+	if len(state) > 1024 {
+		// The same bound as the authorization request's state.
+		return out, apperr.OnField("state", apperr.Invalid("state is at most 1024 characters"))
+	}
 	var h hint
 	if raw := get("id_token_hint"); raw != "" {
 		var err error
