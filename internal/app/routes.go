@@ -110,6 +110,10 @@ func (s *Server) routes() chi.Router {
 	route("GET", "/v1/oauth/userinfo", Public(), oa.UserInfo)
 	route("POST", "/v1/oauth/userinfo", Public(), oa.UserInfo)
 	route("POST", "/v1/oauth/revoke", Public(), oa.Revoke)
+	// RP-Initiated Logout 1.0: the end_session_endpoint is a page (it may
+	// ask the person to confirm), so the web kit serves it.
+	route("GET", "/v1/oauth/logout", Public(), s.webPages.EndSession)
+	route("POST", "/v1/oauth/logout", Public(), s.webPages.EndSession)
 	route("GET", "/v1/oauth/clients", Authenticated(), oa.ListClients)
 	route("POST", "/v1/oauth/clients", Authenticated(), oa.CreateClient)
 	route("GET", "/v1/oauth/clients/all", Perm("oauth_clients:read"), oa.ListAllClients)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"hmid/internal/backchannel"
 	"hmid/internal/oauth"
 )
 
@@ -11,6 +12,9 @@ import (
 type oauthArea struct {
 	OAuth        *oauth.Service
 	oauthHandler *oauth.Handler
+	// Backchannel delivers back-channel logout tokens; tests run its passes
+	// with RunOnce under the fake clock.
+	Backchannel *backchannel.Worker
 }
 
 // buildOAuth constructs the OAuth provider and plugs it into the bearer
@@ -50,5 +54,10 @@ func (s *Server) buildOAuth(ctx context.Context) error {
 		svc.RunKeyMaintenance(jobCtx, time.Minute, s.Config.SigningKeyRotation, func(err error) { s.Log.Error("oauth: signing-key maintenance failed", "err", err) })
 	}()
 	s.onClose(func() error { stop(); <-done; <-keysDone; return nil })
+
+	// Back-channel logout (OpenID Connect Back-Channel Logout 1.0): the
+	// worker turns ended sessions into logout tokens and delivers them.
+	s.Backchannel = backchannel.New(s.DB, s.Clock, s.Log, svc)
+	s.onClose(s.Backchannel.Start())
 	return nil
 }

@@ -39,8 +39,19 @@ func (s *Server) buildWeb(ctx context.Context) error {
 		return err
 	}
 	s.webPages = &web.Handler{
-		Auth:      svc,
-		Consents:  func() authflow.Consents { return s.Consents },
+		Auth:     svc,
+		Consents: func() authflow.Consents { return s.Consents },
+		Logouts: func() authflow.Logouts {
+			if s.OAuth == nil {
+				return nil
+			}
+			return s.OAuth
+		},
+		SessionEnded: func() {
+			if s.Backchannel != nil {
+				s.Backchannel.Kick()
+			}
+		},
 		Box:       s.Box,
 		Cache:     s.Cache,
 		PublicURL: s.Config.PublicURL,

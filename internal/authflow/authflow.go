@@ -46,3 +46,29 @@ type SecondFactor interface {
 	// authentication first (a role or the login platform requires it).
 	SetupRequired(ctx context.Context, userID, platformSlug string) (bool, error)
 }
+
+// EndSession is an RP-Initiated Logout request checked by the OAuth provider
+// (OpenID Connect RP-Initiated Logout 1.0 §2, §3).
+type EndSession struct {
+	// ClientID and ClientName name the client the request is from (client_id
+	// or the ID token hint's audience); "" when neither was sent.
+	ClientID   string
+	ClientName string
+	// RedirectURL is the verified post_logout_redirect_uri with state added,
+	// where the browser goes after logout; "" when it stays at hmid.
+	RedirectURL string
+	// Confirmed is true when the ID token hint proves the request comes from
+	// a client of the current browser session (issued by hmid, for that
+	// session's user and sid): the logout then needs no confirmation.
+	Confirmed bool
+}
+
+// Logouts is implemented by the OAuth provider for the end-session endpoint.
+type Logouts interface {
+	// CheckEndSession validates the request parameters against the current
+	// browser session (sessionID and userID, "" for none). Bad input (a
+	// malformed or forged hint, an unregistered post_logout_redirect_uri, a
+	// hint for another client) is an apperr Validation error: the browser
+	// must then see an error and never be redirected.
+	CheckEndSession(ctx context.Context, params map[string][]string, sessionID, userID string) (EndSession, error)
+}

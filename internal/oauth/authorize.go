@@ -43,6 +43,7 @@ type grant struct {
 	Challenge   string // S256 code_challenge, "" without PKCE
 	AuthTime    time.Time
 	Context     authContext // acr, amr and claims request (oidcparams.go)
+	SessionID   string      // the browser session granting it: the ID token's sid ("" for none)
 }
 
 // authzRequest is a parsed authorization request whose client and redirect
@@ -105,6 +106,7 @@ func (h *Handler) Authorize(w http.ResponseWriter, r *http.Request) {
 	ac.Claims = ar.oidc.claims
 	ac.ClaimScopes = ar.oidc.claims.claimScopes(ar.grant.Scopes, ar.client.AllowedScopes)
 	ar.grant.Context = ac
+	ar.grant.SessionID = user.SessionID
 	consentScopes := union(ar.grant.Scopes, ac.ClaimScopes)
 	needConsent := slices.Contains(ar.prompt, "consent")
 	if !needConsent && !ar.client.IsFirstParty {
@@ -444,10 +446,10 @@ func (s *Service) consentCovers(ctx context.Context, userID, clientID string, sc
 // issueCode stores a new authorization code for g and returns it.
 func (s *Service) issueCode(ctx context.Context, q db.Querier, g grant, now time.Time) (string, error) {
 	code, family := token.New(token.PrefixAuthCode), db.NewID()
-	_, err := q.ExecContext(ctx, `INSERT INTO oauth_codes (code_hash, family_id, client_id, user_id, redirect_uri, scopes, nonce, code_challenge, auth_time, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+	_, err := q.ExecContext(ctx, `INSERT INTO oauth_codes (code_hash, family_id, client_id, user_id, redirect_uri, scopes, nonce, code_challenge, auth_time, created_at, expires_at, session_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		token.Hash(code), family, g.ClientID, g.UserID, g.RedirectURI, db.JSON(g.Scopes), g.Nonce, g.Challenge,
-		db.TS(g.AuthTime), db.TS(now), db.TS(now.Add(CodeTTL)))
+		db.TS(g.AuthTime), db.TS(now), db.TS(now.Add(CodeTTL)), nullStr(&g.SessionID))
 	if err != nil {
 		return "", err
 	}
@@ -456,9 +458,9 @@ func (s *Service) issueCode(ctx context.Context, q db.Querier, g grant, now time
 
 func (s *Service) createPending(ctx context.Context, g grant, now time.Time) (string, error) {
 	id := uuid.NewString()
-	_, err := s.DB.ExecContext(ctx, `INSERT INTO oauth_pending_authorizations (id, user_id, client_id, redirect_uri, scopes, state, nonce, code_challenge, auth_time, created_at, expires_at, auth_context)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-		id, g.UserID, g.ClientID, g.RedirectURI, db.JSON(g.Scopes), g.State, g.Nonce, g.Challenge, db.TS(g.AuthTime), db.TS(now), db.TS(now.Add(PendingTTL)), db.JSON(g.Context))
+	_, err := s.DB.ExecContext(ctx, `INSERT INTO oauth_pending_authorizations (id, user_id, client_id, redirect_uri, scopes, state, nonce, code_challenge, auth_time, created_at, expires_at, auth_context, session_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		id, g.UserID, g.ClientID, g.RedirectURI, db.JSON(g.Scopes), g.State, g.Nonce, g.Challenge, db.TS(g.AuthTime), db.TS(now), db.TS(now.Add(PendingTTL)), db.JSON(g.Context), nullStr(&g.SessionID))
 	return id, err
 }
 
@@ -563,12 +565,13 @@ func (s *Service) Decide(ctx context.Context, pendingID, userID string, approved
 		var scopes db.Strings
 		var authTime int64
 		var rawContext string
-		if err := tx.QueryRowContext(ctx, `SELECT client_id, redirect_uri, scopes, state, nonce, code_challenge, auth_time, auth_context
+		var sessionID sql.NullString
+		if err := tx.QueryRowContext(ctx, `SELECT client_id, redirect_uri, scopes, state, nonce, code_challenge, auth_time, auth_context, session_id
 			FROM oauth_pending_authorizations WHERE id = $1`, pendingID).
-			Scan(&g.ClientID, &g.RedirectURI, &scopes, &g.State, &g.Nonce, &g.Challenge, &authTime, &rawContext); err != nil {
+			Scan(&g.ClientID, &g.RedirectURI, &scopes, &g.State, &g.Nonce, &g.Challenge, &authTime, &rawContext, &sessionID); err != nil {
 			return err
 		}
-		g.Scopes, g.AuthTime, g.Context = scopes, db.FromTS(authTime), decodeContext(rawContext)
+		g.Scopes, g.AuthTime, g.Context, g.SessionID = scopes, db.FromTS(authTime), decodeContext(rawContext), sessionID.String
 		deny := func(desc string) error {
 			out = buildRedirect(g.RedirectURI, url.Values{"error": {ErrAccessDenied}, "error_description": {desc}, "state": {g.State}, "iss": {s.Issuer}})
 			return nil

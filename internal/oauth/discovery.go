@@ -32,7 +32,7 @@ func (h *Handler) Discovery(w http.ResponseWriter, r *http.Request) {
 		"prompt_values_supported":                    []string{"none", "login", "consent", "select_account"},
 		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "name", "picture",
 			"email", "email_verified", "roles", "permissions", "provider", "preferred_locale", "is_super_admin", "role_ids",
-			"preferred_username", "locale", "updated_at", "acr", "amr"},
+			"preferred_username", "locale", "updated_at", "acr", "amr", "sid"},
 		"authorization_response_iss_parameter_supported": true,
 		"request_parameter_supported":                    false,
 		"request_uri_parameter_supported":                false,
@@ -40,5 +40,10 @@ func (h *Handler) Discovery(w http.ResponseWriter, r *http.Request) {
 		"acr_values_supported":                           ACRValues(),
 		"display_values_supported":                       DisplayValues(),
 		"ui_locales_supported":                           UILocales(),
+		// Logout: RP-Initiated Logout 1.0 §2.1 and Back-Channel Logout 1.0 §2.1.
+		"end_session_endpoint":                 base + "/v1/oauth/logout",
+		"frontchannel_logout_supported":        false,
+		"backchannel_logout_supported":         true,
+		"backchannel_logout_session_supported": true,
 	})
 }

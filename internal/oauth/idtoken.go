@@ -20,9 +20,11 @@ import (
 // token request (confidential clients, Core §10.1) or with a server key
 // derived per client (public clients, which should rely on UserInfo). The
 // asymmetric keys are cached parsed, so signing reads no key from the
-// database. ac adds acr, amr and the claims the claims request parameter
+// database. sid names the browser session the grant came from ("" for
+// none; Back-Channel Logout 1.0 §2.1), so logout requests and logout tokens
+// can name it; ac adds acr, amr and the claims the claims request parameter
 // asked for in the ID token.
-func (s *Service) IDToken(ctx context.Context, c Client, secret, userID string, scopes []string, authTime time.Time, nonce string, ac authContext, now time.Time) (string, error) {
+func (s *Service) IDToken(ctx context.Context, c Client, secret, userID string, scopes []string, authTime time.Time, nonce, sid string, ac authContext, now time.Time) (string, error) {
 	claims, err := s.releasedClaims(ctx, userID, nil, scopes, ac, false)
 	if err != nil {
 		return "", err
@@ -35,6 +37,9 @@ func (s *Service) IDToken(ctx context.Context, c Client, secret, userID string, 
 	claims["auth_time"] = authTime.Unix()
 	if nonce != "" {
 		claims["nonce"] = nonce
+	}
+	if sid != "" {
+		claims["sid"] = sid
 	}
 	switch c.IDTokenSignedResponseAlg {
 	case AlgRS256, AlgES256:

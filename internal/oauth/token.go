@@ -138,6 +138,7 @@ type codeRow struct {
 	family, clientID, userID, redirectURI, nonce, challenge string
 	scopes                                                  db.Strings
 	authTime, expires                                       int64
+	sessionID                                               sql.NullString
 }
 
 // exchangeCode redeems an authorization code (RFC 6749 §4.1.3). The code is
@@ -159,9 +160,9 @@ func (s *Service) exchangeCode(ctx context.Context, c Client, secret string, for
 	)
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
 		hash := token.Hash(code)
-		err := tx.QueryRowContext(ctx, `SELECT family_id, client_id, user_id, redirect_uri, scopes, nonce, code_challenge, auth_time, expires_at
+		err := tx.QueryRowContext(ctx, `SELECT family_id, client_id, user_id, redirect_uri, scopes, nonce, code_challenge, auth_time, expires_at, session_id
 			FROM oauth_codes WHERE code_hash = $1`, hash).
-			Scan(&row.family, &row.clientID, &row.userID, &row.redirectURI, &row.scopes, &row.nonce, &row.challenge, &row.authTime, &row.expires)
+			Scan(&row.family, &row.clientID, &row.userID, &row.redirectURI, &row.scopes, &row.nonce, &row.challenge, &row.authTime, &row.expires, &row.sessionID)
 		if errors.Is(err, sql.ErrNoRows) {
 			fail = oerr(ErrInvalidGrant, "invalid authorization code")
 			return nil
@@ -193,7 +194,10 @@ func (s *Service) exchangeCode(ctx context.Context, c Client, secret string, for
 			return nil
 		}
 		issued = newIssuedTokens(row.scopes)
-		return s.storeTokens(ctx, tx, issued, row.family, c.ID, row.userID, row.scopes, db.FromTS(row.authTime), now)
+		if err := s.storeTokens(ctx, tx, issued, row.family, c.ID, row.userID, row.scopes, db.FromTS(row.authTime), now); err != nil {
+			return err
+		}
+		return s.recordSessionGrant(ctx, tx, row.family, row.sessionID.String, c.ID, row.userID, now)
 	})
 	if err != nil {
 		return TokenResponse{}, asOAuthErr(err)
@@ -201,7 +205,7 @@ func (s *Service) exchangeCode(ctx context.Context, c Client, secret string, for
 	if fail != nil {
 		return TokenResponse{}, fail
 	}
-	return s.respond(ctx, c, secret, row.userID, row.family, issued, db.FromTS(row.authTime), row.nonce, now)
+	return s.respond(ctx, c, secret, row.userID, row.family, issued, db.FromTS(row.authTime), row.nonce, row.sessionID.String, now)
 }
 
 // checkCode verifies the binding of a code to its client, redirect URI and
@@ -283,8 +287,14 @@ func (s *Service) refresh(ctx context.Context, c Client, secret string, form url
 	if !won {
 		return TokenResponse{}, s.revokeFamily(ctx, old.family, now)
 	}
+	sessionID := ""
+	if slices.Contains(accessScopes, "openid") {
+		if sessionID, err = s.grantSession(ctx, old.family); err != nil {
+			return TokenResponse{}, asOAuthErr(err)
+		}
+	}
 	// OpenID Connect Core §12.2: the refreshed ID token carries no nonce.
-	return s.respond(ctx, c, secret, old.userID, old.family, issued, db.FromTS(old.authTime), "", now)
+	return s.respond(ctx, c, secret, old.userID, old.family, issued, db.FromTS(old.authTime), "", sessionID, now)
 }
 
 // spentToken is the refresh token a refresh grant presents.
@@ -386,8 +396,9 @@ func (s *Service) storeTokens(ctx context.Context, tx *db.Tx, t issuedTokens, fa
 }
 
 // respond builds the token response, with an ID token when openid was
-// granted; the authentication context of the token family shapes it.
-func (s *Service) respond(ctx context.Context, c Client, secret, userID, family string, t issuedTokens, authTime time.Time, nonce string, now time.Time) (TokenResponse, *Error) {
+// granted; the authentication context of the token family shapes it, and
+// sessionID (the browser session of the grant) gives the ID token its sid.
+func (s *Service) respond(ctx context.Context, c Client, secret, userID, family string, t issuedTokens, authTime time.Time, nonce, sessionID string, now time.Time) (TokenResponse, *Error) {
 	resp := TokenResponse{
 		AccessToken: t.access, TokenType: "Bearer", ExpiresIn: int(AccessTokenTTL / time.Second),
 		RefreshToken: t.refresh, Scope: strings.Join(t.accessScopes, " "),
@@ -397,7 +408,7 @@ func (s *Service) respond(ctx context.Context, c Client, secret, userID, family 
 		if err != nil {
 			return TokenResponse{}, asOAuthErr(err)
 		}
-		idt, err := s.IDToken(ctx, c, secret, userID, t.accessScopes, authTime, nonce, ac, now)
+		idt, err := s.IDToken(ctx, c, secret, userID, t.accessScopes, authTime, nonce, s.SessionSID(sessionID), ac, now)
 		if err != nil {
 			return TokenResponse{}, asOAuthErr(err)
 		}

@@ -102,6 +102,12 @@ var messages = map[string]map[string]string{
 		"upstream.connect.already": "This %s account was already connected to your account.",
 		"upstream.connect.session": "You are no longer signed in as the user who started connecting this account. Sign in and try again.",
 		"title.cancelled":          "Sign-in cancelled",
+		// End-session endpoint (RP-Initiated Logout).
+		"endsession.confirm": "Log out of hmid?",
+		"endsession.from":    "The application %s asks to log you out.",
+		"endsession.as":      "You are signed in as",
+		"endsession.return":  "You will then be sent back to the application.",
+		"endsession.stay":    "Stay logged in",
 	},
 	"de": {
 		"app.tagline":          "Ihr hmid-Konto",
@@ -202,6 +208,12 @@ var messages = map[string]map[string]string{
 		"upstream.connect.already": "Dieses Konto bei %s war bereits mit Ihrem Konto verbunden.",
 		"upstream.connect.session": "Sie sind nicht mehr als die Person angemeldet, die das Verbinden begonnen hat. Bitte melden Sie sich an und versuchen Sie es erneut.",
 		"title.cancelled":          "Anmeldung abgebrochen",
+		// End-session endpoint (RP-Initiated Logout).
+		"endsession.confirm": "Von hmid abmelden?",
+		"endsession.from":    "Die Anwendung %s möchte Sie abmelden.",
+		"endsession.as":      "Sie sind angemeldet als",
+		"endsession.return":  "Danach kehren Sie zur Anwendung zurück.",
+		"endsession.stay":    "Angemeldet bleiben",
 	},
 }
 

@@ -17,20 +17,14 @@ import (
 // longest address).
 const maxLoginHint = 254
 
-// uiLocale is the first tag of ui_locales (space-separated BCP47 tags) whose
-// primary language the pages speak, "" when none is given or none matches.
-func uiLocale(r *http.Request) string {
+// requestUILocale is the page language the ui_locales of the request (or
+// of the authorization request in its return_to) asks for, "" for none.
+func requestUILocale(r *http.Request) string {
 	v := r.URL.Query().Get("ui_locales")
 	if v == "" {
 		v = authorizeRequest(r).Get("ui_locales")
 	}
-	for _, tag := range strings.Fields(v) {
-		primary, _, _ := strings.Cut(strings.ToLower(tag), "-")
-		if _, ok := messages[primary]; ok {
-			return primary
-		}
-	}
-	return ""
+	return uiLocale(v)
 }
 
 // loginHint is the login_hint of the authorization request in return_to

@@ -50,6 +50,12 @@ type Handler struct {
 	// Consents returns the OAuth provider's consent service at request time
 	// (nil while no OAuth provider is wired: the consent page answers 503).
 	Consents func() authflow.Consents
+	// Logouts returns the OAuth provider's end-session checks at request
+	// time (nil while none is wired: the end-session endpoint answers 503).
+	Logouts func() authflow.Logouts
+	// SessionEnded is told when the end-session endpoint logged a session
+	// out, so back-channel logout tokens go out at once (nil: nobody listens).
+	SessionEnded func()
 	// Box computes the CSRF HMACs with the server key.
 	Box *secretbox.Box
 	// Cache keeps the short-lived state between the password step and the
@@ -123,7 +129,8 @@ func (h *Handler) Script(w http.ResponseWriter, r *http.Request) {
 }
 
 // pages are the template names; each is parsed with layout.html.
-var pages = []string{"home", "login", "code", "register", "consent", "logout", "message", "forgot", "reset", "verify", "error"}
+var pages = []string{"home", "login", "code", "register", "consent", "logout", "message", "forgot", "reset", "verify", "error",
+	"endsession"}
 
 // templates holds, per language, one template per page. The "t" function
 // is bound to the language at parse time, so a template cannot mix languages.
@@ -171,7 +178,12 @@ type view struct {
 	Status    int
 	Detail    string
 	RequestID string
+	// Hidden are the request parameters a confirmation form carries on.
+	Hidden []hiddenField
 }
+
+// hiddenField is one hidden input of a form.
+type hiddenField struct{ Name, Value string }
 
 // render writes page with status.
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, page string, v view) {
@@ -395,10 +407,10 @@ func loginURL(returnTo string) string {
 // ---- language ----
 
 // language picks en or de: the ui_locales of an OpenID Connect request when
-// it names one (uiLocale), else from Accept-Language (RFC 9110 §12.5.4) the
+// it names one (requestUILocale), else from Accept-Language (RFC 9110 §12.5.4) the
 // supported language with the highest weight; English when none matches.
 func language(r *http.Request) string {
-	if l := uiLocale(r); l != "" {
+	if l := requestUILocale(r); l != "" {
 		return l
 	}
 	best, bestQ := "en", -1.0

@@ -1,0 +1,368 @@
+// Package backchannel delivers OpenID Connect Back-Channel Logout 1.0
+// logout tokens reliably. When a browser session ends, by any path (logout,
+// session revocation, ban, password change or reset, account deletion), each
+// client that got tokens from that session and registered a
+// backchannel_logout_uri is POSTed a signed logout token (§2.5).
+//
+// Nothing that ends a session has to know about this: the OAuth provider
+// records which client got tokens from which session (oauth_session_grants),
+// and Sweep finds the records whose session is revoked or gone, marks them
+// ended with a conditional UPDATE and queues one outbox row per client in
+// the same transaction. Deliver claims due outbox rows (FOR UPDATE SKIP
+// LOCKED on PostgreSQL, so several instances send each row once; SQLite has
+// one writer), pushing their next attempt past a lease, then sends them
+// outside any transaction. A 2xx answer deletes the row; anything else
+// schedules a retry with exponential backoff, until MaxAttempts or
+// GiveUpAfter, when the row is dropped and the failure logged. Rows persist,
+// so a restart loses nothing: a row whose sender died becomes due again when
+// its lease runs out.
+package backchannel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"hmid/internal/apperr"
+	"hmid/internal/clock"
+	"hmid/internal/db"
+)
+
+// Delivery limits.
+const (
+	// Timeout bounds one POST to a client (Back-Channel Logout 1.0 §2.8
+	// leaves it to the OP; a few seconds keep a slow RP from holding a lease).
+	Timeout = 5 * time.Second
+	// Lease is how long a claimed row stays invisible to other senders.
+	Lease = 2 * time.Minute
+	// FirstRetry is the wait after the first failed attempt; each further
+	// failure doubles it, up to MaxBackoff.
+	FirstRetry = 10 * time.Second
+	MaxBackoff = time.Hour
+	// MaxAttempts and GiveUpAfter end the retries of one logout token.
+	MaxAttempts = 15
+	GiveUpAfter = 24 * time.Hour
+	// DefaultInterval is how often the worker looks for ended sessions and
+	// due rows when nothing kicks it.
+	DefaultInterval = 2 * time.Second
+	// batch is how many rows one pass claims; sends runs that many at once at most.
+	batch = 32
+	sends = 8
+	// keepEnded is how long ended grant records are kept before the sweep
+	// deletes them (they only serve the sid of a late refresh).
+	keepEnded = 24 * time.Hour
+)
+
+// Signer signs the logout token of one notification (the OAuth provider).
+type Signer interface {
+	// LogoutToken returns the client's back-channel logout URI and a logout
+	// token for the session; an apperr NotFound when the client no longer
+	// takes logout tokens (deleted, deactivated, unregistered).
+	LogoutToken(ctx context.Context, clientID, userID, sessionID, jti string, now time.Time) (uri, token string, err error)
+}
+
+// Worker sweeps ended sessions into the outbox and delivers it.
+type Worker struct {
+	DB     *db.DB
+	Clock  clock.Clock
+	Log    *slog.Logger
+	Signer Signer
+	// HTTP sends the logout tokens (New: Timeout, redirects not followed).
+	HTTP *http.Client
+	// Interval is the pause between passes (New: DefaultInterval).
+	Interval time.Duration
+
+	kick chan struct{}
+}
+
+// New returns a Worker with the default HTTP client and interval.
+func New(d *db.DB, c clock.Clock, log *slog.Logger, s Signer) *Worker {
+	return &Worker{
+		DB: d, Clock: c, Log: log, Signer: s, Interval: DefaultInterval,
+		HTTP: &http.Client{
+			Timeout: Timeout,
+			// A redirect is not a success (§2.8: the RP answers 200); following
+			// it would also carry the token to a host the client did not register.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		kick: make(chan struct{}, 1),
+	}
+}
+
+// Kick asks the running worker for a pass now (a session just ended here).
+func (w *Worker) Kick() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs passes every Interval, and on Kick, until the returned stop
+// function is called; stop waits for the pass under way.
+func (w *Worker) Start() (stop func() error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(w.Interval)
+		defer t.Stop()
+		for {
+			if _, err := w.RunOnce(ctx); err != nil && ctx.Err() == nil {
+				w.Log.Error("backchannel logout: pass failed", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			case <-w.kick:
+			}
+		}
+	}()
+	return func() error { cancel(); <-done; return nil }
+}
+
+// RunOnce sweeps ended sessions into the outbox and delivers what is due;
+// it returns how many logout tokens were delivered.
+func (w *Worker) RunOnce(ctx context.Context) (int, error) {
+	if _, err := w.Sweep(ctx); err != nil {
+		return 0, err
+	}
+	return w.Deliver(ctx)
+}
+
+// Sweep finds sessions that have grant records still open and that are
+// revoked or deleted, and queues a logout token for each client of theirs
+// that registered a back-channel logout URI. Sessions that merely expired
+// are closed without notification: nobody ended them, and the clients'
+// own token lifetimes apply. It returns how many outbox rows it queued.
+func (w *Worker) Sweep(ctx context.Context) (int, error) {
+	now := w.Clock.Now()
+	rows, err := w.DB.QueryContext(ctx, `SELECT DISTINCT g.session_id, CASE WHEN s.id IS NULL OR s.revoked_at IS NOT NULL THEN 1 ELSE 0 END
+		FROM oauth_session_grants g LEFT JOIN sessions s ON s.id = g.session_id
+		WHERE g.ended_at IS NULL AND (s.id IS NULL OR s.revoked_at IS NOT NULL OR s.expires_at <= $1)
+		LIMIT 500`, db.TS(now))
+	if err != nil {
+		return 0, err
+	}
+	type ended struct {
+		session string
+		notify  int
+	}
+	var list []ended
+	for rows.Next() {
+		var e ended
+		if err := rows.Scan(&e.session, &e.notify); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		list = append(list, e)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	queued := 0
+	for _, e := range list {
+		n, err := w.endSession(ctx, e.session, e.notify == 1, now)
+		if err != nil {
+			return queued, err
+		}
+		queued += n
+	}
+	if len(list) > 0 {
+		w.Kick()
+	}
+	_, err = w.DB.ExecContext(ctx, `DELETE FROM oauth_session_grants WHERE ended_at IS NOT NULL AND ended_at < $1`, db.TS(now.Add(-keepEnded)))
+	return queued, err
+}
+
+// endSession closes the open grant records of one session and, when notify,
+// queues a logout token per client, in one transaction. The conditional
+// UPDATE decides which instance does it: a second one finds no open record.
+func (w *Worker) endSession(ctx context.Context, sessionID string, notify bool, now time.Time) (int, error) {
+	queued := 0
+	err := w.DB.Tx(ctx, func(tx *db.Tx) error {
+		queued = 0
+		rows, err := tx.QueryContext(ctx, `UPDATE oauth_session_grants SET ended_at = $1 WHERE session_id = $2 AND ended_at IS NULL RETURNING client_id, user_id`,
+			db.TS(now), sessionID)
+		if err != nil {
+			return err
+		}
+		users := map[string]string{} // client → user
+		for rows.Next() {
+			var client, user string
+			if err := rows.Scan(&client, &user); err != nil {
+				rows.Close()
+				return err
+			}
+			users[client] = user
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil || !notify {
+			return err
+		}
+		for client, user := range users {
+			res, err := tx.ExecContext(ctx, `INSERT INTO oauth_backchannel_outbox (id, client_id, user_id, session_id, created_at, next_attempt_at)
+				SELECT $1, c.id, $3, $4, $5, $5 FROM oauth_clients c WHERE c.id = $2 AND c.backchannel_logout_uri IS NOT NULL AND c.is_active`,
+				db.NewID(), client, user, sessionID, db.TS(now))
+			if err != nil {
+				return err
+			}
+			n, _ := res.RowsAffected()
+			queued += int(n)
+		}
+		return nil
+	})
+	return queued, err
+}
+
+// claimPostgres claims due rows; SKIP LOCKED lets instances claim disjoint
+// rows without waiting, and the outer condition is re-checked on the locked
+// row, so a row is claimed by one instance per lease.
+const claimPostgres = `UPDATE oauth_backchannel_outbox SET next_attempt_at = $1, attempts = attempts + 1
+	WHERE next_attempt_at <= $2 AND id IN (
+		SELECT id FROM oauth_backchannel_outbox WHERE next_attempt_at <= $2 ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+	RETURNING id, client_id, user_id, session_id, attempts, created_at`
+
+// claimSQLite is claimPostgres for SQLite, whose single writer serializes claims.
+const claimSQLite = `UPDATE oauth_backchannel_outbox SET next_attempt_at = $1, attempts = attempts + 1
+	WHERE next_attempt_at <= $2 AND id IN (
+		SELECT id FROM oauth_backchannel_outbox WHERE next_attempt_at <= $2 ORDER BY next_attempt_at LIMIT $3)
+	RETURNING id, client_id, user_id, session_id, attempts, created_at`
+
+// job is one claimed outbox row.
+type job struct {
+	id, client, user, session string
+	attempts                  int
+	created                   time.Time
+}
+
+// Deliver claims the due outbox rows and sends them; it returns how many
+// were delivered (answered 2xx).
+func (w *Worker) Deliver(ctx context.Context) (int, error) {
+	now := w.Clock.Now()
+	q := claimSQLite
+	if w.DB.Flavor == db.Postgres {
+		q = claimPostgres
+	}
+	var jobs []job
+	err := w.DB.Tx(ctx, func(tx *db.Tx) error {
+		jobs = jobs[:0]
+		rows, err := tx.QueryContext(ctx, q, db.TS(now.Add(Lease)), db.TS(now), batch)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var j job
+			var created int64
+			if err := rows.Scan(&j.id, &j.client, &j.user, &j.session, &j.attempts, &created); err != nil {
+				return err
+			}
+			j.created = db.FromTS(created)
+			jobs = append(jobs, j)
+		}
+		return rows.Err()
+	})
+	if err != nil || len(jobs) == 0 {
+		return 0, err
+	}
+	var (
+		mu   sync.Mutex
+		sent int
+		errs []error
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, sends)
+	)
+	for _, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(j job) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			ok, err := w.deliver(ctx, j)
+			mu.Lock()
+			defer mu.Unlock()
+			if ok {
+				sent++
+			}
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}(j)
+	}
+	wg.Wait()
+	return sent, errors.Join(errs...)
+}
+
+// deliver sends one claimed row and records the outcome. ok reports a 2xx
+// answer; err is a failure to record it (the row then becomes due again
+// when its lease ends).
+func (w *Worker) deliver(ctx context.Context, j job) (ok bool, err error) {
+	now := w.Clock.Now()
+	uri, tok, err := w.Signer.LogoutToken(ctx, j.client, j.user, j.session, j.id, now)
+	if apperr.Is(err, apperr.NotFound) {
+		// The client is gone or stopped taking logout tokens: nothing to send.
+		_, err = w.DB.ExecContext(ctx, `DELETE FROM oauth_backchannel_outbox WHERE id = $1`, j.id)
+		return false, err
+	}
+	if err == nil {
+		err = w.post(ctx, uri, tok)
+		if err == nil {
+			_, err = w.DB.ExecContext(ctx, `DELETE FROM oauth_backchannel_outbox WHERE id = $1`, j.id)
+			return err == nil, err
+		}
+	}
+	if j.attempts >= MaxAttempts || now.Sub(j.created) >= GiveUpAfter {
+		w.Log.Error("backchannel logout: delivery given up", "client_id", j.client, "logout_id", j.id,
+			"attempts", j.attempts, "err", err.Error())
+		_, derr := w.DB.ExecContext(ctx, `DELETE FROM oauth_backchannel_outbox WHERE id = $1`, j.id)
+		return false, derr
+	}
+	w.Log.Warn("backchannel logout: delivery failed, will retry", "client_id", j.client, "logout_id", j.id,
+		"attempts", j.attempts, "err", err.Error())
+	msg := err.Error()
+	if len(msg) > 500 {
+		msg = msg[:500]
+	}
+	_, uerr := w.DB.ExecContext(ctx, `UPDATE oauth_backchannel_outbox SET next_attempt_at = $1, last_error = $2 WHERE id = $3`,
+		db.TS(now.Add(Backoff(j.attempts))), msg, j.id)
+	return false, uerr
+}
+
+// Backoff is the wait after the attempts-th failed attempt: FirstRetry,
+// doubling, at most MaxBackoff.
+func Backoff(attempts int) time.Duration {
+	d := FirstRetry
+	for i := 1; i < attempts && d < MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, MaxBackoff)
+}
+
+// post sends the logout token as the logout_token form parameter
+// (Back-Channel Logout 1.0 §2.5); a 2xx answer is success (§2.8).
+func (w *Worker) post(ctx context.Context, uri, tok string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, uri, strings.NewReader(url.Values{"logout_token": {tok}}.Encode()))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	res, err := w.HTTP.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+	if res.StatusCode < 200 || res.StatusCode > 299 {
+		return fmt.Errorf("the client answered %d", res.StatusCode)
+	}
+	return nil
+}
