@@ -25,7 +25,8 @@ func (s *Server) buildOAuth(ctx context.Context) error {
 		Issuer:   s.Config.PublicURL,
 		LoginURL: s.Config.LoginURL,
 
-		PurgePause: oauth.DefaultPurgePause,
+		PurgePause:           oauth.DefaultPurgePause,
+		RefreshReuseInterval: s.Config.RefreshReuseInterval,
 	}
 	s.OAuth = svc
 	s.oauthHandler = &oauth.Handler{S: svc}

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -72,5 +73,26 @@ func TestLogLevelAndMetricsAddr(t *testing.T) {
 	}
 	if c, _ := FromEnv(env(nil)); c.Level() != slog.LevelInfo {
 		t.Fatalf("default level %v", c.Level())
+	}
+}
+
+// TestRefreshReuseInterval checks HMID_REFRESH_REUSE_INTERVAL: 0 by
+// default, a Go duration up to MaxRefreshReuseInterval, anything else fails
+// the start.
+func TestRefreshReuseInterval(t *testing.T) {
+	c, err := FromEnv(env(nil))
+	if err != nil || c.RefreshReuseInterval != 0 {
+		t.Fatalf("default = %v, %v", c.RefreshReuseInterval, err)
+	}
+	for v, want := range map[string]time.Duration{"2s": 2 * time.Second, "0": 0, "5m": 5 * time.Minute, "1500ms": 1500 * time.Millisecond} {
+		c, err := FromEnv(env(map[string]string{"HMID_REFRESH_REUSE_INTERVAL": v}))
+		if err != nil || c.RefreshReuseInterval != want {
+			t.Errorf("%s: %v, %v", v, c.RefreshReuseInterval, err)
+		}
+	}
+	for _, v := range []string{"-1s", "2", "5m1s", "soon"} {
+		if _, err := FromEnv(env(map[string]string{"HMID_REFRESH_REUSE_INTERVAL": v})); err == nil || !strings.Contains(err.Error(), "HMID_REFRESH_REUSE_INTERVAL") {
+			t.Errorf("%s: err = %v", v, err)
+		}
 	}
 }

@@ -56,6 +56,11 @@ type Service struct {
 
 	PurgePause time.Duration // pause between Purge's batches (DefaultPurgePause in the server); 0 = none
 
+	// RefreshReuseInterval (HMID_REFRESH_REUSE_INTERVAL) is how long after its
+	// rotation a refresh token presented again by its own client gets a new
+	// pair instead of revoking its family; 0 = strict reuse detection.
+	RefreshReuseInterval time.Duration
+
 	keyMu  sync.Mutex
 	rsaKey *signingKey // loaded or created on first RS256 use
 }
