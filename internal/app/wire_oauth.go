@@ -29,8 +29,9 @@ func (s *Server) buildOAuth(ctx context.Context) error {
 		Issuer:   s.Config.PublicURL,
 		LoginURL: s.Config.LoginURL,
 
-		PurgePause:        oauth.DefaultPurgePause,
-		DefaultIDTokenAlg: s.Config.IDTokenAlg,
+		PurgePause:           oauth.DefaultPurgePause,
+		DefaultIDTokenAlg:    s.Config.IDTokenAlg,
+		RefreshReuseInterval: s.Config.RefreshReuseInterval,
 	}
 	s.OAuth = svc
 	s.oauthHandler = &oauth.Handler{S: svc}

@@ -53,6 +53,10 @@ const (
 	UserBanned      = "user_banned"
 	UserUnbanned    = "user_unbanned"
 	PlatformUpdated = "platform_updated"
+	// RefreshTokenReused: a spent refresh token was presented again; a
+	// success when the reuse interval let it through, a failure when its
+	// family was revoked.
+	RefreshTokenReused = "refresh_token_reused"
 )
 
 // Event is one audit record to write.

@@ -51,6 +51,11 @@ type Config struct {
 	IDTokenAlg         string        // HMID_ID_TOKEN_ALG: HS256 (default), RS256 or ES256, for clients registered without one
 	SigningKeyRotation time.Duration // HMID_SIGNING_KEY_ROTATION: age at which RS256/ES256 keys rotate; 0 = never
 
+	// RefreshReuseInterval is HMID_REFRESH_REUSE_INTERVAL: how long after its
+	// rotation a refresh token presented again by its client still gets a
+	// new pair instead of revoking its family; 0 is strict reuse detection.
+	RefreshReuseInterval time.Duration
+
 	// LoginEnv reads the HMID_LOGIN_* variables of the upstream sign-in
 	// providers (package upstream validates them); nil means none is set.
 	LoginEnv func(string) string
@@ -145,6 +150,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("HMID_SIGNING_KEY_ROTATION must be a duration such as 720h, or 0 for no automatic rotation, got %q", v)
 		}
 	}
+	if c.RefreshReuseInterval, err = reuseInterval(get("HMID_REFRESH_REUSE_INTERVAL", "0")); err != nil {
+		return c, err
+	}
 	if c.MailFrom == "" {
 		host := "localhost"
 		if u, err := url.Parse(c.PublicURL); err == nil && u.Hostname() != "" {
@@ -187,6 +195,22 @@ func positiveDuration(get func(string, string) string, name string, def time.Dur
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
 		return 0, fmt.Errorf("%s must be a positive duration such as 30s, got %q", name, v)
+	}
+	return d, nil
+}
+
+// MaxRefreshReuseInterval bounds HMID_REFRESH_REUSE_INTERVAL: the window
+// exists for a client that lost the answer of its refresh to a network
+// failure and retries, which takes seconds; a longer one would let a stolen
+// spent token buy tokens unnoticed for longer (RFC 9700 §4.14.2).
+const MaxRefreshReuseInterval = 5 * time.Minute
+
+// reuseInterval parses HMID_REFRESH_REUSE_INTERVAL: a Go duration from 0 to
+// MaxRefreshReuseInterval.
+func reuseInterval(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > MaxRefreshReuseInterval {
+		return 0, fmt.Errorf("HMID_REFRESH_REUSE_INTERVAL must be a duration from 0 to %s such as 2s, got %q", MaxRefreshReuseInterval, v)
 	}
 	return d, nil
 }

@@ -96,3 +96,24 @@ func TestSigningSettings(t *testing.T) {
 		t.Fatalf("a Config built in code without IDTokenAlg must be valid: %v", err)
 	}
 }
+
+// TestRefreshReuseInterval checks HMID_REFRESH_REUSE_INTERVAL: 0 by
+// default, a Go duration up to MaxRefreshReuseInterval, anything else fails
+// the start.
+func TestRefreshReuseInterval(t *testing.T) {
+	c, err := FromEnv(env(nil))
+	if err != nil || c.RefreshReuseInterval != 0 {
+		t.Fatalf("default = %v, %v", c.RefreshReuseInterval, err)
+	}
+	for v, want := range map[string]time.Duration{"2s": 2 * time.Second, "0": 0, "5m": 5 * time.Minute, "1500ms": 1500 * time.Millisecond} {
+		c, err := FromEnv(env(map[string]string{"HMID_REFRESH_REUSE_INTERVAL": v}))
+		if err != nil || c.RefreshReuseInterval != want {
+			t.Errorf("%s: %v, %v", v, c.RefreshReuseInterval, err)
+		}
+	}
+	for _, v := range []string{"-1s", "2", "5m1s", "soon"} {
+		if _, err := FromEnv(env(map[string]string{"HMID_REFRESH_REUSE_INTERVAL": v})); err == nil || !strings.Contains(err.Error(), "HMID_REFRESH_REUSE_INTERVAL") {
+			t.Errorf("%s: err = %v", v, err)
+		}
+	}
+}

@@ -189,9 +189,9 @@ func (s *Service) parseAuthorize(r *http.Request) (ar authzRequest, oe *Error, o
 	if redirect == "" {
 		return ar, oerr(ErrInvalidRequest, "redirect_uri is required"), false
 	}
-	// Exact string comparison (RFC 9700 §4.1.3): no normalisation of case,
-	// trailing slashes or query parameters.
-	if !slices.Contains(c.RedirectURIs, redirect) {
+	// Exact string comparison (RFC 9700 §4.1.3), but for the port of a
+	// loopback URI (RFC 8252 §7.3; redirect.go).
+	if !matchRedirectURI(c.RedirectURIs, redirect) {
 		return ar, oerr(ErrInvalidRequest, "redirect_uri is not registered for this client"), false
 	}
 	ar.client = c
@@ -462,22 +462,6 @@ func (s *Service) createPending(ctx context.Context, g grant, now time.Time) (st
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 		id, g.UserID, g.ClientID, g.RedirectURI, db.JSON(g.Scopes), g.State, g.Nonce, g.Challenge, db.TS(g.AuthTime), db.TS(now), db.TS(now.Add(PendingTTL)), db.JSON(g.Context), nullStr(&g.SessionID))
 	return id, err
-}
-
-// buildRedirect returns base with params added to its query.
-func buildRedirect(base string, params url.Values) string {
-	u, err := url.Parse(base)
-	if err != nil {
-		return base
-	}
-	q := u.Query()
-	for k, vs := range params {
-		if len(vs) > 0 && vs[0] != "" {
-			q.Set(k, vs[0])
-		}
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // ConsentBody is the body of POST /v1/oauth/authorize/consent.

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"errors"
 	"net/url"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -164,43 +163,6 @@ func (s *Service) manageableClient(ctx context.Context, p *authn.Principal, id, 
 	return c, nil
 }
 
-var customScheme = regexp.MustCompile(`^[a-z][a-z0-9+.\-]*$`)
-
-// validRedirectURI checks one redirect URI (spec 1: http://, https:// or a
-// custom scheme such as app://path; RFC 6749 §3.1.2: absolute, no fragment).
-func validRedirectURI(raw string) error {
-	if raw == "" || len(raw) > 2000 {
-		return apperr.Invalid("redirect URIs must be 1 to 2000 characters")
-	}
-	if strings.ContainsAny(raw, " \t\r\n\\") {
-		return apperr.Invalid("redirect URI %q contains whitespace or a backslash", raw)
-	}
-	u, err := url.Parse(raw)
-	if err != nil || !u.IsAbs() {
-		return apperr.Invalid("redirect URI %q is not an absolute URI", raw)
-	}
-	if u.Fragment != "" || strings.Contains(raw, "#") {
-		return apperr.Invalid("redirect URI %q must not contain a fragment (RFC 6749 §3.1.2)", raw)
-	}
-	scheme := strings.ToLower(u.Scheme)
-	if scheme != u.Scheme || !customScheme.MatchString(scheme) {
-		return apperr.Invalid("redirect URI %q has an invalid scheme", raw)
-	}
-	switch scheme {
-	case "http", "https":
-		if u.Host == "" || u.User != nil {
-			return apperr.Invalid("redirect URI %q needs a host and no user information", raw)
-		}
-	case "javascript", "data", "vbscript", "file", "blob", "about":
-		return apperr.Invalid("redirect URI scheme %s is not allowed", scheme)
-	default:
-		if !strings.HasPrefix(raw, scheme+"://") {
-			return apperr.Invalid("redirect URI %q must have the form <scheme>://<path>", raw)
-		}
-	}
-	return nil
-}
-
 func validHTTPURL(field string, v *string) error {
 	if v == nil || *v == "" {
 		return nil
@@ -255,8 +217,9 @@ func applyInput(c *Client, in ClientInput, creating bool) error {
 			return apperr.OnField("redirect_uris", apperr.Invalid("redirect_uris needs at least one and at most 20 URIs"))
 		}
 		var clean []string
-		for _, u := range uris {
-			if err := validRedirectURI(u); err != nil {
+		for _, raw := range uris {
+			u, err := normalizeRedirectURI(raw)
+			if err != nil {
 				return apperr.OnField("redirect_uris", err)
 			}
 			if !slices.Contains(clean, u) {

@@ -56,8 +56,9 @@ func applyLogoutInput(c *Client, in ClientInput) error {
 			return apperr.OnField("post_logout_redirect_uris", apperr.Invalid("post_logout_redirect_uris takes at most 20 URIs"))
 		}
 		clean := []string{}
-		for _, u := range uris {
-			if err := validRedirectURI(u); err != nil {
+		for _, raw := range uris {
+			u, err := normalizeRedirectURI(raw)
+			if err != nil {
 				return apperr.OnField("post_logout_redirect_uris", err)
 			}
 			if !slices.Contains(clean, u) {

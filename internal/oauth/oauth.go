@@ -61,6 +61,11 @@ type Service struct {
 	// id_token_signed_response_alg (HMID_ID_TOKEN_ALG); "" is HS256.
 	DefaultIDTokenAlg string
 
+	// RefreshReuseInterval (HMID_REFRESH_REUSE_INTERVAL) is how long after its
+	// rotation a refresh token presented again by its own client gets a new
+	// pair instead of revoking its family; 0 = strict reuse detection.
+	RefreshReuseInterval time.Duration
+
 	keyMu sync.Mutex              // serializes reading and creating signing keys
 	ring  atomic.Pointer[keyring] // the signing keys as last loaded; nil before first use
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"hmid/internal/apperr"
+	"hmid/internal/audit"
 	"hmid/internal/db"
 	"hmid/internal/token"
 )
@@ -122,7 +123,7 @@ func (h *Handler) Token(w http.ResponseWriter, r *http.Request) {
 	case "authorization_code":
 		resp, oe = s.exchangeCode(r.Context(), c, secret, form)
 	case "refresh_token":
-		resp, oe = s.refresh(r.Context(), c, secret, form)
+		resp, oe = s.refresh(r.Context(), c, secret, form, MetaFrom(r))
 	default:
 		oe = oerr(ErrUnsupportedGrantType, "grant_type must be authorization_code or refresh_token")
 	}
@@ -234,13 +235,15 @@ func checkCode(row codeRow, c Client, redirect, verifier string, now time.Time) 
 // refresh serves the refresh_token grant (RFC 6749 §6). The token rotates:
 // the presented one is spent by a conditional UPDATE, so of racing requests
 // exactly one wins; presenting a spent token again revokes its whole family
-// (RFC 9700 §4.14.2). A scope parameter may only narrow the access token.
+// (RFC 9700 §4.14.2), unless its own client presents it within
+// RefreshReuseInterval of its rotation (see reissue). A scope parameter may
+// only narrow the access token.
 //
 // The token and its user are read first, on the readers; only the rotation
 // writes, and the conditional UPDATE at its start is what decides a race, so
 // a token spent or revoked between the read and the write still counts as
 // reused.
-func (s *Service) refresh(ctx context.Context, c Client, secret string, form url.Values) (TokenResponse, *Error) {
+func (s *Service) refresh(ctx context.Context, c Client, secret string, form url.Values, m Meta) (TokenResponse, *Error) {
 	rt := form.Get("refresh_token")
 	if rt == "" {
 		return TokenResponse{}, oerr(ErrInvalidRequest, "refresh_token is required")
@@ -263,9 +266,9 @@ func (s *Service) refresh(ctx context.Context, c Client, secret string, form url
 		return TokenResponse{}, asOAuthErr(err)
 	case old.clientID != c.ID:
 		return TokenResponse{}, oerr(ErrInvalidGrant, "the refresh token was issued to another client")
-	case rotated.Valid:
-		return TokenResponse{}, s.revokeFamily(ctx, old.family, now)
-	case revoked.Valid || !now.Before(db.FromTS(expires)):
+	case rotated.Valid && !s.inReuseInterval(rotated.Time, now):
+		return TokenResponse{}, s.revokeFamily(ctx, old, m, now)
+	case (revoked.Valid && !rotated.Valid) || !now.Before(db.FromTS(expires)):
 		return TokenResponse{}, oerr(ErrInvalidGrant, "the refresh token is expired or revoked")
 	}
 	accessScopes := []string(old.scopes)
@@ -280,12 +283,24 @@ func (s *Service) refresh(ctx context.Context, c Client, secret string, form url
 		return TokenResponse{}, oerr(ErrInvalidGrant, "the user can no longer authorize this client")
 	}
 	issued := newIssuedTokens(accessScopes)
-	won, err := s.rotate(ctx, old, issued, now)
-	if err != nil {
-		return TokenResponse{}, asOAuthErr(err)
+	won := false
+	if !rotated.Valid {
+		if won, err = s.rotate(ctx, old, issued, now); err != nil {
+			return TokenResponse{}, asOAuthErr(err)
+		}
 	}
 	if !won {
-		return TokenResponse{}, s.revokeFamily(ctx, old.family, now)
+		// Spent before (rotated.Valid) or meanwhile, by a racing request.
+		if s.RefreshReuseInterval <= 0 {
+			return TokenResponse{}, s.revokeFamily(ctx, old, m, now)
+		}
+		ok, err := s.reissue(ctx, old, issued, m, now)
+		if err != nil {
+			return TokenResponse{}, asOAuthErr(err)
+		}
+		if !ok {
+			return TokenResponse{}, s.revokeFamily(ctx, old, m, now)
+		}
 	}
 	sessionID := ""
 	if slices.Contains(accessScopes, "openid") {
@@ -297,6 +312,12 @@ func (s *Service) refresh(ctx context.Context, c Client, secret string, form url
 	return s.respond(ctx, c, secret, old.userID, old.family, issued, db.FromTS(old.authTime), "", sessionID, now)
 }
 
+// inReuseInterval reports whether a refresh token rotated at rotatedAt is,
+// at now, still within RefreshReuseInterval of its rotation.
+func (s *Service) inReuseInterval(rotatedAt, now time.Time) bool {
+	return s.RefreshReuseInterval > 0 && now.Sub(rotatedAt) < s.RefreshReuseInterval
+}
+
 // spentToken is the refresh token a refresh grant presents.
 type spentToken struct {
 	id, clientID, userID, family, pair string
@@ -304,10 +325,102 @@ type spentToken struct {
 	authTime                           int64
 }
 
+// lockLiveRefresh locks, on PostgreSQL, the family's live refresh tokens
+// (neither revoked nor expired) in id order, and reports whether there is
+// one. reissue and revokeFamily both take these locks first, so they
+// serialize: a revocation that waited for a reissue runs its UPDATE after
+// the reissued pair is committed and so revokes it too, and a reissue that
+// waited for a revocation finds no live token left. On SQLite transactions
+// are serialized anyway.
+func lockLiveRefresh(ctx context.Context, tx *db.Tx, family string, now time.Time) (bool, error) {
+	q := `SELECT id FROM oauth_tokens WHERE family_id = $1 AND kind = 'refresh' AND revoked_at IS NULL AND expires_at > $2 ORDER BY id`
+	if tx.Flavor() == db.Postgres {
+		q += ` FOR UPDATE`
+	}
+	rows, err := tx.QueryContext(ctx, q, family, db.TS(now))
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	return n > 0, rows.Err()
+}
+
+// reissue answers a spent refresh token presented again by its own client
+// within RefreshReuseInterval of its rotation: typically a client that lost
+// the answer to its refresh and retries, or two requests of one client that
+// raced. Only hashes are stored, so the pair issued at the rotation cannot
+// be handed out again; a new pair t is stored in the same family instead, as
+// a sibling, and nothing is revoked: the pair of the rotation stays valid
+// too. It reports false, writing nothing, when the token is not rotated
+// within the interval (revoked otherwise) or when its family has no live
+// refresh token left (revoked or expired meanwhile); the caller then revokes
+// the family. A reissue is audited as refresh_token_reused.
+func (s *Service) reissue(ctx context.Context, old spentToken, t issuedTokens, m Meta, now time.Time) (bool, error) {
+	ok := false
+	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
+		live, err := lockLiveRefresh(ctx, tx, old.family, now)
+		if err != nil || !live {
+			return err
+		}
+		// Read again on the writer: the caller's read may predate a racing rotation.
+		var rotated db.NullTime
+		if err := tx.QueryRowContext(ctx, `SELECT rotated_at FROM oauth_tokens WHERE id = $1`, old.id).Scan(&rotated); err != nil {
+			return err
+		}
+		if !rotated.Valid || !s.inReuseInterval(rotated.Time, now) {
+			return nil
+		}
+		if err := s.storeTokens(ctx, tx, t, old.family, old.clientID, old.userID, old.scopes, db.FromTS(old.authTime), now); err != nil {
+			return err
+		}
+		ok = true
+		return s.auditReuse(ctx, tx, old, m, false, now.Sub(rotated.Time))
+	})
+	return ok && err == nil, err
+}
+
+// auditReuse records the presentation of a spent refresh token:
+// refresh_token_reused, a failure when the family was revoked for it.
+func (s *Service) auditReuse(ctx context.Context, q db.Querier, old spentToken, m Meta, revoked bool, since time.Duration) error {
+	e := audit.Event{
+		UserID: old.userID, EventType: audit.RefreshTokenReused, ResourceType: "oauth_client", ResourceID: old.clientID,
+		Description: "a spent refresh token was presented again within the reuse interval; a new token pair was issued",
+		Metadata:    map[string]any{"family_id": old.family, "reuse_interval_seconds": s.RefreshReuseInterval.Seconds()},
+	}
+	if since >= 0 {
+		e.Metadata["seconds_since_rotation"] = since.Seconds()
+	}
+	if revoked {
+		e.Failed = true
+		e.Description = "a spent refresh token was presented again; every token of its authorization was revoked"
+		e.ErrorMessage = "refresh token reuse detected (RFC 9700 §4.14.2)"
+	}
+	_, err := s.Audit.Record(ctx, q, m.event(e))
+	return err
+}
+
 // revokeFamily revokes every token of an authorization whose refresh token
-// was presented twice, and returns the answer to that presentation.
-func (s *Service) revokeFamily(ctx context.Context, family string, now time.Time) *Error {
-	if _, err := s.DB.ExecContext(ctx, `UPDATE oauth_tokens SET revoked_at = $1 WHERE family_id = $2 AND revoked_at IS NULL`, db.TS(now), family); err != nil {
+// was presented twice (RFC 9700 §4.14.2), audits it as a failed
+// refresh_token_reused, and returns the answer to that presentation.
+func (s *Service) revokeFamily(ctx context.Context, old spentToken, m Meta, now time.Time) *Error {
+	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
+		if _, err := lockLiveRefresh(ctx, tx, old.family, now); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE oauth_tokens SET revoked_at = $1 WHERE family_id = $2 AND revoked_at IS NULL`, db.TS(now), old.family)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil // already revoked: reported once, when it happened
+		}
+		return s.auditReuse(ctx, tx, old, m, true, -1)
+	})
+	if err != nil {
 		return asOAuthErr(err)
 	}
 	return oerr(ErrInvalidGrant, "the refresh token was already used; every token of this authorization is revoked")
