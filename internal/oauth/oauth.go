@@ -58,6 +58,8 @@ type Service struct {
 
 	keyMu  sync.Mutex
 	rsaKey *signingKey // loaded or created on first RS256 use
+
+	origins originCache // web origins of the clients, for CORS (cors.go)
 }
 
 var (
