@@ -153,7 +153,7 @@ func WebOrigin(raw string) (string, bool) {
 func (h *Handler) ClientOrigins(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		hdr := w.Header()
-		hdr.Add("Vary", "Origin") // the answer's headers depend on Origin
+		varyOrigin(hdr)
 		if origin := r.Header.Get("Origin"); origin != "" && h.S.AllowedOrigin(r.Context(), origin) {
 			hdr.Set("Access-Control-Allow-Origin", origin)
 			hdr.Set("Access-Control-Expose-Headers", "WWW-Authenticate")
@@ -162,11 +162,25 @@ func (h *Handler) ClientOrigins(next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// vary is the Vary value of the ClientOrigins answers, shared: a later Add
+// to the header appends past its capacity and so copies it.
+var vary = []string{"Origin"}
+
+// varyOrigin marks an answer as depending on the request's Origin (the CORS
+// headers do), without allocating on the hot path.
+func varyOrigin(h http.Header) {
+	if len(h["Vary"]) == 0 {
+		h["Vary"] = vary[:1:1]
+		return
+	}
+	h.Add("Vary", "Origin")
+}
+
 // ClientOriginsPreflight answers the CORS preflight (OPTIONS) of an endpoint
 // wrapped in ClientOrigins that serves methods (such as "POST").
 func (h *Handler) ClientOriginsPreflight(methods string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Add("Vary", "Origin")
+		varyOrigin(w.Header())
 		allow := ""
 		if origin := r.Header.Get("Origin"); origin != "" && h.S.AllowedOrigin(r.Context(), origin) {
 			allow = origin
