@@ -116,7 +116,7 @@ func TestBrowserSPAAcrossOrigins(t *testing.T) {
 			t.Fatalf("not back at the app: %s", at)
 		}
 		el := `(document.getElementById("result") || document.getElementById("error"))`
-		shown, err := run(b, chromedp.Evaluate[string](el + `.id + " " + ` + el + `.textContent`))
+		shown, err := run(b, chromedp.Evaluate[string](el+`.id + " " + `+el+`.textContent`))
 		if err != nil {
 			b.fail("read the app's result", err)
 		}
