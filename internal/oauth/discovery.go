@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"net/http"
+	"slices"
 
 	"hmid/internal/httpx"
 )
@@ -53,6 +54,6 @@ func (s *Service) Metadata() map[string]any {
 		"request_uri_parameter_supported":                false,
 		"claims_parameter_supported":                     false,
 		"introspection_endpoint":                         base + "/v1/oauth/introspect",
-		"introspection_endpoint_auth_methods_supported":  IntrospectionAuthMethods,
+		"introspection_endpoint_auth_methods_supported":  slices.Clone(IntrospectionAuthMethods),
 	}
 }
