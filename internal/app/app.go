@@ -185,7 +185,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 		Logger:         s.Log,
 		AccessLog:      !cfg.DisableAccessLog,
 		Metrics:        s.Metrics,
-	}, s.limits.wrap(httpx.Boundary(s.router, "/v1/oauth/authorize", "/v1/oauth/token", "/v1/oauth/revoke", "/v1/oauth/userinfo"))))
+	}, s.limits.wrap(httpx.Boundary(s.router, "/v1/oauth/authorize", "/v1/oauth/token", "/v1/oauth/revoke", "/v1/oauth/userinfo", "/v1/oauth/introspect"))))
 	ok = true
 	return s, nil
 }

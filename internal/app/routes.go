@@ -2,12 +2,15 @@ package app
 
 import (
 	"net/http"
+	"net/url"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
 	"hmid/api"
 	. "hmid/internal/authn" //nolint:staticcheck // the rule names read as a table: Perm("roles:read"), PermOrSelf(…)
 	"hmid/internal/httpx"
+	"hmid/internal/oauth"
 	"hmid/internal/web"
 )
 
@@ -99,17 +102,44 @@ func (s *Server) routes() chi.Router {
 	// are Authenticated(): the service checks ownership or the permission and
 	// answers 404 for clients the caller may not see, 403 for clients the
 	// caller may see but not change.
+	//
+	// Browser apps call the protocol endpoints from their own origins (CORS):
+	// oauth.AnyOrigin opens the public documents to every origin,
+	// oa.ClientOrigins the others to the web origins of active clients' redirect
+	// URIs. Each has its OPTIONS preflight and the documents answer HEAD; no
+	// other route carries CORS headers (docs/decisions.md, "Introspection and CORS").
 	oa := s.oauthHandler
-	route("GET", "/.well-known/openid-configuration", Public(), oa.Discovery)
-	route("GET", "/v1/.well-known/openid-configuration", Public(), oa.Discovery)
-	route("GET", "/v1/oauth/jwks", Public(), oa.JWKS)
+	anyOrigin, clientOrigins := oauth.AnyOrigin, oa.ClientOrigins
+	for _, doc := range []string{"/.well-known/openid-configuration", "/v1/.well-known/openid-configuration"} {
+		route("GET", doc, Public(), anyOrigin(oa.Discovery))
+		route("HEAD", doc, Public(), anyOrigin(oa.Discovery))
+		route("OPTIONS", doc, Public(), oauth.AnyOriginPreflight("GET, HEAD"))
+	}
+	// RFC 8414 metadata, also at its path-inserted form when the issuer has a path (§3.1).
+	for _, doc := range authServerMetadataPaths(s.Config.PublicURL) {
+		route("GET", doc, Public(), anyOrigin(oa.AuthServerMetadata))
+		route("HEAD", doc, Public(), anyOrigin(oa.AuthServerMetadata))
+		route("OPTIONS", doc, Public(), oauth.AnyOriginPreflight("GET, HEAD"))
+	}
+	route("GET", "/v1/oauth/jwks", Public(), anyOrigin(oa.JWKS))
+	route("HEAD", "/v1/oauth/jwks", Public(), anyOrigin(oa.JWKS))
+	route("OPTIONS", "/v1/oauth/jwks", Public(), oauth.AnyOriginPreflight("GET, HEAD"))
 	route("GET", "/v1/oauth/authorize", Public(), oa.Authorize)
 	route("POST", "/v1/oauth/authorize", Public(), oa.Authorize)
 	route("POST", "/v1/oauth/authorize/consent", Session(), oa.Consent)
-	route("POST", "/v1/oauth/token", Public(), oa.Token)
-	route("GET", "/v1/oauth/userinfo", Public(), oa.UserInfo)
-	route("POST", "/v1/oauth/userinfo", Public(), oa.UserInfo)
-	route("POST", "/v1/oauth/revoke", Public(), oa.Revoke)
+	route("POST", "/v1/oauth/token", Public(), clientOrigins(oa.Token))
+	route("OPTIONS", "/v1/oauth/token", Public(), oa.ClientOriginsPreflight("POST"))
+	route("GET", "/v1/oauth/userinfo", Public(), clientOrigins(oa.UserInfo))
+	route("HEAD", "/v1/oauth/userinfo", Public(), clientOrigins(oa.UserInfo))
+	route("POST", "/v1/oauth/userinfo", Public(), clientOrigins(oa.UserInfo))
+	route("OPTIONS", "/v1/oauth/userinfo", Public(), oa.ClientOriginsPreflight("GET, HEAD, POST"))
+	route("POST", "/v1/oauth/revoke", Public(), clientOrigins(oa.Revoke))
+	route("OPTIONS", "/v1/oauth/revoke", Public(), oa.ClientOriginsPreflight("POST"))
+	// Introspection (RFC 7662): a confidential client's credentials or a
+	// system API key as Bearer, checked by the handler like the token
+	// endpoint's client authentication.
+	route("POST", "/v1/oauth/introspect", Public(), clientOrigins(oa.Introspect))
+	route("OPTIONS", "/v1/oauth/introspect", Public(), oa.ClientOriginsPreflight("POST"))
 	// RP-Initiated Logout 1.0: the end_session_endpoint is a page (it may
 	// ask the person to confirm), so the web kit serves it.
 	route("GET", "/v1/oauth/logout", Public(), s.webPages.EndSession)
@@ -488,6 +518,18 @@ func (s *Server) routes() chi.Router {
 	route("POST", "/v1/graphql", Optional(), s.graphqlHandler.ServeHTTP)
 
 	return r
+}
+
+// authServerMetadataPaths are the paths of the RFC 8414 metadata document:
+// the well-known path, and when the issuer (HMID_PUBLIC_URL) has a path,
+// the well-known path with the issuer's path appended (RFC 8414 §3.1).
+func authServerMetadataPaths(issuer string) []string {
+	const wellKnown = "/.well-known/oauth-authorization-server"
+	out := []string{wellKnown}
+	if u, err := url.Parse(issuer); err == nil && strings.Trim(u.Path, "/") != "" {
+		out = append(out, wellKnown+"/"+strings.Trim(u.Path, "/"))
+	}
+	return out
 }
 
 func serveOpenAPI(w http.ResponseWriter, r *http.Request) {

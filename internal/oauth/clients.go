@@ -337,6 +337,7 @@ func (s *Service) CreateClient(ctx context.Context, p *authn.Principal, in Clien
 	if err != nil {
 		return Client{}, err
 	}
+	s.clientsChanged()
 	secret := c.ClientSecret
 	c, err = s.loadClient(ctx, s.DB, c.ID)
 	c.ClientSecret = secret
@@ -464,6 +465,7 @@ func (s *Service) UpdateClient(ctx context.Context, p *authn.Principal, id strin
 	if err != nil {
 		return Client{}, err
 	}
+	s.clientsChanged()
 	return s.loadClient(ctx, s.DB, c.ID)
 }
 
@@ -503,6 +505,7 @@ func (s *Service) DeleteClient(ctx context.Context, p *authn.Principal, id strin
 	if c.IsFirstParty {
 		return apperr.Forbiddenf("first-party clients cannot be deleted")
 	}
+	defer s.clientsChanged()
 	return s.DB.Tx(ctx, func(tx *db.Tx) error {
 		// The tokens go with the client (ON DELETE CASCADE): a token of an
 		// unknown client never resolves again.

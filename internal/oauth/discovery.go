@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"net/http"
+	"slices"
 
 	"hmid/internal/httpx"
 )
@@ -10,10 +11,26 @@ import (
 // /v1/.well-known/openid-configuration (OpenID Connect Discovery 1.0 §3;
 // spec 1, OIDC discovery; RFC 9207 §3 for the iss response parameter).
 func (h *Handler) Discovery(w http.ResponseWriter, r *http.Request) {
-	base := h.S.Issuer
-	authMethods := []string{"client_secret_post", "client_secret_basic", "none"}
 	w.Header().Set("Cache-Control", "public, max-age=3600")
-	httpx.JSON(w, http.StatusOK, map[string]any{
+	httpx.JSON(w, http.StatusOK, h.S.Metadata())
+}
+
+// AuthServerMetadata serves GET /.well-known/oauth-authorization-server
+// (RFC 8414 §3), and its path-inserted form when the issuer has a path
+// (§3.1). The document is the discovery document itself: RFC 8414 §2 allows
+// the OpenID Connect fields, which are registered OAuth metadata too (IANA
+// "OAuth Authorization Server Metadata"), and one document cannot drift from
+// the other (docs/decisions.md, "Introspection and CORS").
+func (h *Handler) AuthServerMetadata(w http.ResponseWriter, r *http.Request) {
+	h.Discovery(w, r)
+}
+
+// Metadata is the provider's metadata, the one document behind OpenID
+// Connect discovery and RFC 8414 authorization server metadata.
+func (s *Service) Metadata() map[string]any {
+	base := s.Issuer
+	authMethods := []string{"client_secret_post", "client_secret_basic", "none"}
+	return map[string]any{
 		"issuer":                                     base,
 		"authorization_endpoint":                     base + "/v1/oauth/authorize",
 		"token_endpoint":                             base + "/v1/oauth/token",
@@ -41,9 +58,11 @@ func (h *Handler) Discovery(w http.ResponseWriter, r *http.Request) {
 		"display_values_supported":                       DisplayValues(),
 		"ui_locales_supported":                           UILocales(),
 		// Logout: RP-Initiated Logout 1.0 §2.1 and Back-Channel Logout 1.0 §2.1.
-		"end_session_endpoint":                 base + "/v1/oauth/logout",
-		"frontchannel_logout_supported":        false,
-		"backchannel_logout_supported":         true,
-		"backchannel_logout_session_supported": true,
-	})
+		"end_session_endpoint":                          base + "/v1/oauth/logout",
+		"frontchannel_logout_supported":                 false,
+		"backchannel_logout_supported":                  true,
+		"backchannel_logout_session_supported":          true,
+		"introspection_endpoint":                        base + "/v1/oauth/introspect",
+		"introspection_endpoint_auth_methods_supported": slices.Clone(IntrospectionAuthMethods),
+	}
 }

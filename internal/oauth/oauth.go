@@ -68,6 +68,8 @@ type Service struct {
 
 	keyMu sync.Mutex              // serializes reading and creating signing keys
 	ring  atomic.Pointer[keyring] // the signing keys as last loaded; nil before first use
+
+	origins originCache // web origins of the clients, for CORS (cors.go)
 }
 
 var (

@@ -1,0 +1,160 @@
+package oauth
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"hmid/internal/apperr"
+	"hmid/internal/authn"
+	"hmid/internal/db"
+	"hmid/internal/token"
+)
+
+// IntrospectionAuthMethods are the client authentication methods of the
+// introspection endpoint (RFC 8414 §2, introspection_endpoint_auth_methods_supported).
+// System API keys are accepted too, as a bearer token; RFC 8414 has no
+// registered name for that, so discovery does not list it.
+var IntrospectionAuthMethods = []string{"client_secret_post", "client_secret_basic"}
+
+// Introspection is the answer of the introspection endpoint (RFC 7662 §2.2).
+// An inactive token is only {"active": false}: nothing else is said about it.
+type Introspection struct {
+	Active    bool   `json:"active"`
+	Scope     string `json:"scope,omitempty"`
+	ClientID  string `json:"client_id,omitempty"`
+	Username  string `json:"username,omitempty"`
+	TokenType string `json:"token_type,omitempty"`
+	Exp       int64  `json:"exp,omitempty"`
+	Iat       int64  `json:"iat,omitempty"`
+	Sub       string `json:"sub,omitempty"`
+	Aud       string `json:"aud,omitempty"`
+	Iss       string `json:"iss,omitempty"`
+	JTI       string `json:"jti,omitempty"`
+}
+
+// Introspect serves POST /v1/oauth/introspect (RFC 7662). The caller is a
+// confidential client, authenticated like at the token endpoint
+// (client_secret_basic or client_secret_post), or a system API key sent as
+// Authorization: Bearer (RFC 7662 §2.1 leaves the means to the server).
+// Public clients have no credentials to protect the endpoint with and are
+// refused (RFC 7662 §4: the endpoint must not become a token scanner).
+//
+// A client learns only about its own tokens: a token issued to another
+// client is answered {"active": false} like an unknown one (RFC 7662 §2.2
+// lets the server decline to reveal it). A system key sees every token.
+func (h *Handler) Introspect(w http.ResponseWriter, r *http.Request) {
+	s := h.S
+	form, oe := parseForm(r)
+	if oe != nil {
+		writeOAuthError(w, oe)
+		return
+	}
+	clientID, oe := s.introspectionCaller(r, form)
+	if oe != nil {
+		writeOAuthError(w, logged(r, oe))
+		return
+	}
+	tok := form.Get("token")
+	if tok == "" {
+		writeOAuthError(w, oerr(ErrInvalidRequest, "token is required"))
+		return
+	}
+	// token_type_hint is only a hint (RFC 7662 §2.1): the prefix tells the
+	// kind, and an unknown hint is ignored rather than refused.
+	res, err := s.introspect(r.Context(), tok, clientID)
+	if err != nil {
+		writeOAuthError(w, asOAuth(r, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// introspectionCaller authenticates the caller of the introspection
+// endpoint. It returns the id of the calling client, or "" for a system key
+// (which may introspect any token).
+func (s *Service) introspectionCaller(r *http.Request, form url.Values) (string, *Error) {
+	hdr := r.Header.Get("Authorization")
+	if scheme, _, _ := strings.Cut(strings.TrimSpace(hdr), " "); strings.EqualFold(scheme, "Bearer") {
+		tok, ok := authn.ParseBearer(hdr)
+		if !ok || s.Resolver == nil {
+			return "", oerr(ErrInvalidClient, "malformed bearer token")
+		}
+		p, err := s.Resolver.Resolve(r.Context(), tok)
+		if err != nil {
+			if apperr.Is(err, apperr.Unauthorized) {
+				return "", oerr(ErrInvalidClient, "the bearer token is not a valid system API key")
+			}
+			return "", asOAuthErr(err)
+		}
+		if !p.SystemKey {
+			return "", oerr(ErrInvalidClient, "only confidential clients and system API keys may introspect tokens")
+		}
+		return "", nil
+	}
+	c, _, oe := s.authenticateClient(r.Context(), r, form)
+	if oe != nil {
+		return "", oe
+	}
+	if c.ClientType != Confidential {
+		e := oerr(ErrInvalidClient, "public clients may not introspect tokens: authenticate as a confidential client")
+		_, _, e.basic = r.BasicAuth()
+		return "", e
+	}
+	return c.ID, nil
+}
+
+// introspectSQL reads a token with what decides whether it is active: its
+// own state, its client's, and its user's (the same rules as ResolveAccessToken).
+const introspectSQL = `SELECT t.id, t.kind, t.client_id, t.user_id, t.scopes, t.created_at, t.expires_at, t.revoked_at, t.rotated_at,
+	c.is_active, u.username, u.deleted_at IS NOT NULL, ` + db.UserBannedSQL + `
+	FROM oauth_tokens t JOIN oauth_clients c ON c.id = t.client_id JOIN users u ON u.id = t.user_id
+	WHERE t.token_hash = $1`
+
+// introspect answers for tok as seen by clientID ("" for a system key). The
+// token is found by its SHA-256 hash, as everywhere: the stored hash never
+// meets the presented token in a comparison that could leak by timing.
+func (s *Service) introspect(ctx context.Context, tok, clientID string) (Introspection, error) {
+	inactive := Introspection{}
+	kind := ""
+	switch {
+	case token.HasShape(tok, token.PrefixAccessToken):
+		kind = "access"
+	case token.HasShape(tok, token.PrefixRefreshToken):
+		kind = "refresh"
+	default:
+		return inactive, nil // not a token hmid issues: no lookup needed
+	}
+	now := s.Clock.Now()
+	var (
+		id, rowKind, client, user, username string
+		scopes                              db.Strings
+		created, expires                    int64
+		revoked, rotated                    db.NullTime
+		clientActive, deleted, banned       bool
+	)
+	err := s.DB.QueryRowContext(ctx, introspectSQL, token.Hash(tok), db.TS(now)).
+		Scan(&id, &rowKind, &client, &user, &scopes, &created, &expires, &revoked, &rotated, &clientActive, &username, &deleted, &banned)
+	if errors.Is(err, sql.ErrNoRows) {
+		return inactive, nil
+	}
+	if err != nil {
+		return inactive, err
+	}
+	if rowKind != kind || (clientID != "" && client != clientID) || revoked.Valid || rotated.Valid ||
+		!now.Before(db.FromTS(expires)) || !clientActive || deleted || banned {
+		return inactive, nil
+	}
+	out := Introspection{
+		Active: true, Scope: strings.Join(scopes, " "), ClientID: client, Username: username,
+		TokenType: "Bearer", Exp: db.FromTS(expires).Unix(), Iat: db.FromTS(created).Unix(),
+		Sub: user, Aud: client, Iss: s.Issuer, JTI: id,
+	}
+	if kind == "refresh" {
+		out.TokenType = "refresh_token"
+	}
+	return out, nil
+}
