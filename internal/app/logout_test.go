@@ -129,7 +129,7 @@ func lgClaims(t *testing.T, e *apptest.Env, raw string) map[string]any {
 	if _, err := ks.VerifySignature(context.Background(), raw); err != nil {
 		t.Fatalf("signature: %v", err)
 	}
-	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.RS256})
+	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.RS256, jose.ES256})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func lgClaims(t *testing.T, e *apptest.Env, raw string) map[string]any {
 // for client c naming the session of idToken.
 func checkLogoutToken(t *testing.T, e *apptest.Env, raw string, c lgClient, idToken string) {
 	t.Helper()
-	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.RS256})
+	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.RS256, jose.ES256})
 	if err != nil {
 		t.Fatal(err)
 	}
