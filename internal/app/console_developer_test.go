@@ -64,6 +64,9 @@ func TestConsoleDeveloperClients(t *testing.T) {
 			{"allowed_scopes", "bogus", `id="allowed_scopes-error"`},
 			{"name", " ", `id="name-error"`},
 			{"homepage_url", "ftp://x", `id="homepage_url-error"`},
+			{"post_logout_redirect_uris", "https://app.example/bye#frag", `id="postlogout-error"`},
+			// Logout tokens need an asymmetric algorithm (HS256 here).
+			{"backchannel_logout_uri", "https://app.example/bcl", `id="backchannel-error"`},
 		} {
 			p := developerPost(t, b, "/account/developer/clients/new", "/account/developer/clients", clientForm("Bad App", c.field, c.value))
 			if p.status != http.StatusBadRequest || !strings.Contains(p.body, c.want) || !strings.Contains(p.body, "Nothing was saved") ||
@@ -119,15 +122,18 @@ func TestConsoleDeveloperClients(t *testing.T) {
 			t.Errorf("list: %s", l.body)
 		}
 
-		// Edit: names, URLs, redirect URIs, scopes.
-		edit := clientForm("Renamed App", "redirect_uris", cb, "homepage_url", "https://app.example/", "is_active", "yes")
+		// Edit: names, URLs, redirect URIs, scopes, logout.
+		edit := clientForm("Renamed App", "redirect_uris", cb, "homepage_url", "https://app.example/", "is_active", "yes",
+			"post_logout_redirect_uris", "https://app.example/bye\n", "backchannel_logout_uri", "https://app.example/bcl",
+			"id_token_signed_response_alg", "ES256")
 		edit["allowed_scopes"] = []string{"openid", "email", "offline_access"}
 		if q := developerPost(t, b, "/account/developer/clients/"+clientID, "/account/developer/clients/"+clientID, edit); q.status != http.StatusSeeOther || q.location != "/account/developer/clients/"+clientID {
 			t.Fatalf("edit: %d %q %s", q.status, q.location, q.body)
 		}
 		got = e.Call(t, "GET", "/v1/oauth/clients/"+clientID, dev.Token, nil, http.StatusOK).JSON()["data"].(map[string]any)
 		if got["name"] != "Renamed App" || got["homepage_url"] != "https://app.example/" || len(got["redirect_uris"].([]any)) != 1 ||
-			!containsAny(got["allowed_scopes"].([]any), "offline_access") || containsAny(got["allowed_scopes"].([]any), "profile") {
+			!containsAny(got["allowed_scopes"].([]any), "offline_access") || containsAny(got["allowed_scopes"].([]any), "profile") ||
+			got["backchannel_logout_uri"] != "https://app.example/bcl" || !containsAny(got["post_logout_redirect_uris"].([]any), "https://app.example/bye") {
 			t.Fatalf("edited client: %v", got)
 		}
 		if after := b.get("/account/developer/clients/" + clientID); !strings.Contains(after.body, "The client was saved.") {

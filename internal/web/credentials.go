@@ -154,9 +154,10 @@ type clientPage struct {
 	// Form holds the values of the form: the client's, or those sent when
 	// the form comes back with an error.
 	Form *oauth.Client
-	// RedirectURIs is the text of the redirect URI field, one per line.
-	RedirectURIs string
-	Scopes       []scopeChoice
+	// RedirectURIs and PostLogoutURIs are the texts of the URI fields, one
+	// per line.
+	RedirectURIs, PostLogoutURIs string
+	Scopes                       []scopeChoice
 	// FirstParty shows the first-party field; FirstPartyLocked says the
 	// reader may not set it (the admin console shows it to every reader).
 	FirstParty       bool
@@ -246,6 +247,7 @@ func (cp *credentialPages) renderClient(w http.ResponseWriter, r *http.Request, 
 	v.FirstParty, v.FirstPartyLocked = may || cp.site.Admin, !may
 	v.Scopes = cp.clientScopes(r, v.Form.AllowedScopes)
 	v.RedirectURIs = strings.Join(v.Form.RedirectURIs, "\n")
+	v.PostLogoutURIs = strings.Join(v.Form.PostLogoutRedirectURIs, "\n")
 	title := cp.site.clientTitle
 	if v.New {
 		title = cp.site.newClientTitle
@@ -304,6 +306,8 @@ func clientInput(r *http.Request, creating bool) oauth.ClientInput {
 		RedirectURIs:             httpx.Opt[[]string]{Set: true, Value: redirectLines(r.PostFormValue("redirect_uris"))},
 		AllowedScopes:            httpx.Opt[[]string]{Set: true, Value: scopes},
 		IDTokenSignedResponseAlg: str("id_token_signed_response_alg"),
+		PostLogoutRedirectURIs:   httpx.Opt[[]string]{Set: true, Value: redirectLines(r.PostFormValue("post_logout_redirect_uris"))},
+		BackchannelLogoutURI:     str("backchannel_logout_uri"),
 	}
 	if creating {
 		in.ClientType = str("client_type")
@@ -329,6 +333,7 @@ func entered(c oauth.Client, in oauth.ClientInput) *oauth.Client {
 	c.LogoURL, c.HomepageURL, c.PrivacyPolicyURL, c.TermsOfServiceURL = ptr(in.LogoURL), ptr(in.HomepageURL), ptr(in.PrivacyPolicyURL), ptr(in.TermsOfServiceURL)
 	c.RedirectURIs, c.AllowedScopes = in.RedirectURIs.Value, in.AllowedScopes.Value
 	c.IDTokenSignedResponseAlg = in.IDTokenSignedResponseAlg.Value
+	c.PostLogoutRedirectURIs, c.BackchannelLogoutURI = in.PostLogoutRedirectURIs.Value, ptr(in.BackchannelLogoutURI)
 	if in.ClientType.Set {
 		c.ClientType = in.ClientType.Value
 	}
