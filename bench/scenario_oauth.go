@@ -87,6 +87,29 @@ func init() {
 				return e.call(ctx, http.MethodPost, "/v1/oauth/revoke", "", form, http.StatusOK, nil)
 			}, nil
 		}},
+		Scenario{Name: "oauth-introspect", About: "POST /v1/oauth/introspect of a live access token by its confidential client (RFC 7662)", Setup: func(ctx context.Context, e *Env) (func(context.Context, int) error, error) {
+			o, err := e.oauthSetup(ctx)
+			if err != nil {
+				return nil, err
+			}
+			t, err := o.codeFlow(ctx, e)
+			if err != nil {
+				return nil, err
+			}
+			form := url.Values{"token": {t.AccessToken}, "client_id": {o.clientID}, "client_secret": {o.secret}}
+			return func(ctx context.Context, _ int) error {
+				var out struct {
+					Active bool `json:"active"`
+				}
+				if err := e.call(ctx, http.MethodPost, "/v1/oauth/introspect", "", form, http.StatusOK, &out); err != nil {
+					return err
+				}
+				if !out.Active {
+					return errors.New("introspection: the live access token is not active")
+				}
+				return nil
+			}, nil
+		}},
 	)
 }
 
