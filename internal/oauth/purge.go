@@ -134,6 +134,13 @@ func (s *Service) pause(ctx context.Context) error {
 // RunPurge runs Purge every interval until ctx ends, on one instance at a
 // time (DB.TryLock: a PostgreSQL advisory lock), logging failures through logf.
 func (s *Service) RunPurge(ctx context.Context, interval time.Duration, logf func(err error)) {
+	s.every(ctx, interval, "oauth-purge", logf, s.Purge)
+}
+
+// every runs job every interval until ctx ends, on one instance at a time
+// (DB.TryLock under lock: a PostgreSQL advisory lock), logging failures
+// through logf.
+func (s *Service) every(ctx context.Context, interval time.Duration, lock string, logf func(error), job func(context.Context) error) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -142,7 +149,7 @@ func (s *Service) RunPurge(ctx context.Context, interval time.Duration, logf fun
 			return
 		case <-t.C:
 		}
-		release, ok, err := s.DB.TryLock(ctx, "oauth-purge")
+		release, ok, err := s.DB.TryLock(ctx, lock)
 		if err != nil {
 			logf(err)
 			continue
@@ -150,7 +157,7 @@ func (s *Service) RunPurge(ctx context.Context, interval time.Duration, logf fun
 		if !ok {
 			continue
 		}
-		if err := s.Purge(ctx); err != nil && ctx.Err() == nil {
+		if err := job(ctx); err != nil && ctx.Err() == nil {
 			logf(err)
 		}
 		release()

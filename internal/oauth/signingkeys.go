@@ -442,25 +442,5 @@ func (s *Service) MaintainKeys(ctx context.Context, maxAge time.Duration) error 
 // RunKeyMaintenance runs MaintainKeys every interval until ctx ends, on one
 // instance at a time (DB.TryLock), logging failures through logf.
 func (s *Service) RunKeyMaintenance(ctx context.Context, interval, maxAge time.Duration, logf func(error)) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		release, ok, err := s.DB.TryLock(ctx, "oauth-signing-keys")
-		if err != nil {
-			logf(err)
-			continue
-		}
-		if !ok {
-			continue
-		}
-		if err := s.MaintainKeys(ctx, maxAge); err != nil && ctx.Err() == nil {
-			logf(err)
-		}
-		release()
-	}
+	s.every(ctx, interval, "oauth-signing-keys", logf, func(ctx context.Context) error { return s.MaintainKeys(ctx, maxAge) })
 }
