@@ -204,10 +204,10 @@ func (e *Env) seedAdminAudit(ctx context.Context) error {
 		}
 		day := `created_at - (created_at % 86400000000)`
 		if err := seed(ctx, d, []string{
-			`INSERT INTO audit_event_counts (day, event_type, status, source_service, is_reported, n)
-			SELECT ` + day + `, event_type, status, source_service, is_reported, COUNT(*) FROM audit_events WHERE id LIKE 'bench-ev-%'
-			GROUP BY ` + day + `, event_type, status, source_service, is_reported
-			ON CONFLICT (day, event_type, status, source_service, is_reported) DO UPDATE SET n = audit_event_counts.n + excluded.n`,
+			`INSERT INTO audit_event_counts (day, event_type, status, source_service, is_reported, resource_type, n)
+			SELECT ` + day + `, event_type, status, source_service, is_reported, COALESCE(resource_type, ''), COUNT(*) FROM audit_events WHERE id LIKE 'bench-ev-%'
+			GROUP BY ` + day + `, event_type, status, source_service, is_reported, COALESCE(resource_type, '')
+			ON CONFLICT (day, event_type, status, source_service, is_reported, resource_type) DO UPDATE SET n = audit_event_counts.n + excluded.n`,
 			`INSERT INTO audit_event_day_counts (day, status, is_reported, n)
 			SELECT ` + day + `, status, is_reported, COUNT(*) FROM audit_events WHERE id LIKE 'bench-ev-%'
 			GROUP BY ` + day + `, status, is_reported

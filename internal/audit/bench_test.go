@@ -93,9 +93,9 @@ func seedAuditLog(b *testing.B, url string) *db.DB {
 		}
 		// The writer keeps the daily counts as it records; rows inserted
 		// directly get theirs the way the migration fills them.
-		_, err := tx.ExecContext(ctx, `INSERT INTO audit_event_counts (day, event_type, status, source_service, is_reported, n)
-			SELECT created_at - (created_at % 86400000000), event_type, status, source_service, is_reported, COUNT(*)
-			FROM audit_events GROUP BY created_at - (created_at % 86400000000), event_type, status, source_service, is_reported`)
+		_, err := tx.ExecContext(ctx, `INSERT INTO audit_event_counts (day, event_type, status, source_service, is_reported, resource_type, n)
+			SELECT created_at - (created_at % 86400000000), event_type, status, source_service, is_reported, COALESCE(resource_type, ''), COUNT(*)
+			FROM audit_events GROUP BY created_at - (created_at % 86400000000), event_type, status, source_service, is_reported, COALESCE(resource_type, '')`)
 		if err != nil {
 			return err
 		}

@@ -36,7 +36,7 @@ func TestCountMatchesTheLog(t *testing.T) {
 		for i := range 300 {
 			clk.Set(start.Add(time.Duration(rng.Int64N(int64(10 * 24 * time.Hour)))))
 			id, err := w.Record(ctx, d, Event{UserID: fmt.Sprint("u", i%3), EventType: EventTypes[rng.IntN(4)],
-				Failed: rng.IntN(3) == 0, SourceService: SourceServices[rng.IntN(2)]})
+				Failed: rng.IntN(3) == 0, SourceService: SourceServices[rng.IntN(2)], ResourceType: []string{"", "session", "user"}[rng.IntN(3)]})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,6 +59,8 @@ func TestCountMatchesTheLog(t *testing.T) {
 			{UserID: "u1", Start: tp(start.Add(30 * time.Hour))},
 			{SourceService: "api", Status: StatusFailure, Start: tp(start.Add(30 * time.Hour)), End: tp(start.Add(100 * time.Hour))},
 			{SourceService: "id", IsReported: &yes}, {Status: StatusSuccess, IsReported: &yes, End: tp(start.Add(99 * time.Hour))},
+			{ResourceType: "session"}, {ResourceType: "user", Status: StatusFailure, IsReported: &yes},
+			{ResourceType: "session", SourceService: "api", Start: tp(start.Add(30 * time.Hour)), End: tp(start.Add(150 * time.Hour))},
 		}
 		for i := range 40 {
 			a := start.Add(time.Duration(rng.Int64N(int64(11 * 24 * time.Hour))))

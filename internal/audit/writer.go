@@ -152,7 +152,7 @@ func (w *Writer) Record(ctx context.Context, q db.Querier, e Event) (string, err
 	if err != nil {
 		return "", err
 	}
-	if err := countDelta(ctx, q, db.TS(now), e.EventType, status, source, false, 1); err != nil {
+	if err := countDelta(ctx, q, db.TS(now), e.EventType, status, source, e.ResourceType, false, 1); err != nil {
 		return "", err
 	}
 	if w.Notify != nil && e.UserID != "" {
