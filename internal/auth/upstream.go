@@ -112,20 +112,7 @@ func (s *Service) Connect(ctx context.Context, p *authn.Principal, c users.Claim
 // EnabledPlatforms returns the slugs of the enabled platforms: the login
 // page offers a provider only when it is configured and its platform is on.
 func (s *Service) EnabledPlatforms(ctx context.Context) (map[string]bool, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT slug FROM platforms WHERE enabled`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]bool{}
-	for rows.Next() {
-		var slug string
-		if err := rows.Scan(&slug); err != nil {
-			return nil, err
-		}
-		out[slug] = true
-	}
-	return out, rows.Err()
+	return s.slugs(ctx, `SELECT slug FROM platforms WHERE enabled`)
 }
 
 // ProviderFailed audits a provider sign-in that failed before anyone was
@@ -138,19 +125,16 @@ func (s *Service) ProviderFailed(ctx context.Context, provider, reason string, m
 
 // LinkedPlatforms returns the slugs of the platforms userID has an account on.
 func (s *Service) LinkedPlatforms(ctx context.Context, userID string) (map[string]bool, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT DISTINCT p.slug FROM platform_accounts a
+	return s.slugs(ctx, `SELECT DISTINCT p.slug FROM platform_accounts a
 		JOIN platforms p ON p.id = a.platform_id WHERE a.user_id = $1`, userID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]bool{}
-	for rows.Next() {
-		var slug string
-		if err := rows.Scan(&slug); err != nil {
-			return nil, err
-		}
+}
+
+// slugs returns the platform slugs a query selects, as a set.
+func (s *Service) slugs(ctx context.Context, query string, args ...any) (map[string]bool, error) {
+	list, err := db.All(ctx, s.DB, func(r db.Scanner) (slug string, err error) { return slug, r.Scan(&slug) }, query, args...)
+	out := make(map[string]bool, len(list))
+	for _, slug := range list {
 		out[slug] = true
 	}
-	return out, rows.Err()
+	return out, err
 }

@@ -239,16 +239,7 @@ func (s *Service) Disable(ctx context.Context, p *authn.Principal, userID, code 
 		if err := spend(ctx, tx, uid, pr, now); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM two_factor WHERE user_id = $1 AND status = $2`, uid, stateEnabled)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return apperr.Invalid("two-factor authentication is not enabled")
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM two_factor_backup_codes WHERE user_id = $1`, uid); err != nil {
+		if err := removeEnabled(ctx, tx, uid); err != nil {
 			return err
 		}
 		return s.record(ctx, tx, at, event{audit.TwoFADisabled, "Two-factor authentication disabled", map[string]any{"platform": st.PlatformSlug, "method": pr.method}})
@@ -450,4 +441,22 @@ func (s *Service) VerifyLogin(ctx context.Context, userID, code, ip, userAgent s
 		return s.record(ctx, tx, at, event{audit.TwoFAVerified, "Two-factor code verified at login", map[string]any{"operation": opLogin, "method": pr.method}})
 	})
 	return s.settle(ctx, at, pr.method, err)
+}
+
+// removeEnabled deletes uid's enabled two-factor setup and backup codes in
+// tx. It is conditional on the setup still being on, so of two racing
+// removals (a disable and an admin reset, say) only one succeeds; the other
+// gets a validation error.
+func removeEnabled(ctx context.Context, tx *db.Tx, uid string) error {
+	res, err := tx.ExecContext(ctx, `DELETE FROM two_factor WHERE user_id = $1 AND status = $2`, uid, stateEnabled)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return apperr.Invalid("two-factor authentication is not enabled")
+	}
+	_, err = tx.ExecContext(ctx, `DELETE FROM two_factor_backup_codes WHERE user_id = $1`, uid)
+	return err
 }

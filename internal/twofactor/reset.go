@@ -56,18 +56,7 @@ func (s *Service) Reset(ctx context.Context, p *authn.Principal, userID, reason 
 	at := &attempt{userID: uid, actorID: actorOf(p, uid), client: c, operation: methodAdminReset}
 	now := s.Clock.Now()
 	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
-		// Conditional on the row still being on: of two racing resets (or a
-		// reset and the user's own disable) only one removes it.
-		res, err := tx.ExecContext(ctx, `DELETE FROM two_factor WHERE user_id = $1 AND status = $2`, uid, stateEnabled)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return apperr.Invalid("two-factor authentication is not enabled")
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM two_factor_backup_codes WHERE user_id = $1`, uid); err != nil {
+		if err := removeEnabled(ctx, tx, uid); err != nil {
 			return err
 		}
 		return s.record(ctx, tx, at, event{audit.TwoFADisabled, "Two-factor authentication reset by an administrator",
