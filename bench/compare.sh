@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# compare.sh measures hot paths of the work tree against an earlier commit,
+# each as a separate server process, in interleaved rounds (base, head, base,
+# head, …) so that a machine getting busier or cooler shifts both sides alike.
+# It prints every round and then, per scenario, the median requests/s and
+# p99 of each side and their ratio (head / base).
+#
+#   bench/compare.sh 9e32cc8                           # SQLite
+#   ENGINE=postgres bench/compare.sh 9e32cc8           # PostgreSQL + Redis
+#   SCENARIOS=oauth-refresh ROUNDS=5 DUR=15s bench/compare.sh v1.2.0
+#
+# Environment: SCENARIOS (comma-separated; default the OAuth hot paths),
+# ROUNDS (3), DUR (10s per scenario and round), CONC (32 clients), ENGINE
+# (sqlite or postgres), PG_URL (a PostgreSQL server; two databases
+# hmid_cmp_base and hmid_cmp_head are created on it anew), REDIS_URL (Redis;
+# dbs 13 and 14 are emptied and used).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+base_rev=${1:?usage: bench/compare.sh BASE_COMMIT}
+scenarios=${SCENARIOS:-oauth-refresh,oauth-userinfo,oauth-code-flow}
+rounds=${ROUNDS:-3}
+dur=${DUR:-10s}
+conc=${CONC:-32}
+engine=${ENGINE:-sqlite}
+pg_url=${PG_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
+redis_url=${REDIS_URL:-redis://127.0.0.1:6379}
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  git worktree remove --force "$work/src" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "building $base_rev and the work tree"
+git worktree add -q --detach "$work/src" "$base_rev"
+(cd "$work/src" && go build -o "$work/hmid-base" ./cmd/hmid)
+go build -o "$work/hmid-head" ./cmd/hmid
+go build -o "$work/bench" ./bench
+
+key=hm_compareSystemKey0123456789abcdefghijklmnopqr
+secret=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=
+
+# start SIDE PORT REDIS_DB starts one server and waits until it answers.
+start() {
+  local side=$1 port=$2 rdb=$3 db redis=""
+  if [ "$engine" = postgres ]; then
+    local admin=$pg_url name="hmid_cmp_$side"
+    psql "$admin" -qc "DROP DATABASE IF EXISTS $name" -qc "CREATE DATABASE $name" >/dev/null
+    db=$(printf '%s' "$pg_url" | sed -E "s|^([a-z]+://[^/]*/)[^?]*|\1$name|")
+    redis="$redis_url/$rdb"
+    redis-cli -u "$redis" FLUSHDB >/dev/null
+  else
+    mkdir -p "$work/$side"
+    db="sqlite:$work/$side/hmid.db"
+  fi
+  HMID_ADDR=127.0.0.1:$port HMID_PUBLIC_URL=http://127.0.0.1:$port HMID_DATABASE_URL=$db \
+    HMID_REDIS_URL=$redis HMID_SECRET_KEY=$secret HMID_SYSTEM_API_KEY=$key \
+    HMID_TRUSTED_PROXIES=127.0.0.1/32 HMID_ACCESS_LOG=off HMID_LOG_LEVEL=error \
+    "$work/hmid-$side" >"$work/$side.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 100); do
+    curl -fs "http://127.0.0.1:$port/health" >/dev/null 2>&1 && return 0
+    sleep 0.2
+  done
+  echo "the $side server did not start:" >&2
+  cat "$work/$side.log" >&2
+  exit 1
+}
+
+start base 18081 13
+start head 18082 14
+
+results=$work/results
+: >"$results"
+for r in $(seq 1 "$rounds"); do
+  for side in base head; do
+    port=18081
+    [ "$side" = head ] && port=18082
+    "$work/bench" -target "http://127.0.0.1:$port" -key "$key" -scenario "$scenarios" \
+      -c "$conc" -d "$dur" | tee /dev/stderr |
+      awk -v side="$side" -v round="$r" '/req\/s/ { sub(/ms$/, "", $7); print side, round, $1, $2, $7 }' >>"$results"
+  done
+done 2> >(sed 's/^/  /' >&2)
+
+echo
+echo "engine $engine, $rounds rounds of $dur, $conc clients; medians (head/base)"
+printf '%-20s %12s %12s %8s %12s %12s\n' scenario base_rps head_rps ratio base_p99ms head_p99ms
+for s in ${scenarios//,/ }; do
+  med() { grep "^$1 [0-9]* $s " "$results" | awk -v f="$2" '{print $f}' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+  b=$(med base 4) h=$(med head 4) bp=$(med base 5) hp=$(med head 5)
+  printf '%-20s %12.1f %12.1f %7.2fx %12.3f %12.3f\n' "$s" "$b" "$h" "$(awk -v h="$h" -v b="$b" 'BEGIN { print h / b }')" "$bp" "$hp"
+done
