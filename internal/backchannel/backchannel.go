@@ -33,6 +33,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"hmid/internal/apperr"
@@ -86,8 +87,14 @@ type Worker struct {
 	// Interval is the pause between passes (New: DefaultInterval).
 	Interval time.Duration
 
-	kick chan struct{}
+	kick    chan struct{}
+	refused atomic.Int64
 }
+
+// Refused returns how many logout tokens this worker dropped because the
+// client's URI led to an address the outbound rule refuses (an attempt at
+// server-side request forgery, or an RP the operator must allow).
+func (w *Worker) Refused() int64 { return w.refused.Load() }
 
 // New returns a Worker that sends with client (outbound.Policy.Client)
 // every DefaultInterval.
@@ -322,8 +329,18 @@ func (w *Worker) deliver(ctx context.Context, j job) (ok bool, err error) {
 			return err == nil, err
 		}
 	}
-	var refused *outbound.RefusedError
-	if errors.As(err, &refused) || j.attempts >= MaxAttempts || now.Sub(j.created) >= GiveUpAfter {
+	if refused := (*outbound.RefusedError)(nil); errors.As(err, &refused) {
+		// The URI leads to an internal address the operator did not allow:
+		// no retry would change that (DESIGN, Outbound calls).
+		w.Log.Error("backchannel logout: delivery refused, the client's URI leads to an internal address", "client_id", j.client,
+			"logout_id", j.id, "err", err.Error())
+		_, derr := w.DB.ExecContext(ctx, `DELETE FROM oauth_backchannel_outbox WHERE id = $1`, j.id)
+		if derr == nil {
+			w.refused.Add(1)
+		}
+		return false, derr
+	}
+	if j.attempts >= MaxAttempts || now.Sub(j.created) >= GiveUpAfter {
 		w.Log.Error("backchannel logout: delivery given up", "client_id", j.client, "logout_id", j.id,
 			"attempts", j.attempts, "err", err.Error())
 		_, derr := w.DB.ExecContext(ctx, `DELETE FROM oauth_backchannel_outbox WHERE id = $1`, j.id)
