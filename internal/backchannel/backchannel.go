@@ -331,7 +331,8 @@ func (w *Worker) deliver(ctx context.Context, j job) (ok bool, err error) {
 	}
 	if refused := (*outbound.RefusedError)(nil); errors.As(err, &refused) {
 		// The URI leads to an internal address the operator did not allow:
-		// no retry would change that (DESIGN, Outbound calls).
+		// no retry would change that (docs/decisions.md, Outbound calls to URLs
+		// users supply).
 		w.Log.Error("backchannel logout: delivery refused, the client's URI leads to an internal address", "client_id", j.client,
 			"logout_id", j.id, "err", err.Error())
 		_, derr := w.DB.ExecContext(ctx, `DELETE FROM oauth_backchannel_outbox WHERE id = $1`, j.id)
