@@ -328,7 +328,7 @@ func TestRPInitiatedLogout(t *testing.T) {
 			for name, body := range map[string]map[string]any{
 				"relative post-logout uri": {"redirect_uris": []string{cb}, "post_logout_redirect_uris": []string{"/x"}},
 				"post-logout fragment":     {"redirect_uris": []string{cb}, "post_logout_redirect_uris": []string{"https://app.example/x#f"}},
-				"bcl other origin":         {"redirect_uris": []string{cb}, "id_token_signed_response_alg": "RS256", "backchannel_logout_uri": "https://other.example/bcl"},
+				"bcl cloud metadata":       {"redirect_uris": []string{cb}, "id_token_signed_response_alg": "RS256", "backchannel_logout_uri": "http://169.254.169.254/latest/meta-data"},
 				"bcl with HS256":           {"redirect_uris": []string{cb}, "backchannel_logout_uri": "https://app.example/bcl"},
 				"bcl not http":             {"redirect_uris": []string{cb}, "id_token_signed_response_alg": "RS256", "backchannel_logout_uri": "ftp://app.example/bcl"},
 			} {
@@ -413,7 +413,7 @@ func TestBackchannelLogout(t *testing.T) {
 				t.Fatalf("want one failed and one retried delivery of the same jti, got %d", len(got))
 			}
 		})
-	})
+	}, apptest.AllowLoopbackOutbound)
 }
 
 // TestBackchannelLogoutSurvivesRestart: a logout token whose delivery failed
@@ -421,7 +421,7 @@ func TestBackchannelLogout(t *testing.T) {
 func TestBackchannelLogoutSurvivesRestart(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
 		prefix := dbtest.Key()
-		a := apptest.NewOnURL(t, eng, prefix)
+		a := apptest.NewOnURL(t, eng, prefix, apptest.AllowLoopbackOutbound)
 		admin := a.NewUser(t, apptest.UserSpec{SuperAdmin: true})
 		rp := newFakeRP(t)
 		rp.fail = []int{http.StatusServiceUnavailable}
@@ -439,7 +439,7 @@ func TestBackchannelLogoutSurvivesRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		var left int
-		b := apptest.NewOnURL(t, eng, prefix)
+		b := apptest.NewOnURL(t, eng, prefix, apptest.AllowLoopbackOutbound)
 		if err := b.Server.DB.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM oauth_backchannel_outbox`).Scan(&left); err != nil || left != 1 {
 			t.Fatalf("outbox rows after restart: %d %v", left, err)
 		}
@@ -453,7 +453,7 @@ func TestBackchannelLogoutSurvivesRestart(t *testing.T) {
 // TestBackchannelLogoutTwoInstances: two instances on one PostgreSQL deliver
 // each logout token once.
 func TestBackchannelLogoutTwoInstances(t *testing.T) {
-	a, b := apptest.NewPair(t, "")
+	a, b := apptest.NewPair(t, "", apptest.AllowLoopbackOutbound)
 	admin := a.NewUser(t, apptest.UserSpec{SuperAdmin: true})
 	rp := newFakeRP(t)
 	c := mkLogoutClient(t, a, admin.Token, rp)

@@ -140,5 +140,5 @@ func TestRelyingPartyLifecycle(t *testing.T) {
 		if m := introspected(tok.RefreshToken); m["active"] != false || len(m) != 1 {
 			t.Fatalf("introspection of the revoked refresh token: %v", m)
 		}
-	})
+	}, apptest.AllowLoopbackOutbound)
 }

@@ -2,10 +2,12 @@ package app
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"hmid/internal/backchannel"
 	"hmid/internal/oauth"
+	"hmid/internal/outbound"
 )
 
 // oauthArea holds the handlers of this area (built by buildOAuth).
@@ -15,11 +17,18 @@ type oauthArea struct {
 	// Backchannel delivers back-channel logout tokens; tests run its passes
 	// with RunOnce under the fake clock.
 	Backchannel *backchannel.Worker
+	// Outbound is the rule for requests to URLs a user or client supplied
+	// (HMID_OUTBOUND_ALLOW_CIDRS), and OutboundHTTP the one client that
+	// sends them (package outbound): back-channel logout tokens today.
+	Outbound     outbound.Policy
+	OutboundHTTP *http.Client
 }
 
 // buildOAuth constructs the OAuth provider and plugs it into the bearer
 // resolver (hm_at_ access tokens) and the consent page (authflow.Consents).
 func (s *Server) buildOAuth(ctx context.Context) error {
+	s.Outbound = outbound.Policy{Allow: s.Config.OutboundAllowCIDRs}
+	s.OutboundHTTP = s.Outbound.Client()
 	svc := &oauth.Service{
 		DB:       s.DB,
 		Clock:    s.Clock,
@@ -32,6 +41,7 @@ func (s *Server) buildOAuth(ctx context.Context) error {
 		PurgePause:           oauth.DefaultPurgePause,
 		DefaultIDTokenAlg:    s.Config.IDTokenAlg,
 		RefreshReuseInterval: s.Config.RefreshReuseInterval,
+		Outbound:             s.Outbound,
 	}
 	s.OAuth = svc
 	s.oauthHandler = &oauth.Handler{S: svc}
@@ -58,7 +68,7 @@ func (s *Server) buildOAuth(ctx context.Context) error {
 
 	// Back-channel logout (OpenID Connect Back-Channel Logout 1.0): the
 	// worker turns ended sessions into logout tokens and delivers them.
-	s.Backchannel = backchannel.New(s.DB, s.Clock, s.Log, svc)
+	s.Backchannel = backchannel.New(s.DB, s.Clock, s.Log, svc, s.OutboundHTTP)
 	s.onClose(s.Backchannel.Start())
 	return nil
 }

@@ -16,6 +16,11 @@
 // GiveUpAfter, when the row is dropped and the failure logged. Rows persist,
 // so a restart loses nothing: a row whose sender died becomes due again when
 // its lease runs out.
+//
+// The URIs are the clients' choice, so every POST goes through the outbound
+// client (package outbound): internal addresses are refused at dial time
+// unless HMID_OUTBOUND_ALLOW_CIDRS allows them, and such a refusal drops the
+// row at once, as no retry would change it.
 package backchannel
 
 import (
@@ -28,18 +33,17 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"hmid/internal/apperr"
 	"hmid/internal/clock"
 	"hmid/internal/db"
+	"hmid/internal/outbound"
 )
 
 // Delivery limits.
 const (
-	// Timeout bounds one POST to a client (Back-Channel Logout 1.0 §2.8
-	// leaves it to the OP; a few seconds keep a slow RP from holding a lease).
-	Timeout = 5 * time.Second
 	// Lease is how long a claimed row stays invisible to other senders.
 	Lease = 2 * time.Minute
 	// FirstRetry is the wait after the first failed attempt; each further
@@ -74,24 +78,29 @@ type Worker struct {
 	Clock  clock.Clock
 	Log    *slog.Logger
 	Signer Signer
-	// HTTP sends the logout tokens (New: Timeout, redirects not followed).
+	// HTTP sends the logout tokens: the outbound client (package outbound),
+	// whose short timeouts (Back-Channel Logout 1.0 §2.8 leaves them to the
+	// OP) keep a slow RP from holding a lease, and which follows no redirect
+	// (§2.8: the RP answers 200; following one would also carry the token to
+	// a host the client did not register).
 	HTTP *http.Client
 	// Interval is the pause between passes (New: DefaultInterval).
 	Interval time.Duration
 
-	kick chan struct{}
+	kick    chan struct{}
+	refused atomic.Int64
 }
 
-// New returns a Worker with the default HTTP client and interval.
-func New(d *db.DB, c clock.Clock, log *slog.Logger, s Signer) *Worker {
+// Refused returns how many logout tokens this worker dropped because the
+// client's URI led to an address the outbound rule refuses (an attempt at
+// server-side request forgery, or an RP the operator must allow).
+func (w *Worker) Refused() int64 { return w.refused.Load() }
+
+// New returns a Worker that sends with client (outbound.Policy.Client)
+// every DefaultInterval.
+func New(d *db.DB, c clock.Clock, log *slog.Logger, s Signer, client *http.Client) *Worker {
 	return &Worker{
-		DB: d, Clock: c, Log: log, Signer: s, Interval: DefaultInterval,
-		HTTP: &http.Client{
-			Timeout: Timeout,
-			// A redirect is not a success (§2.8: the RP answers 200); following
-			// it would also carry the token to a host the client did not register.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
+		DB: d, Clock: c, Log: log, Signer: s, Interval: DefaultInterval, HTTP: client,
 		kick: make(chan struct{}, 1),
 	}
 }
@@ -319,6 +328,18 @@ func (w *Worker) deliver(ctx context.Context, j job) (ok bool, err error) {
 			_, err = w.DB.ExecContext(ctx, `DELETE FROM oauth_backchannel_outbox WHERE id = $1`, j.id)
 			return err == nil, err
 		}
+	}
+	if refused := (*outbound.RefusedError)(nil); errors.As(err, &refused) {
+		// The URI leads to an internal address the operator did not allow:
+		// no retry would change that (docs/decisions.md, Outbound calls to URLs
+		// users supply).
+		w.Log.Error("backchannel logout: delivery refused, the client's URI leads to an internal address", "client_id", j.client,
+			"logout_id", j.id, "err", err.Error())
+		_, derr := w.DB.ExecContext(ctx, `DELETE FROM oauth_backchannel_outbox WHERE id = $1`, j.id)
+		if derr == nil {
+			w.refused.Add(1)
+		}
+		return false, derr
 	}
 	if j.attempts >= MaxAttempts || now.Sub(j.created) >= GiveUpAfter {
 		w.Log.Error("backchannel logout: delivery given up", "client_id", j.client, "logout_id", j.id,

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"hmid/internal/outbound"
 )
 
 // Config is the validated service configuration.
@@ -59,6 +61,11 @@ type Config struct {
 	// LoginEnv reads the HMID_LOGIN_* variables of the upstream sign-in
 	// providers (package upstream validates them); nil means none is set.
 	LoginEnv func(string) string
+
+	// OutboundAllowCIDRs is HMID_OUTBOUND_ALLOW_CIDRS: internal ranges that
+	// requests to user-supplied URLs (back-channel logout, webhooks,
+	// jwks_uri) may reach anyway; empty refuses them all (package outbound).
+	OutboundAllowCIDRs []netip.Prefix
 }
 
 // ProviderConfig holds the endpoints and credentials of an external OAuth provider.
@@ -175,6 +182,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			p = netip.PrefixFrom(a, a.BitLen())
 		}
 		c.TrustedProxies = append(c.TrustedProxies, p.Masked())
+	}
+	if c.OutboundAllowCIDRs, err = outbound.ParseAllowList(getenv(outbound.EnvAllowCIDRs)); err != nil {
+		return c, fmt.Errorf("%s must be comma-separated CIDRs such as 127.0.0.0/8,fd00::/8 (or empty): %w", outbound.EnvAllowCIDRs, err)
 	}
 	return c, c.Validate()
 }

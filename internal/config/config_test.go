@@ -117,3 +117,20 @@ func TestRefreshReuseInterval(t *testing.T) {
 		}
 	}
 }
+
+func TestOutboundAllowCIDRs(t *testing.T) {
+	c, err := FromEnv(env(nil))
+	if err != nil || len(c.OutboundAllowCIDRs) != 0 {
+		t.Fatalf("default: %v %v, want an empty list", c.OutboundAllowCIDRs, err)
+	}
+	c, err = FromEnv(env(map[string]string{"HMID_OUTBOUND_ALLOW_CIDRS": "127.0.0.0/8, fd00::/8"}))
+	if err != nil || len(c.OutboundAllowCIDRs) != 2 || c.OutboundAllowCIDRs[0].String() != "127.0.0.0/8" || c.OutboundAllowCIDRs[1].String() != "fd00::/8" {
+		t.Fatalf("parsed %v %v", c.OutboundAllowCIDRs, err)
+	}
+	for _, bad := range []string{"127.0.0.0/8,localhost", "10.0.0.0/40", "all"} {
+		_, err := FromEnv(env(map[string]string{"HMID_OUTBOUND_ALLOW_CIDRS": bad}))
+		if err == nil || !strings.Contains(err.Error(), "HMID_OUTBOUND_ALLOW_CIDRS must be comma-separated CIDRs") {
+			t.Errorf("%q: %v, want a clear error", bad, err)
+		}
+	}
+}

@@ -148,7 +148,7 @@ func TestRPInitiatedLogoutOP(t *testing.T) {
 			r.logoutErrorPage(r.logoutEnd(url.Values{"id_token_hint": {idt}, "post_logout_redirect_uri": {r.postLogout + "-not-registered"}, "state": {"s"}}))
 			r.logoutStillSignedIn()
 		})
-	})
+	}, apptest.AllowLoopbackOutbound)
 }
 
 // TestBackChannelLogoutOP replicates the plan
@@ -225,5 +225,5 @@ func TestBackChannelLogoutOP(t *testing.T) {
 			check(t, r, idt)
 			r.logoutPromptNone()
 		})
-	})
+	}, apptest.AllowLoopbackOutbound)
 }

@@ -17,6 +17,7 @@ import (
 	"hmid/internal/authn"
 	"hmid/internal/db"
 	"hmid/internal/httpx"
+	"hmid/internal/outbound"
 	"hmid/internal/token"
 )
 
@@ -174,6 +175,28 @@ func validHTTPURL(field string, v *string) error {
 	return nil
 }
 
+// checkBackchannelTarget refuses, with a helpful 400 at registration, a
+// backchannel_logout_uri whose host is a literal internal address or
+// localhost that HMID_OUTBOUND_ALLOW_CIDRS does not allow: hmid would never
+// deliver there. Names are not resolved here; the outbound client checks
+// the address it dials, which is what must hold (DNS can change).
+func (s *Service) checkBackchannelTarget(c Client) error {
+	if c.BackchannelLogoutURI == nil {
+		return nil
+	}
+	err := s.Outbound.CheckURL(*c.BackchannelLogoutURI)
+	var refused *outbound.RefusedError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &refused):
+		return apperr.OnField("backchannel_logout_uri", apperr.Invalid(
+			"backchannel_logout_uri names an internal address, %s (%s): hmid sends nothing there unless the operator allows its range in %s",
+			refused.Addr, refused.Range, outbound.EnvAllowCIDRs))
+	}
+	return apperr.OnField("backchannel_logout_uri", apperr.Invalid("backchannel_logout_uri: %s", err.Error()))
+}
+
 // applyInput validates the set fields of in and applies them to c.
 func applyInput(c *Client, in ClientInput, creating bool) error {
 	if in.Name.Set || creating {
@@ -298,6 +321,9 @@ func (s *Service) CreateClient(ctx context.Context, p *authn.Principal, in Clien
 	// Connect Core §10.1), tokens they can check against the JWKS.
 	c := Client{IsActive: true, IDTokenSignedResponseAlg: cmp.Or(s.DefaultIDTokenAlg, AlgHS256)}
 	if err := applyInput(&c, in, true); err != nil {
+		return Client{}, err
+	}
+	if err := s.checkBackchannelTarget(c); err != nil {
 		return Client{}, err
 	}
 	if in.IsFirstParty.Value {
@@ -436,6 +462,11 @@ func (s *Service) UpdateClient(ctx context.Context, p *authn.Principal, id strin
 	if err := applyInput(&c, in, false); err != nil {
 		return Client{}, err
 	}
+	if in.BackchannelLogoutURI.Set { // a stored URI stays usable whatever the allow list is now
+		if err := s.checkBackchannelTarget(c); err != nil {
+			return Client{}, err
+		}
+	}
 	if in.IsFirstParty.Set {
 		c.IsFirstParty = in.IsFirstParty.Value
 	}
@@ -469,12 +500,27 @@ func (s *Service) UpdateClient(ctx context.Context, p *authn.Principal, id strin
 	return s.loadClient(ctx, s.DB, c.ID)
 }
 
+// MayRegenerateSecret reports whether p, who may manage c, may also replace
+// its secret: for a first-party client only super admins and system keys
+// may, as its secret is the credential of an app that skips consent, and
+// first-party clients cannot otherwise be modified. The API, GraphQL and the
+// console all go through RegenerateSecret, which applies this rule; pages
+// use it to hide what would be refused.
+func MayRegenerateSecret(p *authn.Principal, c Client) bool {
+	return !c.IsFirstParty || MaySetFirstParty(p)
+}
+
 // RegenerateSecret gives a confidential client a new secret, returned once;
-// the old one stops working at once. Public clients have no secret (Invalid).
+// the old one stops working at once. Public clients have no secret (Invalid);
+// a first-party client's secret is for super admins and system keys only
+// (Forbidden, MayRegenerateSecret).
 func (s *Service) RegenerateSecret(ctx context.Context, p *authn.Principal, id string, m Meta) (string, error) {
 	c, err := s.manageableClient(ctx, p, id, "oauth_clients:update")
 	if err != nil {
 		return "", err
+	}
+	if !MayRegenerateSecret(p, c) {
+		return "", apperr.Forbiddenf("only super admins and system keys can regenerate the secret of a first-party client")
 	}
 	if c.ClientType != Confidential {
 		return "", apperr.Bad("public clients have no secret")

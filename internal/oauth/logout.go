@@ -44,8 +44,10 @@ func (s *Service) SessionSID(sessionID string) string {
 // applyLogoutInput validates and applies the logout registration fields:
 // post_logout_redirect_uris follow the rules of redirect URIs (RP-Initiated
 // Logout 1.0 §3.1); backchannel_logout_uri is an absolute http(s) URL
-// without fragment whose scheme, host and port are those of a registered
-// redirect URI (Back-Channel Logout 1.0 §2.2), for a client whose ID tokens
+// without fragment (Back-Channel Logout 1.0 §2.2, which, unlike Front-Channel
+// Logout, does not tie it to a redirect URI's host; where it may point is
+// the outbound rule's, checked in CreateClient and UpdateClient and again
+// when a token is sent), for a client whose ID tokens
 // are RS256 or ES256: logout tokens are signed like its ID tokens, and an HS256 key
 // is either the client's secret, which hmid keeps only hashed, or a key that
 // never leaves the server, so the client could not verify them.
@@ -90,16 +92,6 @@ func applyLogoutInput(c *Client, in ClientInput) error {
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.Fragment != "" ||
 		strings.Contains(raw, "#") || len(raw) > 2000 || strings.ContainsAny(raw, " \t\r\n\\") {
 		return apperr.OnField("backchannel_logout_uri", apperr.Invalid("backchannel_logout_uri must be an absolute http(s) URL without user information or fragment"))
-	}
-	sameOrigin := false
-	for _, r := range c.RedirectURIs {
-		if ru, err := url.Parse(r); err == nil && ru.Scheme == u.Scheme && strings.EqualFold(ru.Host, u.Host) {
-			sameOrigin = true
-			break
-		}
-	}
-	if !sameOrigin {
-		return apperr.OnField("backchannel_logout_uri", apperr.Invalid("backchannel_logout_uri must have the scheme, host and port of a registered redirect URI (Back-Channel Logout 1.0 §2.2)"))
 	}
 	if c.IDTokenSignedResponseAlg != AlgRS256 && c.IDTokenSignedResponseAlg != AlgES256 {
 		return apperr.OnField("backchannel_logout_uri", apperr.Invalid("back-channel logout needs id_token_signed_response_alg RS256 or ES256: logout tokens are signed like ID tokens, and the client must be able to verify them"))

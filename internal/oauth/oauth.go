@@ -29,6 +29,7 @@ import (
 	"hmid/internal/authn"
 	"hmid/internal/clock"
 	"hmid/internal/db"
+	"hmid/internal/outbound"
 	"hmid/internal/secretbox"
 )
 
@@ -65,6 +66,11 @@ type Service struct {
 	// rotation a refresh token presented again by its own client gets a new
 	// pair instead of revoking its family; 0 = strict reuse detection.
 	RefreshReuseInterval time.Duration
+
+	// Outbound decides which hosts a client's backchannel_logout_uri may
+	// name at registration (HMID_OUTBOUND_ALLOW_CIDRS); the zero value
+	// refuses literal internal addresses. Delivery checks again at dial time.
+	Outbound outbound.Policy
 
 	keyMu sync.Mutex              // serializes reading and creating signing keys
 	ring  atomic.Pointer[keyring] // the signing keys as last loaded; nil before first use

@@ -254,14 +254,15 @@ func (cp *credentialPages) renderClient(w http.ResponseWriter, r *http.Request, 
 	} else {
 		c, base := v.Client, cp.site.Clients+"/"+v.Client.ID
 		// First-party clients cannot be changed or deleted (the service
-		// refuses); a new secret is for confidential clients only.
+		// refuses); a new secret is for confidential clients only, and for a
+		// first-party one only super admins and system keys may make one.
 		if cp.site.Admin {
 			v.Owner = cp.owner(r, c.OwnerID)
 			if !c.IsFirstParty {
 				v.Panels = append(v.Panels, switchPanel(base, "admin.clients.", c.IsActive))
 			}
 		}
-		if c.ClientType == oauth.Confidential {
+		if c.ClientType == oauth.Confidential && oauth.MayRegenerateSecret(authn.From(r.Context()), c) {
 			v.Panels = append(v.Panels, actionPanel{Form: "regen", Action: base + "/secret", Title: "dev.secret.regen", Class: "secondary", Destructive: true})
 		}
 		if !c.IsFirstParty {
