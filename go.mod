@@ -26,6 +26,7 @@ require (
 	github.com/pquerna/otp v1.5.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/tdewolff/parse/v2 v2.8.20
 	github.com/valyala/fasthttp v1.70.0
 	github.com/wneessen/go-mail v0.8.1
 	golang.org/x/crypto v0.58.0

@@ -45,9 +45,10 @@ func eachWithFakes(t *testing.T, fn func(t *testing.T, e *apptest.Env, f *fakes)
 
 // browser is a cookie jar that stops at every redirect.
 type browser struct {
-	t *testing.T
-	e *apptest.Env
-	c *http.Client
+	t    *testing.T
+	e    *apptest.Env
+	c    *http.Client
+	lang string // the Accept-Language header, "" for none
 }
 
 func newBrowser(t *testing.T, e *apptest.Env) *browser {
@@ -82,6 +83,9 @@ func (b *browser) do(method, target string, form url.Values) page {
 	// What a browser navigating sends: the authorize endpoint answers
 	// pages (not JSON) to it.
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,*/*;q=0.8")
+	if b.lang != "" {
+		req.Header.Set("Accept-Language", b.lang)
+	}
 	res, err := b.c.Do(req)
 	if err != nil {
 		b.t.Fatalf("%s %s: %v", method, target, err)
@@ -484,8 +488,11 @@ func TestProviderConnectSecondAccount(t *testing.T) {
 		// offers no GitHub button any more: take the first one of the page.)
 		body := b.get("/account/linked").body
 		start = b.do("POST", "/login/github", url.Values{"csrf_token": {formField(t, csrfRE, body[strings.Index(body, `id="main"`):])}})
-		if p := b.get(upstreamtest.Consent(t, start.location).String()); p.status != http.StatusConflict {
+		if p := b.get(upstreamtest.Consent(t, start.location).String()); p.status != http.StatusConflict ||
+			!strings.Contains(p.body, "already has a GitHub account connected") {
 			t.Errorf("a second account of one platform: %d %s", p.status, p.body)
+		} else {
+			connectRefused(t, p, "Account not connected")
 		}
 
 		// The same GitHub account cannot be connected to a second user.
@@ -499,8 +506,38 @@ func TestProviderConnectSecondAccount(t *testing.T) {
 		if p := other.get(upstreamtest.Consent(t, start.location).String()); p.status != http.StatusConflict ||
 			!strings.Contains(p.body, "already connected to another user") || !strings.Contains(p.body, `href="/account/linked"`) {
 			t.Errorf("connecting a taken account: %d %s", p.status, p.body)
+		} else {
+			connectRefused(t, p, "Account not connected")
+		}
+		// The same in German.
+		other.lang = "de-DE,de;q=0.9"
+		start = other.do("POST", "/login/github", url.Values{"csrf_token": {formToken(t, other.get("/account/linked").body, "/login/github")}, "return_to": {"/account/linked"}})
+		if p := other.get(upstreamtest.Consent(t, start.location).String()); p.status != http.StatusConflict ||
+			!strings.Contains(p.body, "bereits mit einer anderen Person verbunden") {
+			t.Errorf("connecting a taken account, in German: %d %s", p.status, p.body)
+		} else {
+			connectRefused(t, p, "Konto nicht verbunden")
+		}
+		if got := userOf(t, e, "github", "99"); got != user {
+			t.Errorf("after the refusals the github account is on %q, want %q", got, user)
 		}
 	})
+}
+
+// connectRefused checks the page of a refused connect: titled that the
+// account was not connected, the reason in the alert box (role alert), and
+// neither the green box of a success nor the generic "Something went wrong".
+func connectRefused(t *testing.T, p page, title string) {
+	t.Helper()
+	if !strings.Contains(p.body, `<h1 id="page-title">`+title+`</h1>`) {
+		t.Errorf("the refusal is not titled %q: %s", title, p.body)
+	}
+	if !strings.Contains(p.body, `<p class="alert" role="alert">`) || strings.Contains(p.body, `class="notice"`) {
+		t.Errorf("the refusal is not in the alert box: %s", p.body)
+	}
+	if strings.Contains(p.body, "Something went wrong") || strings.Contains(p.body, "schiefgegangen") {
+		t.Errorf("the refusal says only that something went wrong: %s", p.body)
+	}
 }
 
 // TestProviderSignInResumesAuthorize: an OAuth authorization request that

@@ -142,6 +142,8 @@ func init() {
 			"linked.connect.help":       "You go to the provider to allow it, then come back here. After that you can sign in with that account too.",
 			"linked.connect.none":       "No other sign-in providers are set up on this service.",
 			"upstream.connect.taken":    "This %s account is already connected to another user, so it cannot be connected to yours. Sign in with it to use that user, or connect a different account.",
+			"upstream.connect.second":   "Your account already has a %[1]s account connected, and it can have only one. To connect a different %[1]s account, unlink the one you have first.",
+			"title.notconnected":        "Account not connected",
 		},
 		"de": {
 			"title.linked":              "Verknüpfte Konten",
@@ -164,6 +166,8 @@ func init() {
 			"linked.connect.help":       "Sie werden zum Anbieter geleitet, um es zu erlauben, und kommen dann hierher zurück. Danach können Sie sich auch mit diesem Konto anmelden.",
 			"linked.connect.none":       "Auf diesem Dienst sind keine weiteren Anmeldeanbieter eingerichtet.",
 			"upstream.connect.taken":    "Dieses %s-Konto ist bereits mit einer anderen Person verbunden und kann daher nicht mit Ihrem Konto verbunden werden. Melden Sie sich damit an, um diese zu verwenden, oder verbinden Sie ein anderes Konto.",
+			"upstream.connect.second":   "Mit Ihrem Konto ist bereits ein %[1]s-Konto verbunden, und es kann nur eines sein. Um ein anderes %[1]s-Konto zu verbinden, trennen Sie zuerst das vorhandene.",
+			"title.notconnected":        "Konto nicht verbunden",
 		},
 	})
 }

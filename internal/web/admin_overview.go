@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -196,13 +197,46 @@ func overviewBytes(lang string, n uint64) string {
 }
 
 // The sign-in chart's drawing area, in SVG user units: the viewBox is
-// chartWidth × chartHeight, the plot inside the margins.
+// chartWidth × chartHeight, the plot inside the margins. chartLeft is the
+// narrowest left margin; a wider one is taken when the value labels need
+// it (chartLabelRoom). chartTop leaves room above the top value label,
+// whose middle is on the plot's top line, at the phone's font size.
 const (
-	chartWidth, chartHeight       = 600, 280
-	chartLeft, chartRight         = 64, 8
-	chartTop, chartBottom         = 12, 40
-	chartPlotWidth, chartPlotHigh = chartWidth - chartLeft - chartRight, chartHeight - chartTop - chartBottom
+	chartWidth, chartHeight = 600, 280
+	chartLeft, chartRight   = 64, 8
+	chartTop, chartBottom   = 20, 40
+	chartPlotHigh           = chartHeight - chartTop - chartBottom
 )
+
+// The value labels' font size in user units at its largest: the
+// stylesheet's svg.chart text on phones (22px, which is drawn at about
+// 12 CSS pixels once the chart is scaled down to a phone's width). Digits
+// are at most 0.64 em wide in the fonts the pages ask for (DejaVu Sans's
+// are 0.636 em, Arial's and Roboto's 0.56 em), the group separators about
+// half that. chartLabelGap is the space between a label and the plot (its
+// dx) plus a margin at the SVG's left edge.
+const (
+	chartLabelFont = 22.0
+	chartLabelGap  = 6 + 4
+)
+
+// chartLabelRoom is the left margin that fits every value label: "60,000"
+// in a fixed margin of 64 units lost its first digit on phones.
+func chartLabelRoom(ticks []chartTick) int {
+	room := chartLeft
+	for _, tk := range ticks {
+		em := 0.0
+		for _, r := range tk.Label {
+			if r >= '0' && r <= '9' || r == '-' {
+				em += 0.64
+			} else {
+				em += 0.34
+			}
+		}
+		room = max(room, chartLabelGap+int(math.Ceil(em*chartLabelFont)))
+	}
+	return room
+}
 
 // signInChart is the sign-ins of the last days drawn as bars (successful
 // sign-ins) and a line (failed ones), with the same numbers as a table.
@@ -270,7 +304,7 @@ func axisSteps(most int) (step, n int) {
 
 // newSignInChart lays out days (oldest first) as the chart and its table.
 func newSignInChart(t func(string) string, lang string, days []audit.DaySignIns) *signInChart {
-	c := &signInChart{Width: chartWidth, Height: chartHeight, PlotLeft: chartLeft, PlotRight: chartWidth - chartRight}
+	c := &signInChart{Width: chartWidth, Height: chartHeight, PlotRight: chartWidth - chartRight}
 	most, total, failed := 0, 0, 0
 	for _, d := range days {
 		most = max(most, d.SignIns, d.Failed)
@@ -285,11 +319,12 @@ func newSignInChart(t func(string) string, lang string, days []audit.DaySignIns)
 	for i := 0; i <= steps; i++ {
 		c.YTicks = append(c.YTicks, chartTick{At: f(y(i * step)), Label: overviewNumber(lang, i*step)})
 	}
-	slot := float64(chartPlotWidth) / float64(len(days))
+	c.PlotLeft = chartLabelRoom(c.YTicks)
+	slot := float64(c.PlotRight-c.PlotLeft) / float64(len(days))
 	var points []string
 	busiest := 0
 	for i, d := range days {
-		x := chartLeft + float64(i)*slot
+		x := float64(c.PlotLeft) + float64(i)*slot
 		mid := x + slot/2
 		day := chartDate(lang, d.Day)
 		c.Bars = append(c.Bars, chartBar{X: f(x + slot*0.2), Y: f(y(d.SignIns)), W: f(slot * 0.6), H: f(y(0) - y(d.SignIns)),

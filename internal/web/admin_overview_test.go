@@ -1,6 +1,7 @@
 package web
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,32 @@ func TestAxisSteps(t *testing.T) {
 	}
 }
 
+// TestChartLabelRoom: the left margin grows with the value labels, so a
+// five-digit label is not cut at the SVG's edge on a phone (the browser
+// test TestBrowserAdminLayout measures the drawn labels).
+func TestChartLabelRoom(t *testing.T) {
+	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	days := make([]audit.DaySignIns, 30)
+	for i := range days {
+		days[i] = audit.DaySignIns{Day: start.AddDate(0, 0, i), SignIns: 20}
+	}
+	if c := newSignInChart(translator("en"), "en", days); c.PlotLeft != chartLeft {
+		t.Errorf("two-digit labels: plot from %d, want %d", c.PlotLeft, chartLeft)
+	}
+	days[12].SignIns = 58000
+	c := newSignInChart(translator("en"), "en", days)
+	if top := c.YTicks[len(c.YTicks)-1].Label; top != "60,000" {
+		t.Fatalf("top label %q", top)
+	}
+	// Six characters at the phone's font size: at least 5 digits × 0.6 em.
+	if min := chartLabelGap + int(5*0.6*chartLabelFont); c.PlotLeft < min {
+		t.Errorf("plot from %d, want at least %d for %q", c.PlotLeft, min, "60,000")
+	}
+	if first, err := strconv.ParseFloat(c.Bars[0].X, 64); err != nil || first <= float64(c.PlotLeft) {
+		t.Errorf("the first bar starts at %s, not right of the plot's edge at %d", c.Bars[0].X, c.PlotLeft)
+	}
+}
+
 func TestSignInChart(t *testing.T) {
 	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	var days []audit.DaySignIns
@@ -66,10 +93,10 @@ func TestSignInChart(t *testing.T) {
 	}
 	// The axis reaches the largest value (30), bars stand on the base line,
 	// the first day's bar has no height, the last reaches 29 of 30.
-	if top := c.YTicks[len(c.YTicks)-1]; top.Label != "30" || top.At != "12.0" {
+	if top := c.YTicks[len(c.YTicks)-1]; top.Label != "30" || top.At != "20.0" {
 		t.Errorf("top tick %+v", top)
 	}
-	if c.Bars[0].H != "0.0" || c.Bars[29].Y != "19.6" || c.Bars[29].H != "220.4" {
+	if c.Bars[0].H != "0.0" || c.Bars[29].Y != "27.3" || c.Bars[29].H != "212.7" {
 		t.Errorf("bars %+v … %+v", c.Bars[0], c.Bars[29])
 	}
 	// Today is labelled, inside the drawing; the table starts with it.

@@ -197,16 +197,12 @@ func (h *Handler) connected(w http.ResponseWriter, r *http.Request, p upstream.P
 	t := translator(language(r))
 	s := h.session(r)
 	if s == nil || s.UserID != cb.LinkUser {
-		h.message(w, r, http.StatusForbidden, "title.error", t("upstream.connect.session"))
+		h.message(w, r, http.StatusForbidden, "title.notconnected", t("upstream.connect.session"))
 		return
 	}
 	out, err := h.Auth.Connect(r.Context(), s, c, m)
 	if err != nil {
-		text := h.errorText(r.Context(), language(r), err)
-		if apperr.KindOf(err) == apperr.Conflict {
-			text = fmt.Sprintf(t("upstream.connect.taken"), p.Name())
-		}
-		h.render(w, r, status(w, err), "message", view{Title: "title.error", Notice: text, ReturnTo: cb.ReturnTo, LoggedIn: true})
+		h.connectFailed(w, r, p, s.UserID, err, cb.ReturnTo)
 		return
 	}
 	text := fmt.Sprintf(t("upstream.connect.done"), p.Name())
@@ -214,6 +210,28 @@ func (h *Handler) connected(w http.ResponseWriter, r *http.Request, p upstream.P
 		text = fmt.Sprintf(t("upstream.connect.already"), p.Name())
 	}
 	h.render(w, r, http.StatusOK, "message", view{Title: "title.connected", Notice: text, ReturnTo: cb.ReturnTo, LoggedIn: true})
+}
+
+// connectFailed renders a refused connect as what it is: titled "not
+// connected" and in the page's alert, never in the green box of a success.
+// A 409 says which rule refused it. An account signs in to one user only,
+// so one that another user holds cannot be added; and a user has one
+// account per platform. The service checks the holder first, so a user who
+// has no account on the platform yet was refused for the holder; one who
+// has is told to unlink theirs first, which is true either way and the
+// step that comes next.
+func (h *Handler) connectFailed(w http.ResponseWriter, r *http.Request, p upstream.Provider, userID string, err error, returnTo string) {
+	ctx, lang := r.Context(), language(r)
+	t := translator(lang)
+	text := h.errorText(ctx, lang, err)
+	if apperr.KindOf(err) == apperr.Conflict {
+		text = fmt.Sprintf(t("upstream.connect.taken"), p.Name())
+		if linked, lerr := h.Auth.LinkedPlatforms(ctx, userID); lerr == nil && linked[p.Slug()] {
+			text = fmt.Sprintf(t("upstream.connect.second"), p.Name())
+		}
+	}
+	code := status(w, err)
+	h.render(w, r, code, "message", outcome(code, view{Title: "title.notconnected", ReturnTo: returnTo, LoggedIn: true}, text))
 }
 
 // upstreamFailed renders a failed provider sign-in: what went wrong in

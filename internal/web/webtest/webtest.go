@@ -260,6 +260,55 @@ func AxeViolations(t testing.TB, ctx context.Context, theme string) []Violation 
 	return out
 }
 
+// SetTheme makes the page see prefers-color-scheme: theme ("light" or
+// "dark"; "" ends the emulation), failing the test when it cannot.
+func SetTheme(t testing.TB, ctx context.Context, theme string) {
+	t.Helper()
+	if err := setTheme(ctx, theme); err != nil {
+		t.Fatalf("browser, emulate the %q theme: %v", theme, err)
+	}
+}
+
+// Viewport makes the tab's viewport width×height CSS pixels, a phone's
+// (mobile, touch, portrait, so the page's meta viewport applies) below 600
+// pixels wide, and returns once the page is laid out and painted at the
+// new size. ResetViewport ends the emulation.
+func Viewport(t testing.TB, ctx context.Context, width, height int) {
+	t.Helper()
+	var opts []chromedp.EmulateViewportOption
+	if width < 600 {
+		opts = append(opts, chromedp.EmulateMobile, chromedp.EmulateTouch, chromedp.EmulatePortrait)
+	}
+	// The page scale is set to 1 as well: after a desktop-sized viewport,
+	// Chromium's phone emulation may keep the page zoomed in a little,
+	// which cuts off the right edge of a picture.
+	Do(t, ctx, fmt.Sprintf("resize to %d×%d", width, height), chromedp.EmulateViewport(int64(width), int64(height), opts...),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, emulation.SetPageScaleFactor, emulation.SetPageScaleFactorParams{PageScaleFactor: 1})
+			return err
+		}),
+		Settle)
+}
+
+// ResetViewport ends Viewport's emulation: the tab has its window's size again.
+func ResetViewport(t testing.TB, ctx context.Context) {
+	t.Helper()
+	if err := clearViewport(ctx); err != nil {
+		t.Fatalf("browser, reset the viewport: %v", err)
+	}
+}
+
+// Settle waits two animation frames: the page is laid out and painted
+// after a change of size, theme or content.
+var Settle = chromedp.Evaluate[chromedp.Void](`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r())))`, chromedp.EvalAwaitPromise)
+
+func clearViewport(ctx context.Context) error {
+	return chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.ClearDeviceMetricsOverride, cdp.Empty{})
+		return err
+	}))
+}
+
 // setTheme makes the page see prefers-color-scheme: theme; "" ends the emulation.
 func setTheme(ctx context.Context, theme string) error {
 	p := emulation.SetEmulatedMediaParams{}
@@ -304,6 +353,12 @@ func ScreenshotDir(t testing.TB) string {
 // viewport and theme are restored afterwards.
 func Screenshot(t testing.TB, ctx context.Context, name string, width, height int) {
 	t.Helper()
+	ScreenshotTheme(t, ctx, name, width, height, "light")
+}
+
+// ScreenshotTheme is Screenshot in theme ("light" or "dark").
+func ScreenshotTheme(t testing.TB, ctx context.Context, name string, width, height int, theme string) {
+	t.Helper()
 	dir := ScreenshotDir(t)
 	if dir == "" {
 		return
@@ -311,30 +366,12 @@ func Screenshot(t testing.TB, ctx context.Context, name string, width, height in
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var opts []chromedp.EmulateViewportOption
-	if width < 600 {
-		opts = append(opts, chromedp.EmulateMobile, chromedp.EmulateTouch, chromedp.EmulatePortrait)
-	}
-	if err := setTheme(ctx, "light"); err != nil {
-		t.Fatalf("browser, emulate the light theme: %v", err)
-	}
+	SetTheme(t, ctx, theme)
 	defer func() {
 		_ = setTheme(ctx, "")
-		_ = chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := cdp.Call(ctx, tg, emulation.ClearDeviceMetricsOverride, cdp.Empty{})
-			return err
-		}))
+		_ = clearViewport(ctx)
 	}()
-	// The page scale is set to 1 as well: after a desktop-sized picture,
-	// Chromium's phone emulation may keep the page zoomed in a little,
-	// which cuts off the right edge of the picture.
-	Do(t, ctx, "resize for "+name, chromedp.EmulateViewport(int64(width), int64(height), opts...),
-		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := cdp.Call(ctx, tg, emulation.SetPageScaleFactor, emulation.SetPageScaleFactorParams{PageScaleFactor: 1})
-			return err
-		}),
-		// Two animation frames: the page is laid out and painted at the new size.
-		chromedp.Evaluate[chromedp.Void](`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r())))`, chromedp.EvalAwaitPromise))
+	Viewport(t, ctx, width, height)
 	png := Read(t, ctx, "screenshot "+name, chromedp.CaptureScreenshot())
 	file := filepath.Join(dir, name+".png")
 	if err := os.WriteFile(file, png, 0o644); err != nil {
