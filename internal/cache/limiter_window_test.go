@@ -2,6 +2,7 @@ package cache_test
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -136,5 +137,66 @@ func TestWindowInvalid(t *testing.T) {
 				t.Fatalf("%s: %+v accepted", name, w)
 			}
 		}
+	}
+}
+
+// TestWindowRedisClock: without an injected clock the Redis window keeps
+// Redis's own time (TIME), which every instance shares.
+func TestWindowRedisClock(t *testing.T) {
+	u := dbtest.RedisURL()
+	if u == "" {
+		t.Skip("HMID_TEST_REDIS_URL not set")
+	}
+	r, err := cache.NewRedis(context.Background(), u, dbtest.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	lim := cache.NewRedisLimiter(r)
+	w := cache.Window{Max: 3, Size: 300 * time.Millisecond}
+	for i := range 3 {
+		if d, err := lim.AllowWindow(context.Background(), "k", w); err != nil || !d.Allowed || d.Remaining != 2-i {
+			t.Fatalf("event %d: %+v %v", i+1, d, err)
+		}
+	}
+	d, err := lim.AllowWindow(context.Background(), "k", w)
+	if err != nil || d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > w.Size {
+		t.Fatalf("4th: %+v %v", d, err)
+	}
+	time.Sleep(d.RetryAfter + 20*time.Millisecond)
+	if d, err := lim.AllowWindow(context.Background(), "k", w); err != nil || !d.Allowed {
+		t.Fatalf("after the window slid: %+v %v", d, err)
+	}
+}
+
+// BenchmarkWindowVsGCRA compares one sliding-window decision with one GCRA
+// decision on the same store (both one round trip on Redis).
+func BenchmarkWindowVsGCRA(b *testing.B) {
+	clk := clocktest.NewFake(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))
+	lims := map[string]cache.Limiter{"memory": cache.NewMemoryLimiter(clk.Now)}
+	if u := dbtest.RedisURL(); u != "" {
+		r, err := cache.NewRedis(context.Background(), u, dbtest.Key())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer r.Close()
+		lims["redis"] = cache.NewRedisLimiter(r)
+	}
+	ctx := context.Background()
+	for name, lim := range lims {
+		b.Run(name+"/window", func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				if _, err := lim.AllowWindow(ctx, "gps:key:"+strconv.Itoa(i%64), cache.Window{Max: 30, Size: time.Minute}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"/gcra", func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				if _, err := cache.Allow(ctx, lim, "gps:key:"+strconv.Itoa(i%64), cache.PerPeriod(30, time.Minute)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
