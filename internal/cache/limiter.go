@@ -42,7 +42,8 @@ func (l Limit) valid() error {
 // RateLimit-* and Retry-After headers.
 type Decision struct {
 	Allowed bool
-	// Limit is the burst: how many events the key may have at once.
+	// Limit is the burst (GCRA) or the window's Max: how many events the
+	// key may have at once.
 	Limit int
 	// Remaining is how many more events would be allowed right now.
 	Remaining int
