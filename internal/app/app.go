@@ -134,7 +134,14 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 		s.Cache = rc
 		s.closers = append(s.closers, rc.Close)
 		s.Epoch = &authn.CacheEpoch{Cache: rc}
-		s.Limiter = cache.NewRedisLimiter(rc)
+		rl := cache.NewRedisLimiter(rc)
+		if _, system := s.Clock.(clock.System); !system {
+			// An injected clock (tests) also drives the sliding windows;
+			// the system clock leaves them on Redis's TIME, which every
+			// instance shares.
+			rl.Now = s.Clock.Now
+		}
+		s.Limiter = rl
 	case database.Flavor == db.Postgres:
 		s.Cache = cache.NewMemory(s.Clock.Now)
 		s.Epoch = authn.DBEpoch{DB: database}

@@ -143,30 +143,50 @@ func TestIntegrations(t *testing.T) {
 
 		// Connect.
 		connect := base + "/platform/streamplatform/connect"
-		e.Call(t, "POST", base+"/platform/myspace/connect", u.Token, map[string]any{"redirect_uri": "https://app.example/done"}, http.StatusNotFound)
+		done := e.URL + "/done"
+		e.Call(t, "POST", base+"/platform/myspace/connect", u.Token, map[string]any{"redirect_uri": done}, http.StatusNotFound)
 		e.Call(t, "POST", connect, u.Token, map[string]any{}, http.StatusBadRequest)
 		e.Call(t, "POST", connect, u.Token, map[string]any{"redirect_uri": "javascript:alert(1)"}, http.StatusBadRequest)
-		e.Call(t, "POST", connect, u.Token, map[string]any{"redirect_uri": "https://app.example/done", "scopes": []string{"everything"}}, http.StatusBadRequest)
-		e.Call(t, "POST", connect, e.SystemKey, map[string]any{"redirect_uri": "https://app.example/done"}, http.StatusForbidden)
-		start := func(tok string) (authURL *url.URL, state string) {
+		e.Call(t, "POST", connect, u.Token, map[string]any{"redirect_uri": done, "scopes": []string{"everything"}}, http.StatusBadRequest)
+		e.Call(t, "POST", connect, e.SystemKey, map[string]any{"redirect_uri": done}, http.StatusForbidden)
+		// The browser is sent back only to this server's origin.
+		for _, bad := range []string{"https://app.example/done", "http://evil.example" + strings.TrimPrefix(e.URL, "http://127.0.0.1"),
+			strings.Replace(e.URL, "http://", "https://", 1) + "/done", "http://user@" + strings.TrimPrefix(e.URL, "http://") + "/done"} {
+			e.Call(t, "POST", connect, u.Token, map[string]any{"redirect_uri": bad}, http.StatusBadRequest)
+		}
+		start := func(tok string) (authURL *url.URL, state, cookie string) {
 			t.Helper()
-			r := e.Call(t, "POST", connect, tok, map[string]any{"redirect_uri": "https://app.example/done?from=settings", "scopes": []string{"chat:read"}}, http.StatusOK).JSON()
+			res := e.Call(t, "POST", connect, tok, map[string]any{"redirect_uri": done + "?from=settings", "scopes": []string{"chat:read"}}, http.StatusOK)
+			r := res.JSON()
 			u, err := url.Parse(r["authorization_url"].(string))
 			if err != nil {
 				t.Fatal(err)
 			}
-			return u, r["state"].(string)
+			for _, c := range (&http.Response{Header: res.Header}).Cookies() {
+				if c.Name == integrations.StateCookie {
+					if !c.HttpOnly || c.Path != "/v1/integrations/callback/streamplatform" || c.SameSite != http.SameSiteLaxMode || c.MaxAge != 600 {
+						t.Fatalf("state cookie %+v", c)
+					}
+					cookie = c.Name + "=" + c.Value
+				}
+			}
+			if cookie == "" {
+				t.Fatalf("connect set no state cookie: %v", res.Header)
+			}
+			return u, r["state"].(string), cookie
 		}
-		au, state := start(u.Token)
+		au, state, cookie := start(u.Token)
 		q := au.Query()
 		if au.Host != strings.TrimPrefix(fake.URL, "http://") || au.Path != "/oauth2/authorize" || q.Get("client_id") != "cid" ||
 			q.Get("response_type") != "code" || q.Get("state") != state || q.Get("redirect_uri") != e.URL+"/v1/integrations/callback/streamplatform" ||
 			q.Get("scope") != "moderator:read:followers chat:read" {
 			t.Fatalf("authorization_url %s", au)
 		}
-		callback := func(code, st string) *apptest.Resp {
-			return e.Do(t, apptest.Req{Method: "GET", Path: "/v1/integrations/callback/streamplatform?" + url.Values{"code": {code}, "state": {st}}.Encode()})
+		callbackWith := func(cookie, code, st string) *apptest.Resp {
+			return e.Do(t, apptest.Req{Method: "GET", Path: "/v1/integrations/callback/streamplatform?" + url.Values{"code": {code}, "state": {st}}.Encode(),
+				Header: map[string]string{"Cookie": cookie}})
 		}
+		callback := func(code, st string) *apptest.Resp { return callbackWith(cookie, code, st) }
 		// Tampered, missing and foreign states.
 		tampered := state[:len(state)-2] + "AA"
 		if state[len(state)-2:] == "AA" {
@@ -192,7 +212,7 @@ func TestIntegrations(t *testing.T) {
 		}
 		loc, _ := url.Parse(r.Header.Get("Location"))
 		id := loc.Query().Get("integration_id")
-		if loc.Host != "app.example" || loc.Path != "/done" || loc.Query().Get("from") != "settings" || id == "" {
+		if "http://"+loc.Host != e.URL || loc.Path != "/done" || loc.Query().Get("from") != "settings" || id == "" {
 			t.Fatalf("redirect %s", loc)
 		}
 		if fake.lastCallback != e.URL+"/v1/integrations/callback/streamplatform" {
@@ -273,22 +293,23 @@ func TestIntegrations(t *testing.T) {
 		}
 
 		// Expired state, refused authorization, rejected code.
-		_, st1 := start(u.Token)
+		_, st1, c1 := start(u.Token)
 		e.Clock.Advance(11 * time.Minute)
-		if r := callback("good-code", st1); r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "expired") {
+		if r := callbackWith(c1, "good-code", st1); r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "expired") {
 			t.Fatalf("expired state: %d %s", r.Status, r.Body)
 		}
-		_, st2 := start(u.Token)
-		r = e.Do(t, apptest.Req{Method: "GET", Path: "/v1/integrations/callback/streamplatform?error=access_denied&state=" + url.QueryEscape(st2)})
+		_, st2, c2 := start(u.Token)
+		r = e.Do(t, apptest.Req{Method: "GET", Path: "/v1/integrations/callback/streamplatform?error=access_denied&state=" + url.QueryEscape(st2),
+			Header: map[string]string{"Cookie": c2}})
 		if loc, _ := url.Parse(r.Header.Get("Location")); r.Status != http.StatusFound || loc.Query().Get("error") != "access_denied" {
 			t.Fatalf("refused: %d %s", r.Status, r.Header.Get("Location"))
 		}
-		_, st3 := start(u.Token)
-		if r := callback("bad-code", st3); r.Status != http.StatusBadRequest {
+		_, st3, c3 := start(u.Token)
+		if r := callbackWith(c3, "bad-code", st3); r.Status != http.StatusBadRequest {
 			t.Fatalf("bad code: %d", r.Status)
 		}
-		_, st4 := start(u.Token)
-		if r := callback("", st4); r.Status != http.StatusBadRequest {
+		_, st4, c4 := start(u.Token)
+		if r := callbackWith(c4, "", st4); r.Status != http.StatusBadRequest {
 			t.Fatalf("no code: %d", r.Status)
 		}
 
@@ -312,7 +333,7 @@ func TestIntegrations(t *testing.T) {
 		if p := e.Call(t, "GET", base+"/platforms", u.Token, nil, http.StatusOK).JSON()["platforms"].([]any)[0].(map[string]any); p["enabled"] != false {
 			t.Fatalf("disabled platform %v", p)
 		}
-		e.Call(t, "POST", connect, u.Token, map[string]any{"redirect_uri": "https://app.example/done"}, http.StatusServiceUnavailable)
+		e.Call(t, "POST", connect, u.Token, map[string]any{"redirect_uri": done}, http.StatusServiceUnavailable)
 		e.Server.Integrations.Provider = saved
 
 		// Disconnect.
@@ -324,5 +345,104 @@ func TestIntegrations(t *testing.T) {
 	}, func(c *config.Config) {
 		c.StreamPlatform = config.ProviderConfig{ClientID: "cid", ClientSecret: "csecret", AuthURL: fake.URL + "/oauth2/authorize",
 			TokenURL: fake.URL + "/oauth2/token", APIURL: fake.URL + "/helix"}
+	})
+}
+
+// TestIntegrationStateBinding: the connect state belongs to the user who
+// started the connection and to their browser. Completed in another user's
+// browser (or one signed in to nobody) it is 400 and links nothing, also
+// with error=; it is not used up by such an attempt; the browser is sent
+// only to the redirect_uri registered at the start, which must be on this
+// server's origin or the login front end's (HMID_LOGIN_URL).
+func TestIntegrationStateBinding(t *testing.T) {
+	fake := newFakeStreamPlatform(t)
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		a := e.NewUser(t, apptest.UserSpec{})
+		b := e.NewUser(t, apptest.UserSpec{})
+		const connect = "/v1/integrations/platform/streamplatform/connect"
+		registered := e.URL + "/account/integrations"
+		start := func(tok, redirect string) (state, cookie string) {
+			t.Helper()
+			res := e.Call(t, "POST", connect, tok, map[string]any{"redirect_uri": redirect}, http.StatusOK)
+			for _, c := range (&http.Response{Header: res.Header}).Cookies() {
+				if c.Name == integrations.StateCookie {
+					cookie = c.Name + "=" + c.Value
+				}
+			}
+			return res.JSON()["state"].(string), cookie
+		}
+		callback := func(q url.Values, cookies ...string) *apptest.Resp {
+			t.Helper()
+			return e.Do(t, apptest.Req{Method: "GET", Path: "/v1/integrations/callback/streamplatform?" + q.Encode(),
+				Header: map[string]string{"Cookie": strings.Join(cookies, "; ")}})
+		}
+		linked := func() int {
+			t.Helper()
+			var n int
+			if err := e.Server.DB.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM integrations`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		refused := func(what string, r *apptest.Resp) {
+			t.Helper()
+			if r.Status != http.StatusBadRequest || r.Header.Get("Location") != "" || linked() != 0 {
+				t.Fatalf("%s: %d Location %q, %d linked: %s", what, r.Status, r.Header.Get("Location"), linked(), r.Body)
+			}
+		}
+		session := func(u apptest.User) string { return "hmid_session=" + u.Token }
+
+		stA, cookieA := start(a.Token, registered)
+		stA2, cookieA2 := start(a.Token, registered)
+		good := url.Values{"code": {"good-code"}, "state": {stA}}
+		// A's state completed in B's browser (the victim, signed in as B,
+		// sent to A's authorization URL): nothing linked to A's account.
+		refused("B's session", callback(good, session(b)))
+		// … in a browser signed in to nobody, with a bad session, or with
+		// the state cookie of A's other connection.
+		refused("no cookies", callback(good))
+		refused("bad session", callback(good, "hmid_session=hm_st_nothing"))
+		refused("other state cookie", callback(good, cookieA2))
+		refused("A's API key as session", callback(good, "hmid_session="+func() string { k, _ := e.NewAPIKey(t, a.ID); return k }()))
+		// The refusal with error= redirects nowhere: no open redirect.
+		refused("error= in B's browser", callback(url.Values{"error": {"access_denied"}, "state": {stA}}, session(b)))
+		refused("error= unknown state", callback(url.Values{"error": {"x"}, "state": {"eyJyIjoiaHR0cHM6Ly9ldmlsLmV4YW1wbGUifQ.AAAA"}}))
+		refused("error= no state", callback(url.Values{"error": {"x"}}))
+
+		// A's own browser completes it, with A's session (the state was not
+		// used up by the refusals) and is sent to the registered URI.
+		r := callback(good, session(a))
+		loc, _ := url.Parse(r.Header.Get("Location"))
+		if r.Status != http.StatusFound || loc.Scheme+"://"+loc.Host+loc.Path != registered || loc.Query().Get("integration_id") == "" || linked() != 1 {
+			t.Fatalf("A's callback: %d %s", r.Status, r.Header.Get("Location"))
+		}
+		var owner string
+		if err := e.Server.DB.QueryRowContext(context.Background(), `SELECT user_id FROM integrations`).Scan(&owner); err != nil || owner != a.ID {
+			t.Fatalf("linked to %q (%v), want %s", owner, err, a.ID)
+		}
+		if c := (&http.Response{Header: r.Header}).Cookies(); len(c) == 0 || c[0].Name != integrations.StateCookie || c[0].MaxAge >= 0 {
+			t.Fatalf("state cookie not cleared: %v", r.Header)
+		}
+		// With A's state cookie (the console's scripts, not signed in by
+		// cookie), the error= answer goes to the registered URI only.
+		r = callback(url.Values{"error": {"access_denied"}, "state": {stA2}}, cookieA2)
+		loc, _ = url.Parse(r.Header.Get("Location"))
+		if r.Status != http.StatusFound || loc.Scheme+"://"+loc.Host+loc.Path != registered || loc.Query().Get("error") != "access_denied" {
+			t.Fatalf("error= with A's state cookie: %d %s", r.Status, r.Header.Get("Location"))
+		}
+		// Single use, also for the rightful browser.
+		if r := callback(good, cookieA, session(a)); r.Status != http.StatusBadRequest {
+			t.Fatalf("reused state: %d", r.Status)
+		}
+
+		// The login front end's origin is allowed; others are not.
+		e.Call(t, "POST", connect, a.Token, map[string]any{"redirect_uri": "https://id.example/account/integrations?x=1"}, http.StatusOK)
+		for _, bad := range []string{"https://evil.example/", "https://id.example.evil.example/", "http://id.example/", "https://id.example:8443/"} {
+			e.Call(t, "POST", connect, a.Token, map[string]any{"redirect_uri": bad}, http.StatusBadRequest)
+		}
+	}, func(c *config.Config) {
+		c.StreamPlatform = config.ProviderConfig{ClientID: "cid", ClientSecret: "csecret", AuthURL: fake.URL + "/oauth2/authorize",
+			TokenURL: fake.URL + "/oauth2/token", APIURL: fake.URL + "/helix"}
+		c.LoginURL = "https://id.example/signin"
 	})
 }

@@ -32,6 +32,7 @@ func (s *Server) buildWeb(ctx context.Context) error {
 		Mailer:       s.Mail,
 		Log:          s.Log,
 		PublicURL:    s.Config.PublicURL,
+		Box:          s.Box,
 	}
 	s.authAPI = &auth.Handler{S: svc, SecureCookies: secure}
 	reg, err := s.buildUpstream(ctx)

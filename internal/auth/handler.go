@@ -90,6 +90,7 @@ func (h *Handler) answer(w http.ResponseWriter, status int, res Result) {
 		return
 	}
 	SetSessionCookie(w, res.Session, h.S.now(), h.SecureCookies)
+	SetDeviceCookie(w, res.Device, h.SecureCookies)
 	httpx.JSON(w, status, SessionAnswer{
 		SessionToken: res.Session.Token, SessionID: res.Session.ID, ExpiresAt: res.Session.ExpiresAt.UTC(),
 		User: res.User, TwoFactorSetupRequired: res.SetupRequired,

@@ -26,8 +26,8 @@ import (
 	"hmid/internal/clock"
 	"hmid/internal/db"
 	"hmid/internal/password"
+	"hmid/internal/secretbox"
 	"hmid/internal/sessions"
-	"hmid/internal/token"
 	"hmid/internal/users"
 )
 
@@ -37,17 +37,6 @@ const CookieName = authn.SessionCookie
 
 // Platform is the slug of the credential-based platform this package serves.
 const Platform = "email"
-
-// Throttling of failed logins (OWASP Authentication Cheat Sheet: limit
-// failed attempts per account and per source). Only failures count, so a
-// user who types the right password is never locked out by successes.
-const (
-	FailWindow     = 15 * time.Minute
-	FailPerAccount = 5
-	FailPerIP      = 20
-	// RegisterPerIP bounds registrations per client address and hour.
-	RegisterPerIP = 20
-)
 
 // Password length bounds. The lower bound is the spec's (spec 2, Limits:
 // "Email-link password at least 8 characters"); the upper bound keeps a
@@ -86,6 +75,9 @@ type Service struct {
 	HashPassword func(string) (string, error)
 	// Users applies the linking rule to provider sign-ins (ProviderLogin).
 	Users *users.Service
+	// Box keys the device cookies (see throttle.go); nil issues none and
+	// honours none.
+	Box *secretbox.Box
 }
 
 // Meta is who is asking: for audit records, sessions and throttling.
@@ -98,6 +90,8 @@ type Meta struct {
 	// RateLimit, when set, is told the state of the throttle that applies
 	// (the JSON endpoints turn it into RateLimit-* headers).
 	RateLimit func(cache.Decision)
+	// Device is the request's device cookie (DeviceCookieName), if any.
+	Device string
 }
 
 func (m Meta) reportDecision(d cache.Decision) {
@@ -109,7 +103,11 @@ func (m Meta) reportDecision(d cache.Decision) {
 // MetaFrom returns the Meta of a request.
 func MetaFrom(r *http.Request, source string) Meta {
 	e := audit.FromRequest(r, audit.Event{})
-	return Meta{IP: e.IPAddress, UserAgent: e.UserAgent, Source: source}
+	m := Meta{IP: e.IPAddress, UserAgent: e.UserAgent, Source: source}
+	if c, err := r.Cookie(DeviceCookieName); err == nil {
+		m.Device = c.Value
+	}
+	return m
 }
 
 // UserSummary is the user part of a login answer.
@@ -129,6 +127,9 @@ type Result struct {
 	SetupRequired bool
 	User          UserSummary
 	Session       sessions.Created
+	// Device is a new device cookie for the browser (SetDeviceCookie),
+	// issued when a password sign-in created a session; "" for none.
+	Device string
 }
 
 // account is the email-platform account a login looks at.
@@ -264,17 +265,6 @@ func banError(reason string, until *time.Time) error {
 	return apperr.Forbiddenf("%s", msg)
 }
 
-// loginQuotas are the allowances a login attempt is reserved in: the
-// account's, keyed by a hash of the normalized address (so the key has the
-// same size whatever was sent), and the client address's. Each is a GCRA
-// limit of n per FailWindow: n at once, then one more every FailWindow/n.
-func loginQuotas(email, ip string) []cache.Quota {
-	return []cache.Quota{
-		{Key: "login:acct:" + token.Hash(email), Limit: cache.PerPeriod(FailPerAccount, FailWindow)},
-		{Key: "login:ip:" + ip, Limit: cache.PerPeriod(FailPerIP, FailWindow)},
-	}
-}
-
 // reserveLogin takes one attempt from the account's and the address's
 // allowance before the password is checked. Counting only after the check
 // let every one of many concurrent guesses be checked; with the reservation
@@ -284,7 +274,12 @@ func loginQuotas(email, ip string) []cache.Quota {
 // there is no login (503): letting attempts through unthrottled would open
 // the door to guessing while Redis is down.
 func (s *Service) reserveLogin(ctx context.Context, email string, m Meta) (*cache.Reservation, error) {
-	rsv, d, err := cache.Reserve(ctx, s.Limiter, loginQuotas(email, m.IP)...)
+	return s.reserve(ctx, m, loginQuotas(email, m.IP))
+}
+
+// reserve takes one attempt from every quota (see reserveLogin).
+func (s *Service) reserve(ctx context.Context, m Meta, quotas []cache.Quota) (*cache.Reservation, error) {
+	rsv, d, err := cache.Reserve(ctx, s.Limiter, quotas...)
 	if err != nil {
 		return nil, apperr.Unavailablef("the login throttle is unavailable; try again later")
 	}
@@ -342,11 +337,30 @@ func (s *Service) Login(ctx context.Context, in LoginInput, m Meta) (Result, err
 	if err := s.requireEnabled(ctx); err != nil {
 		return Result{}, err
 	}
-	rsv, err := s.reserveLogin(ctx, email, m)
+	// A browser with a valid device cookie of this very account is
+	// counted on its own allowance (see throttle.go); the account is read
+	// first only then, so a cookie of another user, a forged one or none
+	// costs nothing more and falls under the usual quotas.
+	quotas := loginQuotas(email, m.IP)
+	var pre *account
+	if dev, ok := openDevice(s.Box, m.Device, s.now()); ok {
+		a, found, err := s.accountByEmail(ctx, email)
+		if err != nil {
+			return Result{}, err
+		}
+		if found && a.userID == dev.userID {
+			quotas = deviceQuotas(dev.nonce)
+		}
+		if !found {
+			a = account{}
+		}
+		pre = &a
+	}
+	rsv, err := s.reserve(ctx, m, quotas)
 	if err != nil {
 		return Result{}, err
 	}
-	res, counted, err := s.login(ctx, email, in, m)
+	res, counted, err := s.login(ctx, email, in, m, pre)
 	if !counted {
 		s.releaseLogin(ctx, rsv, m)
 	}
@@ -354,10 +368,14 @@ func (s *Service) Login(ctx context.Context, in LoginInput, m Meta) (Result, err
 }
 
 // login is Login after the reservation; counted reports a failed attempt,
-// whose reservation must stay.
-func (s *Service) login(ctx context.Context, email string, in LoginInput, m Meta) (res Result, counted bool, err error) {
-	a, found, err := s.accountByEmail(ctx, email)
-	if err != nil {
+// whose reservation must stay. pre is the account when Login already read
+// it (a zero account: none found).
+func (s *Service) login(ctx context.Context, email string, in LoginInput, m Meta, pre *account) (res Result, counted bool, err error) {
+	var a account
+	found := false
+	if pre != nil {
+		a, found = *pre, pre.userID != ""
+	} else if a, found, err = s.accountByEmail(ctx, email); err != nil {
 		return Result{}, false, err
 	}
 	if !found || a.deleted || !a.hash.Valid || len(in.Password) > MaxPassword {
@@ -442,6 +460,11 @@ func (s *Service) secondStep(ctx context.Context, a account, code string, m Meta
 	})
 	if err != nil {
 		return Result{}, err
+	}
+	if a.provider == Platform {
+		// The browser that signed in with the password is known from now
+		// on (see throttle.go).
+		res.Device = newDevice(s.Box, a.userID, now)
 	}
 	return res, nil
 }

@@ -42,7 +42,8 @@ func (l Limit) valid() error {
 // RateLimit-* and Retry-After headers.
 type Decision struct {
 	Allowed bool
-	// Limit is the burst: how many events the key may have at once.
+	// Limit is the burst (GCRA) or the window's Max: how many events the
+	// key may have at once.
 	Limit int
 	// Remaining is how many more events would be allowed right now.
 	Remaining int
@@ -53,10 +54,12 @@ type Decision struct {
 	RetryAfter time.Duration
 }
 
-// Limiter is a GCRA rate limiter keyed by string. MemoryLimiter is the
-// in-process one (one instance); RedisLimiter is shared by every instance.
-// Both decide the same sequence of events the same way.
+// Limiter is a rate limiter keyed by string: GCRA limits (AllowN, Refund)
+// and sliding windows (WindowLimiter). MemoryLimiter is the in-process one
+// (one instance); RedisLimiter is shared by every instance. Both decide the
+// same sequence of events the same way.
 type Limiter interface {
+	WindowLimiter
 	// AllowN takes n events from key's allowance under l, or refuses them
 	// all and takes nothing.
 	AllowN(ctx context.Context, key string, l Limit, n int) (Decision, error)
@@ -106,6 +109,9 @@ type MemoryLimiter struct {
 	tat map[string]time.Time
 	now func() time.Time
 	ops int
+
+	win    map[string]*memWindow // sliding logs (see AllowWindow)
+	winOps int
 }
 
 var _ Limiter = (*MemoryLimiter)(nil)

@@ -191,6 +191,10 @@ type RedisLimiter struct {
 	rate   *redis_rate.Limiter
 	client *redis.Client
 	prefix string
+	// Now, when set, is the clock of the sliding windows (AllowWindow)
+	// instead of Redis's TIME: an injected clock, so tests can move it.
+	// The GCRA limits always read Redis's clock.
+	Now func() time.Time
 }
 
 var _ Limiter = (*RedisLimiter)(nil)

@@ -5,11 +5,16 @@
 //
 // Access and refresh tokens are sealed with the server key (AES-256-GCM)
 // before they are stored and never leave the service. The OAuth state is a
-// signed, expiring, single-use value bound to the user and redirect_uri.
+// signed, expiring, single-use value bound to the user who started the
+// connection, to the browser that completes it and to the redirect_uri that
+// user registered, which must be on hmid's own origin (or its login front
+// end's).
 package integrations
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/base64"
 	"encoding/json"
@@ -40,6 +45,14 @@ const Slug = "streamplatform"
 
 // StateTTL is how long a connect state stays valid.
 const StateTTL = 10 * time.Minute
+
+// StateCookie is the cookie that binds a connect state to the browser that
+// started it: a random secret whose SHA-256 is in the signed state. It is
+// sent only to the callback path.
+const StateCookie = "hmid_integration_state"
+
+// callbackPath is the path of the callback, under the public URL.
+const callbackPath = "/v1/integrations/callback/" + Slug
 
 // Scope is an OAuth scope the platform offers.
 type Scope struct {
@@ -98,6 +111,21 @@ type Service struct {
 	Provider  config.ProviderConfig
 	PublicURL string
 	HTTP      *http.Client
+	// Origins are the origins (scheme://host[:port]) a redirect_uri may be
+	// on, besides PublicURL's: the login front end (HMID_LOGIN_URL).
+	Origins []string
+	// Sessions resolves the hmid_session cookie at the callback, to check
+	// that the signed-in user completing a connection is the one who
+	// started it.
+	Sessions SessionResolver
+	// SecureCookies sets the Secure attribute on the state cookie.
+	SecureCookies bool
+}
+
+// SessionResolver turns a session token into its principal
+// (*authn.Resolver).
+type SessionResolver interface {
+	Resolve(ctx context.Context, tok string) (*authn.Principal, error)
 }
 
 // Handler serves the integration endpoints.
@@ -108,7 +136,52 @@ type Handler struct{ S *Service }
 // can be connected.
 func (s *Service) Enabled() bool { return s.Provider.ClientID != "" && s.Provider.ClientSecret != "" }
 
-func (s *Service) callbackURL() string { return s.PublicURL + "/v1/integrations/callback/" + Slug }
+func (s *Service) callbackURL() string { return s.PublicURL + callbackPath }
+
+// origin is the scheme://host[:port] of an absolute URL, lower-cased, with
+// a default port dropped; "" when raw is not one.
+func origin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return ""
+	}
+	scheme, host := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname())
+	port := u.Port()
+	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+		port = ""
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	return scheme + "://" + host
+}
+
+// redirectAllowed reports whether the browser may be sent to raw after the
+// callback: an absolute http(s) URL without fragment or user information on
+// hmid's own origin (the account console) or on one of Origins. Any other
+// target would make the callback an open redirect from hmid's origin.
+func (s *Service) redirectAllowed(raw string) bool {
+	u, err := url.Parse(raw)
+	if raw == "" || err != nil || u.Fragment != "" || u.User != nil {
+		return false
+	}
+	o := origin(raw)
+	if o == "" {
+		return false
+	}
+	if o == origin(s.PublicURL) {
+		return true
+	}
+	for _, a := range s.Origins {
+		if a != "" && o == origin(a) {
+			return true
+		}
+	}
+	return false
+}
 
 func checkSlug(slug string) error {
 	if slug != Slug {
@@ -262,6 +335,9 @@ type state struct {
 	Scopes   []string `json:"s"`
 	Nonce    string   `json:"n"`
 	Expires  int64    `json:"e"` // Unix seconds
+	// Browser is base64url(SHA-256) of the StateCookie secret set when
+	// the connection was started through the API; "" for none.
+	Browser string `json:"b,omitempty"`
 }
 
 var stateMACLabel = []byte("hmid integration state")
@@ -297,9 +373,36 @@ func (s *Service) openState(v string) (state, error) {
 // (RFC 6749 §4.1.1): it returns the platform's authorization URL to send
 // the user to, and the signed state in it. After the platform's callback
 // the user's browser is sent to redirectURI, with integration_id or error
-// added to its query. The required scopes are always asked for, scopes adds
-// optional ones.
+// added to its query; redirectURI must be on hmid's origin or one of
+// Origins. The required scopes are always asked for, scopes adds optional
+// ones. The callback completes the connection only in a browser signed in
+// to hmid as the caller (the built-in account console starts it so).
 func (s *Service) Connect(ctx context.Context, slug, redirectURI string, scopes []string) (authorizationURL, signedState string, err error) {
+	return s.connect(ctx, slug, redirectURI, scopes, "")
+}
+
+// ConnectBound is Connect for a browser that will complete the connection
+// without being signed in to hmid: it also returns a random secret for the
+// StateCookie (see SetStateCookie), with which the callback accepts the
+// state as well.
+func (s *Service) ConnectBound(ctx context.Context, slug, redirectURI string, scopes []string) (authorizationURL, signedState, browser string, err error) {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	browser = base64.RawURLEncoding.EncodeToString(b[:])
+	authorizationURL, signedState, err = s.connect(ctx, slug, redirectURI, scopes, browserHash(browser))
+	if err != nil {
+		return "", "", "", err
+	}
+	return authorizationURL, signedState, browser, nil
+}
+
+// browserHash is what a state keeps of a StateCookie secret.
+func browserHash(secret string) string {
+	h := sha256.Sum256([]byte(secret))
+	return base64.RawURLEncoding.EncodeToString(h[:])
+}
+
+func (s *Service) connect(ctx context.Context, slug, redirectURI string, scopes []string, browser string) (authorizationURL, signedState string, err error) {
 	if err := checkSlug(slug); err != nil {
 		return "", "", err
 	}
@@ -310,6 +413,9 @@ func (s *Service) Connect(ctx context.Context, slug, redirectURI string, scopes 
 	u, err := url.Parse(redirectURI)
 	if redirectURI == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Fragment != "" {
 		return "", "", apperr.Invalid("redirect_uri is required: an absolute http(s) URL without fragment")
+	}
+	if !s.redirectAllowed(redirectURI) {
+		return "", "", apperr.Invalid("redirect_uri must be on this server's origin (%s)", origin(s.PublicURL))
 	}
 	asked := []string{}
 	for _, sc := range Scopes {
@@ -329,7 +435,7 @@ func (s *Service) Connect(ctx context.Context, slug, redirectURI string, scopes 
 		return "", "", apperr.Unavailablef("the %s integration is not configured on this server", Slug)
 	}
 	st := state{User: uid, Platform: slug, Redirect: redirectURI, Scopes: asked, Nonce: uuid.NewString(),
-		Expires: s.Clock.Now().Add(StateTTL).Unix()}
+		Expires: s.Clock.Now().Add(StateTTL).Unix(), Browser: browser}
 	signed := s.signState(st)
 	q := url.Values{
 		"client_id":     {s.Provider.ClientID},
@@ -343,6 +449,51 @@ func (s *Service) Connect(ctx context.Context, slug, redirectURI string, scopes 
 		sep = "&"
 	}
 	return s.Provider.AuthURL + sep + q.Encode(), signed, nil
+}
+
+// SetStateCookie stores a ConnectBound secret in the browser for the
+// callback: HttpOnly, sent only to the callback path, SameSite=Lax (the
+// platform sends the browser back with a top-level GET), for StateTTL.
+func (s *Service) SetStateCookie(w http.ResponseWriter, secret string) {
+	http.SetCookie(w, &http.Cookie{Name: StateCookie, Value: secret, Path: callbackPath, HttpOnly: true,
+		Secure: s.SecureCookies, SameSite: http.SameSiteLaxMode, MaxAge: int(StateTTL.Seconds())})
+}
+
+func (s *Service) clearStateCookie(w http.ResponseWriter) {
+	http.SetCookie(w, &http.Cookie{Name: StateCookie, Value: "", Path: callbackPath, HttpOnly: true,
+		Secure: s.SecureCookies, SameSite: http.SameSiteLaxMode, MaxAge: -1})
+}
+
+// errForeignState answers a callback whose state was started by another
+// user or in another browser: completing it would link the platform account
+// of whoever is at this browser to the hmid account of whoever started it
+// (login CSRF, RFC 6749 §10.12).
+var errForeignState = apperr.Bad("this connection was started by another user or in another browser; connect again from your account")
+
+// boundTo checks that the browser completing the callback is the one that
+// started st: it holds the StateCookie secret of the state, or it is signed
+// in to hmid (the hmid_session cookie) as the state's user.
+func (s *Service) boundTo(r *http.Request, st state) error {
+	if st.Browser != "" {
+		if c, err := r.Cookie(StateCookie); err == nil && secretbox.Equal([]byte(browserHash(c.Value)), []byte(st.Browser)) {
+			return nil
+		}
+	}
+	c, err := r.Cookie(authn.SessionCookie)
+	if err != nil || c.Value == "" || s.Sessions == nil {
+		return errForeignState
+	}
+	p, err := s.Sessions.Resolve(r.Context(), c.Value)
+	if err != nil {
+		if apperr.KindOf(err) == apperr.Unauthorized {
+			return errForeignState
+		}
+		return err
+	}
+	if p == nil || p.Kind != authn.KindSession || p.UserID != st.User {
+		return errForeignState
+	}
+	return nil
 }
 
 // Connect serves POST /v1/integrations/platform/{slug}/connect.
@@ -364,11 +515,15 @@ func (h *Handler) Connect(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	authURL, signed, err := h.S.Connect(ctx, slug, in.RedirectURI, in.Scopes)
+	authURL, signed, browser, err := h.S.ConnectBound(ctx, slug, in.RedirectURI, in.Scopes)
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
+	// A browser that calls this (the console's own scripts) keeps the
+	// cookie and completes the callback with it; another client's user
+	// completes it signed in to hmid.
+	h.S.SetStateCookie(w, browser)
 	httpx.JSON(w, http.StatusOK, map[string]any{"authorization_url": authURL, "state": signed})
 }
 
@@ -479,10 +634,18 @@ func (h *Handler) Callback(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	if st.Platform != Slug {
+	if st.Platform != Slug || !h.S.redirectAllowed(st.Redirect) {
 		httpx.Error(w, r, apperr.Bad("invalid or tampered state"))
 		return
 	}
+	// Only the browser that started the connection completes it, and only
+	// that one is sent on to its redirect_uri: before the state is used up,
+	// so a foreign browser cannot spend it.
+	if err := h.S.boundTo(r, st); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	h.S.clearStateCookie(w)
 	// Single use: the first callback with a state wins (RFC 6749 §10.12).
 	first, err := h.S.Cache.SetNX(ctx, "integration:state:"+st.Nonce, []byte{1}, StateTTL+time.Minute)
 	if err != nil {

@@ -494,12 +494,15 @@ func (h *Handler) GetGPS(w http.ResponseWriter, r *http.Request) {
 	httpx.WriteResource(w, r, http.StatusOK, p)
 }
 
-// CreateGPS serves POST /v1/gps: rate limited per principal, with the
-// RateLimit-* headers on every answer and Retry-After on 429.
+// CreateGPS serves POST /v1/gps: rate limited per principal to at most
+// GPSRateLimit posts in any GPSRateWindow (spec 3, Limits, read literally: a
+// sliding window, not a burst that refills), with the RateLimit-* headers on
+// every answer and Retry-After on 429 (when the oldest counted post leaves
+// the window).
 func (h *Handler) CreateGPS(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	p := authn.From(ctx)
-	d, err := cache.Allow(ctx, h.S.Limiter, rateKey(p), cache.PerPeriod(GPSRateLimit, GPSRateWindow))
+	d, err := h.S.Limiter.AllowWindow(ctx, rateKey(p), cache.Window{Max: GPSRateLimit, Size: GPSRateWindow})
 	if err != nil {
 		httpx.Error(w, r, apperr.Unavailablef("the rate limiter is unavailable"))
 		return

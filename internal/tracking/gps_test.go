@@ -2,6 +2,7 @@ package tracking_test
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"sync"
 	"testing"
@@ -184,33 +185,91 @@ func TestGPSRateLimit(t *testing.T) {
 
 // TestGPSRateLimitAcrossMinute: the whole allowance used just before a
 // minute boundary and a burst just after it do not add up (fixed windows
-// aligned on the clock accepted both, 60 points in 0.2 s).
+// aligned on the clock accepted both, 60 points in 0.2 s), and nothing more
+// comes back before the window has slid past the first posts (a GCRA gave
+// one back every 2 s).
 func TestGPSRateLimitAcrossMinute(t *testing.T) {
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		key, _ := e.NewAPIKey(t, admin.ID, "gps:write")
 		e.Clock.Advance(59*time.Second + 900*time.Millisecond) // 12:00:59.9
-		start := time.Now()
 		accepted := 0
-		burst := func() {
+		burst := func(retry string) {
 			for i := range tracking.GPSRateLimit {
 				r := e.Do(t, apptest.Req{Method: "POST", Path: "/v1/gps", Token: key, Body: point(int64(i), nil)})
 				switch {
 				case r.Status == http.StatusCreated:
 					accepted++
-				case r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") != "2":
-					t.Fatalf("POST /v1/gps: %d, Retry-After %q", r.Status, r.Header.Get("Retry-After"))
+				case r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") != retry:
+					t.Fatalf("POST /v1/gps: %d, Retry-After %q, want %s", r.Status, r.Header.Get("Retry-After"), retry)
 				}
 			}
 		}
-		burst()
+		burst("60")
 		e.Clock.Advance(200 * time.Millisecond) // 12:01:00.1
-		burst()
-		// One point's allowance comes back every 2 s; Redis keeps real time,
-		// so there as many as really passed may be added.
-		bound := tracking.GPSRateLimit + int(time.Since(start)/(tracking.GPSRateWindow/tracking.GPSRateLimit))
-		if accepted > bound {
-			t.Fatalf("%d points accepted across a minute boundary, at most %d allowed", accepted, bound)
+		burst("60")                             // 59.8 s, rounded up
+		e.Clock.Advance(30 * time.Second)       // 12:01:30.1
+		burst("30")                             // 29.8 s, rounded up
+		if accepted != tracking.GPSRateLimit {
+			t.Fatalf("%d points accepted within a minute, at most %d allowed", accepted, tracking.GPSRateLimit)
+		}
+	})
+}
+
+// TestGPSSlidingWindow: "30 requests per 60 seconds" (spec 3, Limits) is at
+// most 30 in any 60-second window per principal: posts spread over the
+// window are counted where they happened, the 31st within 60 s of the first
+// is refused with Retry-After up to when the first leaves, and as the window
+// slides exactly as many are allowed again as have left it. Sustained
+// posting at one every 2 s (which a GCRA with a burst of 30 accepted on top
+// of the burst, 59 in 59.5 s) gets 30.
+func TestGPSSlidingWindow(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		admin := e.Admin(t)
+		key, _ := e.NewAPIKey(t, admin.ID, "gps:write")
+		post := func() *apptest.Resp {
+			return e.Do(t, apptest.Req{Method: "POST", Path: "/v1/gps", Token: key, Body: point(1, nil)})
+		}
+		t0 := e.Clock.Now()
+		// 30 posts, one every second: t = 0 … 29 s.
+		for i := range tracking.GPSRateLimit {
+			r := post()
+			if r.Status != http.StatusCreated || r.Header.Get("RateLimit-Remaining") != fmt.Sprint(29-i) {
+				t.Fatalf("post %d: %d remaining %s", i+1, r.Status, r.Header.Get("RateLimit-Remaining"))
+			}
+			e.Clock.Advance(time.Second)
+		}
+		// From 30 s to 59.5 s, every 500 ms: all refused; Retry-After is
+		// when the post of t = 0 leaves the window.
+		for e.Clock.Now().Before(t0.Add(time.Minute)) {
+			r := post()
+			want := int(math.Ceil(t0.Add(time.Minute).Sub(e.Clock.Now()).Seconds()))
+			if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") != fmt.Sprint(want) ||
+				r.Header.Get("RateLimit-Limit") != "30" || r.Header.Get("RateLimit-Remaining") != "0" {
+				t.Fatalf("post at %s: %d Retry-After %s %v", e.Clock.Now().Sub(t0), r.Status, r.Header.Get("Retry-After"), r.Header)
+			}
+			e.Clock.Advance(500 * time.Millisecond)
+		}
+		// At 60 s one post (t = 0) has left: one more, then refused for 1 s.
+		if r := post(); r.Status != http.StatusCreated || r.Header.Get("RateLimit-Remaining") != "0" {
+			t.Fatalf("at 60 s: %d %v", r.Status, r.Header)
+		}
+		if r := post(); r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") != "1" {
+			t.Fatalf("second at 60 s: %d %v", r.Status, r.Header)
+		}
+		// At 65.5 s the posts of 1 s … 5 s have left too: exactly 5 more.
+		e.Clock.Advance(5500 * time.Millisecond)
+		for i := range 5 {
+			if r := post(); r.Status != http.StatusCreated || r.Header.Get("RateLimit-Remaining") != fmt.Sprint(4-i) {
+				t.Fatalf("post %d at 65.5 s: %d %v", i+1, r.Status, r.Header)
+			}
+		}
+		if r := post(); r.Status != http.StatusTooManyRequests {
+			t.Fatalf("6th at 65.5 s: %d", r.Status)
+		}
+		var n int
+		if err := e.Server.DB.QueryRowContext(t.Context(), `SELECT COUNT(*) FROM gps_points`).Scan(&n); err != nil || n != 36 {
+			t.Fatalf("%d points stored (%v), want 36", n, err)
 		}
 	})
 }

@@ -34,7 +34,7 @@ import (
 type Service struct {
 	DB      *db.DB
 	Cache   cache.Cache   // the latest-point cache, shared across instances with Redis
-	Limiter cache.Limiter // the POST /v1/gps rate limit (GCRA)
+	Limiter cache.Limiter // the POST /v1/gps rate limit (a sliding window)
 	Clock   clock.Clock
 	Events  events.Publisher // may be nil
 

@@ -169,6 +169,7 @@ func (h *Handler) codeStep(w http.ResponseWriter, r *http.Request, handle string
 // signedIn sets the session cookie and leaves the login page.
 func (h *Handler) signedIn(w http.ResponseWriter, r *http.Request, res auth.Result, returnTo string) {
 	auth.SetSessionCookie(w, res.Session, h.Auth.Clock.Now(), h.Secure)
+	auth.SetDeviceCookie(w, res.Device, h.Secure)
 	h.redirect(w, r, h.SafeReturn(returnTo))
 }
 
