@@ -62,7 +62,7 @@ func (s *Server) buildRealtime(ctx context.Context) error {
 	// ---- Streaming-platform integrations ----
 	s.Integrations = &integrations.Service{DB: s.DB, Clock: s.Clock, Box: s.Box, Cache: s.Cache,
 		Provider: s.Config.StreamPlatform, PublicURL: s.Config.PublicURL,
-		Origins: []string{s.Config.LoginURL}, Sessions: s.Guard.Resolver,
+		Sessions:      s.Guard.Resolver,
 		SecureCookies: strings.HasPrefix(strings.ToLower(s.Config.PublicURL), "https://")}
 	s.integrationsHandler = &integrations.Handler{S: s.Integrations}
 	return nil

@@ -7,8 +7,7 @@
 // before they are stored and never leave the service. The OAuth state is a
 // signed, expiring, single-use value bound to the user who started the
 // connection, to the browser that completes it and to the redirect_uri that
-// user registered, which must be on hmid's own origin (or its login front
-// end's).
+// user registered.
 package integrations
 
 import (
@@ -111,9 +110,6 @@ type Service struct {
 	Provider  config.ProviderConfig
 	PublicURL string
 	HTTP      *http.Client
-	// Origins are the origins (scheme://host[:port]) a redirect_uri may be
-	// on, besides PublicURL's: the login front end (HMID_LOGIN_URL).
-	Origins []string
 	// Sessions resolves the hmid_session cookie at the callback, to check
 	// that the signed-in user completing a connection is the one who
 	// started it.
@@ -138,49 +134,16 @@ func (s *Service) Enabled() bool { return s.Provider.ClientID != "" && s.Provide
 
 func (s *Service) callbackURL() string { return s.PublicURL + callbackPath }
 
-// origin is the scheme://host[:port] of an absolute URL, lower-cased, with
-// a default port dropped; "" when raw is not one.
-func origin(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return ""
-	}
-	scheme, host := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname())
-	port := u.Port()
-	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
-		port = ""
-	}
-	if strings.Contains(host, ":") {
-		host = "[" + host + "]"
-	}
-	if port != "" {
-		host += ":" + port
-	}
-	return scheme + "://" + host
-}
-
 // redirectAllowed reports whether the browser may be sent to raw after the
-// callback: an absolute http(s) URL without fragment or user information on
-// hmid's own origin (the account console) or on one of Origins. Any other
-// target would make the callback an open redirect from hmid's origin.
+// callback: an absolute http(s) URL without fragment or user information.
+// Any such URL may be registered (the spec names no restriction, and a
+// front end may live anywhere): the state is bound to the user and browser
+// that registered it, so the callback sends only them there, and no one can
+// use hmid's origin to send somebody else's browser to it.
 func (s *Service) redirectAllowed(raw string) bool {
 	u, err := url.Parse(raw)
-	if raw == "" || err != nil || u.Fragment != "" || u.User != nil {
-		return false
-	}
-	o := origin(raw)
-	if o == "" {
-		return false
-	}
-	if o == origin(s.PublicURL) {
-		return true
-	}
-	for _, a := range s.Origins {
-		if a != "" && o == origin(a) {
-			return true
-		}
-	}
-	return false
+	return raw != "" && err == nil && u.Fragment == "" && u.User == nil && u.Host != "" &&
+		(u.Scheme == "http" || u.Scheme == "https")
 }
 
 func checkSlug(slug string) error {
@@ -373,8 +336,7 @@ func (s *Service) openState(v string) (state, error) {
 // (RFC 6749 §4.1.1): it returns the platform's authorization URL to send
 // the user to, and the signed state in it. After the platform's callback
 // the user's browser is sent to redirectURI, with integration_id or error
-// added to its query; redirectURI must be on hmid's origin or one of
-// Origins. The required scopes are always asked for, scopes adds optional
+// added to its query. The required scopes are always asked for, scopes adds optional
 // ones. The callback completes the connection only in a browser signed in
 // to hmid as the caller (the built-in account console starts it so).
 func (s *Service) Connect(ctx context.Context, slug, redirectURI string, scopes []string) (authorizationURL, signedState string, err error) {
@@ -410,12 +372,8 @@ func (s *Service) connect(ctx context.Context, slug, redirectURI string, scopes 
 	if err != nil {
 		return "", "", err
 	}
-	u, err := url.Parse(redirectURI)
-	if redirectURI == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Fragment != "" {
-		return "", "", apperr.Invalid("redirect_uri is required: an absolute http(s) URL without fragment")
-	}
 	if !s.redirectAllowed(redirectURI) {
-		return "", "", apperr.Invalid("redirect_uri must be on this server's origin (%s)", origin(s.PublicURL))
+		return "", "", apperr.Invalid("redirect_uri is required: an absolute http(s) URL without user information or fragment")
 	}
 	asked := []string{}
 	for _, sc := range Scopes {
