@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -60,17 +61,48 @@ func errUnavailable(err error) error {
 	return &apperr.Error{Kind: apperr.ServiceUnavailable, Message: "the cache is unavailable; try again later", Err: err}
 }
 
-// NewRedis connects to the server at url ("redis://…") and checks it answers.
+// DefaultRedisTimeout is RedisOptions.Timeout's default, the default of
+// HMID_DEPENDENCY_TIMEOUT.
+const DefaultRedisTimeout = 2 * time.Second
+
+// RedisOptions tune NewRedisWith. The zero value is the default of each field.
+type RedisOptions struct {
+	// Timeout bounds each command from the moment it is issued to its
+	// reply: the wait for a free connection, a new connection's dial and
+	// handshake, the write, the read and go-redis's retries together
+	// (0: DefaultRedisTimeout). A frozen Redis (a stopped process, a network
+	// that swallows packets) then costs a command this long, not the sum of
+	// the client's separate timeouts and retries.
+	Timeout time.Duration
+}
+
+// NewRedis connects to the server at url ("redis://…") with the default
+// options and checks it answers.
 func NewRedis(ctx context.Context, url, prefix string) (*Redis, error) {
+	return NewRedisWith(ctx, url, prefix, RedisOptions{})
+}
+
+// NewRedisWith connects to the server at url ("redis://…") and checks it
+// answers.
+func NewRedisWith(ctx context.Context, url, prefix string, o RedisOptions) (*Redis, error) {
 	opt, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("cache: HMID_REDIS_URL: %w", err)
 	}
+	bound := cmp.Or(o.Timeout, DefaultRedisTimeout)
 	opt.PoolSize = 64
-	opt.DialTimeout = 2 * time.Second
-	opt.ReadTimeout = 2 * time.Second
-	opt.WriteTimeout = 2 * time.Second
+	// Each of the client's own limits is the bound too, so none of them
+	// alone outlasts it; commandBound caps their sum. With
+	// ContextTimeoutEnabled the socket deadlines, the wait for a pooled
+	// connection and the backoff between retries all follow the command's
+	// context.
+	opt.DialTimeout = bound
+	opt.ReadTimeout = bound
+	opt.WriteTimeout = bound
+	opt.PoolTimeout = bound
+	opt.ContextTimeoutEnabled = true
 	c := redis.NewClient(opt)
+	c.AddHook(commandBound(bound))
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := c.Ping(pctx).Err(); err != nil {
@@ -78,6 +110,43 @@ func NewRedis(ctx context.Context, url, prefix string) (*Redis, error) {
 		return nil, fmt.Errorf("cache: connect to Redis: %w", err)
 	}
 	return &Redis{Client: c, Prefix: prefix}, nil
+}
+
+// commandBound is the go-redis hook that gives every command and pipeline
+// at most its duration, unless its context already ends sooner. It is the
+// one place the bound is applied, so callers that use the client directly
+// (the rate limiter's scripts, the real-time fan-out's PUBLISH) have it too.
+// Pub/sub receives do not pass through it: a subscriber waits for messages
+// for as long as it likes.
+type commandBound time.Duration
+
+// DialHook leaves dialling to the command's context.
+func (b commandBound) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessHook bounds one command.
+func (b commandBound) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		ctx, cancel := b.bound(ctx)
+		defer cancel()
+		return next(ctx, cmd)
+	}
+}
+
+// ProcessPipelineHook bounds one pipeline or transaction as a whole.
+func (b commandBound) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		ctx, cancel := b.bound(ctx)
+		defer cancel()
+		return next(ctx, cmds)
+	}
+}
+
+func (b commandBound) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := time.Duration(b)
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d)
 }
 
 // Name returns "redis".
