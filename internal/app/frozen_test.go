@@ -88,19 +88,26 @@ func eventually(t *testing.T, what string, f func() bool) {
 func TestFrozenPostgresIsAnsweredWithinTheDependencyTimeout(t *testing.T) {
 	pg := dbtest.Postgres(t)
 	px := newFaultProxy(t, hostOf(t, pg))
-	e := apptest.New(t, dbtest.Engine{Name: "postgres", URL: px.via(t, pg)}, withConfig(func(c *config.Config) {
+	e := apptest.New(t, dbtest.Engine{Name: "postgres", URL: px.Via(t, pg)}, withConfig(func(c *config.Config) {
 		c.MaxRequestsInFlight = 1000
 	}))
 	admin := e.Admin(t)
 	e.Call(t, "GET", "/v1/users", e.SystemKey, nil, http.StatusOK)
 	e.Call(t, "GET", "/health", "", nil, http.StatusOK)
 
+	// The first request that meets the freeze waits for it to be noticed.
 	px.Freeze()
 	wantFast503(t, e, "GET", "/v1/users", e.SystemKey, "")
 	wantFast503(t, e, "GET", "/v1/users/me", admin.Token, "")
 	wantFast503(t, e, "POST", "/v1/devices", e.SystemKey, `{"name":"d"}`)
-	// More requests at once than the pool's 32 connections: the ones
-	// waiting for a connection are bounded too.
+	wantHealthNames(t, e, "database unavailable", "database unavailable", "database")
+	px.Thaw()
+	recovered(t, e, admin.Token)
+
+	// More requests at once than the pool's 32 connections, the first to
+	// meet a second freeze: those waiting for a connection behind the stuck
+	// ones are bounded too.
+	px.Freeze()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var slowest time.Duration
@@ -121,12 +128,18 @@ func TestFrozenPostgresIsAnsweredWithinTheDependencyTimeout(t *testing.T) {
 		t.Errorf("48 requests at once with a frozen database: the slowest took %v, want under %v", slowest, frozenBound)
 	}
 	wantHealthNames(t, e, "database unavailable", "database unavailable", "database")
-
 	px.Thaw()
+	recovered(t, e, admin.Token)
+}
+
+// recovered waits for requests to succeed again after the database thaws,
+// then expects reads, a write and the probes to succeed.
+func recovered(t *testing.T, e *apptest.Env, tok string) {
+	t.Helper()
 	eventually(t, "requests succeed after PostgreSQL thaws", func() bool {
 		return rawDo(t, e, "GET", "/v1/users", e.SystemKey, nil, nil).Status == http.StatusOK
 	})
-	e.Call(t, "GET", "/v1/users/me", admin.Token, nil, http.StatusOK)
+	e.Call(t, "GET", "/v1/users/me", tok, nil, http.StatusOK)
 	e.Call(t, "POST", "/v1/devices", e.SystemKey, map[string]string{"name": "after"}, http.StatusCreated)
 	e.Call(t, "GET", "/health", "", nil, http.StatusOK)
 	e.Call(t, "GET", "/readyz", "", nil, http.StatusOK)
