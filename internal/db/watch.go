@@ -43,9 +43,10 @@ func (notAnswering) Temporary() bool { return true }
 // answers again, which thaws the pool without a restart.
 //
 // With HMID_DEPENDENCY_TIMEOUT as bound, a statement sent to a frozen server
-// fails within suspect + tick + probeTimeout (plus up to one probeTimeout
-// when a probe begun just before the freeze is still waiting), under the
-// bound; one sent while it is held frozen fails at once.
+// fails within suspect + tick + probeTimeout, 0.65 of the bound (0.75 when a
+// probe begun just before the freeze was still out), leaving the rest of
+// the bound to answer the request; one sent while the server is held frozen
+// fails at once.
 type watchdog struct {
 	suspect      time.Duration // a read waiting this long makes the watchdog ask the server
 	probeTimeout time.Duration // the server's time to answer that question
