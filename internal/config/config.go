@@ -91,6 +91,8 @@ const (
 	// a Redis command), so a frozen dependency costs a request 503 within
 	// 2 s instead of the whole request timeout.
 	DefaultDependencyTimeout = 2 * time.Second
+	// MinDependencyTimeout is the least HMID_DEPENDENCY_TIMEOUT accepted.
+	MinDependencyTimeout = 100 * time.Millisecond
 )
 
 // Limits returns the connection and request limits with defaults filled in.
@@ -153,6 +155,11 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	if c.DependencyTimeout, err = positiveDuration(get, "HMID_DEPENDENCY_TIMEOUT", DefaultDependencyTimeout); err != nil {
 		return c, err
+	}
+	if c.DependencyTimeout < MinDependencyTimeout {
+		// The database watchdog looks every twentieth of it; shorter would
+		// keep a core busy and take a loaded server for a frozen one.
+		return c, fmt.Errorf("HMID_DEPENDENCY_TIMEOUT must be at least %v, got %v", MinDependencyTimeout, c.DependencyTimeout)
 	}
 	if v := get("HMID_SIGNING_KEY_ROTATION", "0"); v != "0" {
 		if c.SigningKeyRotation, err = time.ParseDuration(v); err != nil {
