@@ -130,6 +130,13 @@ func TestFrozenPostgresIsAnsweredWithinTheDependencyTimeout(t *testing.T) {
 	wantHealthNames(t, e, "database unavailable", "database unavailable", "database")
 	px.Thaw()
 	recovered(t, e, admin.Token)
+
+	// The probes' own pings are bounded when they are the first to meet
+	// the freeze.
+	px.Freeze()
+	wantHealthNames(t, e, "database unavailable", "database unavailable", "database")
+	px.Thaw()
+	recovered(t, e, admin.Token)
 }
 
 // recovered waits for requests to succeed again after the database thaws,
@@ -167,10 +174,19 @@ func TestFrozenRedisIsAnsweredWithinTheDependencyTimeout(t *testing.T) {
 		wantHealthNames(t, e, "redis and websocket unavailable", "redis unavailable", "redis")
 
 		px.Thaw()
-		eventually(t, "sign-in succeeds after Redis thaws", func() bool {
+		signedIn := func() bool {
 			return rawDo(t, e, "POST", "/v1/auth/login", "", bytes.NewReader(login),
 				map[string]string{"Content-Type": "application/json"}).Status == http.StatusOK
-		})
+		}
+		eventually(t, "sign-in succeeds after Redis thaws", signedIn)
 		e.Call(t, "GET", "/health", "", nil, http.StatusOK)
+
+		// The probes' own pings are bounded when they are the first to
+		// meet the freeze.
+		px.Freeze()
+		wantHealthNames(t, e, "redis and websocket unavailable", "redis unavailable", "redis")
+		px.Thaw()
+		eventually(t, "sign-in succeeds after Redis thaws again", signedIn)
+		e.Call(t, "GET", "/readyz", "", nil, http.StatusOK)
 	})
 }
