@@ -72,4 +72,13 @@ func TestFrozenRedisIsBounded(t *testing.T) {
 	if _, err := r.Get(ctx, "k"); err != nil {
 		t.Fatalf("after a caller's own deadline passed: %v", err)
 	}
+
+	// A stopped Redis (connections cut and refused) is bounded the same way.
+	px.Close()
+	start := time.Now()
+	_, err = r.Get(ctx, "k")
+	t.Logf("a command on a stopped Redis: %v after %v", err, time.Since(start))
+	if !apperr.IsUnavailable(err) || time.Since(start) > bound {
+		t.Fatalf("a command on a stopped Redis: %v after %v, want unavailable within %v", err, time.Since(start), bound)
+	}
 }

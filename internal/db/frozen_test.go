@@ -80,4 +80,14 @@ func TestFrozenPostgresIsBounded(t *testing.T) {
 	if err := d.Ping(ctx); err != nil {
 		t.Fatalf("Ping after the server thawed: %v", err)
 	}
+
+	// A stopped server (connections cut and refused) is bounded the same way.
+	px.Close()
+	start = time.Now()
+	var one int
+	err = d.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+	t.Logf("a statement on a stopped server: %v after %v", err, time.Since(start))
+	if !db.IsUnavailable(err) || time.Since(start) > bound {
+		t.Fatalf("a statement on a stopped server: %v after %v, want unavailable within %v", err, time.Since(start), bound)
+	}
 }
