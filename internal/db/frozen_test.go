@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +19,10 @@ import (
 // once the server answers, without reopening the database.
 func TestFrozenPostgresIsBounded(t *testing.T) {
 	pg := dbtest.Postgres(t)
+	// An application_name of the test's own tells its watchdog connection
+	// from those of tests running beside it.
+	name := "t" + strings.TrimSuffix(strings.TrimPrefix(dbtest.Key(), "hmidtest:"), ":")
+	pg += "&application_name=" + name
 	px := faultproxy.New(t, faultproxy.HostOf(t, pg))
 	const bound = time.Second
 	ctx := context.Background()
@@ -36,6 +41,17 @@ func TestFrozenPostgresIsBounded(t *testing.T) {
 	}
 	if took := time.Since(start); took < 2500*time.Millisecond {
 		t.Fatalf("pg_sleep(2.5) took %v", took)
+	}
+	// The watchdog's own connection, closed by the server meanwhile (as
+	// idle_session_timeout or a restart would), is replaced, not taken for
+	// a frozen server.
+	var ended int
+	if err := d.QueryRowContext(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`,
+		name+" "+db.ProbeApplicationName).Scan(&ended); err != nil || ended != 1 {
+		t.Fatalf("ending the watchdog's connection: %d, %v", ended, err)
+	}
+	if err := d.QueryRowContext(ctx, "SELECT pg_sleep(1.5)").Scan(&x); err != nil {
+		t.Fatalf("a slow statement after the watchdog's connection ended: %v", err)
 	}
 
 	px.Freeze()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,10 @@ type notAnswering struct{}
 func (notAnswering) Error() string   { return "db: PostgreSQL is not answering" }
 func (notAnswering) Timeout() bool   { return true }
 func (notAnswering) Temporary() bool { return true }
+
+// ProbeApplicationName is the application_name of the watchdog's own
+// connection (after the URL's application_name, if it sets one).
+const ProbeApplicationName = "hmid-watchdog"
 
 // watchdog bounds how long anyone waits for a PostgreSQL server that stopped
 // answering without closing its connections: a process stopped with
@@ -80,6 +85,11 @@ func newWatchdog(cfg *pgconn.Config, bound time.Duration) *watchdog {
 	w.probe = cfg.Copy()
 	w.probe.ConnectTimeout = w.probeTimeout
 	w.probe.OnNotice, w.probe.OnNotification = nil, nil
+	// Named in pg_stat_activity, so an operator can tell it from the pool.
+	if w.probe.RuntimeParams == nil {
+		w.probe.RuntimeParams = map[string]string{}
+	}
+	w.probe.RuntimeParams["application_name"] = strings.TrimSpace(w.probe.RuntimeParams["application_name"] + " " + ProbeApplicationName)
 	cfg.DialFunc = w.dialWatched
 	go w.loop()
 	return w
@@ -203,21 +213,37 @@ func (w *watchdog) loop() {
 
 // ask sends the server an empty query on the probe connection, connecting
 // it first if needed, and reports whether it answered within probeTimeout.
+// An error the server sent (too many connections, say) is an answer: the
+// server is alive, and its busy connections are left alone. A kept probe
+// connection that the server or the network closed meanwhile
+// (idle_session_timeout, a restart) is replaced once within the same time.
 func (w *watchdog) ask() error {
 	ctx, cancel := context.WithTimeout(w.ctx, w.probeTimeout)
 	defer cancel()
-	if w.probeConn == nil || w.probeConn.IsClosed() {
-		c, err := pgconn.ConnectConfig(ctx, w.probe)
-		if err != nil {
-			return err
+	var pe *pgconn.PgError
+	for fresh := false; ; fresh = true {
+		if w.probeConn == nil || w.probeConn.IsClosed() {
+			c, err := pgconn.ConnectConfig(ctx, w.probe)
+			if errors.As(err, &pe) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			w.probeConn, fresh = c, true
 		}
-		w.probeConn = c
-	}
-	if err := w.probeConn.Ping(ctx); err != nil {
+		err := w.probeConn.Ping(ctx)
+		if err == nil {
+			return nil
+		}
 		w.dropProbe()
-		return errors.Join(ErrNotAnswering, err)
+		if errors.As(err, &pe) {
+			return nil
+		}
+		if fresh || ctx.Err() != nil {
+			return errors.Join(ErrNotAnswering, err)
+		}
 	}
-	return nil
 }
 
 // dropProbe closes the probe connection, if any, without waiting for a
