@@ -107,7 +107,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 
 	_, maxInFlight, readTimeout, requestTimeout := cfg.Limits()
 	// A statement may not outlive its request on the server either.
-	database, err := db.OpenWith(ctx, cfg.DatabaseURL, db.Options{SQLiteSync: cfg.SQLiteSync, StatementTimeout: requestTimeout})
+	database, err := db.OpenWith(ctx, cfg.DatabaseURL, db.Options{SQLiteSync: cfg.SQLiteSync, StatementTimeout: requestTimeout, DependencyTimeout: cfg.DependencyTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 
 	switch {
 	case cfg.RedisURL != "":
-		rc, err := cache.NewRedis(ctx, cfg.RedisURL, opt.CachePrefix)
+		rc, err := cache.NewRedisWith(ctx, cfg.RedisURL, opt.CachePrefix, cache.RedisOptions{Timeout: cfg.DependencyTimeout})
 		if err != nil {
 			return nil, err
 		}

@@ -28,7 +28,7 @@ type areaHandlers struct {
 // dependencies. Each area has its own block.
 func (s *Server) buildAreas(ctx context.Context) error {
 	// ---- Health and info ----
-	s.health = &health.Handler{DB: s.DB, Cache: s.Cache, Redis: s.Config.RedisURL != "", Version: Version, Started: s.Started, Clock: s.Clock}
+	s.health = &health.Handler{DB: s.DB, Cache: s.Cache, Redis: s.Config.RedisURL != "", Version: Version, Started: s.Started, Clock: s.Clock, Timeout: s.Config.DependencyTimeout}
 
 	// ---- Access: roles, permissions, API keys ----
 	s.accessHandler = access.Handler{S: s.Access}

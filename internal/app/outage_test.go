@@ -11,134 +11,25 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"hmid/internal/apptest"
 	"hmid/internal/config"
 	"hmid/internal/dbtest"
+	"hmid/internal/faultproxy"
 )
 
 // faultProxy is a TCP proxy between hmid and a dependency that can freeze
 // (stop forwarding without closing, as a SIGSTOPped server does) and close
 // (refuse connections, as a stopped server does).
-type faultProxy struct {
-	ln     net.Listener
-	target string
-
-	mu     sync.Mutex
-	thawed chan struct{} // non-nil while frozen; closed by Thaw
-	conns  []net.Conn
-}
+type faultProxy = faultproxy.Proxy
 
 // newFaultProxy forwards a local port to target until the test ends.
-func newFaultProxy(t testing.TB, target string) *faultProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &faultProxy{ln: ln, target: target}
-	go p.accept()
-	t.Cleanup(p.Close)
-	return p
-}
-
-func (p *faultProxy) accept() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, c, up)
-		p.mu.Unlock()
-		go p.pipe(up, c)
-		go p.pipe(c, up)
-	}
-}
-
-// pipe copies src to dst, holding every chunk while the proxy is frozen.
-func (p *faultProxy) pipe(dst, src net.Conn) {
-	defer dst.Close()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			p.mu.Lock()
-			gate := p.thawed
-			p.mu.Unlock()
-			if gate != nil {
-				<-gate
-			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// Freeze stops forwarding; connections stay open and new ones are accepted.
-func (p *faultProxy) Freeze() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.thawed == nil {
-		p.thawed = make(chan struct{})
-	}
-}
-
-// Thaw forwards again what was held and what follows.
-func (p *faultProxy) Thaw() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.thawed != nil {
-		close(p.thawed)
-		p.thawed = nil
-	}
-}
-
-// Close refuses new connections and cuts the open ones.
-func (p *faultProxy) Close() {
-	p.ln.Close()
-	p.Thaw()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
-// via returns rawURL with its host replaced by the proxy's address, and
-// the host it had.
-func (p *faultProxy) via(t testing.TB, rawURL string) string {
-	t.Helper()
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Host = p.ln.Addr().String()
-	return u.String()
-}
+func newFaultProxy(t testing.TB, target string) *faultProxy { return faultproxy.New(t, target) }
 
 // hostOf returns the host:port of a URL.
-func hostOf(t testing.TB, rawURL string) string {
-	t.Helper()
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u.Host
-}
+func hostOf(t testing.TB, rawURL string) string { return faultproxy.HostOf(t, rawURL) }
 
 // rawDo sends a request without the contract check: an outage may answer
 // 503 on any operation (api/openapi.yaml says so once, in its description).
@@ -296,7 +187,7 @@ func TestStreamsOutliveTheRequestTimeout(t *testing.T) {
 func TestFrozenPostgresAnswers503(t *testing.T) {
 	pg := dbtest.Postgres(t)
 	px := newFaultProxy(t, hostOf(t, pg))
-	e := apptest.New(t, dbtest.Engine{Name: "postgres", URL: px.via(t, pg)}, withConfig(func(c *config.Config) {
+	e := apptest.New(t, dbtest.Engine{Name: "postgres", URL: px.Via(t, pg)}, withConfig(func(c *config.Config) {
 		c.RequestTimeout = time.Second
 	}))
 	admin := e.Admin(t)
@@ -313,7 +204,11 @@ func TestFrozenPostgresAnswers503(t *testing.T) {
 		}
 	}
 	px.Thaw()
-	e.Call(t, "GET", "/v1/users", e.SystemKey, nil, http.StatusOK)
+	// The frozen server is held as such until its next probe answers,
+	// a tick (a twentieth of HMID_DEPENDENCY_TIMEOUT) away.
+	eventually(t, "requests succeed after PostgreSQL thaws", func() bool {
+		return rawDo(t, e, "GET", "/v1/users", e.SystemKey, nil, nil).Status == http.StatusOK
+	})
 	e.Call(t, "GET", "/v1/users/me", admin.Token, nil, http.StatusOK)
 }
 
@@ -323,7 +218,7 @@ func TestFrozenPostgresAnswers503(t *testing.T) {
 func TestPostgresDownIsAlways503(t *testing.T) {
 	pg := dbtest.Postgres(t)
 	px := newFaultProxy(t, hostOf(t, pg))
-	e := apptest.New(t, dbtest.Engine{Name: "postgres", URL: px.via(t, pg)}, withConfig(func(c *config.Config) {
+	e := apptest.New(t, dbtest.Engine{Name: "postgres", URL: px.Via(t, pg)}, withConfig(func(c *config.Config) {
 		c.RequestTimeout = 2 * time.Second
 	}))
 	admin := e.Admin(t)
@@ -369,7 +264,7 @@ func redisEngines(t *testing.T, fn func(t *testing.T, e *apptest.Env, px *faultP
 	}
 	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
 		px := newFaultProxy(t, hostOf(t, rurl))
-		eng.RedisURL = px.via(t, rurl)
+		eng.RedisURL = px.Via(t, rurl)
 		fn(t, apptest.New(t, eng), px)
 	})
 }

@@ -1,12 +1,15 @@
 package cache
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
@@ -29,12 +32,12 @@ var _ Cache = (*Redis)(nil)
 func init() { apperr.RegisterUnavailable(IsUnavailable) }
 
 // IsUnavailable reports whether err means the Redis server cannot answer
-// now: the client's pool is exhausted, timed out or closed, the server is
-// loading its data set or is a replica without a master, or (caught by
-// apperr for every store) the network failed. Replies to a wrong command do
-// not count.
+// now: it is held as not answering (ErrNotAnswering), the client's pool is
+// exhausted, timed out or closed, the server is loading its data set or is
+// a replica without a master, or (caught by apperr for every store) the
+// network failed. Replies to a wrong command do not count.
 func IsUnavailable(err error) bool {
-	if errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted) {
+	if errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted) || errors.Is(err, ErrNotAnswering) {
 		return true
 	}
 	var re redis.Error
@@ -60,17 +63,51 @@ func errUnavailable(err error) error {
 	return &apperr.Error{Kind: apperr.ServiceUnavailable, Message: "the cache is unavailable; try again later", Err: err}
 }
 
-// NewRedis connects to the server at url ("redis://…") and checks it answers.
+// DefaultRedisTimeout is RedisOptions.Timeout's default, the default of
+// HMID_DEPENDENCY_TIMEOUT.
+const DefaultRedisTimeout = 2 * time.Second
+
+// RedisOptions tune NewRedisWith. The zero value is the default of each field.
+type RedisOptions struct {
+	// Timeout is what a frozen Redis (a stopped process, a network that
+	// swallows packets) may cost a request (0: DefaultRedisTimeout): each
+	// command gets three quarters of it from the moment it is issued to its
+	// reply, the wait for a free connection, a new connection's dial and
+	// handshake, the write, the read and go-redis's retries together, not
+	// the sum of the client's separate timeouts and retries.
+	Timeout time.Duration
+}
+
+// NewRedis connects to the server at url ("redis://…") with the default
+// options and checks it answers.
 func NewRedis(ctx context.Context, url, prefix string) (*Redis, error) {
+	return NewRedisWith(ctx, url, prefix, RedisOptions{})
+}
+
+// NewRedisWith connects to the server at url ("redis://…") and checks it
+// answers.
+func NewRedisWith(ctx context.Context, url, prefix string, o RedisOptions) (*Redis, error) {
 	opt, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("cache: HMID_REDIS_URL: %w", err)
 	}
+	// A command gets three quarters of the timeout: a request that meets a
+	// frozen Redis then still has the rest to fall back on the database or
+	// to answer 503 within the timeout.
+	bound := cmp.Or(o.Timeout, DefaultRedisTimeout) * 3 / 4
 	opt.PoolSize = 64
-	opt.DialTimeout = 2 * time.Second
-	opt.ReadTimeout = 2 * time.Second
-	opt.WriteTimeout = 2 * time.Second
+	// Each of the client's own limits is the bound too, so none of them
+	// alone outlasts it; guard caps their sum. With
+	// ContextTimeoutEnabled the socket deadlines, the wait for a pooled
+	// connection and the backoff between retries all follow the command's
+	// context.
+	opt.DialTimeout = bound
+	opt.ReadTimeout = bound
+	opt.WriteTimeout = bound
+	opt.PoolTimeout = bound
+	opt.ContextTimeoutEnabled = true
 	c := redis.NewClient(opt)
+	c.AddHook(&guard{bound: bound, client: c})
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := c.Ping(pctx).Err(); err != nil {
@@ -78,6 +115,109 @@ func NewRedis(ctx context.Context, url, prefix string) (*Redis, error) {
 		return nil, fmt.Errorf("cache: connect to Redis: %w", err)
 	}
 	return &Redis{Client: c, Prefix: prefix}, nil
+}
+
+// ErrNotAnswering is the error of every Redis command while the client holds
+// the server as not answering: a command ran out of its time, and the
+// server has not answered a PING since. IsUnavailable counts it.
+var ErrNotAnswering = errors.New("cache: Redis is not answering")
+
+// guard is the go-redis hook that bounds every command and pipeline, the
+// one place the bound is applied, so callers that use the client directly
+// (the rate limiter's scripts, the real-time fan-out's PUBLISH) have it too.
+// Pub/sub receives do not pass through it: a subscriber waits for messages
+// for as long as it likes.
+//
+// A command gets at most the bound, unless its context ends sooner. One
+// that runs out of it (and not of its caller's time) marks the server as
+// not answering: commands then fail at once with ErrNotAnswering instead
+// of each waiting the bound again (a request that uses Redis three times
+// would wait three times), while a PING every twentieth of the bound checks
+// for the server's return, which ends the mark without a restart.
+type guard struct {
+	bound  time.Duration
+	client *redis.Client
+	down   atomic.Bool // the server is held as not answering
+}
+
+// probeKey marks the context of the guard's own PING, which passes the mark.
+type probeKey struct{}
+
+// DialHook leaves dialling to the command's context.
+func (g *guard) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessHook bounds one command.
+func (g *guard) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if g.down.Load() && ctx.Value(probeKey{}) == nil {
+			cmd.SetErr(ErrNotAnswering)
+			return ErrNotAnswering
+		}
+		bctx, cancel := g.within(ctx)
+		defer cancel()
+		err := next(bctx, cmd)
+		g.observe(ctx, err)
+		return err
+	}
+}
+
+// ProcessPipelineHook bounds one pipeline or transaction as a whole.
+func (g *guard) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		// The probe's PING passes, and so does the handshake of the
+		// connection it opens (HELLO, CLIENT SETINFO: a pipeline).
+		if g.down.Load() && ctx.Value(probeKey{}) == nil {
+			for _, c := range cmds {
+				c.SetErr(ErrNotAnswering)
+			}
+			return ErrNotAnswering
+		}
+		bctx, cancel := g.within(ctx)
+		defer cancel()
+		err := next(bctx, cmds)
+		g.observe(ctx, err)
+		return err
+	}
+}
+
+// within returns ctx bounded by the guard's bound.
+func (g *guard) within(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= g.bound {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, g.bound)
+}
+
+// observe marks the server as not answering when a command whose caller
+// still waits timed out, and starts checking for its return.
+func (g *guard) observe(caller context.Context, err error) {
+	if err == nil || caller.Err() != nil || caller.Value(probeKey{}) != nil {
+		return
+	}
+	var ne net.Error
+	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, redis.ErrPoolTimeout) && !(errors.As(err, &ne) && ne.Timeout()) {
+		return
+	}
+	if g.down.CompareAndSwap(false, true) {
+		go g.watch()
+	}
+}
+
+// watch pings the server until it answers, then lifts the mark; it gives
+// up when the client is closed.
+func (g *guard) watch() {
+	ctx := context.WithValue(context.Background(), probeKey{}, true)
+	t := time.NewTicker(g.bound / 20)
+	defer t.Stop()
+	for range t.C {
+		pctx, cancel := context.WithTimeout(ctx, g.bound/4)
+		err := g.client.Ping(pctx).Err()
+		cancel()
+		if err == nil || errors.Is(err, redis.ErrClosed) {
+			g.down.Store(false)
+			return
+		}
+	}
 }
 
 // Name returns "redis".

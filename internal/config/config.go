@@ -47,6 +47,7 @@ type Config struct {
 	MaxRequestsInFlight int           // HMID_MAX_REQUESTS_IN_FLIGHT, requests handled at once; more get 503
 	ReadTimeout         time.Duration // HMID_READ_TIMEOUT, to read a request's headers and body
 	RequestTimeout      time.Duration // HMID_REQUEST_TIMEOUT, to handle a request, database included
+	DependencyTimeout   time.Duration // HMID_DEPENDENCY_TIMEOUT, for PostgreSQL or Redis to answer before the request gets 503
 	SQLiteSync          string        // HMID_SQLITE_SYNC: normal (default) or full
 
 	// ID-token signing (docs/decisions.md, Signing keys).
@@ -92,6 +93,13 @@ const (
 	DefaultMaxRequestsInFlight = 256
 	DefaultReadTimeout         = 10 * time.Second
 	DefaultRequestTimeout      = 30 * time.Second
+	// DefaultDependencyTimeout bounds each wait for PostgreSQL or Redis to
+	// answer (a connection from the pool, a connect, a statement's reply,
+	// a Redis command), so a frozen dependency costs a request 503 within
+	// 2 s instead of the whole request timeout.
+	DefaultDependencyTimeout = 2 * time.Second
+	// MinDependencyTimeout is the least HMID_DEPENDENCY_TIMEOUT accepted.
+	MinDependencyTimeout = 100 * time.Millisecond
 )
 
 // Limits returns the connection and request limits with defaults filled in.
@@ -151,6 +159,14 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	if c.RequestTimeout, err = positiveDuration(get, "HMID_REQUEST_TIMEOUT", DefaultRequestTimeout); err != nil {
 		return c, err
+	}
+	if c.DependencyTimeout, err = positiveDuration(get, "HMID_DEPENDENCY_TIMEOUT", DefaultDependencyTimeout); err != nil {
+		return c, err
+	}
+	if c.DependencyTimeout < MinDependencyTimeout {
+		// The database watchdog looks every twentieth of it; shorter would
+		// keep a core busy and take a loaded server for a frozen one.
+		return c, fmt.Errorf("HMID_DEPENDENCY_TIMEOUT must be at least %v, got %v", MinDependencyTimeout, c.DependencyTimeout)
 	}
 	if v := get("HMID_SIGNING_KEY_ROTATION", "0"); v != "0" {
 		if c.SigningKeyRotation, err = time.ParseDuration(v); err != nil {

@@ -134,3 +134,20 @@ func TestOutboundAllowCIDRs(t *testing.T) {
 		}
 	}
 }
+
+// TestDependencyTimeout checks HMID_DEPENDENCY_TIMEOUT's default and that a
+// value that is not a duration, or is too short to watch, fails the start.
+func TestDependencyTimeout(t *testing.T) {
+	c, err := FromEnv(env(nil))
+	if err != nil || c.DependencyTimeout != 2*time.Second {
+		t.Fatalf("default = %v, %v", c.DependencyTimeout, err)
+	}
+	if c, err := FromEnv(env(map[string]string{"HMID_DEPENDENCY_TIMEOUT": "750ms"})); err != nil || c.DependencyTimeout != 750*time.Millisecond {
+		t.Fatalf("750ms = %v, %v", c.DependencyTimeout, err)
+	}
+	for _, bad := range []string{"2", "0", "-1s", "10ms", "soon"} {
+		if _, err := FromEnv(env(map[string]string{"HMID_DEPENDENCY_TIMEOUT": bad})); err == nil || !strings.Contains(err.Error(), "HMID_DEPENDENCY_TIMEOUT") {
+			t.Errorf("HMID_DEPENDENCY_TIMEOUT=%s: err = %v", bad, err)
+		}
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net"
 	neturl "net/url"
 	"os"
 	"path/filepath"
@@ -33,8 +34,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
-	_ "modernc.org/sqlite"             // registers the "sqlite" driver
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
 // Flavor names the database engine.
@@ -95,6 +97,8 @@ type DB struct {
 
 	dir    string       // directory of the SQLite file ("" otherwise), for Disk
 	fullAt atomic.Int64 // Unix nanoseconds of the last "disk full" write error
+
+	watch *watchdog // PostgreSQL: bounds the wait for a server that stopped answering
 }
 
 // Options tune Open. The zero value is the default of each field.
@@ -106,16 +110,28 @@ type Options struct {
 	// StatementTimeout is PostgreSQL's statement_timeout, the server-side
 	// bound of one statement (0: 30 s). A URL that sets statement_timeout wins.
 	StatementTimeout time.Duration
-	// ConnectTimeout bounds a new PostgreSQL connection (0: 5 s). A URL that
-	// sets connect_timeout wins.
+	// ConnectTimeout bounds a new PostgreSQL connection, dial and
+	// authentication (0: DependencyTimeout). A URL that sets connect_timeout wins.
 	ConnectTimeout time.Duration
+	// DependencyTimeout bounds each wait for PostgreSQL to answer when it
+	// has stopped answering without closing its connections (a SIGSTOPped
+	// server, a network that swallows packets): a statement on a connection,
+	// a connect, a wait for a free connection behind stuck ones (0: 2 s,
+	// HMID_DEPENDENCY_TIMEOUT). Statements that are slow on a server that
+	// answers are not cut by it; statement_timeout bounds those. See watchdog.
+	DependencyTimeout time.Duration
 }
 
 // Defaults of Options.
 const (
-	DefaultStatementTimeout = 30 * time.Second
-	DefaultConnectTimeout   = 5 * time.Second
+	DefaultStatementTimeout  = 30 * time.Second
+	DefaultDependencyTimeout = 2 * time.Second
 )
+
+// TCP keepalive of PostgreSQL connections: an idle connection whose peer has
+// gone (a host that crashed, a NAT that forgot it) is noticed within about
+// 30 s instead of the kernel's two hours, before a request picks it.
+var pgKeepAlive = net.KeepAliveConfig{Enable: true, Idle: 15 * time.Second, Interval: 5 * time.Second, Count: 3}
 
 // stmtCache keeps prepared statements of one pool, up to maxStmts texts (past
 // that, queries with generated texts are simply not cached).
@@ -205,10 +221,18 @@ func OpenWith(ctx context.Context, url string, o Options) (*DB, error) {
 		d.w, d.r = w, r
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
 		d.Flavor = Postgres
-		p, err := sql.Open("pgx", postgresURL(url, o))
+		cfg, err := pgx.ParseConfig(postgresURL(url, o))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("db: PostgreSQL URL: %w", err)
 		}
+		bound := cmp.Or(o.DependencyTimeout, DefaultDependencyTimeout)
+		if u, err := neturl.Parse(url); err == nil && !u.Query().Has("connect_timeout") {
+			cfg.ConnectTimeout = cmp.Or(o.ConnectTimeout, bound)
+		}
+		dialer := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAliveConfig: pgKeepAlive}
+		cfg.DialFunc = dialer.DialContext
+		d.watch = newWatchdog(&cfg.Config, bound)
+		p := stdlib.OpenDB(*cfg)
 		p.SetMaxOpenConns(32)
 		p.SetMaxIdleConns(32)
 		p.SetConnMaxIdleTime(5 * time.Minute)
@@ -239,18 +263,15 @@ func sqliteSync(v string) (string, error) {
 	return "", fmt.Errorf("db: SQLite synchronous setting must be normal or full, got %q", v)
 }
 
-// postgresURL adds the connect and statement timeouts to url unless it sets
-// them. pgx sends parameters it does not know, such as statement_timeout, to
-// the server as run-time settings of each connection.
+// postgresURL adds the statement timeout to url unless it sets it. pgx
+// sends parameters it does not know, such as statement_timeout, to the
+// server as run-time settings of each connection.
 func postgresURL(raw string, o Options) string {
 	u, err := neturl.Parse(raw)
 	if err != nil {
-		return raw // sql.Open / the first ping reports it
+		return raw // pgx.ParseConfig reports it
 	}
 	q := u.Query()
-	if q.Get("connect_timeout") == "" {
-		q.Set("connect_timeout", strconv.Itoa(int(cmp.Or(o.ConnectTimeout, DefaultConnectTimeout).Seconds())))
-	}
 	if q.Get("statement_timeout") == "" {
 		q.Set("statement_timeout", strconv.FormatInt(cmp.Or(o.StatementTimeout, DefaultStatementTimeout).Milliseconds(), 10))
 	}
@@ -262,6 +283,9 @@ func postgresURL(raw string, o Options) string {
 func (d *DB) Close() error {
 	if d.gc != nil {
 		d.gc.close()
+	}
+	if d.watch != nil {
+		defer d.watch.Close()
 	}
 	d.readStmts.close()
 	d.writeStmts.close()

@@ -21,16 +21,17 @@ import (
 func init() { apperr.RegisterUnavailable(IsUnavailable) }
 
 // IsUnavailable reports whether err means the database cannot answer now —
-// unreachable, its connection lost, out of time, busy past the busy
-// timeout, out of disk space or memory — rather than that the statement is
-// wrong. It knows the errors of database/sql, pgx and SQLite.
+// unreachable, its connection lost, out of time, not answering at all
+// (ErrNotAnswering), busy past the busy timeout, out of disk space or
+// memory — rather than that the statement is wrong. It knows the errors of
+// database/sql, pgx and SQLite.
 func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
 	}
 	var ce *pgconn.ConnectError
 	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) || errors.Is(err, ErrClosed) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, pgconn.ErrConnClosed) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, ErrNotAnswering) ||
 		pgconn.Timeout(err) || errors.As(err, &ce) {
 		return true
 	}

@@ -6,6 +6,7 @@
 package health
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"strings"
@@ -32,7 +33,14 @@ type Handler struct {
 	Version  string
 	Started  time.Time
 	Clock    clock.Clock
+	// Timeout bounds each dependency's ping (0: 2 s, HMID_DEPENDENCY_TIMEOUT's
+	// default). The pings run at once, so a frozen database and a frozen
+	// Redis together still answer within it.
+	Timeout time.Duration
 }
+
+// defaultTimeout is Handler.Timeout's default.
+const defaultTimeout = 2 * time.Second
 
 // Service is the status of one dependency.
 type Service struct {
@@ -90,8 +98,8 @@ func uptime(d time.Duration) Uptime {
 	return Uptime{Days: s / 86400, Hours: s % 86400 / 3600, Minutes: s % 3600 / 60, Seconds: s % 60, Total: d.Seconds()}
 }
 
-func ping(ctx context.Context, f func(context.Context) error) Service {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+func ping(ctx context.Context, timeout time.Duration, f func(context.Context) error) Service {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
 	err := f(ctx)
@@ -178,9 +186,19 @@ func (h *Handler) report(ctx context.Context) Report {
 		Timestamp: h.Clock.Now(),
 		Uptime:    uptime(time.Since(h.Started)),
 	}
-	rep.Services.Database = ping(ctx, h.DB.Ping)
+	timeout := cmp.Or(h.Timeout, defaultTimeout)
+	if h.Redis {
+		// Two network dependencies: ping them at once, so the answer takes
+		// the slower ping, not the sum.
+		done := make(chan Service, 1)
+		go func() { done <- ping(ctx, timeout, h.Cache.Ping) }()
+		rep.Services.Database = ping(ctx, timeout, h.DB.Ping)
+		rep.Services.Redis = <-done
+	} else {
+		rep.Services.Database = ping(ctx, timeout, h.DB.Ping)
+		rep.Services.Redis = ping(ctx, timeout, h.Cache.Ping)
+	}
 	rep.Services.Database.Type = string(h.DB.Flavor)
-	rep.Services.Redis = ping(ctx, h.Cache.Ping)
 	rep.Services.Redis.Type = h.Cache.Name()
 	rep.Services.Websocket = Websocket{Status: "up"}
 	if h.Realtime != nil {
