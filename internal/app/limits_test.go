@@ -238,3 +238,36 @@ func TestSlowBodiesHoldNoSlot(t *testing.T) {
 	}
 	t.Logf("%d normal requests answered next to %d slow bodies", n, drippers)
 }
+
+// TestIdleConnectionsMakeRoom: at HMID_MAX_CONNECTIONS, a new client is
+// served at once, since the keep-alive connection idle longest is closed
+// to make room for it, rather than waiting for idle connections to time out.
+func TestIdleConnectionsMakeRoom(t *testing.T) {
+	e := apptest.New(t, dbtest.Engine{Name: "sqlite", URL: dbtest.SQLite(t)}, withConfig(func(c *config.Config) {
+		c.MaxConnections = 2
+	}))
+	addr := serveReal(t, e)
+	first, second := dialKeepAlive(t, addr), dialKeepAlive(t, addr)
+	for _, k := range []*keepAliveConn{first, second} {
+		if st, m := k.do("GET", "/v1", "", ""); st != http.StatusOK {
+			t.Fatalf("GET /v1: %d %v", st, m)
+		}
+		time.Sleep(50 * time.Millisecond) // first is idle longer
+	}
+	start := time.Now()
+	third := dialKeepAlive(t, addr)
+	if st, m := third.do("GET", "/health", "", ""); st != http.StatusOK {
+		t.Fatalf("GET /health at the connection cap: %d %v", st, m)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("a new client at the connection cap waited %v", took)
+	}
+	// The idlest connection was the one closed; the other still serves.
+	_ = first.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := first.br.ReadByte(); err != io.EOF {
+		t.Fatalf("the idlest connection: read %v %v, want it closed", n, err)
+	}
+	if st, m := second.do("GET", "/v1", "", ""); st != http.StatusOK {
+		t.Fatalf("the other idle connection: %d %v", st, m)
+	}
+}
