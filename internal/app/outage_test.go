@@ -182,20 +182,34 @@ func TestInFlightCapAnswersFast503(t *testing.T) {
 	e := apptest.New(t, dbtest.Engine{Name: "sqlite", URL: dbtest.SQLite(t)}, withConfig(func(c *config.Config) {
 		c.MaxRequestsInFlight = 1
 	}))
-	startBot(t, e, e.SystemKey, nil)
+	bot := startBot(t, e, e.SystemKey, nil)
 	e.Server.Chat.SyncTimeout = 3 * time.Second
 	held := make(chan int, 1)
-	go func() {
-		req, _ := http.NewRequest("POST", e.URL+"/v1/chatplatform/sync", nil)
-		req.Header.Set("Authorization", "Bearer "+e.SystemKey)
-		res, err := e.Client.Do(req)
-		if err != nil {
-			held <- 0
-			return
+	hold := func() {
+		go func() {
+			req, _ := http.NewRequest("POST", e.URL+"/v1/chatplatform/sync", nil)
+			req.Header.Set("Authorization", "Bearer "+e.SystemKey)
+			res, err := e.Client.Do(req)
+			if err != nil {
+				held <- 0
+				return
+			}
+			res.Body.Close()
+			held <- res.StatusCode
+		}()
+	}
+	hold()
+	// The sync holds the slot once the bot has its request.
+	waitFor(t, "the sync to reach the bot", func() bool {
+		select {
+		case <-held: // refused or failed before it reached the bot: again
+			hold()
+		default:
 		}
-		res.Body.Close()
-		held <- res.StatusCode
-	}()
+		bot.mu.Lock()
+		defer bot.mu.Unlock()
+		return len(bot.requests) > 0
+	})
 	var r *apptest.Resp
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -204,7 +218,7 @@ func TestInFlightCapAnswersFast503(t *testing.T) {
 		if took := time.Since(start); r.Status == http.StatusServiceUnavailable && took > 500*time.Millisecond {
 			t.Fatalf("the refusal took %v, want it at once", took)
 		}
-		// The sync may not have reached its handler yet: ask again.
+		// A request of the test itself may still hold the slot: ask again.
 		if r.Status == http.StatusServiceUnavailable || time.Now().After(deadline) {
 			break
 		}
