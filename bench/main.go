@@ -43,8 +43,9 @@ type Env struct {
 	SystemKey   string
 	Client      *fasthttp.Client
 	Concurrency int
-	WS          WSConfig // the ws-fanout scenario's shape
-	IDTokenAlg  string   // the OAuth scenarios' client's id_token_signed_response_alg; "" = the server's default
+	WS          WSConfig   // the ws-fanout scenario's shape
+	Slow        SlowConfig // the slow-bodies scenario's shape
+	IDTokenAlg  string     // the OAuth scenarios' client's id_token_signed_response_alg; "" = the server's default
 }
 
 // Scenario is one benchmark: Setup prepares data and returns the operation
@@ -93,6 +94,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		wsPts  = fs.Int("ws-points", 20, "ws-fanout: GPS points posted per device")
 		wsGap  = fs.Duration("ws-interval", time.Second, "ws-fanout: time between two points of one device")
 		alg    = fs.String("alg", "", "oauth-*: ID-token algorithm of the client (HS256, RS256, ES256; default: the server's)")
+		slowN  = fs.Int("slow-conns", 600, "slow-bodies: connections dripping a request body")
+		slowG  = fs.Duration("slow-gap", 2*time.Second, "slow-bodies: time between two bytes of a dripped body")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -123,7 +126,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	// The in-process server runs with the service's own runtime settings.
 	app.TuneRuntime(os.Getenv)
 	env := &Env{URL: *target, SystemKey: *key, Client: loadgen.NewClient(*conc), Concurrency: *conc,
-		WS: WSConfig{Connections: *wsConn, Devices: *wsDevs, Points: *wsPts, Interval: *wsGap}, IDTokenAlg: strings.ToUpper(*alg)}
+		WS:   WSConfig{Connections: *wsConn, Devices: *wsDevs, Points: *wsPts, Interval: *wsGap},
+		Slow: SlowConfig{Connections: *slowN, Gap: *slowG, Duration: *dur}, IDTokenAlg: strings.ToUpper(*alg)}
 	engine := "target " + *target
 	if *target == "" {
 		srv, base, sysKey, closeFn, err := startServer(ctx, *dbURL, *redis)

@@ -65,22 +65,42 @@ func wantUnavailable(t testing.TB, r *apptest.Resp, what string) {
 
 func withConfig(f func(*config.Config)) apptest.Option { return apptest.Option(f) }
 
-// TestInFlightCapAnswersFast503 holds the only request slot with a login
-// whose body never finishes, and expects the next request to be refused at
-// once with 503 and Retry-After instead of queueing.
+// TestInFlightCapAnswersFast503 holds the only request slot with a chat
+// sync waiting for a bot that stays silent, and expects the next request to
+// be refused at once with 503 and Retry-After instead of queueing. (A body
+// still arriving holds no slot: TestSlowBodiesHoldNoSlot.)
 func TestInFlightCapAnswersFast503(t *testing.T) {
 	e := apptest.New(t, dbtest.Engine{Name: "sqlite", URL: dbtest.SQLite(t)}, withConfig(func(c *config.Config) {
 		c.MaxRequestsInFlight = 1
 	}))
-	conn, err := net.Dial("tcp", hostOf(t, e.URL))
-	if err != nil {
-		t.Fatal(err)
+	bot := startBot(t, e, e.SystemKey, nil)
+	e.Server.Chat.SyncTimeout = 3 * time.Second
+	held := make(chan int, 1)
+	hold := func() {
+		go func() {
+			req, _ := http.NewRequest("POST", e.URL+"/v1/chatplatform/sync", nil)
+			req.Header.Set("Authorization", "Bearer "+e.SystemKey)
+			res, err := e.Client.Do(req)
+			if err != nil {
+				held <- 0
+				return
+			}
+			res.Body.Close()
+			held <- res.StatusCode
+		}()
 	}
-	defer conn.Close()
-	// Headers and half of the body: the handler holds the slot, reading.
-	if _, err := io.WriteString(conn, "POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"email\":"); err != nil {
-		t.Fatal(err)
-	}
+	hold()
+	// The sync holds the slot once the bot has its request.
+	waitFor(t, "the sync to reach the bot", func() bool {
+		select {
+		case <-held: // refused or failed before it reached the bot: again
+			hold()
+		default:
+		}
+		bot.mu.Lock()
+		defer bot.mu.Unlock()
+		return len(bot.requests) > 0
+	})
 	var r *apptest.Resp
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -89,7 +109,7 @@ func TestInFlightCapAnswersFast503(t *testing.T) {
 		if took := time.Since(start); r.Status == http.StatusServiceUnavailable && took > 500*time.Millisecond {
 			t.Fatalf("the refusal took %v, want it at once", took)
 		}
-		// The login may not have reached its handler yet: ask again.
+		// A request of the test itself may still hold the slot: ask again.
 		if r.Status == http.StatusServiceUnavailable || time.Now().After(deadline) {
 			break
 		}
@@ -103,8 +123,10 @@ func TestInFlightCapAnswersFast503(t *testing.T) {
 	if r := rawDo(t, e, "GET", "/livez", "", nil, nil); r.Status != http.StatusOK {
 		t.Fatalf("/livez while busy: %d %s", r.Status, r.Body)
 	}
-	conn.Close()
-	// The slot comes back once the stuck request ends.
+	// The slot comes back once the held request ends.
+	if st := <-held; st != http.StatusServiceUnavailable {
+		t.Fatalf("the sync with a silent bot: %d, want 503", st)
+	}
 	for time.Now().Before(deadline) {
 		if r = rawDo(t, e, "GET", "/v1", "", nil, nil); r.Status == http.StatusOK {
 			return

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -20,15 +21,24 @@ func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
 	r.NotFound(httpx.NotFoundHandler)
 	r.MethodNotAllowed(httpx.MethodNotAllowedHandler)
+	// Every route is handled under the request limits (limits.go): an
+	// in-flight slot and HMID_REQUEST_TIMEOUT, the database included.
+	handling := s.limits.handle(s.limits.request)
 	route := func(method, path string, rule Rule, h http.HandlerFunc) {
-		r.With(s.Guard.Require(rule)).Method(method, path, h)
+		r.With(handling, s.Guard.Require(rule)).Method(method, path, h)
+	}
+	// waiting is route for a handler that waits on another party for as long
+	// as the spec allows, which may be longer than HMID_REQUEST_TIMEOUT: it
+	// gets that wait on top of the usual time for its own work.
+	waiting := func(wait time.Duration, method, path string, rule Rule, h http.HandlerFunc) {
+		r.With(s.limits.handle(s.limits.request+wait), s.Guard.Require(rule)).Method(method, path, h)
 	}
 	// stream is route for what the request limits must neither cut nor
 	// refuse: responses that last as long as the client wants, and /livez,
-	// which must answer while the server is busy.
+	// which must answer while the server is busy. HMID_MAX_CONNECTIONS
+	// bounds them.
 	stream := func(method, path string, rule Rule, h http.HandlerFunc) {
-		s.limits.streams[path] = true
-		route(method, path, rule, h)
+		r.With(s.Guard.Require(rule)).Method(method, path, h)
 	}
 
 	// ---- Health, info, contract, metrics (spec 3 Health and info) ----
@@ -196,6 +206,10 @@ func (s *Server) routes() chi.Router {
 	// ---- Account console (/account/*): each page has the rule of the REST
 	// route that does the same, taken from the hmid_session cookie ----
 	page := func(method, path string, rule Rule, h http.HandlerFunc) { route(method, path, rule.InBrowser(), h) }
+	streamPage := func(method, path string, rule Rule, h http.HandlerFunc) { stream(method, path, rule.InBrowser(), h) }
+	waitingPage := func(wait time.Duration, method, path string, rule Rule, h http.HandlerFunc) {
+		waiting(wait, method, path, rule.InBrowser(), h)
+	}
 	sp := s.sessionPages
 	page("GET", "/account/sessions", Session(), sp.List)
 	page("POST", "/account/sessions/revoke-others", Session(), sp.RevokeOthers)
@@ -226,8 +240,7 @@ func (s *Server) routes() chi.Router {
 	page("GET", "/account/apps", Authenticated(), ap.List)
 	page("POST", "/account/apps/{client_id}/revoke", Authenticated(), ap.Revoke)
 	page("GET", "/account/data", Authenticated(), dp.Show)
-	s.limits.streams["/account/data/export"] = true // the archive streams like GET /v1/user/export
-	page("GET", "/account/data/export", Authenticated(), dp.Download)
+	streamPage("GET", "/account/data/export", Authenticated(), dp.Download) // the archive streams like GET /v1/user/export
 	page("POST", "/account/data/deletion", Session(), dp.RequestDeletion)
 	page("POST", "/account/data/deletion/cancel", Session(), dp.CancelDeletion)
 	// (activity and integrations)
@@ -323,8 +336,8 @@ func (s *Server) routes() chi.Router {
 	// (admin: audit log and reports)
 	aa := s.adminAuditPages
 	page("GET", "/admin/audit", Perm("audit:read"), aa.List) // GET /v1/admin/audit
-	s.limits.streams["/admin/audit/export"] = true           // the file streams like GET /v1/admin/audit/export
-	page("GET", "/admin/audit/export", Perm("audit:read"), aa.Export)
+	// (the file streams like GET /v1/admin/audit/export)
+	streamPage("GET", "/admin/audit/export", Perm("audit:read"), aa.Export)
 	page("GET", "/admin/audit/reports", Perm("audit:read"), aa.Reports)       // GET /v1/admin/audit/reports
 	page("POST", "/admin/audit/reports/{id}", Perm("audit:write"), aa.Review) // PATCH /v1/admin/audit/reports/{report_id}
 	// (admin: platforms and configuration)
@@ -346,14 +359,15 @@ func (s *Server) routes() chi.Router {
 	// (admin: chat platform and tracking) The tracking page lists devices
 	// and trips, each for holders of its REST route's permission.
 	acp, atp := s.adminChatPages, s.adminTrackingPages
-	page("GET", "/admin/chat", Perm("chatplatform:read"), acp.Index)                                             // GET /v1/chatplatform/guilds, …/settings
-	page("POST", "/admin/chat/sync", Perm("chatplatform:sync"), acp.Sync)                                        // POST /v1/chatplatform/sync
-	page("POST", "/admin/chat/settings", Perm("chatplatform:edit"), acp.SaveSettings)                            // PUT /v1/chatplatform/settings
-	page("GET", "/admin/chat/guilds/{guild_id}", Perm("chatplatform:read"), acp.Guild)                           // GET …/guilds/{guild_id}/full, …/members
-	page("POST", "/admin/chat/guilds/{guild_id}/settings", Perm("chatplatform:edit"), acp.SaveGuildLanguage)     // PUT …/guilds/{guild_id}/settings
-	page("POST", "/admin/chat/guilds/{guild_id}/members/sync", Perm("chatplatform:guild.sync"), acp.SyncMembers) // POST …/guilds/{guild_id}/members/sync
-	page("GET", "/admin/tracking", AnyPerm("devices:read", "trips:read"), atp.Index)                             // GET /v1/devices, GET /v1/trips
-	page("GET", "/admin/tracking/trips/{id}", Perm("trips:read"), atp.Trip)                                      // GET /v1/trips/{id}, …/history, …/gps
+	page("GET", "/admin/chat", Perm("chatplatform:read"), acp.Index)                                         // GET /v1/chatplatform/guilds, …/settings
+	page("POST", "/admin/chat/settings", Perm("chatplatform:edit"), acp.SaveSettings)                        // PUT /v1/chatplatform/settings
+	page("GET", "/admin/chat/guilds/{guild_id}", Perm("chatplatform:read"), acp.Guild)                       // GET …/guilds/{guild_id}/full, …/members
+	page("POST", "/admin/chat/guilds/{guild_id}/settings", Perm("chatplatform:edit"), acp.SaveGuildLanguage) // PUT …/guilds/{guild_id}/settings
+	page("GET", "/admin/tracking", AnyPerm("devices:read", "trips:read"), atp.Index)                         // GET /v1/devices, GET /v1/trips
+	page("GET", "/admin/tracking/trips/{id}", Perm("trips:read"), atp.Trip)                                  // GET /v1/trips/{id}, …/history, …/gps
+	// The syncs wait for the bot as their REST routes do (below).
+	waitingPage(s.Chat.SyncWait(), "POST", "/admin/chat/sync", Perm("chatplatform:sync"), acp.Sync)
+	waitingPage(s.Chat.MemberSyncWait(), "POST", "/admin/chat/guilds/{guild_id}/members/sync", Perm("chatplatform:guild.sync"), acp.SyncMembers)
 
 	// ---- Accounts: email change and link, platform accounts, platforms, two-factor, bans, deletion (spec 2) ----
 	accH, platH, banH, delH := &s.accountsHandler, &s.platformsHandler, &s.bansHandler, &s.deletionHandler
@@ -484,7 +498,8 @@ func (s *Server) routes() chi.Router {
 	route("GET", "/v1/chatplatform/guilds/{guild_id}", Perm("chatplatform:read"), ch.GetGuild)
 	route("GET", "/v1/chatplatform/guilds/{guild_id}/channels", Perm("chatplatform:read"), ch.ListChannels)
 	route("GET", "/v1/chatplatform/guilds/{guild_id}/full", Perm("chatplatform:read"), ch.GetGuildFull)
-	route("POST", "/v1/chatplatform/sync", Perm("chatplatform:sync"), ch.Sync)
+	// The two syncs wait for the bot: 30 and 60 seconds (spec 3, Limits).
+	waiting(s.Chat.SyncWait(), "POST", "/v1/chatplatform/sync", Perm("chatplatform:sync"), ch.Sync)
 	route("DELETE", "/v1/chatplatform/guilds/{guild_id}", Perm("chatplatform:delete"), ch.DeleteGuild)
 	route("GET", "/v1/chatplatform/settings", Perm("chatplatform:read"), ch.GetSettings)
 	route("PUT", "/v1/chatplatform/settings", Perm("chatplatform:edit"), ch.PutSettings)
@@ -492,7 +507,7 @@ func (s *Server) routes() chi.Router {
 	route("PUT", "/v1/chatplatform/guilds/{guild_id}/settings", Perm("chatplatform:edit"), ch.PutGuildSettings)
 	route("GET", "/v1/chatplatform/guilds/{guild_id}/members", Perm("chatplatform:read"), ch.ListMembers)
 	route("GET", "/v1/chatplatform/guilds/{guild_id}/members/{user_id}", Perm("chatplatform:read"), ch.GetMember)
-	route("POST", "/v1/chatplatform/guilds/{guild_id}/members/sync", Perm("chatplatform:guild.sync"), ch.SyncMembers)
+	waiting(s.Chat.MemberSyncWait(), "POST", "/v1/chatplatform/guilds/{guild_id}/members/sync", Perm("chatplatform:guild.sync"), ch.SyncMembers)
 
 	// ---- Streaming-platform integrations (spec 3) ----
 	ig := s.integrationsHandler

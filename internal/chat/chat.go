@@ -57,6 +57,18 @@ type Service struct {
 	MemberSyncTimeout time.Duration // zero means DefaultMemberSyncTimeout
 }
 
+// SyncWait is how long a guild sync waits for the bot's answer. The route
+// table gives POST /v1/chatplatform/sync this much time on top of the
+// request timeout.
+func (s *Service) SyncWait() time.Duration { return or(s.SyncTimeout, DefaultSyncTimeout) }
+
+// MemberSyncWait is how long a member sync waits for the bot's answer; the
+// route table gives the member sync this much time on top of the request
+// timeout.
+func (s *Service) MemberSyncWait() time.Duration {
+	return or(s.MemberSyncTimeout, DefaultMemberSyncTimeout)
+}
+
 // Handler serves the chat-platform endpoints.
 type Handler struct{ S *Service }
 
@@ -392,7 +404,7 @@ func (s *Service) Sync(ctx context.Context, guildID *string) (SyncResult, error)
 		}
 		req["guild_id"] = *guildID
 	}
-	ans, err := s.ask(ctx, TopicSync, req, or(s.SyncTimeout, DefaultSyncTimeout))
+	ans, err := s.ask(ctx, TopicSync, req, s.SyncWait())
 	if err != nil {
 		return SyncResult{}, err
 	}
@@ -585,7 +597,7 @@ func (s *Service) SyncMembers(ctx context.Context, guildID string) (MemberSyncRe
 	if err != nil {
 		return MemberSyncResult{}, err
 	}
-	ans, err := s.ask(ctx, TopicMembersSync, map[string]any{"guild_id": g.GuildID}, or(s.MemberSyncTimeout, DefaultMemberSyncTimeout))
+	ans, err := s.ask(ctx, TopicMembersSync, map[string]any{"guild_id": g.GuildID}, s.MemberSyncWait())
 	if err != nil {
 		return MemberSyncResult{}, err
 	}

@@ -45,8 +45,8 @@ type Config struct {
 	// zero means the default (Default* below).
 	MaxConnections      int           // HMID_MAX_CONNECTIONS, open client connections
 	MaxRequestsInFlight int           // HMID_MAX_REQUESTS_IN_FLIGHT, requests handled at once; more get 503
-	ReadTimeout         time.Duration // HMID_READ_TIMEOUT, to read a request's headers and body
-	RequestTimeout      time.Duration // HMID_REQUEST_TIMEOUT, to handle a request, database included
+	ReadTimeout         time.Duration // HMID_READ_TIMEOUT, to read a request's headers, and again its body
+	RequestTimeout      time.Duration // HMID_REQUEST_TIMEOUT, to handle a request once read, database included; routes that wait longer add their wait
 	DependencyTimeout   time.Duration // HMID_DEPENDENCY_TIMEOUT, for PostgreSQL or Redis to answer before the request gets 503
 	SQLiteSync          string        // HMID_SQLITE_SYNC: normal (default) or full
 
@@ -85,11 +85,16 @@ const (
 	DefaultDatabaseURL = "sqlite:./data/hmid.db"
 
 	// DefaultMaxConnections leaves room for the 10,000 WebSocket clients
-	// that bench's ws-fanout holds open on a 2-core machine.
+	// that bench's ws-fanout holds open on a 2-core machine, and twice the
+	// 5,000 connections dripping request bodies that must leave other
+	// clients answered (about 30 KB of server memory each, measured); at
+	// the cap, idle keep-alive connections make room (docs/decisions.md,
+	// "Receiving a request, handling it, and the connection cap").
 	DefaultMaxConnections = 10_000
 	// DefaultMaxRequestsInFlight is far above what 2 cores and a pool of 32
 	// database connections serve at once, and bounds request bodies in
-	// memory to 256 MiB.
+	// memory to 256 MiB (a MiB per slot). A body still arriving takes no
+	// slot.
 	DefaultMaxRequestsInFlight = 256
 	DefaultReadTimeout         = 10 * time.Second
 	DefaultRequestTimeout      = 30 * time.Second
