@@ -120,15 +120,43 @@ func TestHotPathStatementCounts(t *testing.T) {
 			if round == 0 {
 				continue
 			}
-			for _, x := range []struct {
-				name string
-				got  []string
-			}{{"authorize", authz}, {"exchange", exch}, {"userinfo", ui}, {"refresh", ref}, {"users/me", me}, {"gps", gps}} {
-				t.Logf("%s %s: %d", e.Engine.Name, x.name, len(x.got))
-				for _, s := range x.got {
-					t.Logf("    %s", squash(s))
+			pg := e.Engine.Name == "postgres"
+			const client = "SELECT id, owner_id, name, description" // the client (authentication or redirect URI)
+			wantStatements(t, "authorize (consent remembered)", authz, []string{
+				client,
+				"SELECT scopes FROM oauth_consents", // the remembered consent
+				"INSERT INTO oauth_codes",           // the code, with its session and authentication context
+			}) // the session itself comes from the resolver's cache
+			wantStatements(t, "code exchange", exch, []string{
+				client,
+				"UPDATE oauth_codes SET used_at", // burn the code, returning it with its user's state
+				"INSERT INTO oauth_tokens",       // the access and refresh token, one statement
+				"INSERT INTO oauth_session_grants",
+				"SELECT u.username", // the user's claims for the ID token
+			})
+			wantStatements(t, "userinfo", ui, []string{
+				"SELECT t.id, t.user_id", // token, client, user, claims and context in one
+			})
+			rotation := []string{"WITH r AS"} // spend, revoke the paired access token, insert the pair: one statement
+			if !pg {
+				rotation = []string{
+					"UPDATE oauth_tokens SET revoked_at = $1, rotated_at = CASE", // spend, and revoke the paired access token
+					"INSERT INTO oauth_tokens",                                   // the new pair
 				}
 			}
+			wantStatements(t, "refresh", ref, append([]string{
+				client,
+				"SELECT t.id, t.client_id", // token, user state, session, context and claims in one
+			}, rotation...))
+			var meWant []string // SQLite: the user comes from the cache of rows
+			if pg {
+				meWant = []string{"SELECT id, username, email"}
+			}
+			wantStatements(t, "GET /v1/users/me (API key)", me, meWant) // the key comes from the resolver's cache
+			// The point itself is written by the ingest batcher, outside the
+			// request's context, in one transaction shared by the requests of
+			// a batch; the request runs only the device lookup.
+			wantStatements(t, "POST /v1/gps", gps, []string{"SELECT id FROM devices WHERE api_key_id"})
 		}
 	})
 }
