@@ -6,6 +6,9 @@
 --    the rotation. The purge job finds dead families by grouping on the
 --    family index instead (internal/oauth/purge.go).
 DROP INDEX oauth_tokens_live;
+-- No query reads oauth_tokens by expiry alone (the purge walks ids and
+-- families), and every issued pair paid for this index twice.
+DROP INDEX oauth_tokens_expires;
 
 -- 2. What a token answers with rides on the token row itself, filled when
 --    it is issued and copied on rotation, so a refresh and UserInfo read it
