@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"hmid/internal/apptest"
+	"hmid/internal/dbtest"
 )
 
 // resetLink finds the token of a password-reset link in a mail.
@@ -134,4 +135,25 @@ func TestSessionEndEndsItsTokens(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestSessionEndEndsTokensOnEveryInstance: a token used on instance b
+// stops working there the moment instance a ends its session; no instance
+// keeps a cached verdict on an OAuth access token.
+func TestSessionEndEndsTokensOnEveryInstance(t *testing.T) {
+	a, b := apptest.NewPair(t, dbtest.RedisURL())
+	c := mkClient(t, a, a.SystemKey, map[string]any{"name": "Two"})
+	u := a.NewUser(t, apptest.UserSpec{})
+	tok, _ := a.NewSession(t, u.ID)
+	g := grantTokens(t, a, tok, c, "openid profile")
+	for i := 0; i < 2; i++ { // used, so a cache would hold it
+		if st := userInfoStatus(t, b, g.access); st != http.StatusOK {
+			t.Fatalf("instance b before: userinfo %d", st)
+		}
+	}
+	a.Call(t, "POST", "/v1/auth/logout", tok, nil, http.StatusNoContent)
+	if st := userInfoStatus(t, b, g.access); st != http.StatusUnauthorized {
+		t.Fatalf("instance b after the logout on a: userinfo %d, want 401", st)
+	}
+	oauthErr(t, refreshReq(t, b, c, g.refresh), http.StatusBadRequest, "invalid_grant")
 }
