@@ -40,6 +40,11 @@ func setAMR(t *testing.T, e *apptest.Env, sessionID string, amr ...string) {
 	if _, err := e.Server.DB.ExecContext(context.Background(), `UPDATE sessions SET amr = $1 WHERE id = $2`, db.JSON(amr), sessionID); err != nil {
 		t.Fatal(err)
 	}
+	// The resolver caches the session with its amr (hmid never changes a
+	// session's amr); a change behind its back must invalidate the cache.
+	if err := e.Server.Epoch.Bump(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // toLogin asserts a 302 to the login page and returns the return_to query.

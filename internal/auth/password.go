@@ -18,6 +18,7 @@ import (
 	"hmid/internal/authn"
 	"hmid/internal/db"
 	"hmid/internal/mail"
+	"hmid/internal/oauth"
 	"hmid/internal/password"
 	"hmid/internal/sessions"
 	"hmid/internal/users"
@@ -127,6 +128,10 @@ func (s *Service) ChangePassword(ctx context.Context, p *authn.Principal, in Pas
 			return apperr.Conflictf("the password was changed by another request; sign in again if this was not you")
 		}
 		if out.RevokedSessions, err = sessions.RevokeUser(ctx, tx, p.UserID, p.SessionID, now); err != nil {
+			return err
+		}
+		// Every OAuth grant of the user ends, offline ones too.
+		if err := oauth.EndUserTokens(ctx, tx, p.UserID, now); err != nil {
 			return err
 		}
 		// A reset link mailed before the change must not undo it.

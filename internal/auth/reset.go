@@ -14,6 +14,7 @@ import (
 	"hmid/internal/cache"
 	"hmid/internal/db"
 	"hmid/internal/mail"
+	"hmid/internal/oauth"
 	"hmid/internal/token"
 	"hmid/internal/users"
 )
@@ -153,6 +154,10 @@ func (s *Service) ConfirmReset(ctx context.Context, tok, newPassword string, m M
 			return invalid
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL`, db.TS(now), userID); err != nil {
+			return err
+		}
+		// Every OAuth grant of the user ends, offline ones too.
+		if err := oauth.EndUserTokens(ctx, tx, userID, now); err != nil {
 			return err
 		}
 		if err := s.resetProvesEmail(ctx, tx, userID, now, m); err != nil {

@@ -37,6 +37,7 @@ type Principal struct {
 	SuperAdmin bool // a super admin user: holds every permission (Authentication 8)
 	Provider   string
 	AuthTime   time.Time
+	AMR        []string  // sessions only: how the user authenticated (OIDC amr, RFC 8176)
 	ExpiresAt  time.Time // zero for keys without expiry
 
 	// OAuth access tokens only.

@@ -172,12 +172,13 @@ func (r *Resolver) loadSession(ctx context.Context, hash string, now time.Time) 
 		expires, authTime int64
 		st                userState
 	)
-	err := r.DB.QueryRowContext(ctx, `SELECT s.id, s.user_id, s.expires_at, s.auth_time, s.provider,
+	var amr db.Strings
+	err := r.DB.QueryRowContext(ctx, `SELECT s.id, s.user_id, s.expires_at, s.auth_time, s.provider, s.amr,
 		u.is_super_admin, u.deleted_at IS NOT NULL,
 		`+db.UserBannedSQL+`
 		FROM sessions s JOIN users u ON u.id = s.user_id
 		WHERE s.token_hash = $1 AND s.revoked_at IS NULL`, hash, db.TS(now)).
-		Scan(&p.SessionID, &p.UserID, &expires, &authTime, &p.Provider, &st.superAdmin, &st.deleted, &st.banned)
+		Scan(&p.SessionID, &p.UserID, &expires, &authTime, &p.Provider, &amr, &st.superAdmin, &st.deleted, &st.banned)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errInvalid
 	}
@@ -185,6 +186,7 @@ func (r *Resolver) loadSession(ctx context.Context, hash string, now time.Time) 
 		return nil, apperr.Unavailablef("database unavailable")
 	}
 	p.Kind = KindSession
+	p.AMR = amr
 	p.ExpiresAt = db.FromTS(expires)
 	p.AuthTime = db.FromTS(authTime)
 	p.SuperAdmin = st.superAdmin

@@ -307,6 +307,7 @@ func (d *DB) Ping(ctx context.Context) error {
 
 // ExecContext runs a writing statement on the writer.
 func (d *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	countStatement(ctx, query)
 	defer d.versions.bump(d.versions.of(query))
 	if d.Flavor == SQLite {
 		if st := d.writeStmts.get(ctx, d.w, query); st != nil {
@@ -322,6 +323,7 @@ func (d *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.Re
 // is refused: its tables' Version could not advance when it completes, so
 // writes go through ExecContext, QueryRowContext or a transaction.
 func (d *DB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	countStatement(ctx, query)
 	if w := d.versions.of(query); len(w) > 0 {
 		return nil, fmt.Errorf("db: QueryContext is for reads; %v is written through ExecContext, QueryRowContext or Tx", w)
 	}
@@ -337,6 +339,7 @@ func (d *DB) QueryContext(ctx context.Context, query string, args ...any) (*sql.
 // writing statement (INSERT/UPDATE/DELETE … RETURNING) on the writer, whose
 // tables' Version advances once the row is scanned.
 func (d *DB) QueryRowContext(ctx context.Context, query string, args ...any) *Row {
+	countStatement(ctx, query)
 	if w := d.versions.of(query); len(w) > 0 {
 		done := func() { d.versions.bump(w) }
 		if d.Flavor == SQLite {
@@ -360,6 +363,7 @@ func (d *DB) QueryRowContext(ctx context.Context, query string, args ...any) *Ro
 type WriteStmt struct {
 	stmt   *sql.Stmt
 	tables []string
+	query  string
 }
 
 // PrepareWrite prepares query on the writer.
@@ -368,7 +372,7 @@ func (d *DB) PrepareWrite(ctx context.Context, query string) (*WriteStmt, error)
 	if err != nil {
 		return nil, err
 	}
-	return &WriteStmt{stmt: st, tables: d.versions.of(query)}, nil
+	return &WriteStmt{stmt: st, tables: d.versions.of(query), query: query}, nil
 }
 
 // Close releases the prepared statement.

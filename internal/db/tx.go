@@ -55,6 +55,7 @@ func (t *Tx) stmtCtx(ctx context.Context) context.Context {
 
 // ExecContext runs a statement in the transaction.
 func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	countStatement(ctx, query)
 	t.wrote = append(t.wrote, t.d.versions.of(query)...)
 	ctx = t.stmtCtx(ctx)
 	if st := t.stmt(ctx, query); st != nil {
@@ -65,6 +66,7 @@ func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Re
 
 // QueryContext runs a query in the transaction.
 func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	countStatement(ctx, query)
 	t.wrote = append(t.wrote, t.d.versions.of(query)...)
 	ctx = t.stmtCtx(ctx)
 	if st := t.stmt(ctx, query); st != nil {
@@ -75,6 +77,7 @@ func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.
 
 // QueryRowContext runs a single-row query in the transaction.
 func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *Row {
+	countStatement(ctx, query)
 	t.wrote = append(t.wrote, t.d.versions.of(query)...)
 	ctx = t.stmtCtx(ctx)
 	if st := t.stmt(ctx, query); st != nil {
@@ -86,6 +89,7 @@ func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *Ro
 // Stmt returns the transaction's handle on a statement prepared with
 // DB.PrepareWrite; its tables count as written by the transaction.
 func (t *Tx) Stmt(ctx context.Context, w *WriteStmt) *sql.Stmt {
+	countStatement(ctx, w.query)
 	t.wrote = append(t.wrote, w.tables...)
 	return t.tx.StmtContext(ctx, w.stmt)
 }
@@ -105,6 +109,7 @@ func (t *Tx) Stmt(ctx context.Context, w *WriteStmt) *sql.Stmt {
 // batch instead of once per request, and the writer never idles while a
 // descheduled request goroutine holds it.
 func (d *DB) Tx(ctx context.Context, fn func(tx *Tx) error) error {
+	countTx(ctx)
 	return d.observe(d.tx(ctx, fn))
 }
 

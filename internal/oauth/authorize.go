@@ -89,10 +89,7 @@ func (h *Handler) Authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	var ac authContext
 	if user != nil {
-		if ac, err = s.sessionContext(ctx, user); err != nil {
-			fail(asOAuth(r, err))
-			return
-		}
+		ac = sessionContext(user)
 	}
 	if oe, login := interaction(ar, user, ac, now); oe != nil {
 		fail(oe)
@@ -446,14 +443,16 @@ func (s *Service) consentCovers(ctx context.Context, userID, clientID string, sc
 // issueCode stores a new authorization code for g and returns it.
 func (s *Service) issueCode(ctx context.Context, q db.Querier, g grant, now time.Time) (string, error) {
 	code, family := token.New(token.PrefixAuthCode), db.NewID()
-	_, err := q.ExecContext(ctx, `INSERT INTO oauth_codes (code_hash, family_id, client_id, user_id, redirect_uri, scopes, nonce, code_challenge, auth_time, created_at, expires_at, session_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+	// The authentication context rides on the code row, so it is stored
+	// with the code, atomically, and read back when the code is redeemed.
+	_, err := q.ExecContext(ctx, `INSERT INTO oauth_codes (code_hash, family_id, client_id, user_id, redirect_uri, scopes, nonce, code_challenge, auth_time, created_at, expires_at, session_id, auth_context)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 		token.Hash(code), family, g.ClientID, g.UserID, g.RedirectURI, db.JSON(g.Scopes), g.Nonce, g.Challenge,
-		db.TS(g.AuthTime), db.TS(now), db.TS(now.Add(CodeTTL)), nullStr(&g.SessionID))
+		db.TS(g.AuthTime), db.TS(now), db.TS(now.Add(CodeTTL)), nullStr(&g.SessionID), db.JSON(g.Context))
 	if err != nil {
 		return "", err
 	}
-	return code, saveContext(ctx, q, family, g.Context, now)
+	return code, nil
 }
 
 func (s *Service) createPending(ctx context.Context, g grant, now time.Time) (string, error) {

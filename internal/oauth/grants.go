@@ -147,7 +147,18 @@ func (s *Service) RevokeUserTokens(ctx context.Context, userID string) error {
 
 // RevokeUserTokensTx is RevokeUserTokens inside the caller's transaction q.
 func (s *Service) RevokeUserTokensTx(ctx context.Context, q db.Querier, userID string) error {
-	now := db.TS(s.Clock.Now())
+	return EndUserTokens(ctx, q, userID, s.Clock.Now())
+}
+
+// EndUserTokens revokes, inside the caller's transaction q, every OAuth
+// token of a user, offline ones included, with their open authorization
+// codes and pending authorizations. It is what a password change or reset,
+// a second-factor reset, a ban and a deletion do beside ending sessions
+// (docs/decisions.md "Session end and tokens"): the credential the tokens
+// were granted on is no longer trusted, so no grant made with it is either.
+// Tokens ending with a single session are the migration 0860 trigger's.
+func EndUserTokens(ctx context.Context, q db.Querier, userID string, at time.Time) error {
+	now := db.TS(at)
 	if _, err := q.ExecContext(ctx, `UPDATE oauth_tokens SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL`, now, userID); err != nil {
 		return err
 	}

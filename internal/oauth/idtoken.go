@@ -25,7 +25,13 @@ import (
 // can name it; ac adds acr, amr and the claims the claims request parameter
 // asked for in the ID token.
 func (s *Service) IDToken(ctx context.Context, c Client, secret, userID string, scopes []string, authTime time.Time, nonce, sid string, ac authContext, now time.Time) (string, error) {
-	claims, err := s.releasedClaims(ctx, userID, nil, scopes, ac, false)
+	return s.idToken(ctx, c, secret, userID, nil, scopes, authTime, nonce, sid, ac, now)
+}
+
+// idToken is IDToken with the user's claim columns already read (row; nil:
+// read them).
+func (s *Service) idToken(ctx context.Context, c Client, secret, userID string, row *claimRow, scopes []string, authTime time.Time, nonce, sid string, ac authContext, now time.Time) (string, error) {
+	claims, err := s.releasedClaims(ctx, userID, row, scopes, ac, false)
 	if err != nil {
 		return "", err
 	}
@@ -73,6 +79,7 @@ type claimRow struct {
 	avatar, email, locale, prov  sql.NullString
 	avatarsOn, superAdmin, verif bool
 	updatedAt                    int64
+	context                      string // the token's authContext as JSON (UserInfo only; not a claim column)
 }
 
 // dest returns the scan destinations of claimCols, in order.

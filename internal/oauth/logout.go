@@ -2,7 +2,6 @@ package oauth
 
 import (
 	"context"
-	"database/sql"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -293,16 +292,4 @@ func (s *Service) recordSessionGrant(ctx context.Context, q db.Querier, familyID
 	_, err := q.ExecContext(ctx, `INSERT INTO oauth_session_grants (family_id, session_id, client_id, user_id, created_at)
 		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (family_id) DO NOTHING`, familyID, sessionID, clientID, userID, db.TS(now))
 	return err
-}
-
-// grantSession returns the browser session token family familyID was
-// granted in, "" when none is known (granted without a session, or the
-// session ended long ago and its record was purged).
-func (s *Service) grantSession(ctx context.Context, familyID string) (string, error) {
-	var id string
-	err := s.DB.QueryRowContext(ctx, `SELECT session_id FROM oauth_session_grants WHERE family_id = $1`, familyID).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
-	return id, err
 }

@@ -2,16 +2,13 @@ package oauth
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
 
 	"hmid/internal/authn"
-	"hmid/internal/db"
 )
 
 // The authentication context class references hmid issues in the acr claim
@@ -80,22 +77,17 @@ func (s *Service) checkOIDCParams(ctx context.Context, ar *authzRequest, q url.V
 	return nil
 }
 
-// sessionContext reads how the session's user authenticated: the amr stored
-// with the session, and the acr it amounts to.
-func (s *Service) sessionContext(ctx context.Context, p *authn.Principal) (authContext, error) {
-	var amr db.Strings
-	err := s.DB.QueryRowContext(ctx, `SELECT amr FROM sessions WHERE id = $1`, p.SessionID).Scan(&amr)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return authContext{}, err
-	}
+// sessionContext says how the session's user authenticated: the amr stored
+// with the session (read with it by the resolver), and the acr it amounts to.
+func sessionContext(p *authn.Principal) authContext {
 	ac := authContext{ACR: ACRSingleFactor}
-	if len(amr) > 0 {
-		ac.AMR = amr
+	if len(p.AMR) > 0 {
+		ac.AMR = slices.Clone(p.AMR)
 	}
-	if slices.Contains(amr, "otp") {
+	if slices.Contains(p.AMR, "otp") {
 		ac.ACR = ACRTwoFactor
 	}
-	return ac, nil
+	return ac
 }
 
 // need is what the authorization endpoint must ask of the user before
@@ -174,40 +166,6 @@ func interaction(ar authzRequest, p *authn.Principal, ac authContext, now time.T
 // browser session, so choosing an account means signing in) and max_age=0.
 func (ar authzRequest) forcesLogin() bool {
 	return slices.Contains(ar.prompt, "login") || slices.Contains(ar.prompt, "select_account") || ar.maxAge == 0
-}
-
-// saveContext stores ac for the token family of a new authorization code.
-func saveContext(ctx context.Context, q db.Querier, family string, ac authContext, now time.Time) error {
-	_, err := q.ExecContext(ctx, `INSERT INTO oauth_auth_context (family_id, context, created_at) VALUES ($1, $2, $3)`,
-		family, db.JSON(ac), db.TS(now))
-	return err
-}
-
-// loadContext reads the authentication context of a token family; a family
-// without one (issued before it was kept) has the empty context.
-func (s *Service) loadContext(ctx context.Context, family string) (authContext, error) {
-	var raw string
-	err := s.DB.QueryRowContext(ctx, `SELECT context FROM oauth_auth_context WHERE family_id = $1`, family).Scan(&raw)
-	if errors.Is(err, sql.ErrNoRows) {
-		return authContext{}, nil
-	}
-	if err != nil {
-		return authContext{}, err
-	}
-	return decodeContext(raw), nil
-}
-
-// tokenContext reads the authentication context of the token with id tokenID.
-func (s *Service) tokenContext(ctx context.Context, tokenID string) (authContext, error) {
-	var raw sql.NullString
-	err := s.DB.QueryRowContext(ctx, `SELECT c.context FROM oauth_tokens t JOIN oauth_auth_context c ON c.family_id = t.family_id WHERE t.id = $1`, tokenID).Scan(&raw)
-	if errors.Is(err, sql.ErrNoRows) {
-		return authContext{}, nil
-	}
-	if err != nil {
-		return authContext{}, err
-	}
-	return decodeContext(raw.String), nil
 }
 
 // decodeContext reads a stored context; hmid wrote it, so a row that does not

@@ -74,42 +74,58 @@ func (s *Service) purgeBatches(ctx context.Context, q string, arg int64) error {
 	}
 }
 
-// deadTokensSQL selects, in id order after a cursor, the tokens Purge
-// deletes: access tokens no longer usable, and tokens of families without a
-// live token (the partial index oauth_tokens_live answers that per family).
-var deadTokensSQL = `SELECT t.id FROM oauth_tokens t WHERE t.id > $2 AND (
-		(t.kind = 'access' AND (t.revoked_at IS NOT NULL OR t.expires_at <= $1))
-		OR NOT EXISTS (SELECT 1 FROM oauth_tokens l WHERE l.family_id = t.family_id AND l.revoked_at IS NULL AND l.expires_at > $1))
-	ORDER BY t.id LIMIT ` + strconv.Itoa(PurgeBatch)
+// deadAccessSQL selects, in id order after a cursor, the access tokens no
+// longer usable (revoked or expired).
+var deadAccessSQL = `SELECT id FROM oauth_tokens WHERE id > $2 AND kind = 'access' AND (revoked_at IS NOT NULL OR expires_at <= $1)
+	ORDER BY id LIMIT ` + strconv.Itoa(PurgeBatch)
 
-// purgeTokens walks oauth_tokens once in id order (a keyset cursor, so the
-// kept rows are read once per run, not once per batch), selecting up to
-// PurgeBatch dead tokens on the readers and deleting them by id.
+// deadFamiliesSQL selects, in family order after a cursor, the families
+// without a live token (neither revoked nor expired). It groups over the
+// family index (oauth_tokens_family) once per run; an index whose predicate
+// names revoked_at would keep every rotation from being a heap-only update
+// on PostgreSQL (migration 0850).
+var deadFamiliesSQL = `SELECT family_id FROM oauth_tokens WHERE family_id > $2 GROUP BY family_id
+	HAVING MAX(CASE WHEN revoked_at IS NULL AND expires_at > $1 THEN 1 ELSE 0 END) = 0
+	ORDER BY family_id LIMIT ` + strconv.Itoa(PurgeBatch)
+
+// purgeTokens deletes the dead access tokens, then every token of the dead
+// families. Each walk is a keyset cursor, so the kept rows are read once per
+// run, not once per batch; up to PurgeBatch ids are selected on the readers
+// and deleted by id.
 func (s *Service) purgeTokens(ctx context.Context, now int64) error {
+	if err := s.purgeWalk(ctx, deadAccessSQL, "id", now); err != nil {
+		return err
+	}
+	return s.purgeWalk(ctx, deadFamiliesSQL, "family_id", now)
+}
+
+// purgeWalk runs the keyset query sel (with $1 = now and $2 = the cursor),
+// deleting the oauth_tokens whose column col is among each batch's keys.
+func (s *Service) purgeWalk(ctx context.Context, sel, col string, now int64) error {
 	cursor := ""
 	for {
-		ids, err := db.All(ctx, s.DB, func(r db.Scanner) (string, error) {
-			var id string
-			return id, r.Scan(&id)
-		}, deadTokensSQL, now, cursor)
+		keys, err := db.All(ctx, s.DB, func(r db.Scanner) (string, error) {
+			var k string
+			return k, r.Scan(&k)
+		}, sel, now, cursor)
 		if err != nil {
 			return err
 		}
-		if len(ids) == 0 {
+		if len(keys) == 0 {
 			return nil
 		}
-		marks := make([]string, len(ids))
-		args := make([]any, len(ids))
-		for i, id := range ids {
-			marks[i], args[i] = "$"+strconv.Itoa(i+1), id
+		marks := make([]string, len(keys))
+		args := make([]any, len(keys))
+		for i, k := range keys {
+			marks[i], args[i] = "$"+strconv.Itoa(i+1), k
 		}
-		if _, err := s.DB.ExecContext(ctx, `DELETE FROM oauth_tokens WHERE id IN (`+strings.Join(marks, ", ")+`)`, args...); err != nil {
+		if _, err := s.DB.ExecContext(ctx, `DELETE FROM oauth_tokens WHERE `+col+` IN (`+strings.Join(marks, ", ")+`)`, args...); err != nil {
 			return err
 		}
-		if len(ids) < PurgeBatch {
+		if len(keys) < PurgeBatch {
 			return nil
 		}
-		cursor = ids[len(ids)-1]
+		cursor = keys[len(keys)-1]
 		if err := s.pause(ctx); err != nil {
 			return err
 		}

@@ -140,7 +140,16 @@ type codeRow struct {
 	scopes                                                  db.Strings
 	authTime, expires                                       int64
 	sessionID                                               sql.NullString
+	context                                                 string       // authContext as JSON
+	usable                                                  sql.NullBool // the user may still authorize (NULL: gone)
 }
+
+// redeemCodeSQL burns an unused code and returns it with the state of its
+// user, in one statement: of racing redemptions exactly one gets the row.
+// $1 is the code hash, $2 now (db.UserBannedSQL reads it as $2).
+const redeemCodeSQL = `UPDATE oauth_codes SET used_at = $2 WHERE code_hash = $1 AND used_at IS NULL
+	RETURNING family_id, client_id, user_id, redirect_uri, scopes, nonce, code_challenge, auth_time, expires_at, session_id, auth_context,
+	(SELECT ` + usableSQL + ` FROM users u WHERE u.id = oauth_codes.user_id)`
 
 // exchangeCode redeems an authorization code (RFC 6749 §4.1.3). The code is
 // burnt by the first attempt whatever its outcome; presenting a used code
@@ -161,41 +170,41 @@ func (s *Service) exchangeCode(ctx context.Context, c Client, secret string, for
 	)
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
 		hash := token.Hash(code)
-		err := tx.QueryRowContext(ctx, `SELECT family_id, client_id, user_id, redirect_uri, scopes, nonce, code_challenge, auth_time, expires_at, session_id
-			FROM oauth_codes WHERE code_hash = $1`, hash).
-			Scan(&row.family, &row.clientID, &row.userID, &row.redirectURI, &row.scopes, &row.nonce, &row.challenge, &row.authTime, &row.expires, &row.sessionID)
+		err := tx.QueryRowContext(ctx, redeemCodeSQL, hash, db.TS(now)).
+			Scan(&row.family, &row.clientID, &row.userID, &row.redirectURI, &row.scopes, &row.nonce, &row.challenge, &row.authTime, &row.expires,
+				&row.sessionID, &row.context, &row.usable)
 		if errors.Is(err, sql.ErrNoRows) {
-			fail = oerr(ErrInvalidGrant, "invalid authorization code")
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, `UPDATE oauth_codes SET used_at = $1 WHERE code_hash = $2 AND used_at IS NULL`, db.TS(now), hash)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n != 1 {
+			// Unknown, or used before: only a replay has a family to revoke.
+			var family string
+			err := tx.QueryRowContext(ctx, `SELECT family_id FROM oauth_codes WHERE code_hash = $1`, hash).Scan(&family)
+			if errors.Is(err, sql.ErrNoRows) {
+				fail = oerr(ErrInvalidGrant, "invalid authorization code")
+				return nil
+			}
+			if err != nil {
+				return err
+			}
 			// A replayed code: whoever holds it, the tokens it bought are no longer trustworthy.
-			if _, err := tx.ExecContext(ctx, `UPDATE oauth_tokens SET revoked_at = $1 WHERE family_id = $2 AND revoked_at IS NULL`, db.TS(now), row.family); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE oauth_tokens SET revoked_at = $1 WHERE family_id = $2 AND revoked_at IS NULL`, db.TS(now), family); err != nil {
 				return err
 			}
 			fail = oerr(ErrInvalidGrant, "the authorization code was already used; tokens issued from it are revoked")
 			return nil
 		}
-		if fail = checkCode(row, c, redirect, verifier, now); fail != nil {
-			return nil // commit: the code stays burnt
-		}
-		usable, err := userUsable(ctx, tx, row.userID, now)
 		if err != nil {
 			return err
 		}
-		if !usable {
+		if fail = checkCode(row, c, redirect, verifier, now); fail != nil {
+			return nil // commit: the code stays burnt
+		}
+		if !row.usable.Bool {
 			fail = oerr(ErrInvalidGrant, "the user can no longer authorize this client")
 			return nil
 		}
 		issued = newIssuedTokens(row.scopes)
-		if err := s.storeTokens(ctx, tx, issued, row.family, c.ID, row.userID, row.scopes, db.FromTS(row.authTime), now); err != nil {
+		f := tokenFamily{family: row.family, clientID: c.ID, userID: row.userID, refreshScopes: row.scopes, authTime: row.authTime,
+			sessionID: row.sessionID.String, context: row.context, offlineRefresh: slices.Contains(row.scopes, "offline_access")}
+		if err := s.storeTokens(ctx, tx, issued, f, now); err != nil {
 			return err
 		}
 		return s.recordSessionGrant(ctx, tx, row.family, row.sessionID.String, c.ID, row.userID, now)
@@ -206,7 +215,7 @@ func (s *Service) exchangeCode(ctx context.Context, c Client, secret string, for
 	if fail != nil {
 		return TokenResponse{}, fail
 	}
-	return s.respond(ctx, c, secret, row.userID, row.family, issued, db.FromTS(row.authTime), row.nonce, row.sessionID.String, now)
+	return s.respond(ctx, c, secret, row.userID, issued, db.FromTS(row.authTime), row.nonce, row.sessionID.String, decodeContext(row.context), nil, now)
 }
 
 // checkCode verifies the binding of a code to its client, redirect URI and
@@ -254,11 +263,11 @@ func (s *Service) refresh(ctx context.Context, c Client, secret string, form url
 		expires          int64
 		rotated, revoked db.NullTime
 		usable           bool
+		claims           claimRow
 	)
-	err := s.DB.QueryRowContext(ctx, `SELECT t.id, t.client_id, t.user_id, t.family_id, t.pair_id, t.scopes, t.auth_time, t.expires_at, t.rotated_at, t.revoked_at,
-		`+usableSQL+`
-		FROM oauth_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = $1 AND t.kind = 'refresh'`, token.Hash(rt), db.TS(now)).
-		Scan(&old.id, &old.clientID, &old.userID, &old.family, &old.pair, &old.scopes, &old.authTime, &expires, &rotated, &revoked, &usable)
+	err := s.DB.QueryRowContext(ctx, refreshSQL, token.Hash(rt), db.TS(now)).
+		Scan(append([]any{&old.id, &old.clientID, &old.userID, &old.family, &old.pair, &old.scopes, &old.authTime, &expires, &rotated, &revoked,
+			&old.sessionID, &old.context, &old.offline, &usable}, claims.dest()...)...)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return TokenResponse{}, oerr(ErrInvalidGrant, "invalid refresh token")
@@ -302,15 +311,17 @@ func (s *Service) refresh(ctx context.Context, c Client, secret string, form url
 			return TokenResponse{}, s.revokeFamily(ctx, old, m, now)
 		}
 	}
-	sessionID := ""
-	if slices.Contains(accessScopes, "openid") {
-		if sessionID, err = s.grantSession(ctx, old.family); err != nil {
-			return TokenResponse{}, asOAuthErr(err)
-		}
-	}
 	// OpenID Connect Core §12.2: the refreshed ID token carries no nonce.
-	return s.respond(ctx, c, secret, old.userID, old.family, issued, db.FromTS(old.authTime), "", sessionID, now)
+	return s.respond(ctx, c, secret, old.userID, issued, db.FromTS(old.authTime), "", old.sessionID.String, decodeContext(old.context), &claims, now)
 }
+
+// refreshSQL reads a refresh token with what its answer needs: whether its
+// user may still authorize ($2 is now), the session and authentication
+// context it carries, and the user's claims for a refreshed ID token; so a
+// refresh reads once before it rotates.
+const refreshSQL = `SELECT t.id, t.client_id, t.user_id, t.family_id, t.pair_id, t.scopes, t.auth_time, t.expires_at, t.rotated_at, t.revoked_at,
+	t.session_id, t.auth_context, t.offline, ` + usableSQL + `, ` + claimCols + `
+	FROM oauth_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = $1 AND t.kind = 'refresh'`
 
 // inReuseInterval reports whether a refresh token rotated at rotatedAt is,
 // at now, still within RefreshReuseInterval of its rotation.
@@ -323,6 +334,17 @@ type spentToken struct {
 	id, clientID, userID, family, pair string
 	scopes                             db.Strings
 	authTime                           int64
+	sessionID                          sql.NullString
+	context                            string // authContext as JSON
+	offline                            bool   // granted with offline_access: outlives its session
+}
+
+// successor is the family a rotation or reissue of old stores its new pair
+// in: the same session, context and offline standing, so the new tokens
+// answer and end like the old ones.
+func (old spentToken) successor() tokenFamily {
+	return tokenFamily{family: old.family, clientID: old.clientID, userID: old.userID, refreshScopes: old.scopes, authTime: old.authTime,
+		sessionID: old.sessionID.String, context: old.context, offlineRefresh: old.offline, offlineAccess: old.offline}
 }
 
 // lockLiveRefresh locks, on PostgreSQL, the family's live refresh tokens
@@ -374,7 +396,7 @@ func (s *Service) reissue(ctx context.Context, old spentToken, t issuedTokens, m
 		if !rotated.Valid || !s.inReuseInterval(rotated.Time, now) {
 			return nil
 		}
-		if err := s.storeTokens(ctx, tx, t, old.family, old.clientID, old.userID, old.scopes, db.FromTS(old.authTime), now); err != nil {
+		if err := s.storeTokens(ctx, tx, t, old.successor(), now); err != nil {
 			return err
 		}
 		ok = true
@@ -429,21 +451,34 @@ func (s *Service) revokeFamily(ctx context.Context, old spentToken, m Meta, now 
 // rotatePGSQL is rotate on PostgreSQL as one statement, so one round trip:
 // r spends the refresh token unless it already is; a revokes the access token
 // issued with it (the spec's state table) and i stores the new pair, both
-// only when r did. The access-token filter keeps a and r on different rows,
-// as a statement may not update one row twice.
+// only when r did, with the session, context and offline standing of the
+// spent token (read from r, so they are the row's own). The access-token
+// filter keeps a and r on different rows, as a statement may not update one
+// row twice.
 const rotatePGSQL = `WITH r AS (
 		UPDATE oauth_tokens SET rotated_at = $1, revoked_at = $1
-		WHERE id = $2 AND rotated_at IS NULL AND revoked_at IS NULL RETURNING id
+		WHERE id = $2 AND rotated_at IS NULL AND revoked_at IS NULL RETURNING id, session_id, auth_context, offline
 	), a AS (
 		UPDATE oauth_tokens SET revoked_at = $1
 		WHERE pair_id = $3 AND kind = 'access' AND revoked_at IS NULL AND EXISTS (SELECT 1 FROM r)
 	), i AS (
-		INSERT INTO oauth_tokens (id, kind, token_hash, family_id, pair_id, client_id, user_id, scopes, auth_time, created_at, expires_at)
-		SELECT v.id, v.kind, v.hash, $4, $5, $6, $7, v.scopes, $8, $1, v.expires
+		INSERT INTO oauth_tokens (id, kind, token_hash, family_id, pair_id, client_id, user_id, scopes, auth_time, created_at, expires_at,
+			session_id, auth_context, offline)
+		SELECT v.id, v.kind, v.hash, $4, $5, $6, $7, v.scopes, $8, $1, v.expires, r.session_id, r.auth_context, r.offline
 		FROM r, (VALUES ($9::text, 'access', $10::text, $11::text, $12::bigint), ($13::text, 'refresh', $14::text, $15::text, $16::bigint))
 			AS v (id, kind, hash, scopes, expires)
 	)
 	SELECT COUNT(*) FROM r`
+
+// spendSQLiteSQL is the first half of rotate on SQLite, which has no writing
+// CTEs: one UPDATE spends the refresh token and revokes the access token
+// issued with it; RETURNING tells whether the refresh token was among them.
+const spendSQLiteSQL = `UPDATE oauth_tokens SET revoked_at = $1, rotated_at = CASE WHEN id = $2 THEN $1 ELSE rotated_at END
+	WHERE (id = $2 AND rotated_at IS NULL AND revoked_at IS NULL) OR (pair_id = $3 AND kind = 'access' AND revoked_at IS NULL)
+	RETURNING kind`
+
+// errLost rolls back a SQLite rotation that lost to another spending.
+var errLost = errors.New("oauth: the refresh token was spent meanwhile")
 
 // rotate spends old and stores the issued pair in its family, atomically. It
 // reports false, writing nothing, when old was already spent or revoked.
@@ -456,23 +491,23 @@ func (s *Service) rotate(ctx context.Context, old spentToken, t issuedTokens, no
 			db.NewID(), token.Hash(t.refresh), db.JSON(old.scopes), db.TS(now.Add(RefreshTokenTTL))).Scan(&n)
 		return n == 1, err
 	}
-	won := false
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE oauth_tokens SET rotated_at = $1, revoked_at = $1 WHERE id = $2 AND rotated_at IS NULL AND revoked_at IS NULL`, db.TS(now), old.id)
+		kinds, err := db.All(ctx, tx, func(r db.Scanner) (string, error) {
+			var k string
+			return k, r.Scan(&k)
+		}, spendSQLiteSQL, db.TS(now), old.id, old.pair)
 		if err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return nil
+		if !slices.Contains(kinds, "refresh") {
+			return errLost // and the access token stays as it was
 		}
-		// The access token issued with the spent refresh token dies with it (spec 1, states).
-		if _, err := tx.ExecContext(ctx, `UPDATE oauth_tokens SET revoked_at = $1 WHERE pair_id = $2 AND kind = 'access' AND revoked_at IS NULL`, db.TS(now), old.pair); err != nil {
-			return err
-		}
-		won = true
-		return s.storeTokens(ctx, tx, t, old.family, old.clientID, old.userID, old.scopes, db.FromTS(old.authTime), now)
+		return s.storeTokens(ctx, tx, t, old.successor(), now)
 	})
-	return won, err
+	if errors.Is(err, errLost) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // issuedTokens is an access token and its refresh token, issued together.
@@ -486,42 +521,55 @@ func newIssuedTokens(accessScopes []string) issuedTokens {
 	return issuedTokens{access: token.New(token.PrefixAccessToken), refresh: token.New(token.PrefixRefreshToken), accessScopes: accessScopes}
 }
 
-// storeTokens stores t, hashed, as a new pair of family. The refresh token
-// is always issued (spec 1, Token: the response carries refresh_token) and
-// keeps refreshScopes, the scope originally granted.
-func (s *Service) storeTokens(ctx context.Context, tx *db.Tx, t issuedTokens, family, clientID, userID string, refreshScopes []string, authTime, now time.Time) error {
-	pair := db.NewID()
-	for _, row := range []struct {
-		kind, tok string
-		scopes    []string
-		ttl       time.Duration
-	}{
-		{"access", t.access, t.accessScopes, AccessTokenTTL},
-		{"refresh", t.refresh, refreshScopes, RefreshTokenTTL},
-	} {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO oauth_tokens (id, kind, token_hash, family_id, pair_id, client_id, user_id, scopes, auth_time, created_at, expires_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-			db.NewID(), row.kind, token.Hash(row.tok), family, pair, clientID, userID, db.JSON(row.scopes), db.TS(authTime), db.TS(now), db.TS(now.Add(row.ttl))); err != nil {
-			return err
-		}
+// tokenFamily is what every token of one authorization carries.
+type tokenFamily struct {
+	family, clientID, userID string
+	refreshScopes            []string // the scope originally granted
+	authTime                 int64
+	sessionID                string // the browser session of the grant, "" for none
+	context                  string // authContext as JSON
+	// offlineRefresh: the refresh token was granted with offline_access;
+	// offlineAccess: the access token was minted by such a refresh token.
+	// Both outlive the session (Back-Channel Logout 1.0 §2.7).
+	offlineRefresh, offlineAccess bool
+}
+
+// storeTokensSQL inserts an access and a refresh token of one pair.
+const storeTokensSQL = `INSERT INTO oauth_tokens (id, kind, token_hash, family_id, pair_id, client_id, user_id, scopes, auth_time, created_at, expires_at,
+		session_id, auth_context, offline)
+	VALUES ($1, 'access', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13),
+		($14, 'refresh', $15, $3, $4, $5, $6, $16, $8, $9, $17, $11, $12, $18)`
+
+// storeTokens stores t, hashed, as a new pair of family f, in one
+// statement. The refresh token is always issued (spec 1, Token: the
+// response carries refresh_token) and keeps f's refreshScopes.
+func (s *Service) storeTokens(ctx context.Context, tx *db.Tx, t issuedTokens, f tokenFamily, now time.Time) error {
+	var session any
+	if f.sessionID != "" {
+		session = f.sessionID
 	}
-	return nil
+	if f.context == "" {
+		f.context = "{}"
+	}
+	_, err := tx.ExecContext(ctx, storeTokensSQL,
+		db.NewID(), token.Hash(t.access), f.family, db.NewID(), f.clientID, f.userID, db.JSON(t.accessScopes), f.authTime, db.TS(now),
+		db.TS(now.Add(AccessTokenTTL)), session, f.context, f.offlineAccess,
+		db.NewID(), token.Hash(t.refresh), db.JSON(f.refreshScopes), db.TS(now.Add(RefreshTokenTTL)), f.offlineRefresh)
+	return err
 }
 
 // respond builds the token response, with an ID token when openid was
-// granted; the authentication context of the token family shapes it, and
-// sessionID (the browser session of the grant) gives the ID token its sid.
-func (s *Service) respond(ctx context.Context, c Client, secret, userID, family string, t issuedTokens, authTime time.Time, nonce, sessionID string, now time.Time) (TokenResponse, *Error) {
+// granted; ac, the authentication context of the token family, shapes it,
+// and sessionID (the browser session of the grant) gives the ID token its
+// sid. row holds the user's claim columns when the caller read them
+// already (nil: read them).
+func (s *Service) respond(ctx context.Context, c Client, secret, userID string, t issuedTokens, authTime time.Time, nonce, sessionID string, ac authContext, row *claimRow, now time.Time) (TokenResponse, *Error) {
 	resp := TokenResponse{
 		AccessToken: t.access, TokenType: "Bearer", ExpiresIn: int(AccessTokenTTL / time.Second),
 		RefreshToken: t.refresh, Scope: strings.Join(t.accessScopes, " "),
 	}
 	if slices.Contains(t.accessScopes, "openid") {
-		ac, err := s.loadContext(ctx, family)
-		if err != nil {
-			return TokenResponse{}, asOAuthErr(err)
-		}
-		idt, err := s.IDToken(ctx, c, secret, userID, t.accessScopes, authTime, nonce, s.SessionSID(sessionID), ac, now)
+		idt, err := s.idToken(ctx, c, secret, userID, row, t.accessScopes, authTime, nonce, s.SessionSID(sessionID), ac, now)
 		if err != nil {
 			return TokenResponse{}, asOAuthErr(err)
 		}

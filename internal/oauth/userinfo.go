@@ -30,7 +30,7 @@ const (
 	resolveFrom = ` FROM oauth_tokens t JOIN oauth_clients c ON c.id = t.client_id JOIN users u ON u.id = t.user_id
 		WHERE t.token_hash = $1 AND t.kind = 'access'`
 	resolveSQL       = `SELECT ` + resolveCols + resolveFrom
-	resolveClaimsSQL = `SELECT ` + resolveCols + `, ` + claimCols + resolveFrom
+	resolveClaimsSQL = `SELECT ` + resolveCols + `, t.auth_context, ` + claimCols + resolveFrom
 )
 
 // resolveAccess resolves an access token; with claims set it also reads the
@@ -51,7 +51,7 @@ func (s *Service) resolveAccess(ctx context.Context, tok string, claims *claimRo
 	query := resolveSQL
 	dest := []any{&p.OAuthTokenID, &p.UserID, &p.OAuthClientID, &scopes, &expires, &authTime, &revoked, &active, &deleted, &banned}
 	if claims != nil {
-		query, dest = resolveClaimsSQL, append(dest, claims.dest()...)
+		query, dest = resolveClaimsSQL, append(append(dest, &claims.context), claims.dest()...)
 	}
 	err := s.DB.QueryRowContext(ctx, query, token.Hash(tok), db.TS(now)).Scan(dest...)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -131,12 +131,8 @@ func (h *Handler) UserInfo(w http.ResponseWriter, r *http.Request) {
 		bearerError(http.StatusForbidden, ErrInsufficientScope, "the access token lacks the openid scope")
 		return
 	}
-	ac, err := h.S.tokenContext(r.Context(), p.OAuthTokenID)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	claims, err := h.S.releasedClaims(r.Context(), p.UserID, &row, p.OAuthScopes, ac, true)
+	// The authentication context rides on the token row, read with it.
+	claims, err := h.S.releasedClaims(r.Context(), p.UserID, &row, p.OAuthScopes, decodeContext(row.context), true)
 	if err != nil {
 		httpx.Error(w, r, err)
 		return

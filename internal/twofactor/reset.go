@@ -9,6 +9,7 @@ import (
 	"hmid/internal/authn"
 	"hmid/internal/db"
 	"hmid/internal/mail"
+	"hmid/internal/oauth"
 )
 
 // MaxResetReason is the longest reason of an administrator's reset, in bytes.
@@ -57,6 +58,11 @@ func (s *Service) Reset(ctx context.Context, p *authn.Principal, userID, reason 
 	now := s.Clock.Now()
 	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
 		if err := removeEnabled(ctx, tx, uid); err != nil {
+			return err
+		}
+		// Grants made while the second factor guarded the account end,
+		// offline ones too: whoever reset it may not be its owner.
+		if err := oauth.EndUserTokens(ctx, tx, uid, now); err != nil {
 			return err
 		}
 		return s.record(ctx, tx, at, event{audit.TwoFADisabled, "Two-factor authentication reset by an administrator",

@@ -9,6 +9,7 @@ import (
 	"hmid/internal/audit"
 	"hmid/internal/authn"
 	"hmid/internal/db"
+	"hmid/internal/oauth"
 	"hmid/internal/sessions"
 )
 
@@ -131,6 +132,9 @@ func (s *Service) Delete(ctx context.Context, p *authn.Principal, id string, ev 
 			return apperr.NotFoundf("user not found")
 		}
 		if revoked, err = sessions.RevokeUser(ctx, tx, id, "", now); err != nil {
+			return err
+		}
+		if err := oauth.EndUserTokens(ctx, tx, id, now); err != nil {
 			return err
 		}
 		if res, err = tx.ExecContext(ctx, `DELETE FROM api_keys WHERE user_id = $1`, id); err != nil {
