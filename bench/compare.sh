@@ -2,8 +2,8 @@
 # compare.sh measures hot paths of the work tree against an earlier commit,
 # each as a separate server process, in interleaved rounds (base, head, base,
 # head, …) so that a machine getting busier or cooler shifts both sides alike.
-# It prints every round and then, per scenario, the median requests/s and
-# p99 of each side and their ratio (head / base).
+# It prints every round and then, per scenario, the median requests/s, p99
+# and server CPU time per request of each side, and their ratios (head / base).
 #
 #   bench/compare.sh 9e32cc8                           # SQLite
 #   ENGINE=postgres bench/compare.sh 9e32cc8           # PostgreSQL + Redis
@@ -75,23 +75,38 @@ start() {
 start base 18081 13
 start head 18082 14
 
+# cpu PID prints the user + system CPU time the process has used, in clock
+# ticks (proc(5), /proc/PID/stat fields 14 and 15).
+cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+
 results=$work/results
 : >"$results"
 for r in $(seq 1 "$rounds"); do
   for side in base head; do
-    port=18081
-    [ "$side" = head ] && port=18082
-    "$work/bench" -target "http://127.0.0.1:$port" -key "$key" -scenario "$scenarios" \
-      -c "$conc" -d "$dur" | tee /dev/stderr |
-      awk -v side="$side" -v round="$r" '/req\/s/ { sub(/ms$/, "", $7); print side, round, $1, $2, $7 }' >>"$results"
+    port=18081 pid=${pids[0]}
+    [ "$side" = head ] && port=18082 pid=${pids[1]}
+    for s in ${scenarios//,/ }; do
+      # Each scenario alone, so the server's CPU time over its run (setup
+      # and warm-up included, alike on both sides) is its own.
+      before=$(cpu "$pid")
+      line=$("$work/bench" -target "http://127.0.0.1:$port" -key "$key" -scenario "$s" -c "$conc" -d "$dur" | grep 'req/s')
+      after=$(cpu "$pid")
+      echo "  $side round $r: $line" >&2
+      awk -v side="$side" -v round="$r" -v ticks=$((after - before)) -v hz="$hz" '{
+        sub(/ms$/, "", $7); split($NF, n, "/")
+        printf "%s %s %s %s %s %.1f\n", side, round, $1, $2, $7, ticks / hz * 1e6 / n[2] }' <<<"$line" >>"$results"
+    done
   done
-done 2> >(sed 's/^/  /' >&2)
+done
 
 echo
-echo "engine $engine, $rounds rounds of $dur, $conc clients; medians (head/base)"
-printf '%-20s %12s %12s %8s %12s %12s\n' scenario base_rps head_rps ratio base_p99ms head_p99ms
+echo "engine $engine, $rounds rounds of $dur, $conc clients; medians, and head/base"
+echo "(cpu_us: the server process's CPU time per measured request, which a busy machine changes less than req/s)"
+printf '%-18s %10s %10s %7s %10s %10s %9s %9s %7s\n' scenario base_rps head_rps ratio base_p99ms head_p99ms base_cpu_us head_cpu_us cpu_ratio
 for s in ${scenarios//,/ }; do
   med() { grep "^$1 [0-9]* $s " "$results" | awk -v f="$2" '{print $f}' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-  b=$(med base 4) h=$(med head 4) bp=$(med base 5) hp=$(med head 5)
-  printf '%-20s %12.1f %12.1f %7.2fx %12.3f %12.3f\n' "$s" "$b" "$h" "$(awk -v h="$h" -v b="$b" 'BEGIN { print h / b }')" "$bp" "$hp"
+  b=$(med base 4) h=$(med head 4) bp=$(med base 5) hp=$(med head 5) bc=$(med base 6) hc=$(med head 6)
+  printf '%-18s %10.1f %10.1f %6.2fx %10.3f %10.3f %9.1f %9.1f %6.2fx\n' "$s" "$b" "$h" \
+    "$(awk -v h="$h" -v b="$b" 'BEGIN { print h / b }')" "$bp" "$hp" "$bc" "$hc" "$(awk -v h="$hc" -v b="$bc" 'BEGIN { print h / b }')"
 done
