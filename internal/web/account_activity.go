@@ -32,8 +32,8 @@ var activityParams = []string{"event_type", "resource_type", "status", "page", "
 // activityLimits are the page sizes offered; the listing accepts 1 to 100.
 var activityLimits = []int{10, 20, 50, 100}
 
-// activityChoice is one choice of a select.
-type activityChoice struct {
+// Choice is one choice of a select.
+type Choice struct {
 	Value, Label string
 	Selected     bool
 }
@@ -67,13 +67,13 @@ type activityView struct {
 	Active      int              // how many filters are set (the form is open then)
 	Hidden      []activityHidden // the filter as hidden fields of the report forms
 	FieldErrors map[string]string
-	EventType   selectField
-	Status      selectField
-	Resource    textField
-	Limit       selectField
-	Reasons     []activityChoice
+	EventType   SelectField
+	Status      SelectField
+	Resource    TextField
+	Limit       SelectField
+	Reasons     []Choice
 	Events      []activityRow
-	eventPager
+	Pager
 	Reports []reportRow
 	// Open is the event whose report form is shown again with ReportErrors
 	// and the text the user sent.
@@ -100,23 +100,23 @@ func (ap *ActivityPages) List(w http.ResponseWriter, r *http.Request) {
 func (ap *ActivityPages) render(w http.ResponseWriter, r *http.Request, status int, q url.Values, rf refused) {
 	ctx := r.Context()
 	p := authn.From(ctx)
-	t := translator(ap.H.userLanguage(r, p))
+	t := Translator(ap.H.UserLanguage(r, p))
 	v := activityView{FieldErrors: map[string]string{}, Open: rf.EventID, ReportErrors: rf.Errors,
 		ReportInput: rf.Input, MaxReport: audit.MaxReportText}
-	v.Query, v.Active = filterQuery(q, activityParams)
+	v.Query, v.Active = FilterQuery(q, activityParams)
 	view := ConsoleView{Title: "title.activity", Section: "activity", Error: rf.Page, Data: &v}
 	f, events, total, err := ap.Audit.Mine(ctx, p, v.Query)
-	status, view.Error = ap.H.refusal(w, r, status, view.Error, err, v.FieldErrors, "activity.bad.")
+	status, view.Error = ap.H.Refusal(w, r, status, view.Error, err, v.FieldErrors, "activity.bad.")
 	v.fillChoices(t, f)
 	if err == nil {
 		reports, err := ap.Audit.MyReports(ctx, p)
 		if err != nil {
-			ap.H.fail(w, r, err)
+			ap.H.Fail(w, r, err)
 			return
 		}
 		reported, err := ap.Audit.ReportedEvents(ctx, p)
 		if err != nil {
-			ap.H.fail(w, r, err)
+			ap.H.Fail(w, r, err)
 			return
 		}
 		byEvent := map[string]*audit.Report{}
@@ -124,22 +124,22 @@ func (ap *ActivityPages) render(w http.ResponseWriter, r *http.Request, status i
 			byEvent[reports[i].AuditEventID] = &reports[i]
 			row := reportRow{Report: reports[i], ReasonText: t("activity.reason." + reports[i].Reason)}
 			if e, ok := reported[reports[i].AuditEventID]; ok {
-				row.What, row.EventAt = activityText(t, e.EventType), e.CreatedAt
+				row.What, row.EventAt = EventText(t, e.EventType), e.CreatedAt
 			}
 			v.Reports = append(v.Reports, row)
 		}
 		for _, e := range events {
-			row := activityRow{Entry: e, What: activityText(t, e.EventType), Report: byEvent[e.ID],
+			row := activityRow{Entry: e, What: EventText(t, e.EventType), Report: byEvent[e.ID],
 				Source: t("activity.source." + e.SourceService)}
 			if e.UserAgent != nil {
 				c := clientinfo.Parse(*e.UserAgent)
-				row.Client = joinNonEmpty(" · ", c.Browser, c.OS)
+				row.Client = JoinNonEmpty(" · ", c.Browser, c.OS)
 			}
-			row.Place = joinNonEmpty(", ", activityDeref(e.City), activityDeref(e.CountryName))
+			row.Place = JoinNonEmpty(", ", Deref(e.City), Deref(e.CountryName))
 			row.ByOther = e.ActorID != nil && *e.ActorID != p.UserID
 			v.Events = append(v.Events, row)
 		}
-		v.eventPager = newEventPager(f.Page, total, len(events), "/account/activity", v.Query)
+		v.Pager = NewPager(f.Page, total, len(events), "/account/activity", v.Query)
 	}
 	ap.H.Console(w, r, status, "account_activity", view)
 }
@@ -148,15 +148,15 @@ func (ap *ActivityPages) render(w http.ResponseWriter, r *http.Request, status i
 // from the one list of each (audit.EventTypes, audit.ReportReasons), with
 // the filter f selected.
 func (v *activityView) fillChoices(t func(string) string, f audit.Filter) {
-	v.EventType = selectField{ID: "f-event", Name: "event_type", Label: t("activity.field.event"), All: t("activity.all"),
-		Options: eventTypeChoices(t, v.Query.Get("event_type")), Error: v.FieldErrors["event_type"]}
-	v.Status = selectField{ID: "f-status", Name: "status", Label: t("activity.field.status"), All: t("activity.all"),
-		Options: choices(t, "activity.status.", []string{audit.StatusSuccess, audit.StatusFailure}, v.Query.Get("status")),
+	v.EventType = SelectField{ID: "f-event", Name: "event_type", Label: t("activity.field.event"), All: t("activity.all"),
+		Options: EventTypeChoices(t, v.Query.Get("event_type")), Error: v.FieldErrors["event_type"]}
+	v.Status = SelectField{ID: "f-status", Name: "status", Label: t("activity.field.status"), All: t("activity.all"),
+		Options: Choices(t, "activity.status.", []string{audit.StatusSuccess, audit.StatusFailure}, v.Query.Get("status")),
 		Error:   v.FieldErrors["status"]}
-	v.Resource = resourceField(t, v.Query)
-	v.Limit = selectField{ID: "f-limit", Name: "limit", Label: t("activity.field.limit"), Options: limitChoices(f.Page.Limit)}
+	v.Resource = ResourceField(t, v.Query)
+	v.Limit = SelectField{ID: "f-limit", Name: "limit", Label: t("activity.field.limit"), Options: LimitChoices(f.Page.Limit)}
 	for _, reason := range audit.ReportReasons {
-		v.Reasons = append(v.Reasons, activityChoice{Value: reason, Label: t("activity.reason." + reason), Selected: reason == v.ReportInput.Reason})
+		v.Reasons = append(v.Reasons, Choice{Value: reason, Label: t("activity.reason." + reason), Selected: reason == v.ReportInput.Reason})
 	}
 	for _, k := range activityParams {
 		if s := v.Query.Get(k); s != "" {
@@ -165,16 +165,16 @@ func (v *activityView) fillChoices(t func(string) string, f audit.Filter) {
 	}
 }
 
-// selectField is a select of a form as parts_events.html draws it.
-type selectField struct {
+// SelectField is a select of a form as parts_events.html draws it.
+type SelectField struct {
 	ID, Name, Label string
 	All             string // the label of the empty choice; "" for none
-	Options         []activityChoice
+	Options         []Choice
 	Error           string // the field's error, if any
 }
 
-// textField is an input of a form as parts_events.html draws it.
-type textField struct {
+// TextField is an input of a form as parts_events.html draws it.
+type TextField struct {
 	ID, Name, Label string
 	Type            string // text, search, date
 	Value           string
@@ -182,51 +182,51 @@ type textField struct {
 	Error           string // the field's error, if any
 }
 
-// resourceField is the resource type filter of the query q: free text, as
+// ResourceField is the resource type filter of the query q: free text, as
 // the listings take any value.
-func resourceField(t func(string) string, q url.Values) textField {
-	return textField{ID: "f-resource", Name: "resource_type", Label: t("activity.field.resource"), Type: "text",
+func ResourceField(t func(string) string, q url.Values) TextField {
+	return TextField{ID: "f-resource", Name: "resource_type", Label: t("activity.field.resource"), Type: "text",
 		Value: q.Get("resource_type"), Help: t("activity.help.resource")}
 }
 
-// eventTypeChoices are the options of an event type select, from the one
+// EventTypeChoices are the options of an event type select, from the one
 // list (audit.EventTypes), in words, with selected selected.
-func eventTypeChoices(t func(string) string, selected string) []activityChoice {
-	out := make([]activityChoice, 0, len(audit.EventTypes))
+func EventTypeChoices(t func(string) string, selected string) []Choice {
+	out := make([]Choice, 0, len(audit.EventTypes))
 	for _, typ := range audit.EventTypes {
-		out = append(out, activityChoice{Value: typ, Label: activityText(t, typ), Selected: typ == selected})
+		out = append(out, Choice{Value: typ, Label: EventText(t, typ), Selected: typ == selected})
 	}
 	return out
 }
 
-// choices are the options of a select of values, each labelled with the
+// Choices are the options of a select of values, each labelled with the
 // text prefix+value, with selected selected.
-func choices(t func(string) string, prefix string, values []string, selected string) []activityChoice {
-	out := make([]activityChoice, 0, len(values))
+func Choices(t func(string) string, prefix string, values []string, selected string) []Choice {
+	out := make([]Choice, 0, len(values))
 	for _, s := range values {
-		out = append(out, activityChoice{Value: s, Label: t(prefix + s), Selected: s == selected})
+		out = append(out, Choice{Value: s, Label: t(prefix + s), Selected: s == selected})
 	}
 	return out
 }
 
-// limitChoices are the page sizes offered (activityLimits, and limit when
+// LimitChoices are the page sizes offered (activityLimits, and limit when
 // the query asked for another size the listing accepts), limit selected.
-func limitChoices(limit int) []activityChoice {
+func LimitChoices(limit int) []Choice {
 	limits := activityLimits
 	if limit > 0 && !slices.Contains(limits, limit) {
 		limits = append(slices.Clone(limits), limit)
 		slices.Sort(limits)
 	}
-	out := make([]activityChoice, 0, len(limits))
+	out := make([]Choice, 0, len(limits))
 	for _, n := range limits {
-		out = append(out, activityChoice{Value: strconv.Itoa(n), Label: strconv.Itoa(n), Selected: n == limit})
+		out = append(out, Choice{Value: strconv.Itoa(n), Label: strconv.Itoa(n), Selected: n == limit})
 	}
 	return out
 }
 
-// eventPager is the position of one page of a listing of audit events and
+// Pager is the position of one page of a listing of audit events and
 // the links to its neighbours, which keep the filter.
-type eventPager struct {
+type Pager struct {
 	Total      int
 	Page       int
 	TotalPages int
@@ -239,9 +239,9 @@ type eventPager struct {
 	PrevLabel, NextLabel string
 }
 
-// newEventPager places the page pg of a listing at path with the filter q,
+// NewPager places the page pg of a listing at path with the filter q,
 // which shows shown of total events.
-func newEventPager(pg httpx.Page, total, shown int, path string, q url.Values) eventPager {
+func NewPager(pg httpx.Page, total, shown int, path string, q url.Values) Pager {
 	link := func(n int) string {
 		c := url.Values{}
 		for k, vals := range q {
@@ -250,7 +250,7 @@ func newEventPager(pg httpx.Page, total, shown int, path string, q url.Values) e
 		c.Set("page", strconv.Itoa(n))
 		return path + "?" + c.Encode()
 	}
-	v := eventPager{Total: total, Page: pg.Page, TotalPages: pg.TotalPages(total), PrevLabel: "activity.newer", NextLabel: "activity.older"}
+	v := Pager{Total: total, Page: pg.Page, TotalPages: pg.TotalPages(total), PrevLabel: "activity.newer", NextLabel: "activity.older"}
 	if shown > 0 {
 		v.From = pg.Offset() + 1
 		v.To = pg.Offset() + shown
@@ -285,12 +285,12 @@ func (ap *ActivityPages) Report(w http.ResponseWriter, r *http.Request) {
 	in := audit.ReportInput{Reason: r.PostForm.Get("reason"), Description: r.PostForm.Get("description")}
 	_, err := ap.Audit.Report(r.Context(), p, eventID, in)
 	if err != nil {
-		t := translator(ap.H.userLanguage(r, p))
+		t := Translator(ap.H.UserLanguage(r, p))
 		var fe *audit.FieldError
 		switch {
 		case errors.As(err, &fe):
 			ap.render(w, r, http.StatusBadRequest, back, refused{EventID: eventID, Input: in,
-				Errors: map[string]string{fe.Field: activityFieldError(t, fe)}})
+				Errors: map[string]string{fe.Field: ActivityFieldError(t, fe)}})
 		case apperr.KindOf(err) == apperr.Conflict:
 			ap.render(w, r, http.StatusConflict, back, refused{Page: t("activity.already")})
 		default:
@@ -305,10 +305,10 @@ func (ap *ActivityPages) Report(w http.ResponseWriter, r *http.Request) {
 	ap.H.Done(w, r, to, "activity.reported")
 }
 
-// filterQuery is the query q of a listing reduced to its parameters params
+// FilterQuery is the query q of a listing reduced to its parameters params
 // (the filter as given, to refill the form and keep in links), with the
 // number of filters set: all of them but the paging and the sort.
-func filterQuery(q url.Values, params []string) (url.Values, int) {
+func FilterQuery(q url.Values, params []string) (url.Values, int) {
 	out, active := url.Values{}, 0
 	for _, k := range params {
 		if s := q.Get(k); s != "" {
@@ -326,11 +326,11 @@ func filterQuery(q url.Values, params []string) (url.Values, int) {
 // with the status the API answers, and no list; any other error is the
 // page's. It returns the page's status and error (status and pageErr when
 // err is nil).
-func (h *Handler) refusal(w http.ResponseWriter, r *http.Request, status int, pageErr string, err error, fields map[string]string, prefix string) (int, string) {
+func (h *Handler) Refusal(w http.ResponseWriter, r *http.Request, status int, pageErr string, err error, fields map[string]string, prefix string) (int, string) {
 	var fe *audit.FieldError
 	switch {
 	case errors.As(err, &fe):
-		fields[fe.Field] = fieldErrorText(translator(h.userLanguage(r, authn.From(r.Context()))), prefix, fe)
+		fields[fe.Field] = FieldErrorText(Translator(h.UserLanguage(r, authn.From(r.Context()))), prefix, fe)
 		return http.StatusBadRequest, pageErr
 	case err != nil:
 		return h.Status(w, err), h.ErrorText(r, err)
@@ -338,15 +338,15 @@ func (h *Handler) refusal(w http.ResponseWriter, r *http.Request, status int, pa
 	return status, pageErr
 }
 
-// activityFieldError is the text of a refused field of the activity page.
-func activityFieldError(t func(string) string, fe *audit.FieldError) string {
-	return fieldErrorText(t, "activity.bad.", fe)
+// ActivityFieldError is the text of a refused field of the activity page.
+func ActivityFieldError(t func(string) string, fe *audit.FieldError) string {
+	return FieldErrorText(t, "activity.bad.", fe)
 }
 
-// fieldErrorText is the text of a refused field: the page's own sentence
+// FieldErrorText is the text of a refused field: the page's own sentence
 // (the message prefix+field) for the fields it knows, else the service's
 // message.
-func fieldErrorText(t func(string) string, prefix string, fe *audit.FieldError) string {
+func FieldErrorText(t func(string) string, prefix string, fe *audit.FieldError) string {
 	key := prefix + fe.Field
 	if _, ok := messages["en"][key]; ok {
 		return t(key)
@@ -354,9 +354,9 @@ func fieldErrorText(t func(string) string, prefix string, fe *audit.FieldError) 
 	return t("err.invalid") + " " + fe.Err.Message
 }
 
-// activityText is an event type in words; a type without a text (none in
+// EventText is an event type in words; a type without a text (none in
 // audit.EventTypes, a test checks it) shows as it is stored.
-func activityText(t func(string) string, eventType string) string {
+func EventText(t func(string) string, eventType string) string {
 	key := "activity.event." + eventType
 	if _, ok := messages["en"][key]; !ok {
 		return eventType
@@ -364,8 +364,8 @@ func activityText(t func(string) string, eventType string) string {
 	return t(key)
 }
 
-// activityDeref is the string *s points to, "" for nil.
-func activityDeref(s *string) string {
+// Deref is the string *s points to, "" for nil.
+func Deref(s *string) string {
 	if s == nil {
 		return ""
 	}
@@ -373,7 +373,7 @@ func activityDeref(s *string) string {
 }
 
 func init() {
-	addMessages(map[string]map[string]string{
+	AddMessages(map[string]map[string]string{
 		"en": {
 			"title.activity":                              "Account activity",
 			"activity.intro":                              "Everything that happened on your account, newest first. If something was not you, report it, then change your password and sign out the sessions you do not know.",

@@ -42,10 +42,10 @@ func (ap *AppPages) render(w http.ResponseWriter, r *http.Request, status int, e
 	p := authn.From(r.Context())
 	list, err := ap.OAuth.ListUserConsents(r.Context(), p.UserID)
 	if err != nil {
-		ap.H.fail(w, r, err)
+		ap.H.Fail(w, r, err)
 		return
 	}
-	lang := ap.H.userLanguage(r, p)
+	lang := ap.H.UserLanguage(r, p)
 	// Scopes are listed in the provider's order (openid first), unknown ones last.
 	known, order := map[string]string{}, map[string]int{}
 	for i, s := range oauth.Scopes() {
@@ -88,7 +88,7 @@ func (ap *AppPages) Revoke(w http.ResponseWriter, r *http.Request) {
 }
 
 func init() {
-	addMessages(map[string]map[string]string{
+	AddMessages(map[string]map[string]string{
 		"en": {
 			"title.apps":         "Connected apps",
 			"apps.intro":         "These apps can use your account because you allowed them to. Disconnect an app you no longer use: it loses access at once, and it must ask you again before it can sign you in.",

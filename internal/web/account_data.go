@@ -61,26 +61,26 @@ func (dp *DataPages) render(w http.ResponseWriter, r *http.Request, status int, 
 	p := authn.From(ctx)
 	st, err := dp.Deletion.GetStatus(ctx, dp.Deletion.DB, p.UserID)
 	if err != nil {
-		dp.H.fail(w, r, err)
+		dp.H.Fail(w, r, err)
 		return
 	}
 	with, err := dp.Deletion.ConfirmWith(ctx, p.UserID)
 	if err != nil {
-		dp.H.fail(w, r, err)
+		dp.H.Fail(w, r, err)
 		return
 	}
 	hist, err := dp.Export.History(ctx, p.UserID, historyShown, 0)
 	if err != nil {
-		dp.H.fail(w, r, err)
+		dp.H.Fail(w, r, err)
 		return
 	}
-	lang := dp.H.userLanguage(r, p)
+	lang := dp.H.UserLanguage(r, p)
 	v := dataView{Deletion: st, ConfirmWith: with, Total: hist.Total, DeleteError: deleteErr,
 		GraceDays: int(deletion.GracePeriod / (24 * time.Hour))}
 	for _, e := range hist.Logs {
 		ci := clientinfo.Parse(e.UserAgent)
 		v.Exports = append(v.Exports, exportRow{At: e.ExportedAt, Size: byteSize(lang, e.FileSizeBytes),
-			Client: joinNonEmpty(" · ", ci.Browser, ci.OS), IP: e.IPAddress})
+			Client: JoinNonEmpty(" · ", ci.Browser, ci.OS), IP: e.IPAddress})
 	}
 	dp.H.Console(w, r, status, "account_data", ConsoleView{Title: "title.data", Section: "data", Error: errText, Data: v})
 }
@@ -100,7 +100,7 @@ func (dp *DataPages) RequestDeletion(w http.ResponseWriter, r *http.Request) {
 	if p == nil {
 		return
 	}
-	t := translator(dp.H.userLanguage(r, p))
+	t := Translator(dp.H.UserLanguage(r, p))
 	// The box is the confirmation that works without script (the form's
 	// data-confirm asks too when script runs).
 	if r.PostFormValue("confirm") != "yes" {
@@ -156,7 +156,7 @@ func byteSize(lang string, n int64) string {
 }
 
 func init() {
-	addMessages(map[string]map[string]string{
+	AddMessages(map[string]map[string]string{
 		"en": {
 			"title.data":                "Your data",
 			"data.export.title":         "Download your data",

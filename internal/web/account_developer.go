@@ -15,13 +15,13 @@ import (
 // internal/app/routes.go has the rule of the REST route whose service
 // function its action calls.
 type DeveloperPages struct {
-	credentialPages
+	CredentialPages
 }
 
 // NewDeveloperPages returns the pages of /account/developer, on the
 // services of /v1/oauth/clients and /v1/api-keys.
 func NewDeveloperPages(h *Handler, o *oauth.Service, a *access.Service) *DeveloperPages {
-	return &DeveloperPages{credentialPages{H: h, OAuth: o, Access: a, site: developerSite}}
+	return &DeveloperPages{CredentialPages{H: h, OAuth: o, Access: a, Site: developerSite}}
 }
 
 // developerListLimit is how many clients and keys the overview lists; the
@@ -34,7 +34,7 @@ type developerList struct {
 	ClientsTotal int
 	ShowKeys     bool // the reader may list API keys
 	CreateKeys   bool // the reader may create API keys
-	Keys         []keyRow
+	Keys         []KeyRow
 	KeysTotal    int
 }
 
@@ -45,18 +45,18 @@ func (dp *DeveloperPages) List(w http.ResponseWriter, r *http.Request) {
 	pg := httpx.Page{Page: 1, Limit: developerListLimit}
 	clients, total, err := dp.OAuth.ListClients(ctx, p, false, pg)
 	if err != nil {
-		dp.H.fail(w, r, err)
+		dp.H.Fail(w, r, err)
 		return
 	}
-	v := developerList{Clients: clients, ClientsTotal: total, ShowKeys: p.Can(keysRead), CreateKeys: p.Can(keysWrite)}
+	v := developerList{Clients: clients, ClientsTotal: total, ShowKeys: p.Can(keysRead), CreateKeys: p.Can(KeysWrite)}
 	if v.ShowKeys {
 		keys, total, err := dp.Access.ListKeys(ctx, p, p.UserID, pg)
 		if err != nil {
-			dp.H.fail(w, r, err)
+			dp.H.Fail(w, r, err)
 			return
 		}
 		for _, k := range keys {
-			v.Keys = append(v.Keys, keyRow{APIKey: k, Expired: dp.expired(k)})
+			v.Keys = append(v.Keys, KeyRow{APIKey: k, Expired: dp.Expired(k)})
 		}
 		v.KeysTotal = total
 	}
@@ -64,7 +64,7 @@ func (dp *DeveloperPages) List(w http.ResponseWriter, r *http.Request) {
 }
 
 func init() {
-	addMessages(map[string]map[string]string{
+	AddMessages(map[string]map[string]string{
 		"en": {
 			"title.developer":              "Developer",
 			"title.devclient":              "OAuth client",

@@ -25,7 +25,7 @@ type IntegrationPages struct {
 type integrationRow struct {
 	integrations.Integration
 	Scopes    []string // the granted scopes in words
-	BotStatus []activityChoice
+	BotStatus []Choice
 	// Stats are the channel statistics just read (only on the answer to
 	// "Show statistics": they are read live and never stored).
 	Stats *integrations.Stats
@@ -35,9 +35,9 @@ type integrationRow struct {
 type integrationsView struct {
 	Enabled      bool
 	Integrations []integrationRow
-	Optional     []activityChoice // optional scopes offered on connect
-	Required     []string         // scopes always asked for, in words
-	Connected    string           // the account just connected (callback's integration_id)
+	Optional     []Choice // optional scopes offered on connect
+	Required     []string // scopes always asked for, in words
+	Connected    string   // the account just connected (callback's integration_id)
 	// Failed is the connection the platform refused (callback's error).
 	Failed   string
 	Callback string // the callback URL an operator registers at the platform
@@ -53,10 +53,10 @@ func (ip *IntegrationPages) List(w http.ResponseWriter, r *http.Request) {
 // for one integration.
 func (ip *IntegrationPages) render(w http.ResponseWriter, r *http.Request, status int, errText, statsFor string, stats *integrations.Stats) {
 	ctx := r.Context()
-	t := translator(ip.H.userLanguage(r, authn.From(ctx)))
+	t := Translator(ip.H.UserLanguage(r, authn.From(ctx)))
 	list, err := ip.Integrations.List(ctx, integrations.Slug)
 	if err != nil {
-		ip.H.fail(w, r, err)
+		ip.H.Fail(w, r, err)
 		return
 	}
 	v := integrationsView{Enabled: ip.Integrations.Enabled(), Callback: ip.Integrations.PublicURL + "/v1/integrations/callback/" + integrations.Slug}
@@ -76,13 +76,13 @@ func (ip *IntegrationPages) render(w http.ResponseWriter, r *http.Request, statu
 			row.Scopes = append(row.Scopes, platformScopeText(t, sc))
 		}
 		for _, b := range integrations.BotStatuses {
-			row.BotStatus = append(row.BotStatus, activityChoice{Value: b, Label: t("integrations.bot." + b), Selected: b == i.BotStatus})
+			row.BotStatus = append(row.BotStatus, Choice{Value: b, Label: t("integrations.bot." + b), Selected: b == i.BotStatus})
 		}
 		if i.ID == statsFor {
 			row.Stats = stats
 		}
 		if r.Method == http.MethodGet && q.Get("integration_id") == i.ID {
-			v.Connected = joinNonEmpty(" ", activityDeref(i.DisplayName), "("+i.Username+")")
+			v.Connected = JoinNonEmpty(" ", Deref(i.DisplayName), "("+i.Username+")")
 		}
 		v.Integrations = append(v.Integrations, row)
 	}
@@ -90,7 +90,7 @@ func (ip *IntegrationPages) render(w http.ResponseWriter, r *http.Request, statu
 		if sc.Required {
 			v.Required = append(v.Required, platformScopeText(t, sc.Name))
 		} else {
-			v.Optional = append(v.Optional, activityChoice{Value: sc.Name, Label: platformScopeText(t, sc.Name)})
+			v.Optional = append(v.Optional, Choice{Value: sc.Name, Label: platformScopeText(t, sc.Name)})
 		}
 	}
 	ip.H.Console(w, r, status, "account_integrations", ConsoleView{Title: "title.integrations", Section: "integrations", Error: errText, Data: &v})
@@ -108,12 +108,12 @@ func platformScopeText(t func(string) string, name string) string {
 // fail shows a refused action on the page with its status. A BadRequest
 // (an inactive integration, a token the platform refused) keeps the
 // service's reason, which says what to do: renew or connect again.
-func (ip *IntegrationPages) fail(w http.ResponseWriter, r *http.Request, err error) {
+func (ip *IntegrationPages) Fail(w http.ResponseWriter, r *http.Request, err error) {
 	text := ip.H.ErrorText(r, err)
 	if apperr.KindOf(err) == apperr.BadRequest {
 		var e *apperr.Error
 		if errors.As(err, &e) {
-			text = translator(ip.H.userLanguage(r, authn.From(r.Context())))("integrations.failed") + " " + e.Message
+			text = Translator(ip.H.UserLanguage(r, authn.From(r.Context())))("integrations.failed") + " " + e.Message
 		}
 	}
 	ip.render(w, r, ip.H.Status(w, err), text, "", nil)
@@ -128,7 +128,7 @@ func (ip *IntegrationPages) Connect(w http.ResponseWriter, r *http.Request) {
 	}
 	authURL, _, err := ip.Integrations.Connect(r.Context(), integrations.Slug, ip.H.PublicURL+"/account/integrations", r.PostForm["scope"])
 	if err != nil {
-		ip.fail(w, r, err)
+		ip.Fail(w, r, err)
 		return
 	}
 	ip.H.redirect(w, r, authURL)
@@ -140,7 +140,7 @@ func (ip *IntegrationPages) Refresh(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, err := ip.Integrations.Refresh(r.Context(), chi.URLParam(r, "id")); err != nil {
-		ip.fail(w, r, err)
+		ip.Fail(w, r, err)
 		return
 	}
 	ip.H.Done(w, r, "/account/integrations", "integrations.refreshed")
@@ -156,7 +156,7 @@ func (ip *IntegrationPages) Stats(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	st, err := ip.Integrations.Stats(r.Context(), id)
 	if err != nil {
-		ip.fail(w, r, err)
+		ip.Fail(w, r, err)
 		return
 	}
 	ip.render(w, r, http.StatusOK, "", id, &st)
@@ -172,7 +172,7 @@ func (ip *IntegrationPages) BotStatus(w http.ResponseWriter, r *http.Request) {
 		status = &vals[0]
 	}
 	if err := ip.Integrations.SetBotStatus(r.Context(), chi.URLParam(r, "id"), status); err != nil {
-		ip.fail(w, r, err)
+		ip.Fail(w, r, err)
 		return
 	}
 	ip.H.Done(w, r, "/account/integrations", "integrations.botsaved")
@@ -187,18 +187,18 @@ func (ip *IntegrationPages) Disconnect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !slices.Contains(r.PostForm["confirm"], "yes") {
-		ip.render(w, r, http.StatusBadRequest, translator(ip.H.userLanguage(r, p))("integrations.confirmfirst"), "", nil)
+		ip.render(w, r, http.StatusBadRequest, Translator(ip.H.UserLanguage(r, p))("integrations.confirmfirst"), "", nil)
 		return
 	}
 	if err := ip.Integrations.Disconnect(r.Context(), chi.URLParam(r, "id")); err != nil {
-		ip.fail(w, r, err)
+		ip.Fail(w, r, err)
 		return
 	}
 	ip.H.Done(w, r, "/account/integrations", "integrations.disconnected")
 }
 
 func init() {
-	addMessages(map[string]map[string]string{
+	AddMessages(map[string]map[string]string{
 		"en": {
 			"title.integrations":                            "Streaming integrations",
 			"integrations.intro":                            "Connect your channel on the streaming platform to see its statistics here and let the chat bot work in your chat.",

@@ -70,7 +70,7 @@ func (lp *LinkedPages) render(w http.ResponseWriter, r *http.Request, status int
 	p := authn.From(r.Context())
 	list, err := lp.Accounts.Accounts(r.Context(), p.UserID)
 	if err != nil {
-		lp.H.fail(w, r, err)
+		lp.H.Fail(w, r, err)
 		return
 	}
 	v := linkedView{Accounts: make([]linkedRow, len(list)), Providers: lp.H.connectable(r, authn.From(r.Context()).UserID), ReturnTo: linkedPath}
@@ -102,7 +102,7 @@ func (lp *LinkedPages) Unlink(w http.ResponseWriter, r *http.Request) {
 	if p == nil {
 		return
 	}
-	t := translator(lp.H.userLanguage(r, p))
+	t := Translator(lp.H.UserLanguage(r, p))
 	if r.PostFormValue("confirm") != "yes" {
 		lp.render(w, r, http.StatusBadRequest, t("linked.unlink.unconfirmed"))
 		return
@@ -120,7 +120,7 @@ func (lp *LinkedPages) Unlink(w http.ResponseWriter, r *http.Request) {
 }
 
 func init() {
-	addMessages(map[string]map[string]string{
+	AddMessages(map[string]map[string]string{
 		"en": {
 			"title.linked":              "Linked accounts",
 			"linked.intro":              "You can sign in with any of these accounts. The primary account is the one your profile names as your main sign-in.",

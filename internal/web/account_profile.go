@@ -74,7 +74,7 @@ func (pp *ProfilePages) render(w http.ResponseWriter, r *http.Request, status in
 	p := authn.From(ctx)
 	u, err := pp.Users.Get(ctx, pp.Users.DB, p.UserID)
 	if err != nil {
-		pp.H.fail(w, r, err)
+		pp.H.Fail(w, r, err)
 		return
 	}
 	v := profileView{User: u, MinPassword: accounts.MinPassword}
@@ -88,12 +88,12 @@ func (pp *ProfilePages) render(w http.ResponseWriter, r *http.Request, status in
 		v.Form.LinkEmail = *u.Email
 	}
 	if v.Locales, err = pp.locales(r, u); err != nil {
-		pp.H.fail(w, r, err)
+		pp.H.Fail(w, r, err)
 		return
 	}
 	list, err := pp.Accounts.Accounts(ctx, p.UserID)
 	if err != nil {
-		pp.H.fail(w, r, err)
+		pp.H.Fail(w, r, err)
 		return
 	}
 	for _, a := range list {
@@ -107,7 +107,7 @@ func (pp *ProfilePages) render(w http.ResponseWriter, r *http.Request, status in
 		v.PendingLink, err = pp.Accounts.PendingEmailLink(ctx, p.UserID)
 	}
 	if err != nil {
-		pp.H.fail(w, r, err)
+		pp.H.Fail(w, r, err)
 		return
 	}
 	pp.H.Console(w, r, status, "account_profile", ConsoleView{Title: "title.profile", Section: "profile", Error: errText, Data: v})
@@ -145,7 +145,7 @@ func (pp *ProfilePages) Save(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	u, err := pp.Users.Get(ctx, pp.Users.DB, p.UserID)
 	if err != nil {
-		pp.H.fail(w, r, err)
+		pp.H.Fail(w, r, err)
 		return
 	}
 	// A checkbox that is not ticked is not sent (HTML, "constructing the
@@ -171,7 +171,7 @@ func (pp *ProfilePages) Save(w http.ResponseWriter, r *http.Request) {
 		pp.H.Done(w, r, "/account", "profile.saved")
 		return
 	}
-	t := translator(pp.H.userLanguage(r, p))
+	t := Translator(pp.H.UserLanguage(r, p))
 	form := &profileForm{Username: name, Privacy: privacy, Avatars: avatars, typed: true}
 	switch {
 	case c.Username.Set && apperr.Is(err, apperr.Conflict):
@@ -220,7 +220,7 @@ func (pp *ProfilePages) RequestEmailChange(w http.ResponseWriter, r *http.Reques
 	form := &profileForm{NewEmail: addr}
 	if msg, field := pp.addressError(r, p, err); field {
 		form.EmailError = msg
-		pp.render(w, r, pp.H.Status(w, err), translator(pp.H.userLanguage(r, p))("profile.check"), form)
+		pp.render(w, r, pp.H.Status(w, err), Translator(pp.H.UserLanguage(r, p))("profile.check"), form)
 		return
 	}
 	pp.render(w, r, pp.H.Status(w, err), pp.H.ErrorText(r, err), form)
@@ -254,7 +254,7 @@ func (pp *ProfilePages) RequestEmailLink(w http.ResponseWriter, r *http.Request)
 		pp.H.Done(w, r, "/account", "profile.link.sent")
 		return
 	}
-	t := translator(pp.H.userLanguage(r, p))
+	t := Translator(pp.H.UserLanguage(r, p))
 	form := &profileForm{LinkEmail: addr}
 	switch msg, field := pp.addressError(r, p, err); {
 	case errors.Is(err, accounts.ErrPasswordShort):
@@ -290,7 +290,7 @@ func (pp *ProfilePages) CancelEmailLink(w http.ResponseWriter, r *http.Request) 
 func (pp *ProfilePages) addressError(r *http.Request, p *authn.Principal, err error) (string, bool) {
 	switch apperr.KindOf(err) {
 	case apperr.Conflict:
-		return translator(pp.H.userLanguage(r, p))("profile.email.taken"), true
+		return Translator(pp.H.UserLanguage(r, p))("profile.email.taken"), true
 	case apperr.Validation:
 		return pp.H.ErrorText(r, err), true
 	}
@@ -301,13 +301,13 @@ func (pp *ProfilePages) addressError(r *http.Request, p *authn.Principal, err er
 // confirmed or expired meanwhile (404).
 func (pp *ProfilePages) nothingPending(r *http.Request, p *authn.Principal, err error) string {
 	if apperr.Is(err, apperr.NotFound) {
-		return translator(pp.H.userLanguage(r, p))("profile.email.nopending")
+		return Translator(pp.H.UserLanguage(r, p))("profile.email.nopending")
 	}
 	return pp.H.ErrorText(r, err)
 }
 
 func init() {
-	addMessages(map[string]map[string]string{
+	AddMessages(map[string]map[string]string{
 		"en": {
 			"title.profile":            "Your profile",
 			"profile.details":          "Profile",

@@ -106,21 +106,21 @@ func (sp *SecurityPages) render(w http.ResponseWriter, r *http.Request, status i
 	p := authn.From(ctx)
 	var err error
 	if d.HasPassword, err = sp.H.Auth.HasPassword(ctx, p.UserID); err != nil {
-		sp.H.fail(w, r, err)
+		sp.H.Fail(w, r, err)
 		return
 	}
 	if d.Status, err = sp.TwoFactor.Status(ctx, p, ""); err != nil {
-		sp.H.fail(w, r, err)
+		sp.H.Fail(w, r, err)
 		return
 	}
 	if d.Req, err = sp.TwoFactor.Requirement(ctx, p, ""); err != nil {
-		sp.H.fail(w, r, err)
+		sp.H.Fail(w, r, err)
 		return
 	}
 	d.RequiredRoles = strings.Join(d.Req.RequiredByRoles, ", ")
 	list, err := sp.Platforms.List(ctx, true)
 	if err != nil {
-		sp.H.fail(w, r, err)
+		sp.H.Fail(w, r, err)
 		return
 	}
 	for _, pl := range list {
@@ -138,7 +138,7 @@ func (sp *SecurityPages) render(w http.ResponseWriter, r *http.Request, status i
 
 // t is the translator of the page's reader.
 func (sp *SecurityPages) t(r *http.Request) func(string) string {
-	return translator(sp.H.userLanguage(r, authn.From(r.Context())))
+	return Translator(sp.H.UserLanguage(r, authn.From(r.Context())))
 }
 
 // securityClient is the origin of a page request for the two-factor audit records.
@@ -280,7 +280,7 @@ func secretGroups(s string, n int) []string {
 }
 
 func init() {
-	addMessages(map[string]map[string]string{
+	AddMessages(map[string]map[string]string{
 		"en": {
 			"title.security":              "Security",
 			"security.req.title":          "Two-factor authentication is required for your account",

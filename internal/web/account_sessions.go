@@ -37,14 +37,14 @@ func (sp *SessionPages) render(w http.ResponseWriter, r *http.Request, status in
 	p := authn.From(r.Context())
 	list, err := sp.Sessions.List(r.Context(), p)
 	if err != nil {
-		sp.H.fail(w, r, err)
+		sp.H.Fail(w, r, err)
 		return
 	}
 	rows := make([]sessionRow, len(list))
 	for i, s := range list {
 		rows[i] = sessionRow{Session: s}
 		if loc := sp.GeoIP.Lookup(s.IPAddress); !loc.IsZero() {
-			rows[i].Place = joinNonEmpty(", ", loc.City, loc.CountryName)
+			rows[i].Place = JoinNonEmpty(", ", loc.City, loc.CountryName)
 		}
 	}
 	sp.H.Console(w, r, status, "account_sessions", ConsoleView{Title: "title.sessions", Section: "sessions", Error: errText, Data: rows})
@@ -58,7 +58,7 @@ func (sp *SessionPages) Revoke(w http.ResponseWriter, r *http.Request) {
 	}
 	err := sp.Sessions.Revoke(r.Context(), p, chi.URLParam(r, "id"), audit.FromRequest(r, audit.Event{SourceService: source}))
 	if errors.Is(err, sessions.ErrCurrent) {
-		sp.render(w, r, http.StatusBadRequest, translator(sp.H.userLanguage(r, p))("sessions.current"))
+		sp.render(w, r, http.StatusBadRequest, Translator(sp.H.UserLanguage(r, p))("sessions.current"))
 		return
 	}
 	if err != nil {
@@ -81,8 +81,8 @@ func (sp *SessionPages) RevokeOthers(w http.ResponseWriter, r *http.Request) {
 	sp.H.Done(w, r, "/account/sessions", "sessions.revokedothers")
 }
 
-// joinNonEmpty joins the non-empty parts with sep.
-func joinNonEmpty(sep string, parts ...string) string {
+// JoinNonEmpty joins the non-empty parts with sep.
+func JoinNonEmpty(sep string, parts ...string) string {
 	out := ""
 	for _, p := range parts {
 		if p == "" {
@@ -97,7 +97,7 @@ func joinNonEmpty(sep string, parts ...string) string {
 }
 
 func init() {
-	addMessages(map[string]map[string]string{
+	AddMessages(map[string]map[string]string{
 		"en": {
 			"title.sessions":         "Where you are signed in",
 			"sessions.intro":         "These devices and browsers are signed in to your account. Revoke any you do not recognize, then change your password.",

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 
@@ -34,38 +35,41 @@ const consoleForm = "console"
 // browser is redirected to.
 const flashCookie = "hmid_flash"
 
-// consolePages are the console templates, found by name: account_*.html and
-// admin_*.html, each parsed with console.html.
-var consolePages = func() []string {
-	var out []string
-	for _, pattern := range []string{"templates/account_*.html", "templates/admin_*.html"} {
-		m, _ := fs.Glob(files, pattern)
-		for _, p := range m {
-			out = append(out, strings.TrimSuffix(strings.TrimPrefix(p, "templates/"), ".html"))
-		}
-	}
-	return out
-}()
+// consoleTemplates holds, per language, one template per console page,
+// filled by AddConsolePages from the packages of the consoles (each keeps
+// its templates beside its code) before any request is served.
+var consoleTemplates = map[string]map[string]*template.Template{}
 
-// consoleTemplates holds, per language, one template per console page. The
-// pieces pages share (parts_*.html: event texts, pagers) and the parts both
-// consoles show (shared_*.html: a client's page, a key's page) are parsed
-// with every page.
-var consoleTemplates = func() map[string]map[string]*template.Template {
-	out := map[string]map[string]*template.Template{}
+// AddConsolePages parses the console pages matching glob in fsys (a
+// page's name is its file name without .html), each with the frame
+// (console.html), the pieces pages share (parts_*.html: form fields, event
+// texts, pagers) and the parts both consoles show (shared_*.html: a
+// client's page, a key's page). A console package calls it from init; a
+// page that does not parse is a programming error and panics there.
+func AddConsolePages(fsys fs.FS, glob string) {
+	names, err := fs.Glob(fsys, glob)
+	if err != nil || len(names) == 0 {
+		panic("web: no console pages match " + glob)
+	}
 	for lang := range messages {
-		out[lang] = map[string]*template.Template{}
-		for _, p := range consolePages {
-			out[lang][p] = template.Must(template.New("console.html").Funcs(consoleFuncs(lang)).
-				ParseFS(files, "templates/console.html", "templates/parts_*.html", "templates/shared_*.html", "templates/"+p+".html"))
+		if consoleTemplates[lang] == nil {
+			consoleTemplates[lang] = map[string]*template.Template{}
+		}
+		for _, name := range names {
+			page := strings.TrimSuffix(path.Base(name), ".html")
+			tpl := template.Must(template.New("console.html").Funcs(consoleFuncs(lang)).
+				ParseFS(files, "templates/console.html", "templates/parts_*.html", "templates/shared_*.html"))
+			consoleTemplates[lang][page] = template.Must(tpl.ParseFS(fsys, name))
 		}
 	}
-	return out
-}()
+}
+
+// The account console's pages are still this package's.
+func init() { AddConsolePages(files, "templates/account_*.html") }
 
 // consoleFuncs are the template functions of the console pages in lang.
 func consoleFuncs(lang string) template.FuncMap {
-	t := translator(lang)
+	t := Translator(lang)
 	return template.FuncMap{
 		"t":       t,
 		"initial": initial,
@@ -158,8 +162,8 @@ type ConsoleView struct {
 func (h *Handler) Console(w http.ResponseWriter, r *http.Request, status int, page string, v ConsoleView) {
 	p := authn.From(r.Context())
 	securityHeaders(w)
-	v.Lang = h.userLanguage(r, p)
-	t := translator(v.Lang)
+	v.Lang = h.UserLanguage(r, p)
+	t := Translator(v.Lang)
 	if p != nil {
 		v.CSRF = h.csrfToken(w, r, consoleForm, p.SessionID)
 		v.LogoutCSRF = h.csrfToken(w, r, "logout", p.SessionID)
@@ -204,7 +208,7 @@ func (h *Handler) Console(w http.ResponseWriter, r *http.Request, status int, pa
 func (h *Handler) ConsolePost(w http.ResponseWriter, r *http.Request) *authn.Principal {
 	p := authn.From(r.Context())
 	if err := parseForm(r); err != nil {
-		h.fail(w, r, err)
+		h.Fail(w, r, err)
 		return nil
 	}
 	if p == nil {
@@ -212,7 +216,7 @@ func (h *Handler) ConsolePost(w http.ResponseWriter, r *http.Request) *authn.Pri
 		return nil
 	}
 	if err := h.checkCSRF(r, consoleForm, p.SessionID); err != nil {
-		h.message(w, r, http.StatusForbidden, "title.error", translator(h.userLanguage(r, p))("err.csrf"))
+		h.message(w, r, http.StatusForbidden, "title.error", Translator(h.UserLanguage(r, p))("err.csrf"))
 		return nil
 	}
 	return p
@@ -247,7 +251,7 @@ func (h *Handler) takeFlash(w http.ResponseWriter, r *http.Request) string {
 
 // ErrorText is the localized text of err for the reader of r (see errorText).
 func (h *Handler) ErrorText(r *http.Request, err error) string {
-	return h.errorText(r.Context(), h.userLanguage(r, authn.From(r.Context())), err)
+	return h.errorText(r.Context(), h.UserLanguage(r, authn.From(r.Context())), err)
 }
 
 // Status is the HTTP status of err for a page (and sets Retry-After on 429).
@@ -284,7 +288,7 @@ func (h *Handler) Refuse(w http.ResponseWriter, r *http.Request, err error) {
 
 // userLanguage is the language of a page for p: their preferred locale when
 // it is one the pages speak, else Accept-Language.
-func (h *Handler) userLanguage(r *http.Request, p *authn.Principal) string {
+func (h *Handler) UserLanguage(r *http.Request, p *authn.Principal) string {
 	if p != nil && p.UserID != "" && h.Users != nil {
 		if u, err := h.Users.Get(r.Context(), h.Users.DB, p.UserID); err == nil && u.PreferredLocale != nil {
 			if _, ok := messages[*u.PreferredLocale]; ok {

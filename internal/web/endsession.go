@@ -28,7 +28,7 @@ const confirmField = "hmid_confirm"
 // Bad input gets an error page (400) and never a redirect.
 func (h *Handler) EndSession(w http.ResponseWriter, r *http.Request) {
 	if err := parseForm(r); err != nil {
-		h.fail(w, r, err)
+		h.Fail(w, r, err)
 		return
 	}
 	if l := uiLocale(r.Form.Get("ui_locales")); l != "" {
@@ -37,7 +37,7 @@ func (h *Handler) EndSession(w http.ResponseWriter, r *http.Request) {
 	}
 	lo := h.logouts()
 	if lo == nil {
-		h.fail(w, r, apperr.Unavailablef("no OAuth provider is configured"))
+		h.Fail(w, r, apperr.Unavailablef("no OAuth provider is configured"))
 		return
 	}
 	p := h.session(r)
@@ -53,10 +53,10 @@ func (h *Handler) EndSession(w http.ResponseWriter, r *http.Request) {
 	}
 	es, err := lo.CheckEndSession(r.Context(), params, sessionID, userID)
 	if err != nil {
-		h.fail(w, r, err)
+		h.Fail(w, r, err)
 		return
 	}
-	t := translator(language(r))
+	t := Translator(language(r))
 	confirmed := r.Method == http.MethodPost && r.PostForm.Get(confirmField) != ""
 	if confirmed {
 		if err := h.checkCSRF(r, "end_session", sessionID); err != nil {
@@ -70,7 +70,7 @@ func (h *Handler) EndSession(w http.ResponseWriter, r *http.Request) {
 	}
 	if p != nil {
 		if err := h.Auth.Logout(r.Context(), p, auth.MetaFrom(r, source)); err != nil {
-			h.fail(w, r, err)
+			h.Fail(w, r, err)
 			return
 		}
 		if h.SessionEnded != nil {

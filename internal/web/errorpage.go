@@ -228,7 +228,7 @@ func (h *Handler) ErrorPage(w http.ResponseWriter, r *http.Request, status int, 
 			key = 500
 		}
 	}
-	t := translator(language(r))
+	t := Translator(language(r))
 	v := view{Title: "error." + strconv.Itoa(key) + ".title", Notice: t("error." + strconv.Itoa(key) + ".text"),
 		Status: status, Detail: detail}
 	if status >= 500 {
@@ -247,7 +247,7 @@ func (h *Handler) ErrorPage(w http.ResponseWriter, r *http.Request, status int, 
 
 // The texts of the error pages.
 func init() {
-	addMessages(map[string]map[string]string{
+	AddMessages(map[string]map[string]string{
 		"en": {
 			"error.code":            "Error %d",
 			"error.detail":          "Details:",

@@ -217,9 +217,9 @@ var messages = map[string]map[string]string{
 	},
 }
 
-// translator returns the lookup of lang; an unknown key shows as itself, so
+// Translator returns the lookup of lang; an unknown key shows as itself, so
 // a missing text is visible rather than blank.
-func translator(lang string) func(string) string {
+func Translator(lang string) func(string) string {
 	m := messages[lang]
 	return func(key string) string {
 		if s, ok := m[key]; ok {

@@ -85,11 +85,11 @@ func (h *Handler) LoginForm(w http.ResponseWriter, r *http.Request) {
 // sent to return_to (when it stays on this service) or to "/".
 func (h *Handler) LoginSubmit(w http.ResponseWriter, r *http.Request) {
 	if err := parseForm(r); err != nil {
-		h.fail(w, r, err)
+		h.Fail(w, r, err)
 		return
 	}
 	lang := language(r)
-	t := translator(lang)
+	t := Translator(lang)
 	returnTo := h.SafeReturn(r.PostFormValue("return_to"))
 	again := func(status int, msg string) {
 		h.render(w, r, status, "login", view{
@@ -125,7 +125,7 @@ func (h *Handler) finishLogin(w http.ResponseWriter, r *http.Request, res auth.R
 	handle := token.New("hm_ls_")
 	raw, _ := json.Marshal(codeState{UserID: res.User.ID, Nonce: h.csrfCookie(w, r), ReturnTo: returnTo, Provider: provider})
 	if err := h.Cache.Set(r.Context(), stateKey(handle), raw, codeStateTTL); err != nil {
-		h.fail(w, r, err)
+		h.Fail(w, r, err)
 		return
 	}
 	h.render(w, r, http.StatusOK, "code", view{Title: "title.code", CSRF: h.csrfToken(w, r, "login", ""), State: handle, ReturnTo: returnTo})
@@ -134,7 +134,7 @@ func (h *Handler) finishLogin(w http.ResponseWriter, r *http.Request, res auth.R
 // codeStep is the second login step of the page.
 func (h *Handler) codeStep(w http.ResponseWriter, r *http.Request, handle string, m auth.Meta, again func(int, string)) {
 	lang := language(r)
-	t := translator(lang)
+	t := Translator(lang)
 	raw, err := h.Cache.Get(r.Context(), stateKey(handle))
 	var st codeState
 	if err == nil {
@@ -143,7 +143,7 @@ func (h *Handler) codeStep(w http.ResponseWriter, r *http.Request, handle string
 	c, cerr := r.Cookie(CSRFCookie)
 	if err != nil || cerr != nil || !secretbox.Equal([]byte(st.Nonce), []byte(c.Value)) {
 		if err != nil && !errors.Is(err, cache.ErrMiss) {
-			h.fail(w, r, err)
+			h.Fail(w, r, err)
 			return
 		}
 		again(http.StatusBadRequest, t("err.state"))
@@ -176,7 +176,7 @@ func (h *Handler) signedIn(w http.ResponseWriter, r *http.Request, res auth.Resu
 // RegisterForm is GET /register.
 func (h *Handler) RegisterForm(w http.ResponseWriter, r *http.Request) {
 	if !h.registrationOpen(r.Context()) {
-		h.message(w, r, http.StatusForbidden, "title.register", translator(language(r))("register.closed"))
+		h.message(w, r, http.StatusForbidden, "title.register", Translator(language(r))("register.closed"))
 		return
 	}
 	h.render(w, r, http.StatusOK, "register", view{
@@ -187,7 +187,7 @@ func (h *Handler) RegisterForm(w http.ResponseWriter, r *http.Request) {
 // RegisterSubmit is POST /register.
 func (h *Handler) RegisterSubmit(w http.ResponseWriter, r *http.Request) {
 	if err := parseForm(r); err != nil {
-		h.fail(w, r, err)
+		h.Fail(w, r, err)
 		return
 	}
 	lang := language(r)
@@ -199,7 +199,7 @@ func (h *Handler) RegisterSubmit(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	if err := h.checkCSRF(r, "register", ""); err != nil {
-		again(http.StatusForbidden, translator(lang)("err.csrf"))
+		again(http.StatusForbidden, Translator(lang)("err.csrf"))
 		return
 	}
 	res, err := h.Auth.Register(r.Context(), auth.RegisterInput{
@@ -229,16 +229,16 @@ func (h *Handler) ConsentForm(w http.ResponseWriter, r *http.Request) {
 	}
 	cs := h.consents()
 	if cs == nil {
-		h.fail(w, r, apperr.Unavailablef("no OAuth provider is configured"))
+		h.Fail(w, r, apperr.Unavailablef("no OAuth provider is configured"))
 		return
 	}
 	if id == "" {
-		h.fail(w, r, apperr.Invalid("pending_authorization_id is required"))
+		h.Fail(w, r, apperr.Invalid("pending_authorization_id is required"))
 		return
 	}
 	pend, err := cs.Pending(r.Context(), id, p.UserID)
 	if err != nil {
-		h.fail(w, r, err)
+		h.Fail(w, r, err)
 		return
 	}
 	lang := language(r)
@@ -267,7 +267,7 @@ func (h *Handler) consents() authflow.Consents {
 // and the browser to the URL it answers (the client's redirect URI).
 func (h *Handler) ConsentSubmit(w http.ResponseWriter, r *http.Request) {
 	if err := parseForm(r); err != nil {
-		h.fail(w, r, err)
+		h.Fail(w, r, err)
 		return
 	}
 	id := r.PostFormValue("pending_authorization_id")
@@ -277,12 +277,12 @@ func (h *Handler) ConsentSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := h.checkCSRF(r, "consent", p.SessionID); err != nil {
-		h.message(w, r, http.StatusForbidden, "title.error", translator(language(r))("err.csrf"))
+		h.message(w, r, http.StatusForbidden, "title.error", Translator(language(r))("err.csrf"))
 		return
 	}
 	cs := h.consents()
 	if cs == nil {
-		h.fail(w, r, apperr.Unavailablef("no OAuth provider is configured"))
+		h.Fail(w, r, apperr.Unavailablef("no OAuth provider is configured"))
 		return
 	}
 	var approved bool
@@ -291,13 +291,13 @@ func (h *Handler) ConsentSubmit(w http.ResponseWriter, r *http.Request) {
 		approved = true
 	case "deny":
 	default:
-		h.fail(w, r, apperr.Invalid("decision must be approve or deny"))
+		h.Fail(w, r, apperr.Invalid("decision must be approve or deny"))
 		return
 	}
 	m := auth.MetaFrom(r, source)
 	to, err := cs.Decide(r.Context(), id, p.UserID, approved, m.IP, m.UserAgent)
 	if err != nil {
-		h.fail(w, r, err)
+		h.Fail(w, r, err)
 		return
 	}
 	h.redirect(w, r, to)
@@ -308,7 +308,7 @@ func (h *Handler) ConsentSubmit(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) LogoutForm(w http.ResponseWriter, r *http.Request) {
 	p := h.session(r)
 	if p == nil {
-		h.message(w, r, http.StatusOK, "title.logout", translator(language(r))("logout.none"))
+		h.message(w, r, http.StatusOK, "title.logout", Translator(language(r))("logout.none"))
 		return
 	}
 	h.render(w, r, http.StatusOK, "logout", view{Title: "title.logout", CSRF: h.csrfToken(w, r, "logout", p.SessionID),
@@ -318,10 +318,10 @@ func (h *Handler) LogoutForm(w http.ResponseWriter, r *http.Request) {
 // LogoutSubmit is POST /logout: revokes the session and clears the cookie.
 func (h *Handler) LogoutSubmit(w http.ResponseWriter, r *http.Request) {
 	if err := parseForm(r); err != nil {
-		h.fail(w, r, err)
+		h.Fail(w, r, err)
 		return
 	}
-	t := translator(language(r))
+	t := Translator(language(r))
 	p := h.session(r)
 	if p == nil {
 		auth.ClearSessionCookie(w, h.Secure)
@@ -333,7 +333,7 @@ func (h *Handler) LogoutSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := h.Auth.Logout(r.Context(), p, auth.MetaFrom(r, source)); err != nil {
-		h.fail(w, r, err)
+		h.Fail(w, r, err)
 		return
 	}
 	auth.ClearSessionCookie(w, h.Secure)
@@ -349,11 +349,11 @@ func (h *Handler) ForgotForm(w http.ResponseWriter, r *http.Request) {
 // account exists.
 func (h *Handler) ForgotSubmit(w http.ResponseWriter, r *http.Request) {
 	if err := parseForm(r); err != nil {
-		h.fail(w, r, err)
+		h.Fail(w, r, err)
 		return
 	}
 	lang := language(r)
-	t := translator(lang)
+	t := Translator(lang)
 	if err := h.checkCSRF(r, "forgot", ""); err != nil {
 		h.render(w, r, http.StatusForbidden, "forgot", view{Title: "title.forgot", CSRF: h.csrfToken(w, r, "forgot", ""), Error: t("err.csrf")})
 		return
@@ -370,7 +370,7 @@ func (h *Handler) ForgotSubmit(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) ResetForm(w http.ResponseWriter, r *http.Request) {
 	tok := r.URL.Query().Get("token")
 	if tok == "" {
-		h.message(w, r, http.StatusBadRequest, "title.reset", translator(language(r))("reset.missing"))
+		h.message(w, r, http.StatusBadRequest, "title.reset", Translator(language(r))("reset.missing"))
 		return
 	}
 	h.render(w, r, http.StatusOK, "reset", view{Title: "title.reset", CSRF: h.csrfToken(w, r, "reset", ""), Token: tok})
@@ -379,11 +379,11 @@ func (h *Handler) ResetForm(w http.ResponseWriter, r *http.Request) {
 // ResetSubmit is POST /reset-password.
 func (h *Handler) ResetSubmit(w http.ResponseWriter, r *http.Request) {
 	if err := parseForm(r); err != nil {
-		h.fail(w, r, err)
+		h.Fail(w, r, err)
 		return
 	}
 	lang := language(r)
-	t := translator(lang)
+	t := Translator(lang)
 	tok := strings.TrimSpace(r.PostFormValue("token"))
 	again := func(status int, msg string) {
 		h.render(w, r, status, "reset", view{Title: "title.reset", CSRF: h.csrfToken(w, r, "reset", ""), Token: tok, Error: msg})

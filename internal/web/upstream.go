@@ -72,7 +72,7 @@ func (h *Handler) connectable(r *http.Request, userID string) []providerButton {
 // provider returns the configured and enabled provider of the {slug} of r,
 // or renders the refusal (404 unknown, 403 disabled) and returns nil.
 func (h *Handler) provider(w http.ResponseWriter, r *http.Request) upstream.Provider {
-	t := translator(language(r))
+	t := Translator(language(r))
 	slug := chi.URLParam(r, "slug")
 	var p upstream.Provider
 	if h.Providers != nil {
@@ -84,7 +84,7 @@ func (h *Handler) provider(w http.ResponseWriter, r *http.Request) upstream.Prov
 	}
 	on, err := h.Auth.EnabledPlatforms(r.Context())
 	if err != nil {
-		h.fail(w, r, err)
+		h.Fail(w, r, err)
 		return nil
 	}
 	if !on[p.Slug()] {
@@ -118,7 +118,7 @@ func (h *Handler) ProviderStart(w http.ResponseWriter, r *http.Request) {
 // message page after the callback leads back to.
 func (h *Handler) ProviderConnect(w http.ResponseWriter, r *http.Request) {
 	if err := parseForm(r); err != nil {
-		h.fail(w, r, err)
+		h.Fail(w, r, err)
 		return
 	}
 	s := h.session(r)
@@ -127,7 +127,7 @@ func (h *Handler) ProviderConnect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := h.checkCSRF(r, consoleForm, s.SessionID); err != nil {
-		h.message(w, r, http.StatusForbidden, "title.error", translator(language(r))("err.csrf"))
+		h.message(w, r, http.StatusForbidden, "title.error", Translator(language(r))("err.csrf"))
 		return
 	}
 	p := h.provider(w, r)
@@ -194,7 +194,7 @@ func (h *Handler) ProviderCallback(w http.ResponseWriter, r *http.Request) {
 // be the one signed in. The message page, also on a refusal, leads back to
 // the page the connect was started from.
 func (h *Handler) connected(w http.ResponseWriter, r *http.Request, p upstream.Provider, cb *upstream.Callback, c users.Claim, m auth.Meta) {
-	t := translator(language(r))
+	t := Translator(language(r))
 	s := h.session(r)
 	if s == nil || s.UserID != cb.LinkUser {
 		h.message(w, r, http.StatusForbidden, "title.notconnected", t("upstream.connect.session"))
@@ -222,7 +222,7 @@ func (h *Handler) connected(w http.ResponseWriter, r *http.Request, p upstream.P
 // step that comes next.
 func (h *Handler) connectFailed(w http.ResponseWriter, r *http.Request, p upstream.Provider, userID string, err error, returnTo string) {
 	ctx, lang := r.Context(), language(r)
-	t := translator(lang)
+	t := Translator(lang)
 	text := h.errorText(ctx, lang, err)
 	if apperr.KindOf(err) == apperr.Conflict {
 		text = fmt.Sprintf(t("upstream.connect.taken"), p.Name())
@@ -238,7 +238,7 @@ func (h *Handler) connectFailed(w http.ResponseWriter, r *http.Request, p upstre
 // words, and a way back to the login page that keeps returnTo; for a
 // connect (the person is signed in) the way back is returnTo itself.
 func (h *Handler) upstreamFailed(w http.ResponseWriter, r *http.Request, name string, err error, returnTo string, connecting bool) {
-	t := translator(language(r))
+	t := Translator(language(r))
 	code, key, title := http.StatusBadGateway, "upstream.provider", "title.error"
 	switch {
 	case errors.Is(err, upstream.ErrDenied):
@@ -256,7 +256,7 @@ func (h *Handler) upstreamFailed(w http.ResponseWriter, r *http.Request, name st
 		h.Log.WarnContext(r.Context(), "upstream sign-in failed", "error", err.Error())
 	default:
 		// Not the provider's fault: the cache or the database.
-		h.fail(w, r, apperr.Unavailablef("%s", err.Error()))
+		h.Fail(w, r, apperr.Unavailablef("%s", err.Error()))
 		return
 	}
 	h.render(w, r, code, "message", outcome(code, view{Title: title, ReturnTo: returnTo, LoggedIn: connecting}, fmt.Sprintf(t(key), name)))

@@ -66,10 +66,10 @@ func (h *Handler) verifyForm(w http.ResponseWriter, r *http.Request, k verifyKin
 
 func (h *Handler) verifySubmit(w http.ResponseWriter, r *http.Request, k verifyKind) {
 	if err := parseForm(r); err != nil {
-		h.fail(w, r, err)
+		h.Fail(w, r, err)
 		return
 	}
-	t := translator(language(r))
+	t := Translator(language(r))
 	p := h.session(r)
 	if p == nil {
 		h.redirect(w, r, loginURL(k.path+"?token="+url.QueryEscape(r.PostFormValue("token"))))
@@ -80,7 +80,7 @@ func (h *Handler) verifySubmit(w http.ResponseWriter, r *http.Request, k verifyK
 		return
 	}
 	if err := k.verify(h, authn.WithPrincipal(r.Context(), p), r, r.PostFormValue("token")); err != nil {
-		h.fail(w, r, err)
+		h.Fail(w, r, err)
 		return
 	}
 	// Done: "Continue" leads to the profile, which shows the new address.
@@ -96,7 +96,7 @@ const verifyAddressForm = "verify-address"
 // and changes nothing itself (a mail scanner opening the link verifies
 // nothing).
 func (h *Handler) VerifyAddressForm(w http.ResponseWriter, r *http.Request) {
-	t := translator(language(r))
+	t := Translator(language(r))
 	tok := r.URL.Query().Get("token")
 	if tok == "" {
 		h.message(w, r, http.StatusBadRequest, "title.verifyaddress", t("verify.address.missing"))
@@ -114,10 +114,10 @@ func (h *Handler) VerifyAddressForm(w http.ResponseWriter, r *http.Request) {
 // VerifyAddressSubmit is POST /verify-email: it verifies the address.
 func (h *Handler) VerifyAddressSubmit(w http.ResponseWriter, r *http.Request) {
 	if err := parseForm(r); err != nil {
-		h.fail(w, r, err)
+		h.Fail(w, r, err)
 		return
 	}
-	t := translator(language(r))
+	t := Translator(language(r))
 	if err := h.checkCSRF(r, verifyAddressForm, ""); err != nil {
 		h.message(w, r, http.StatusForbidden, "title.error", t("err.csrf"))
 		return
@@ -132,13 +132,13 @@ func (h *Handler) VerifyAddressSubmit(w http.ResponseWriter, r *http.Request) {
 // verifyAddressFailed explains a refused verification: a bad link, an
 // address another account owns by now, or anything else as usual.
 func (h *Handler) verifyAddressFailed(w http.ResponseWriter, r *http.Request, err error) {
-	t := translator(language(r))
+	t := Translator(language(r))
 	switch apperr.KindOf(err) {
 	case apperr.BadRequest, apperr.Validation:
 		h.message(w, r, http.StatusBadRequest, "title.verifyaddress", t("err.badlink"))
 	case apperr.Conflict:
 		h.message(w, r, http.StatusConflict, "title.verifyaddress", t("verify.address.conflict"))
 	default:
-		h.fail(w, r, err)
+		h.Fail(w, r, err)
 	}
 }

@@ -139,7 +139,7 @@ var templates = func() map[string]map[string]*template.Template {
 	for lang := range messages {
 		out[lang] = map[string]*template.Template{}
 		for _, p := range pages {
-			funcs := template.FuncMap{"t": translator(lang), "initial": initial}
+			funcs := template.FuncMap{"t": Translator(lang), "initial": initial}
 			out[lang][p] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+p+".html"))
 		}
 	}
@@ -223,7 +223,7 @@ func outcome(status int, v view, text string) view {
 }
 
 // fail renders err on a message page with its HTTP status.
-func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+func (h *Handler) Fail(w http.ResponseWriter, r *http.Request, err error) {
 	lang := language(r)
 	h.message(w, r, status(w, err), "title.error", h.errorText(r.Context(), lang, err))
 }
@@ -232,7 +232,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 // the service's own (English) detail after a localized sentence; internal
 // errors are logged and shown only as a generic sentence.
 func (h *Handler) errorText(ctx context.Context, lang string, err error) string {
-	t := translator(lang)
+	t := Translator(lang)
 	kind := apperr.KindOf(err)
 	if kind == apperr.Internal {
 		h.Log.ErrorContext(ctx, "page error", slog.String("error", err.Error()))

@@ -1,4 +1,4 @@
-package web
+package admin
 
 import (
 	"net/http"
@@ -8,25 +8,26 @@ import (
 	"hmid/internal/authn"
 	"hmid/internal/httpx"
 	"hmid/internal/oauth"
+	"hmid/internal/web"
 )
 
 // adminSite keeps the admin console's client and key pages at
 // /admin/clients and /admin/api-keys.
-var adminSite = &credentialSite{
+var adminSite = &web.CredentialSite{
 	Admin:   true,
 	Clients: "/admin/clients", Keys: "/admin/api-keys",
 	ClientsHome: "/admin/clients", KeysHome: "/admin/api-keys", ClientsBack: "admin.clients.back", KeysBack: "admin.apikeys.back",
-	source: adminSource, clientSection: "clients", keySection: "api-keys",
-	clientPage: "admin_client", keyPage: "admin_api_key",
-	clientTitle: "admin.clients.title.client", newClientTitle: "admin.clients.title.new",
-	keyTitle: "admin.apikeys.title.key", newKeyTitle: "admin.apikeys.title.new",
+	Source: adminSource, ClientSection: "clients", KeySection: "api-keys",
+	ClientPage: "admin_client", KeyPage: "admin_api_key",
+	ClientTitle: "admin.clients.title.client", NewClientTitle: "admin.clients.title.new",
+	KeyTitle: "admin.apikeys.title.key", NewKeyTitle: "admin.apikeys.title.new",
 }
 
 // adminListLimit is the default page size of the admin lists; ?limit=
 // asks for 1 to 100, as the REST lists accept.
 const adminListLimit = 20
 
-// AdminCredentialPages is /admin/clients and /admin/api-keys: every OAuth
+// CredentialPages is /admin/clients and /admin/api-keys: every OAuth
 // client, and the API keys GET /v1/api-keys lists for the reader (every key
 // for super admins). The pages of one client and one key are those of
 // credentials.go, with the owner shown, switches to deactivate and activate,
@@ -37,14 +38,14 @@ const adminListLimit = 20
 // /v1/oauth/clients (signed in; the service checks ownership or the
 // oauth_clients permissions, and lets only super admins set the
 // first-party flag), the key pages those of /v1/api-keys.
-type AdminCredentialPages struct {
-	credentialPages
+type CredentialPages struct {
+	web.CredentialPages
 }
 
-// NewAdminCredentialPages returns the pages of /admin/clients and
+// NewCredentialPages returns the pages of /admin/clients and
 // /admin/api-keys, on the services of /v1/oauth/clients and /v1/api-keys.
-func NewAdminCredentialPages(h *Handler, o *oauth.Service, a *access.Service) *AdminCredentialPages {
-	return &AdminCredentialPages{credentialPages{H: h, OAuth: o, Access: a, site: adminSite}}
+func NewCredentialPages(h *web.Handler, o *oauth.Service, a *access.Service) *CredentialPages {
+	return &CredentialPages{web.CredentialPages{H: h, OAuth: o, Access: a, Site: adminSite}}
 }
 
 // adminPager is the paging of an admin list: page Page of TotalPages, with
@@ -82,19 +83,19 @@ func newPager(r *http.Request, path string, pg httpx.Page, total, shown int) adm
 
 // owners looks up the owners of a list's rows, each once.
 type owners struct {
-	cp   *credentialPages
+	cp   *web.CredentialPages
 	r    *http.Request
-	seen map[string]owner
+	seen map[string]web.Owner
 }
 
 // of is the owner with user id id (nil: none).
-func (o *owners) of(id *string) owner {
+func (o *owners) of(id *string) web.Owner {
 	if id == nil {
-		return owner{}
+		return web.Owner{}
 	}
 	got, ok := o.seen[*id]
 	if !ok {
-		got = o.cp.owner(o.r, id)
+		got = o.cp.OwnerOf(o.r, id)
 		o.seen[*id] = got
 	}
 	return got
@@ -103,7 +104,7 @@ func (o *owners) of(id *string) owner {
 // adminClientRow is one client of the list.
 type adminClientRow struct {
 	oauth.Client
-	Owner owner
+	Owner web.Owner
 }
 
 // adminClientList is the data of /admin/clients.
@@ -114,25 +115,25 @@ type adminClientList struct {
 
 // ListClients is GET /admin/clients: every client, newest first, paged by
 // ?page= and ?limit= as GET /v1/oauth/clients/all.
-func (ap *AdminCredentialPages) ListClients(w http.ResponseWriter, r *http.Request) {
+func (ap *CredentialPages) ListClients(w http.ResponseWriter, r *http.Request) {
 	pg := httpx.ParsePage(r, adminListLimit)
 	clients, total, err := ap.OAuth.ListClients(r.Context(), authn.From(r.Context()), true, pg)
 	if err != nil {
-		ap.H.fail(w, r, err)
+		ap.H.Fail(w, r, err)
 		return
 	}
-	o := owners{cp: &ap.credentialPages, r: r, seen: map[string]owner{}}
+	o := owners{cp: &ap.CredentialPages, r: r, seen: map[string]web.Owner{}}
 	v := adminClientList{Pager: newPager(r, "/admin/clients", pg, total, len(clients))}
 	for _, c := range clients {
 		v.Clients = append(v.Clients, adminClientRow{Client: c, Owner: o.of(c.OwnerID)})
 	}
-	ap.H.Console(w, r, http.StatusOK, "admin_clients", ConsoleView{Title: "admin.clients.title", Section: "clients", Data: v})
+	ap.H.Console(w, r, http.StatusOK, "admin_clients", web.ConsoleView{Title: "admin.clients.title", Section: "clients", Data: v})
 }
 
 // adminKeyRow is one key of the list.
 type adminKeyRow struct {
-	keyRow
-	Owner owner
+	web.KeyRow
+	Owner web.Owner
 }
 
 // adminKeyList is the data of /admin/api-keys.
@@ -143,36 +144,36 @@ type adminKeyList struct {
 	// anyone else sees their own, as GET /v1/api-keys shows them.
 	All bool
 	// Of is the owner the list is filtered by (?user_id=), when it is.
-	Of     *owner
+	Of     *web.Owner
 	Create bool // the reader may create keys
 }
 
 // ListKeys is GET /admin/api-keys: the keys GET /v1/api-keys lists for the
 // reader, newest first, paged by ?page= and ?limit= and, for super admins,
 // filtered by ?user_id=.
-func (ap *AdminCredentialPages) ListKeys(w http.ResponseWriter, r *http.Request) {
+func (ap *CredentialPages) ListKeys(w http.ResponseWriter, r *http.Request) {
 	p := authn.From(r.Context())
 	pg := httpx.ParsePage(r, adminListLimit)
 	userID := r.URL.Query().Get("user_id")
 	keys, total, err := ap.Access.ListKeys(r.Context(), p, userID, pg)
 	if err != nil {
-		ap.H.fail(w, r, err)
+		ap.H.Fail(w, r, err)
 		return
 	}
-	o := owners{cp: &ap.credentialPages, r: r, seen: map[string]owner{}}
-	v := adminKeyList{Pager: newPager(r, "/admin/api-keys", pg, total, len(keys)), All: p.IsAdmin(), Create: p.Can(keysWrite)}
+	o := owners{cp: &ap.CredentialPages, r: r, seen: map[string]web.Owner{}}
+	v := adminKeyList{Pager: newPager(r, "/admin/api-keys", pg, total, len(keys)), All: p.IsAdmin(), Create: p.Can(web.KeysWrite)}
 	if v.All && userID != "" {
 		of := o.of(&userID)
 		v.Of = &of
 	}
 	for _, k := range keys {
-		v.Keys = append(v.Keys, adminKeyRow{keyRow: keyRow{APIKey: k, Expired: ap.expired(k)}, Owner: o.of(k.UserID)})
+		v.Keys = append(v.Keys, adminKeyRow{KeyRow: web.KeyRow{APIKey: k, Expired: ap.Expired(k)}, Owner: o.of(k.UserID)})
 	}
-	ap.H.Console(w, r, http.StatusOK, "admin_api_keys", ConsoleView{Title: "admin.apikeys.title", Section: "api-keys", Data: v})
+	ap.H.Console(w, r, http.StatusOK, "admin_api_keys", web.ConsoleView{Title: "admin.apikeys.title", Section: "api-keys", Data: v})
 }
 
 func init() {
-	addMessages(map[string]map[string]string{
+	web.AddMessages(map[string]map[string]string{
 		"en": {
 			"admin.clients.title":              "OAuth clients",
 			"admin.clients.title.client":       "OAuth client",

@@ -1,4 +1,4 @@
-package web
+package admin
 
 import (
 	"errors"
@@ -20,9 +20,10 @@ import (
 	"hmid/internal/sessions"
 	"hmid/internal/twofactor"
 	"hmid/internal/users"
+	"hmid/internal/web"
 )
 
-// AdminUserPages is /admin/users/{id}: one user as an operator sees them —
+// UserPages is /admin/users/{id}: one user as an operator sees them —
 // profile, sign-in accounts, roles, sessions, two-factor state, bans and
 // deletion — with the actions on them, and /admin/users/{id}/audit, the
 // user's audit log. Each action posts to a route of its own whose rule in
@@ -32,8 +33,8 @@ import (
 // audit.ParseAdminFilter with audit.List (GET /v1/admin/audit?user_id=).
 // Another user's sessions have no REST route; sessions.Service lists and
 // revokes them (docs/decisions.md, "Admin console: one user").
-type AdminUserPages struct {
-	H         *Handler
+type UserPages struct {
+	H         *web.Handler
 	Users     *users.Service
 	Accounts  *accounts.Service
 	Access    *access.Service
@@ -80,7 +81,7 @@ type adminUserCan struct {
 // none) and the values sent, to fill the form again.
 type userForm struct {
 	Name  string
-	Err   formError
+	Err   web.FormError
 	Input url.Values
 }
 
@@ -111,7 +112,7 @@ type adminUserView struct {
 	Ban         *bans.Ban
 	Bans        []banRow
 	Deletion    deletion.Status
-	Durations   []activityChoice
+	Durations   []web.Choice
 	GraceDays   int
 	Form        userForm
 }
@@ -139,24 +140,24 @@ func userPath(id string) string { return "/admin/users/" + url.PathEscape(id) }
 
 // event is the audit event of a page action, from the request and with the
 // admin console as its source.
-func (ap *AdminUserPages) event(r *http.Request) audit.Event {
+func (ap *UserPages) event(r *http.Request) audit.Event {
 	return audit.FromRequest(r, audit.Event{SourceService: adminSource})
 }
 
 // Show is GET /admin/users/{id} (the rule of GET /v1/users/{id}).
-func (ap *AdminUserPages) Show(w http.ResponseWriter, r *http.Request) {
+func (ap *UserPages) Show(w http.ResponseWriter, r *http.Request) {
 	ap.render(w, r, http.StatusOK, "", userForm{})
 }
 
 // render shows the user of the request's {id}, with errText above the page
 // and the refused form f.
-func (ap *AdminUserPages) render(w http.ResponseWriter, r *http.Request, status int, errText string, f userForm) {
+func (ap *UserPages) render(w http.ResponseWriter, r *http.Request, status int, errText string, f userForm) {
 	ctx := r.Context()
 	p := authn.From(ctx)
-	t := translator(ap.H.userLanguage(r, p))
+	t := web.Translator(ap.H.UserLanguage(r, p))
 	u, err := ap.Users.Get(ctx, ap.Users.DB, chi.URLParam(r, "id"))
 	if err != nil {
-		ap.H.fail(w, r, err)
+		ap.H.Fail(w, r, err)
 		return
 	}
 	v := adminUserView{User: u, Self: p.IsSelf(u.ID), Form: f, GraceDays: int(users.DeletionGrace / (24 * time.Hour)),
@@ -168,21 +169,21 @@ func (ap *AdminUserPages) render(w http.ResponseWriter, r *http.Request, status 
 	case apperr.Is(err, apperr.NotFound):
 		v.AccountsNote = t("admin.user.hidden.deleted")
 	case err != nil:
-		ap.H.fail(w, r, err)
+		ap.H.Fail(w, r, err)
 		return
 	}
 	if v.Roles, err = ap.Users.Roles(ctx, u.ID); err != nil {
-		ap.H.fail(w, r, err)
+		ap.H.Fail(w, r, err)
 		return
 	}
 	if v.Can.Write {
 		if v.Grantable, err = ap.grantable(r, v.Roles); err != nil {
-			ap.H.fail(w, r, err)
+			ap.H.Fail(w, r, err)
 			return
 		}
 	}
 	if v.Sessions, err = ap.Sessions.OfUser(ctx, p, u.ID); err != nil {
-		ap.H.fail(w, r, err)
+		ap.H.Fail(w, r, err)
 		return
 	}
 	// The two-factor service decides who sees the state (two_factor:manage
@@ -203,39 +204,39 @@ func (ap *AdminUserPages) render(w http.ResponseWriter, r *http.Request, status 
 	case apperr.Is(err, apperr.NotFound):
 		v.TwoFactorNote = t("admin.user.hidden.deleted")
 	default:
-		ap.H.fail(w, r, err)
+		ap.H.Fail(w, r, err)
 		return
 	}
 	if v.Ban, err = ap.Bans.Active(ctx, ap.Bans.DB, u.ID); err != nil {
-		ap.H.fail(w, r, err)
+		ap.H.Fail(w, r, err)
 		return
 	}
 	history, err := ap.Bans.History(ctx, u.ID)
 	if err != nil {
-		ap.H.fail(w, r, err)
+		ap.H.Fail(w, r, err)
 		return
 	}
 	for _, b := range history {
 		v.Bans = append(v.Bans, banRow{Ban: b, By: ap.name(r, b.BannedBy), LiftedBy: ap.name(r, b.UnbannedBy)})
 	}
 	if v.Deletion, err = ap.Deletion.GetStatus(ctx, ap.Deletion.DB, u.ID); err != nil {
-		ap.H.fail(w, r, err)
+		ap.H.Fail(w, r, err)
 		return
 	}
 	chosen := v.Value("ban", "duration_seconds")
 	for _, d := range banDurations {
 		s := strconv.FormatInt(d.Seconds, 10)
-		v.Durations = append(v.Durations, activityChoice{Value: s, Label: t(d.Key), Selected: s == chosen})
+		v.Durations = append(v.Durations, web.Choice{Value: s, Label: t(d.Key), Selected: s == chosen})
 	}
-	v.Durations = append(v.Durations, activityChoice{Value: permanentBan, Label: t("admin.user.ban.d.permanent"), Selected: chosen == permanentBan})
+	v.Durations = append(v.Durations, web.Choice{Value: permanentBan, Label: t("admin.user.ban.d.permanent"), Selected: chosen == permanentBan})
 	// A username has no dot and every message key has one, so the title
 	// (a message key of the layout) shows the name as it is.
-	ap.H.Console(w, r, status, "admin_user", ConsoleView{Title: u.Username, Section: "users", Error: errText, Data: v})
+	ap.H.Console(w, r, status, "admin_user", web.ConsoleView{Title: u.Username, Section: "users", Error: errText, Data: v})
 }
 
 // grantable lists the roles the reader may assign (access.Service, the
 // rule of POST /v1/users/{id}/roles) that the user does not hold yet.
-func (ap *AdminUserPages) grantable(r *http.Request, held []users.RoleRef) ([]access.Role, error) {
+func (ap *UserPages) grantable(r *http.Request, held []users.RoleRef) ([]access.Role, error) {
 	all, err := ap.Access.GrantableRoles(r.Context(), authn.From(r.Context()))
 	if err != nil {
 		return nil, err
@@ -254,7 +255,7 @@ func (ap *AdminUserPages) grantable(r *http.Request, held []users.RoleRef) ([]ac
 }
 
 // name is the username of the user id points to, "" for nil.
-func (ap *AdminUserPages) name(r *http.Request, id *string) string {
+func (ap *UserPages) name(r *http.Request, id *string) string {
 	if id == nil {
 		return ""
 	}
@@ -266,13 +267,13 @@ func (ap *AdminUserPages) name(r *http.Request, id *string) string {
 
 // refuse shows the page again after the service refused form: the error at
 // the field it names (with a hint above the page), else above the page.
-func (ap *AdminUserPages) refuse(w http.ResponseWriter, r *http.Request, form string, err error) {
+func (ap *UserPages) refuse(w http.ResponseWriter, r *http.Request, form string, err error) {
 	f := userForm{Name: form, Input: r.PostForm}
 	text := ap.H.ErrorText(r, err)
 	status := ap.H.Status(w, err)
 	if field := apperr.FieldOf(err); field != "" {
-		f.Err = formError{Field: field, Text: text}
-		text = translator(ap.H.userLanguage(r, authn.From(r.Context())))("admin.user.fixfield")
+		f.Err = web.FormError{Field: field, Text: text}
+		text = web.Translator(ap.H.UserLanguage(r, authn.From(r.Context())))("admin.user.fixfield")
 	}
 	ap.render(w, r, status, text, f)
 }
@@ -280,14 +281,14 @@ func (ap *AdminUserPages) refuse(w http.ResponseWriter, r *http.Request, form st
 // refuseField shows the page again with the page's own error key at field
 // of form (input the service never saw: a missing confirmation, a duration
 // that is no number), as 400.
-func (ap *AdminUserPages) refuseField(w http.ResponseWriter, r *http.Request, form, field, key string) {
-	t := translator(ap.H.userLanguage(r, authn.From(r.Context())))
+func (ap *UserPages) refuseField(w http.ResponseWriter, r *http.Request, form, field, key string) {
+	t := web.Translator(ap.H.UserLanguage(r, authn.From(r.Context())))
 	ap.render(w, r, http.StatusBadRequest, t("admin.user.fixfield"),
-		userForm{Name: form, Input: r.PostForm, Err: formError{Field: field, Text: t(key)}})
+		userForm{Name: form, Input: r.PostForm, Err: web.FormError{Field: field, Text: t(key)}})
 }
 
 // AddRole is POST /admin/users/{id}/roles (POST /v1/users/{id}/roles).
-func (ap *AdminUserPages) AddRole(w http.ResponseWriter, r *http.Request) {
+func (ap *UserPages) AddRole(w http.ResponseWriter, r *http.Request) {
 	p := ap.H.ConsolePost(w, r)
 	if p == nil {
 		return
@@ -307,7 +308,7 @@ func (ap *AdminUserPages) AddRole(w http.ResponseWriter, r *http.Request) {
 
 // RemoveRole is POST /admin/users/{id}/roles/{role_id}/remove (DELETE
 // /v1/users/{id}/roles/{role_id}).
-func (ap *AdminUserPages) RemoveRole(w http.ResponseWriter, r *http.Request) {
+func (ap *UserPages) RemoveRole(w http.ResponseWriter, r *http.Request) {
 	p := ap.H.ConsolePost(w, r)
 	if p == nil {
 		return
@@ -321,7 +322,7 @@ func (ap *AdminUserPages) RemoveRole(w http.ResponseWriter, r *http.Request) {
 }
 
 // RevokeSession is POST /admin/users/{id}/sessions/{session_id}/revoke.
-func (ap *AdminUserPages) RevokeSession(w http.ResponseWriter, r *http.Request) {
+func (ap *UserPages) RevokeSession(w http.ResponseWriter, r *http.Request) {
 	p := ap.H.ConsolePost(w, r)
 	if p == nil {
 		return
@@ -329,7 +330,7 @@ func (ap *AdminUserPages) RevokeSession(w http.ResponseWriter, r *http.Request) 
 	id := chi.URLParam(r, "id")
 	err := ap.Sessions.RevokeOf(r.Context(), p, id, chi.URLParam(r, "session_id"), ap.event(r))
 	if errors.Is(err, sessions.ErrCurrent) {
-		ap.render(w, r, http.StatusBadRequest, translator(ap.H.userLanguage(r, p))("sessions.current"), userForm{})
+		ap.render(w, r, http.StatusBadRequest, web.Translator(ap.H.UserLanguage(r, p))("sessions.current"), userForm{})
 		return
 	}
 	if err != nil {
@@ -341,7 +342,7 @@ func (ap *AdminUserPages) RevokeSession(w http.ResponseWriter, r *http.Request) 
 
 // RevokeSessions is POST /admin/users/{id}/sessions/revoke-all: every
 // session of the user ends (but the reader's own, when they look at themself).
-func (ap *AdminUserPages) RevokeSessions(w http.ResponseWriter, r *http.Request) {
+func (ap *UserPages) RevokeSessions(w http.ResponseWriter, r *http.Request) {
 	p := ap.H.ConsolePost(w, r)
 	if p == nil {
 		return
@@ -356,12 +357,12 @@ func (ap *AdminUserPages) RevokeSessions(w http.ResponseWriter, r *http.Request)
 
 // ResetTwoFactor is POST /admin/users/{id}/2fa/reset (POST
 // /v1/users/{id}/2fa/reset): a reason and a ticked box confirm it.
-func (ap *AdminUserPages) ResetTwoFactor(w http.ResponseWriter, r *http.Request) {
+func (ap *UserPages) ResetTwoFactor(w http.ResponseWriter, r *http.Request) {
 	p := ap.H.ConsolePost(w, r)
 	if p == nil {
 		return
 	}
-	if !confirmed(r) {
+	if !web.Confirmed(r) {
 		ap.refuseField(w, r, "reset", "confirm", "admin.user.confirm.missing")
 		return
 	}
@@ -376,12 +377,12 @@ func (ap *AdminUserPages) ResetTwoFactor(w http.ResponseWriter, r *http.Request)
 
 // Ban is POST /admin/users/{id}/ban (POST /v1/users/{id}/ban): a reason, a
 // duration from the list or permanent, and a ticked box.
-func (ap *AdminUserPages) Ban(w http.ResponseWriter, r *http.Request) {
+func (ap *UserPages) Ban(w http.ResponseWriter, r *http.Request) {
 	p := ap.H.ConsolePost(w, r)
 	if p == nil {
 		return
 	}
-	if !confirmed(r) {
+	if !web.Confirmed(r) {
 		ap.refuseField(w, r, "ban", "confirm", "admin.user.confirm.missing")
 		return
 	}
@@ -403,7 +404,7 @@ func (ap *AdminUserPages) Ban(w http.ResponseWriter, r *http.Request) {
 }
 
 // Lift is POST /admin/users/{id}/ban/lift (DELETE /v1/users/{id}/ban).
-func (ap *AdminUserPages) Lift(w http.ResponseWriter, r *http.Request) {
+func (ap *UserPages) Lift(w http.ResponseWriter, r *http.Request) {
 	p := ap.H.ConsolePost(w, r)
 	if p == nil {
 		return
@@ -419,12 +420,12 @@ func (ap *AdminUserPages) Lift(w http.ResponseWriter, r *http.Request) {
 // ScheduleDeletion is POST /admin/users/{id}/deletion (DELETE
 // /v1/users/{id}): the soft deletion with its grace period, confirmed by a
 // ticked box.
-func (ap *AdminUserPages) ScheduleDeletion(w http.ResponseWriter, r *http.Request) {
+func (ap *UserPages) ScheduleDeletion(w http.ResponseWriter, r *http.Request) {
 	p := ap.H.ConsolePost(w, r)
 	if p == nil {
 		return
 	}
-	if !confirmed(r) {
+	if !web.Confirmed(r) {
 		ap.refuseField(w, r, "schedule", "confirm", "admin.user.confirm.missing")
 		return
 	}
@@ -438,7 +439,7 @@ func (ap *AdminUserPages) ScheduleDeletion(w http.ResponseWriter, r *http.Reques
 
 // CancelDeletion is POST /admin/users/{id}/deletion/cancel (POST
 // /v1/admin/users/{id}/cancel-deletion).
-func (ap *AdminUserPages) CancelDeletion(w http.ResponseWriter, r *http.Request) {
+func (ap *UserPages) CancelDeletion(w http.ResponseWriter, r *http.Request) {
 	p := ap.H.ConsolePost(w, r)
 	if p == nil {
 		return
@@ -455,7 +456,7 @@ func (ap *AdminUserPages) CancelDeletion(w http.ResponseWriter, r *http.Request)
 // ForceDelete is POST /admin/users/{id}/deletion/force (POST
 // /v1/admin/users/{id}/force-delete): the user is purged at once, confirmed
 // by typing their username.
-func (ap *AdminUserPages) ForceDelete(w http.ResponseWriter, r *http.Request) {
+func (ap *UserPages) ForceDelete(w http.ResponseWriter, r *http.Request) {
 	p := ap.H.ConsolePost(w, r)
 	if p == nil {
 		return
@@ -464,7 +465,7 @@ func (ap *AdminUserPages) ForceDelete(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	u, err := ap.Users.Get(ctx, ap.Users.DB, id)
 	if err != nil {
-		ap.H.fail(w, r, err)
+		ap.H.Fail(w, r, err)
 		return
 	}
 	if r.PostFormValue("confirm_username") != u.Username {
@@ -497,8 +498,8 @@ type userAuditView struct {
 	User        users.User
 	Query       url.Values
 	FieldErrors map[string]string
-	EventTypes  []activityChoice
-	Statuses    []activityChoice
+	EventTypes  []web.Choice
+	Statuses    []web.Choice
 	Events      []userAuditRow
 	Total       int
 	Page        int
@@ -520,13 +521,13 @@ func (v *userAuditView) link(n int) string {
 
 // AuditLog is GET /admin/users/{id}/audit: the events of the user with the
 // filters and paging of GET /v1/admin/audit?user_id= (its rule, audit:read).
-func (ap *AdminUserPages) AuditLog(w http.ResponseWriter, r *http.Request) {
+func (ap *UserPages) AuditLog(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	p := authn.From(ctx)
-	t := translator(ap.H.userLanguage(r, p))
+	t := web.Translator(ap.H.UserLanguage(r, p))
 	u, err := ap.Users.Get(ctx, ap.Users.DB, chi.URLParam(r, "id"))
 	if err != nil {
-		ap.H.fail(w, r, err)
+		ap.H.Fail(w, r, err)
 		return
 	}
 	v := userAuditView{User: u, Query: url.Values{}, FieldErrors: map[string]string{}}
@@ -539,7 +540,7 @@ func (ap *AdminUserPages) AuditLog(w http.ResponseWriter, r *http.Request) {
 	for k, vals := range v.Query {
 		q[k] = vals
 	}
-	status, view := http.StatusOK, ConsoleView{Title: "admin.user.audit.title", Section: "users", Data: &v}
+	status, view := http.StatusOK, web.ConsoleView{Title: "admin.user.audit.title", Section: "users", Data: &v}
 	f, err := audit.ParseAdminFilter(q)
 	var events []audit.Entry
 	var total int
@@ -549,20 +550,20 @@ func (ap *AdminUserPages) AuditLog(w http.ResponseWriter, r *http.Request) {
 	var fe *audit.FieldError
 	switch {
 	case errors.As(err, &fe):
-		v.FieldErrors[fe.Field] = activityFieldError(t, fe)
+		v.FieldErrors[fe.Field] = web.ActivityFieldError(t, fe)
 		status = http.StatusBadRequest
 	case err != nil:
 		status, view.Error = ap.H.Status(w, err), ap.H.ErrorText(r, err)
 	}
 	for _, typ := range audit.EventTypes {
-		v.EventTypes = append(v.EventTypes, activityChoice{Value: typ, Label: activityText(t, typ), Selected: typ == v.Query.Get("event_type")})
+		v.EventTypes = append(v.EventTypes, web.Choice{Value: typ, Label: web.EventText(t, typ), Selected: typ == v.Query.Get("event_type")})
 	}
 	for _, s := range []string{audit.StatusSuccess, audit.StatusFailure} {
-		v.Statuses = append(v.Statuses, activityChoice{Value: s, Label: t("activity.status." + s), Selected: s == v.Query.Get("status")})
+		v.Statuses = append(v.Statuses, web.Choice{Value: s, Label: t("activity.status." + s), Selected: s == v.Query.Get("status")})
 	}
 	names := map[string]string{} // actor id → name, looked up once a page
 	for _, e := range events {
-		row := userAuditRow{Entry: e, What: activityText(t, e.EventType), Source: t("activity.source." + e.SourceService)}
+		row := userAuditRow{Entry: e, What: web.EventText(t, e.EventType), Source: t("activity.source." + e.SourceService)}
 		if e.ActorID != nil && *e.ActorID != u.ID {
 			if _, ok := names[*e.ActorID]; !ok {
 				names[*e.ActorID] = ap.name(r, e.ActorID)
@@ -585,7 +586,7 @@ func (ap *AdminUserPages) AuditLog(w http.ResponseWriter, r *http.Request) {
 }
 
 func init() {
-	addMessages(map[string]map[string]string{
+	web.AddMessages(map[string]map[string]string{
 		"en": {
 			"admin.user.onpage":              "On this page",
 			"admin.user.fixfield":            "The form could not be sent. Check the field marked below.",

@@ -1,4 +1,4 @@
-package web
+package admin
 
 import (
 	"fmt"
@@ -14,15 +14,16 @@ import (
 	"hmid/internal/authn"
 	"hmid/internal/httpx"
 	"hmid/internal/tracking"
+	"hmid/internal/web"
 )
 
-// AdminTrackingPages is /admin/tracking: the devices, the trips with their
+// TrackingPages is /admin/tracking: the devices, the trips with their
 // status, and a trip's status history and GPS track, drawn as an SVG of
 // its own (no map tiles: the console works offline). It calls
 // tracking.Service as GET /v1/devices, /v1/trips, /v1/trips/{id},
 // /v1/trips/{id}/history and /v1/trips/{id}/gps do.
-type AdminTrackingPages struct {
-	H        *Handler
+type TrackingPages struct {
+	H        *web.Handler
 	Tracking *tracking.Service
 }
 
@@ -92,7 +93,7 @@ type trackingIndexView struct {
 
 // Index is GET /admin/tracking: the devices (devices_page) and the trips
 // (trips_page, status) as GET /v1/devices and GET /v1/trips list them.
-func (tp *AdminTrackingPages) Index(w http.ResponseWriter, r *http.Request) {
+func (tp *TrackingPages) Index(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	p := authn.From(ctx)
 	q := r.URL.Query()
@@ -102,7 +103,7 @@ func (tp *AdminTrackingPages) Index(w http.ResponseWriter, r *http.Request) {
 		pg := httpx.ParsePageValues(q.Get("devices_page"), "", trackingPageSize)
 		var err error
 		if v.Devices, v.DevicesTotal, err = tp.Tracking.Devices(ctx, pg); err != nil {
-			tp.H.fail(w, r, err)
+			tp.H.Fail(w, r, err)
 			return
 		}
 		v.DevicesNav = newPageNav(pg, v.DevicesTotal, "admin.tracking.devices", func(n int) string {
@@ -120,7 +121,7 @@ func (tp *AdminTrackingPages) Index(w http.ResponseWriter, r *http.Request) {
 		case apperr.FieldOf(err) == "status":
 			v.StatusError, status = tp.H.ErrorText(r, err), tp.H.Status(w, err)
 		case err != nil:
-			tp.H.fail(w, r, err)
+			tp.H.Fail(w, r, err)
 			return
 		default:
 			v.TripsNav = newPageNav(pg, v.TripsTotal, "admin.tracking.trips", func(n int) string {
@@ -128,7 +129,7 @@ func (tp *AdminTrackingPages) Index(w http.ResponseWriter, r *http.Request) {
 			})
 		}
 	}
-	tp.H.Console(w, r, status, "admin_tracking", ConsoleView{Title: "admin.tracking.title", Section: "tracking", Data: v})
+	tp.H.Console(w, r, status, "admin_tracking", web.ConsoleView{Title: "admin.tracking.title", Section: "tracking", Data: v})
 }
 
 // tripView is the data of /admin/tracking/trips/{id}.
@@ -162,12 +163,12 @@ func position(lat, lon *float64) string {
 
 // Trip is GET /admin/tracking/trips/{id}: the trip, its status history and
 // its GPS track, drawn and summed up, with its points in pages (page).
-func (tp *AdminTrackingPages) Trip(w http.ResponseWriter, r *http.Request) {
+func (tp *TrackingPages) Trip(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := chi.URLParam(r, "id")
 	t, err := tp.Tracking.Trip(ctx, id)
 	if err != nil {
-		tp.H.fail(w, r, err)
+		tp.H.Fail(w, r, err)
 		return
 	}
 	v := tripView{Trip: t, StartPos: position(t.StartLatitude, t.StartLongitude), EndPos: position(t.EndLatitude, t.EndLongitude)}
@@ -176,17 +177,17 @@ func (tp *AdminTrackingPages) Trip(w http.ResponseWriter, r *http.Request) {
 	}
 	history, err := tp.Tracking.TripHistory(ctx, t.ID)
 	if err != nil {
-		tp.H.fail(w, r, err)
+		tp.H.Fail(w, r, err)
 		return
 	}
 	for _, e := range history {
 		v.History = append(v.History, historyRow{HistoryEntry: e, Where: position(e.Latitude, e.Longitude)})
 	}
 	if v.Track, err = tp.Tracking.TripTrack(ctx, t.ID, trackMaxPath); err != nil {
-		tp.H.fail(w, r, err)
+		tp.H.Fail(w, r, err)
 		return
 	}
-	lang := tp.H.userLanguage(r, authn.From(ctx))
+	lang := tp.H.UserLanguage(r, authn.From(ctx))
 	v.Distance = formatDistance(lang, v.Track.DistanceM)
 	if v.Track.Points > 0 {
 		v.Drawing = drawTrack(v.Track)
@@ -195,13 +196,13 @@ func (tp *AdminTrackingPages) Trip(w http.ResponseWriter, r *http.Request) {
 	pg := httpx.ParsePageValues(q.Get("page"), "", trackingPageSize)
 	var total int
 	if v.Points, total, err = tp.Tracking.TripPoints(ctx, t.ID, pg); err != nil {
-		tp.H.fail(w, r, err)
+		tp.H.Fail(w, r, err)
 		return
 	}
 	v.PointsNav = newPageNav(pg, total, "admin.tracking.pointlist", func(n int) string {
 		return withParam("/admin/tracking/trips/"+t.ID, q, "page", strconv.Itoa(n)) + "#points"
 	})
-	tp.H.Console(w, r, http.StatusOK, "admin_tracking_trip", ConsoleView{Title: "admin.tracking.trip.title", Section: "tracking", Data: v})
+	tp.H.Console(w, r, http.StatusOK, "admin_tracking_trip", web.ConsoleView{Title: "admin.tracking.trip.title", Section: "tracking", Data: v})
 }
 
 // formatDistance writes metres as m below a kilometre, else as km with two
@@ -300,7 +301,7 @@ func niceLength(limit float64) float64 {
 func round1(f float64) float64 { return math.Round(f*10) / 10 }
 
 func init() {
-	addMessages(map[string]map[string]string{
+	web.AddMessages(map[string]map[string]string{
 		"en": {
 			"admin.tracking.title":            "Tracking",
 			"admin.tracking.devices":          "Devices",

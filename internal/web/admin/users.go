@@ -1,4 +1,4 @@
-package web
+package admin
 
 import (
 	"net/http"
@@ -11,16 +11,17 @@ import (
 	"hmid/internal/bans"
 	"hmid/internal/twofactor"
 	"hmid/internal/users"
+	"hmid/internal/web"
 )
 
-// AdminUserListPages is /admin/users, the admin console's users list: a
+// UserListPages is /admin/users, the admin console's users list: a
 // search by id, username, name or email, and pages of users newest first
 // with their state. It calls users.Service.List as GET /v1/users does, with
 // the same query parameters, and shows each row's ban as GET
 // /v1/users/{id}/ban reports it (bans.Service) and, for holders of
 // two_factor:manage, whether two-factor authentication is on (twofactor.Service).
-type AdminUserListPages struct {
-	H         *Handler
+type UserListPages struct {
+	H         *web.Handler
 	Users     *users.Service
 	Bans      *bans.Service
 	TwoFactor *twofactor.Service
@@ -57,14 +58,14 @@ type userListView struct {
 }
 
 // List is GET /admin/users.
-func (up *AdminUserListPages) List(w http.ResponseWriter, r *http.Request) {
+func (up *UserListPages) List(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	p := authn.From(ctx)
-	lang := up.H.userLanguage(r, p)
+	lang := up.H.UserLanguage(r, p)
 	lq := users.ParseListQuery(r.URL.Query())
 	list, total, err := up.Users.List(ctx, lq)
 	if err != nil {
-		up.H.fail(w, r, err)
+		up.H.Fail(w, r, err)
 		return
 	}
 	ids := make([]string, len(list))
@@ -73,7 +74,7 @@ func (up *AdminUserListPages) List(w http.ResponseWriter, r *http.Request) {
 	}
 	banned, err := up.Bans.BannedAmong(ctx, ids)
 	if err != nil {
-		up.H.fail(w, r, err)
+		up.H.Fail(w, r, err)
 		return
 	}
 	v := userListView{Search: lq.Search, IncludeDeleted: lq.IncludeDeleted, Total: overviewNumber(lang, total),
@@ -83,7 +84,7 @@ func (up *AdminUserListPages) List(w http.ResponseWriter, r *http.Request) {
 	case err == nil:
 		v.ShowTwoFactor = true
 	case apperr.KindOf(err) != apperr.Forbidden:
-		up.H.fail(w, r, err)
+		up.H.Fail(w, r, err)
 		return
 	}
 	for _, u := range list {
@@ -119,7 +120,7 @@ func (up *AdminUserListPages) List(w http.ResponseWriter, r *http.Request) {
 	if len(list) == 0 && total > 0 {
 		v.First = link(1)
 	}
-	up.H.Console(w, r, http.StatusOK, "admin_users", ConsoleView{Title: "admin.userlist.title", Section: "users", Data: &v})
+	up.H.Console(w, r, http.StatusOK, "admin_users", web.ConsoleView{Title: "admin.userlist.title", Section: "users", Data: &v})
 }
 
 // listDay writes the UTC day of t for lang, for a list where the time of
@@ -132,7 +133,7 @@ func listDay(lang string, t time.Time) string {
 }
 
 func init() {
-	addMessages(map[string]map[string]string{
+	web.AddMessages(map[string]map[string]string{
 		"en": {
 			"admin.userlist.title":      "Users",
 			"admin.userlist.search":     "Search users",

@@ -1,4 +1,4 @@
-package web
+package admin
 
 import (
 	"net/http"
@@ -9,15 +9,16 @@ import (
 	"hmid/internal/audit"
 	"hmid/internal/authn"
 	"hmid/internal/platforms"
+	"hmid/internal/web"
 )
 
-// AdminPlatformPages is /admin/platforms: the login platforms, each enabled
+// PlatformPages is /admin/platforms: the login platforms, each enabled
 // or disabled, with registration through it and its two-factor requirement.
 // It calls platforms.Service as GET /v1/platforms, PATCH
 // /v1/platforms/{id_or_slug}/enabled and PATCH …/settings do, so every
 // change is audited there as platform_updated (source_service backend).
-type AdminPlatformPages struct {
-	H         *Handler
+type PlatformPages struct {
+	H         *web.Handler
 	Platforms *platforms.Service
 }
 
@@ -27,7 +28,7 @@ type platformRow struct {
 	// Registration and TwoFactor are what the settings form shows: the
 	// stored values, or after a refusal what was posted.
 	Registration, TwoFactor bool
-	Err                     formError
+	Err                     web.FormError
 }
 
 // platformsView is the page's data.
@@ -41,20 +42,20 @@ type platformsView struct {
 type platformForm struct {
 	Slug                    string
 	Registration, TwoFactor bool
-	Err                     formError
+	Err                     web.FormError
 }
 
 // List is GET /admin/platforms.
-func (ap *AdminPlatformPages) List(w http.ResponseWriter, r *http.Request) {
+func (ap *PlatformPages) List(w http.ResponseWriter, r *http.Request) {
 	ap.render(w, r, http.StatusOK, "", nil)
 }
 
 // render shows the page; form, when not nil, is a refused post shown at its
 // platform.
-func (ap *AdminPlatformPages) render(w http.ResponseWriter, r *http.Request, status int, errText string, form *platformForm) {
+func (ap *PlatformPages) render(w http.ResponseWriter, r *http.Request, status int, errText string, form *platformForm) {
 	list, err := ap.Platforms.List(r.Context(), false)
 	if err != nil {
-		ap.H.fail(w, r, err)
+		ap.H.Fail(w, r, err)
 		return
 	}
 	v := platformsView{CanWrite: authn.From(r.Context()).Can("settings:write")}
@@ -65,18 +66,18 @@ func (ap *AdminPlatformPages) render(w http.ResponseWriter, r *http.Request, sta
 		}
 		v.Rows = append(v.Rows, row)
 	}
-	ap.H.Console(w, r, status, "admin_platforms", ConsoleView{Title: "admin.platforms.title", Section: "platforms", Error: errText, Data: v})
+	ap.H.Console(w, r, status, "admin_platforms", web.ConsoleView{Title: "admin.platforms.title", Section: "platforms", Error: errText, Data: v})
 }
 
 // event is the audit detail of the page's request: the platform changes
 // are the operators' dashboard's.
-func (ap *AdminPlatformPages) event(r *http.Request) audit.Event {
+func (ap *PlatformPages) event(r *http.Request) audit.Event {
 	return audit.FromRequest(r, audit.Event{SourceService: adminSource})
 }
 
 // SetEnabled is POST /admin/platforms/{id_or_slug}/enabled with enabled
 // true or false: PATCH /v1/platforms/{id_or_slug}/enabled.
-func (ap *AdminPlatformPages) SetEnabled(w http.ResponseWriter, r *http.Request) {
+func (ap *PlatformPages) SetEnabled(w http.ResponseWriter, r *http.Request) {
 	p := ap.H.ConsolePost(w, r)
 	if p == nil {
 		return
@@ -108,7 +109,7 @@ func (ap *AdminPlatformPages) SetEnabled(w http.ResponseWriter, r *http.Request)
 // from the stored value (a box that is not ticked is not sent, so the form
 // always carries the whole state). A form changed in nothing is a request
 // without fields, answered "No changes requested" as the spec says.
-func (ap *AdminPlatformPages) Settings(w http.ResponseWriter, r *http.Request) {
+func (ap *PlatformPages) Settings(w http.ResponseWriter, r *http.Request) {
 	p := ap.H.ConsolePost(w, r)
 	if p == nil {
 		return
@@ -133,8 +134,8 @@ func (ap *AdminPlatformPages) Settings(w http.ResponseWriter, r *http.Request) {
 		form := &platformForm{Slug: slug, Registration: reg, TwoFactor: tfa}
 		text := ap.H.ErrorText(r, err)
 		if field := apperr.FieldOf(err); field != "" {
-			form.Err = formError{Field: field, Text: text}
-			text = translator(ap.H.userLanguage(r, p))("admin.platforms.fixfield")
+			form.Err = web.FormError{Field: field, Text: text}
+			text = web.Translator(ap.H.UserLanguage(r, p))("admin.platforms.fixfield")
 		}
 		ap.render(w, r, ap.H.Status(w, err), text, form)
 		return
@@ -150,7 +151,7 @@ func (ap *AdminPlatformPages) Settings(w http.ResponseWriter, r *http.Request) {
 }
 
 func init() {
-	addMessages(map[string]map[string]string{
+	web.AddMessages(map[string]map[string]string{
 		"en": {
 			"admin.platforms.title":                 "Login platforms",
 			"admin.platforms.intro":                 "The ways people sign in to hmid. A disabled platform accepts no new sign-ins or registrations; people who use it can still sign in through their other linked platforms.",

@@ -1,4 +1,4 @@
-package web_test
+package admin_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package web
+package admin
 
 import (
 	"strconv"
@@ -8,6 +8,7 @@ import (
 
 	"hmid/internal/audit"
 	"hmid/internal/health"
+	"hmid/internal/web"
 )
 
 func TestOverviewServicesSayWhatFailed(t *testing.T) {
@@ -16,7 +17,7 @@ func TestOverviewServicesSayWhatFailed(t *testing.T) {
 	rep.Services.Database = health.Service{Status: "up", ResponseTime: 1.27, Type: "sqlite", Disk: &health.Disk{Status: "full", FreeBytes: &free, TotalBytes: &total}}
 	rep.Services.Redis = health.Service{Status: "down", ResponseTime: 2000, Type: "redis", Error: "unreachable"}
 	rep.Services.Websocket = health.Websocket{Status: "down", Error: "events cannot reach other instances while redis is unavailable"}
-	got := overviewServices(translator("en"), "en", rep)
+	got := overviewServices(web.Translator("en"), "en", rep)
 	if !got[0].Up || got[0].Detail != "answers in 1.3 ms · its disk is full" || got[0].Kind != "sqlite" {
 		t.Errorf("database: %+v", got[0])
 	}
@@ -27,7 +28,7 @@ func TestOverviewServicesSayWhatFailed(t *testing.T) {
 		t.Errorf("real-time channel: %+v", got[2])
 	}
 	rep.Services.Database.Disk.Status = "ok"
-	if d := overviewServices(translator("de"), "de", rep)[0].Detail; d != "antwortet in 1,3 ms · 5,0 GiB von 20,0 GiB frei auf ihrem Datenträger" {
+	if d := overviewServices(web.Translator("de"), "de", rep)[0].Detail; d != "antwortet in 1,3 ms · 5,0 GiB von 20,0 GiB frei auf ihrem Datenträger" {
 		t.Errorf("German disk: %q", d)
 	}
 }
@@ -64,11 +65,11 @@ func TestChartLabelRoom(t *testing.T) {
 	for i := range days {
 		days[i] = audit.DaySignIns{Day: start.AddDate(0, 0, i), SignIns: 20}
 	}
-	if c := newSignInChart(translator("en"), "en", days); c.PlotLeft != chartLeft {
+	if c := newSignInChart(web.Translator("en"), "en", days); c.PlotLeft != chartLeft {
 		t.Errorf("two-digit labels: plot from %d, want %d", c.PlotLeft, chartLeft)
 	}
 	days[12].SignIns = 58000
-	c := newSignInChart(translator("en"), "en", days)
+	c := newSignInChart(web.Translator("en"), "en", days)
 	if top := c.YTicks[len(c.YTicks)-1].Label; top != "60,000" {
 		t.Fatalf("top label %q", top)
 	}
@@ -87,7 +88,7 @@ func TestSignInChart(t *testing.T) {
 	for i := range 30 {
 		days = append(days, audit.DaySignIns{Day: start.AddDate(0, 0, i), SignIns: i, Failed: 30 - i})
 	}
-	c := newSignInChart(translator("en"), "en", days)
+	c := newSignInChart(web.Translator("en"), "en", days)
 	if len(c.Bars) != 30 || len(c.Dots) != 30 || len(c.Rows) != 30 || c.Empty {
 		t.Fatalf("chart: %d bars, %d dots, %d rows", len(c.Bars), len(c.Dots), len(c.Rows))
 	}
@@ -107,7 +108,7 @@ func TestSignInChart(t *testing.T) {
 	if c.Desc != "From Nov 1 to Nov 30: 435 sign-ins and 465 failed sign-in attempts. The most sign-ins were on Nov 30 (29)." {
 		t.Errorf("description %q", c.Desc)
 	}
-	empty := newSignInChart(translator("de"), "de", make([]audit.DaySignIns, 30))
+	empty := newSignInChart(web.Translator("de"), "de", make([]audit.DaySignIns, 30))
 	if !empty.Empty || strings.Contains(empty.Desc, "meisten") {
 		t.Errorf("empty chart: %+v", empty)
 	}

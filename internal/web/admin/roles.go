@@ -1,4 +1,4 @@
-package web
+package admin
 
 import (
 	"net/http"
@@ -11,9 +11,10 @@ import (
 	"hmid/internal/apperr"
 	"hmid/internal/authn"
 	"hmid/internal/httpx"
+	"hmid/internal/web"
 )
 
-// AdminRolesPages is /admin/roles: the roles with their permission counts,
+// RolesPages is /admin/roles: the roles with their permission counts,
 // a role's page (settings, permissions, deletion) and the permission
 // catalogue at /admin/roles/permissions. Every action calls the
 // access.Service function its REST route (/v1/roles, /v1/permissions)
@@ -21,8 +22,8 @@ import (
 // the escalation rule of a role's permissions and the refusal to delete a
 // system role are the service's. The role routes write no audit events, so
 // neither do these pages.
-type AdminRolesPages struct {
-	H      *Handler
+type RolesPages struct {
+	H      *web.Handler
 	Access *access.Service
 }
 
@@ -69,7 +70,7 @@ type adminRolesList struct {
 	ReadPerms bool // the link to the permission catalogue
 	// Form holds the values of the creation form sent back with an error.
 	Form access.Role
-	Err  formError
+	Err  web.FormError
 }
 
 // adminRolePage is a role's page.
@@ -89,7 +90,7 @@ type adminRolePage struct {
 	// OwnOnly: the reader may add and remove only the permissions they
 	// hold (everyone but super admins).
 	OwnOnly bool
-	Err     formError
+	Err     web.FormError
 }
 
 // adminRolePermRow is a permission of a role, with whether the reader may
@@ -107,7 +108,7 @@ type adminPermissionsList struct {
 	CanWrite    bool
 	// Form holds the values of the creation form sent back with an error.
 	Form access.PermissionInput
-	Err  formError
+	Err  web.FormError
 }
 
 // failure turns a service error into the page's status, the text above
@@ -115,36 +116,36 @@ type adminPermissionsList struct {
 // name already taken: conflict is the key of the text naming what is taken
 // ("" for actions that cannot conflict), as the shared conflict text speaks
 // of email addresses.
-func (ap *AdminRolesPages) failure(w http.ResponseWriter, r *http.Request, err error, conflict string) (int, string, formError) {
-	t := translator(ap.H.userLanguage(r, authn.From(r.Context())))
+func (ap *RolesPages) failure(w http.ResponseWriter, r *http.Request, err error, conflict string) (int, string, web.FormError) {
+	t := web.Translator(ap.H.UserLanguage(r, authn.From(r.Context())))
 	status := ap.H.Status(w, err)
 	text := ap.H.ErrorText(r, err)
 	if conflict != "" && apperr.Is(err, apperr.Conflict) {
 		text = t(conflict)
 	}
 	if field := apperr.FieldOf(err); field != "" {
-		return status, t("admin.roles.fixfield"), formError{Field: field, Text: text}
+		return status, t("admin.roles.fixfield"), web.FormError{Field: field, Text: text}
 	}
-	return status, text, formError{}
+	return status, text, web.FormError{}
 }
 
 // List is GET /admin/roles (GET /v1/roles).
-func (ap *AdminRolesPages) List(w http.ResponseWriter, r *http.Request) {
+func (ap *RolesPages) List(w http.ResponseWriter, r *http.Request) {
 	ap.renderList(w, r, http.StatusOK, adminRolesList{}, "")
 }
 
-func (ap *AdminRolesPages) renderList(w http.ResponseWriter, r *http.Request, status int, v adminRolesList, errText string) {
+func (ap *RolesPages) renderList(w http.ResponseWriter, r *http.Request, status int, v adminRolesList, errText string) {
 	ctx := r.Context()
 	p := authn.From(ctx)
 	pg := httpx.ParsePage(r, adminRolesLimit)
 	roles, total, err := ap.Access.ListRoles(ctx, pg)
 	if err != nil {
-		ap.H.fail(w, r, err)
+		ap.H.Fail(w, r, err)
 		return
 	}
 	counts, err := ap.Access.RolePermissionCounts(ctx)
 	if err != nil {
-		ap.H.fail(w, r, err)
+		ap.H.Fail(w, r, err)
 		return
 	}
 	for _, role := range roles {
@@ -152,7 +153,7 @@ func (ap *AdminRolesPages) renderList(w http.ResponseWriter, r *http.Request, st
 	}
 	v.Pager = newAdminRolesPager("/admin/roles", pg, total)
 	v.CanWrite, v.ReadPerms = p.Can("roles:write"), p.Can("permissions:read")
-	ap.H.Console(w, r, status, "admin_roles", ConsoleView{Title: "admin.roles.title", Section: "roles", Error: errText, Data: v})
+	ap.H.Console(w, r, status, "admin_roles", web.ConsoleView{Title: "admin.roles.title", Section: "roles", Error: errText, Data: v})
 }
 
 // roleInput reads a role form: description and the two-factor box always
@@ -171,7 +172,7 @@ func adminRoleInput(r *http.Request) access.RoleInput {
 
 // Create is POST /admin/roles (POST /v1/roles): it creates the role and
 // opens its page, where its permissions are given.
-func (ap *AdminRolesPages) Create(w http.ResponseWriter, r *http.Request) {
+func (ap *RolesPages) Create(w http.ResponseWriter, r *http.Request) {
 	if ap.H.ConsolePost(w, r) == nil {
 		return
 	}
@@ -187,23 +188,23 @@ func (ap *AdminRolesPages) Create(w http.ResponseWriter, r *http.Request) {
 }
 
 // Role is GET /admin/roles/{id} (GET /v1/roles/{id} and its permissions).
-func (ap *AdminRolesPages) Role(w http.ResponseWriter, r *http.Request) {
-	ap.renderRole(w, r, http.StatusOK, nil, formError{}, "")
+func (ap *RolesPages) Role(w http.ResponseWriter, r *http.Request) {
+	ap.renderRole(w, r, http.StatusOK, nil, web.FormError{}, "")
 }
 
 // renderRole renders the role of the URL; form, when not nil, holds the
 // values of a settings form sent back with an error.
-func (ap *AdminRolesPages) renderRole(w http.ResponseWriter, r *http.Request, status int, form *access.Role, fe formError, errText string) {
+func (ap *RolesPages) renderRole(w http.ResponseWriter, r *http.Request, status int, form *access.Role, fe web.FormError, errText string) {
 	ctx := r.Context()
 	p := authn.From(ctx)
 	role, err := ap.Access.GetRole(ctx, chi.URLParam(r, "id"))
 	if err != nil {
-		ap.H.fail(w, r, err)
+		ap.H.Fail(w, r, err)
 		return
 	}
 	perms, err := ap.Access.ListRolePermissions(ctx, role.ID)
 	if err != nil {
-		ap.H.fail(w, r, err)
+		ap.H.Fail(w, r, err)
 		return
 	}
 	v := adminRolePage{Role: role, Form: role, CanWrite: p.Can("roles:write"), CanDelete: p.Can("roles:delete"),
@@ -217,15 +218,15 @@ func (ap *AdminRolesPages) renderRole(w http.ResponseWriter, r *http.Request, st
 	}
 	if v.CanWrite && !v.Locked {
 		if v.Addable, err = ap.Access.AddablePermissions(ctx, p, role); err != nil {
-			ap.H.fail(w, r, err)
+			ap.H.Fail(w, r, err)
 			return
 		}
 	}
-	ap.H.Console(w, r, status, "admin_roles_role", ConsoleView{Title: "admin.roles.role.title", Section: "roles", Error: errText, Data: v})
+	ap.H.Console(w, r, status, "admin_roles_role", web.ConsoleView{Title: "admin.roles.role.title", Section: "roles", Error: errText, Data: v})
 }
 
 // Update is POST /admin/roles/{id} (PATCH /v1/roles/{id}).
-func (ap *AdminRolesPages) Update(w http.ResponseWriter, r *http.Request) {
+func (ap *RolesPages) Update(w http.ResponseWriter, r *http.Request) {
 	if ap.H.ConsolePost(w, r) == nil {
 		return
 	}
@@ -242,14 +243,14 @@ func (ap *AdminRolesPages) Update(w http.ResponseWriter, r *http.Request) {
 
 // Delete is POST /admin/roles/{id}/delete (DELETE /v1/roles/{id}); the
 // service refuses system roles.
-func (ap *AdminRolesPages) Delete(w http.ResponseWriter, r *http.Request) {
+func (ap *RolesPages) Delete(w http.ResponseWriter, r *http.Request) {
 	p := ap.H.ConsolePost(w, r)
 	if p == nil {
 		return
 	}
-	if !confirmed(r) {
-		t := translator(ap.H.userLanguage(r, p))
-		ap.renderRole(w, r, http.StatusBadRequest, nil, formError{Field: "confirm_delete", Text: t("admin.roles.confirm.missing")}, t("admin.roles.fixfield"))
+	if !web.Confirmed(r) {
+		t := web.Translator(ap.H.UserLanguage(r, p))
+		ap.renderRole(w, r, http.StatusBadRequest, nil, web.FormError{Field: "confirm_delete", Text: t("admin.roles.confirm.missing")}, t("admin.roles.fixfield"))
 		return
 	}
 	if err := ap.Access.DeleteRole(r.Context(), chi.URLParam(r, "id")); err != nil {
@@ -262,7 +263,7 @@ func (ap *AdminRolesPages) Delete(w http.ResponseWriter, r *http.Request) {
 
 // AddPermission is POST /admin/roles/{id}/permissions (POST
 // /v1/roles/{id}/permissions), with the escalation rule of the service.
-func (ap *AdminRolesPages) AddPermission(w http.ResponseWriter, r *http.Request) {
+func (ap *RolesPages) AddPermission(w http.ResponseWriter, r *http.Request) {
 	p := ap.H.ConsolePost(w, r)
 	if p == nil {
 		return
@@ -279,7 +280,7 @@ func (ap *AdminRolesPages) AddPermission(w http.ResponseWriter, r *http.Request)
 // RemovePermission is POST /admin/roles/{id}/permissions/{permission_id}/remove
 // (DELETE /v1/roles/{id}/permissions/{permission_id}), with the escalation
 // rule of the service.
-func (ap *AdminRolesPages) RemovePermission(w http.ResponseWriter, r *http.Request) {
+func (ap *RolesPages) RemovePermission(w http.ResponseWriter, r *http.Request) {
 	p := ap.H.ConsolePost(w, r)
 	if p == nil {
 		return
@@ -294,25 +295,25 @@ func (ap *AdminRolesPages) RemovePermission(w http.ResponseWriter, r *http.Reque
 }
 
 // Permissions is GET /admin/roles/permissions (GET /v1/permissions).
-func (ap *AdminRolesPages) Permissions(w http.ResponseWriter, r *http.Request) {
+func (ap *RolesPages) Permissions(w http.ResponseWriter, r *http.Request) {
 	ap.renderPermissions(w, r, http.StatusOK, adminPermissionsList{}, "")
 }
 
-func (ap *AdminRolesPages) renderPermissions(w http.ResponseWriter, r *http.Request, status int, v adminPermissionsList, errText string) {
+func (ap *RolesPages) renderPermissions(w http.ResponseWriter, r *http.Request, status int, v adminPermissionsList, errText string) {
 	ctx := r.Context()
 	pg := httpx.ParsePage(r, adminRolesLimit)
 	perms, total, err := ap.Access.ListPermissions(ctx, pg)
 	if err != nil {
-		ap.H.fail(w, r, err)
+		ap.H.Fail(w, r, err)
 		return
 	}
 	v.Permissions, v.Total, v.Pager = perms, total, newAdminRolesPager("/admin/roles/permissions", pg, total)
 	v.CanWrite = authn.From(ctx).Can("permissions:write")
-	ap.H.Console(w, r, status, "admin_roles_permissions", ConsoleView{Title: "admin.roles.perms.title", Section: "roles", Error: errText, Data: v})
+	ap.H.Console(w, r, status, "admin_roles_permissions", web.ConsoleView{Title: "admin.roles.perms.title", Section: "roles", Error: errText, Data: v})
 }
 
 // CreatePermission is POST /admin/roles/permissions (POST /v1/permissions).
-func (ap *AdminRolesPages) CreatePermission(w http.ResponseWriter, r *http.Request) {
+func (ap *RolesPages) CreatePermission(w http.ResponseWriter, r *http.Request) {
 	if ap.H.ConsolePost(w, r) == nil {
 		return
 	}
@@ -327,7 +328,7 @@ func (ap *AdminRolesPages) CreatePermission(w http.ResponseWriter, r *http.Reque
 }
 
 func init() {
-	addMessages(map[string]map[string]string{
+	web.AddMessages(map[string]map[string]string{
 		"en": {
 			"admin.roles.title":               "Roles and permissions",
 			"admin.roles.role.title":          "Role",

@@ -1,4 +1,4 @@
-package web
+package admin
 
 import (
 	"bytes"
@@ -14,15 +14,16 @@ import (
 	"hmid/internal/authn"
 	"hmid/internal/httpx"
 	"hmid/internal/settings"
+	"hmid/internal/web"
 )
 
-// AdminConfigPages is /admin/config: the system configuration (each
+// ConfigPages is /admin/config: the system configuration (each
 // entry's JSON value edited by its type, the list filtered by key prefix)
 // and the settings (create, edit, delete; public ones marked). It calls
 // settings.Service as the /v1/system-config and /v1/settings routes do;
 // those write no audit events, so neither do these pages.
-type AdminConfigPages struct {
-	H        *Handler
+type ConfigPages struct {
+	H        *web.Handler
 	Settings *settings.Service
 }
 
@@ -59,7 +60,7 @@ type settingRow struct {
 type settingForm struct {
 	Key, Value, Description string
 	IsPublic                bool
-	Err                     formError
+	Err                     web.FormError
 }
 
 // configView is the data of /admin/config.
@@ -87,23 +88,23 @@ const previewRunes = 60
 
 // List is GET /admin/config?prefix=…: GET /v1/system-config?prefix=… and
 // GET /v1/settings.
-func (cp *AdminConfigPages) List(w http.ResponseWriter, r *http.Request) {
+func (cp *ConfigPages) List(w http.ResponseWriter, r *http.Request) {
 	cp.render(w, r, http.StatusOK, "", r.URL.Query().Get("prefix"), nil)
 }
 
 // render shows /admin/config; failed, when not nil, is the refused config
 // entry with what was posted.
-func (cp *AdminConfigPages) render(w http.ResponseWriter, r *http.Request, status int, errText, prefix string, failed *configRow) {
+func (cp *ConfigPages) render(w http.ResponseWriter, r *http.Request, status int, errText, prefix string, failed *configRow) {
 	ctx := r.Context()
 	p := authn.From(ctx)
 	entries, err := cp.Settings.ListConfig(ctx, prefix)
 	if err != nil {
-		cp.H.fail(w, r, err)
+		cp.H.Fail(w, r, err)
 		return
 	}
 	list, err := cp.Settings.List(ctx, false)
 	if err != nil {
-		cp.H.fail(w, r, err)
+		cp.H.Fail(w, r, err)
 		return
 	}
 	v := configView{Prefix: prefix, CanWrite: p.Can("settings:write")}
@@ -117,7 +118,7 @@ func (cp *AdminConfigPages) render(w http.ResponseWriter, r *http.Request, statu
 	for _, s := range list {
 		v.Settings = append(v.Settings, settingRow{Setting: s, Preview: preview(s.Value)})
 	}
-	cp.H.Console(w, r, status, "admin_config", ConsoleView{Title: "admin.config.title", Section: "config", Error: errText, Data: v})
+	cp.H.Console(w, r, status, "admin_config", web.ConsoleView{Title: "admin.config.title", Section: "config", Error: errText, Data: v})
 }
 
 // configEntryRow is e with the input its JSON type is edited with.
@@ -183,7 +184,7 @@ func configURL(prefix string) string {
 // the JSON type of the stored value (a checkbox is true or false, a string
 // is the text as typed, a number or JSON is the text as JSON). The service
 // checks the value; a refusal is shown at the entry and nothing changes.
-func (cp *AdminConfigPages) UpdateConfig(w http.ResponseWriter, r *http.Request) {
+func (cp *ConfigPages) UpdateConfig(w http.ResponseWriter, r *http.Request) {
 	p := cp.H.ConsolePost(w, r)
 	if p == nil {
 		return
@@ -211,7 +212,7 @@ func (cp *AdminConfigPages) UpdateConfig(w http.ResponseWriter, r *http.Request)
 	}
 	if _, err := cp.Settings.UpdateConfig(ctx, key, raw); err != nil {
 		posted.Error = cp.H.ErrorText(r, err)
-		t := translator(cp.H.userLanguage(r, p))
+		t := web.Translator(cp.H.UserLanguage(r, p))
 		cp.render(w, r, cp.H.Status(w, err), t("admin.config.fixfield"), prefix, &posted)
 		return
 	}
@@ -247,35 +248,35 @@ func postedSetting(r *http.Request, key string) settingForm {
 
 // formFailure is a refused setting form: the page's status and text above
 // the form, with the error at the field the service named.
-func (cp *AdminConfigPages) formFailure(w http.ResponseWriter, r *http.Request, err error, f *settingForm) (int, string) {
-	t := translator(cp.H.userLanguage(r, authn.From(r.Context())))
+func (cp *ConfigPages) formFailure(w http.ResponseWriter, r *http.Request, err error, f *settingForm) (int, string) {
+	t := web.Translator(cp.H.UserLanguage(r, authn.From(r.Context())))
 	text := cp.H.ErrorText(r, err)
 	if apperr.KindOf(err) == apperr.Conflict {
 		text = t("admin.config.key.taken") // the generic conflict text speaks of users
 	}
 	if field := apperr.FieldOf(err); field != "" {
-		f.Err = formError{Field: field, Text: text}
+		f.Err = web.FormError{Field: field, Text: text}
 		text = t("admin.config.fixfield")
 	}
 	return cp.H.Status(w, err), text
 }
 
 // NewSetting is GET /admin/config/new-setting: the form of POST /v1/settings.
-func (cp *AdminConfigPages) NewSetting(w http.ResponseWriter, r *http.Request) {
+func (cp *ConfigPages) NewSetting(w http.ResponseWriter, r *http.Request) {
 	cp.renderNew(w, r, http.StatusOK, "", settingForm{})
 }
 
 // renderNew shows the form of a new setting with f's values.
-func (cp *AdminConfigPages) renderNew(w http.ResponseWriter, r *http.Request, status int, errText string, f settingForm) {
+func (cp *ConfigPages) renderNew(w http.ResponseWriter, r *http.Request, status int, errText string, f settingForm) {
 	v := settingView{New: true, Form: f, Rows: textRows(f.Value), CanWrite: true}
-	cp.H.Console(w, r, status, "admin_config_setting", ConsoleView{Title: "admin.config.new.title", Section: "config", Error: errText, Data: v})
+	cp.H.Console(w, r, status, "admin_config_setting", web.ConsoleView{Title: "admin.config.new.title", Section: "config", Error: errText, Data: v})
 }
 
 // settingURL is the page of the setting key.
 func settingURL(key string) string { return "/admin/config/settings/" + url.PathEscape(key) }
 
 // CreateSetting is POST /admin/config/new-setting: POST /v1/settings.
-func (cp *AdminConfigPages) CreateSetting(w http.ResponseWriter, r *http.Request) {
+func (cp *ConfigPages) CreateSetting(w http.ResponseWriter, r *http.Request) {
 	if cp.H.ConsolePost(w, r) == nil {
 		return
 	}
@@ -290,18 +291,18 @@ func (cp *AdminConfigPages) CreateSetting(w http.ResponseWriter, r *http.Request
 }
 
 // Setting is GET /admin/config/settings/{key}: GET /v1/settings/{key}.
-func (cp *AdminConfigPages) Setting(w http.ResponseWriter, r *http.Request) {
+func (cp *ConfigPages) Setting(w http.ResponseWriter, r *http.Request) {
 	cp.renderSetting(w, r, http.StatusOK, "", nil, "")
 }
 
 // renderSetting shows a setting's page; form, when not nil, is a refused
 // post shown in place of the stored values; confirmErr is the error at the
 // deletion's confirmation box.
-func (cp *AdminConfigPages) renderSetting(w http.ResponseWriter, r *http.Request, status int, errText string, form *settingForm, confirmErr string) {
+func (cp *ConfigPages) renderSetting(w http.ResponseWriter, r *http.Request, status int, errText string, form *settingForm, confirmErr string) {
 	p := authn.From(r.Context())
 	s, err := cp.Settings.Get(r.Context(), chi.URLParam(r, "key"))
 	if err != nil {
-		cp.H.fail(w, r, err)
+		cp.H.Fail(w, r, err)
 		return
 	}
 	v := settingView{Setting: s, CanWrite: p.Can("settings:write"), CanDelete: p.Can("settings:delete"), ConfirmErr: confirmErr,
@@ -310,19 +311,19 @@ func (cp *AdminConfigPages) renderSetting(w http.ResponseWriter, r *http.Request
 		v.Form = *form
 	}
 	v.Rows = textRows(v.Form.Value)
-	cp.H.Console(w, r, status, "admin_config_setting", ConsoleView{Title: "admin.config.setting.title", Section: "config", Error: errText, Data: v})
+	cp.H.Console(w, r, status, "admin_config_setting", web.ConsoleView{Title: "admin.config.setting.title", Section: "config", Error: errText, Data: v})
 }
 
 // UpdateSetting is POST /admin/config/settings/{key}: PUT /v1/settings/{key}
 // with the value, description and public flag.
-func (cp *AdminConfigPages) UpdateSetting(w http.ResponseWriter, r *http.Request) {
+func (cp *ConfigPages) UpdateSetting(w http.ResponseWriter, r *http.Request) {
 	if cp.H.ConsolePost(w, r) == nil {
 		return
 	}
 	f := postedSetting(r, chi.URLParam(r, "key"))
 	if _, err := cp.Settings.Update(r.Context(), f.Key, settingInput(f)); err != nil {
 		if apperr.KindOf(err) == apperr.NotFound {
-			cp.H.fail(w, r, err)
+			cp.H.Fail(w, r, err)
 			return
 		}
 		status, text := cp.formFailure(w, r, err, &f)
@@ -334,25 +335,25 @@ func (cp *AdminConfigPages) UpdateSetting(w http.ResponseWriter, r *http.Request
 
 // DeleteSetting is POST /admin/config/settings/{key}/delete: DELETE
 // /v1/settings/{key}, after the confirmation box is ticked.
-func (cp *AdminConfigPages) DeleteSetting(w http.ResponseWriter, r *http.Request) {
+func (cp *ConfigPages) DeleteSetting(w http.ResponseWriter, r *http.Request) {
 	p := cp.H.ConsolePost(w, r)
 	if p == nil {
 		return
 	}
-	if !confirmed(r) {
-		t := translator(cp.H.userLanguage(r, p))
+	if !web.Confirmed(r) {
+		t := web.Translator(cp.H.UserLanguage(r, p))
 		cp.renderSetting(w, r, http.StatusBadRequest, t("admin.config.fixfield"), nil, t("admin.config.confirm.missing"))
 		return
 	}
 	if err := cp.Settings.Delete(r.Context(), chi.URLParam(r, "key")); err != nil {
-		cp.H.fail(w, r, err)
+		cp.H.Fail(w, r, err)
 		return
 	}
 	cp.H.Done(w, r, "/admin/config", "admin.config.setting.deleted")
 }
 
 func init() {
-	addMessages(map[string]map[string]string{
+	web.AddMessages(map[string]map[string]string{
 		"en": {
 			"admin.config.title":           "Configuration",
 			"admin.config.system":          "System configuration",

@@ -1,4 +1,4 @@
-package web
+package admin
 
 import (
 	"errors"
@@ -12,17 +12,18 @@ import (
 	"hmid/internal/authn"
 	"hmid/internal/clientinfo"
 	"hmid/internal/httpx"
+	"hmid/internal/web"
 )
 
-// AdminAuditPages is the admin console's audit area: /admin/audit lists
+// AuditPages is the admin console's audit area: /admin/audit lists
 // every event with the filters, sorts and paging of GET /v1/admin/audit and
 // downloads the filtered events as GET /v1/admin/audit/export does;
 // /admin/audit/reports is the queue of reports (GET
 // /v1/admin/audit/reports) where a reviewer sets a report's status and
 // notes as PATCH /v1/admin/audit/reports/{report_id} does, which mails the
 // reporting user. Every page calls audit.Service, as those routes do.
-type AdminAuditPages struct {
-	H     *Handler
+type AuditPages struct {
+	H     *web.Handler
 	Audit *audit.Service
 }
 
@@ -50,19 +51,19 @@ type adminAuditView struct {
 	Query       url.Values // the filter as given, to refill the form
 	Active      int        // how many filters (not the sort) are set (the form is open then)
 	FieldErrors map[string]string
-	User        textField
-	UserID      textField
-	EventType   selectField
-	Status      selectField
-	Source      selectField
-	Resource    textField
-	Start, End  textField
-	Reported    selectField
-	Sort        selectField
-	Direction   selectField
-	Limit       selectField
+	User        web.TextField
+	UserID      web.TextField
+	EventType   web.SelectField
+	Status      web.SelectField
+	Source      web.SelectField
+	Resource    web.TextField
+	Start, End  web.TextField
+	Reported    web.SelectField
+	Sort        web.SelectField
+	Direction   web.SelectField
+	Limit       web.SelectField
 	Events      []adminEventRow
-	eventPager
+	web.Pager
 	// CSV is the download of the events of this filter, all pages.
 	CSV string
 	// Pending is the number of reports waiting for review.
@@ -70,34 +71,34 @@ type adminAuditView struct {
 }
 
 // List is GET /admin/audit.
-func (ap *AdminAuditPages) List(w http.ResponseWriter, r *http.Request) {
+func (ap *AuditPages) List(w http.ResponseWriter, r *http.Request) {
 	ap.list(w, r, http.StatusOK, r.URL.Query(), nil)
 }
 
 // list shows the events matching q; failed is an error of the CSV download
 // of q, shown in place of the events.
-func (ap *AdminAuditPages) list(w http.ResponseWriter, r *http.Request, status int, q url.Values, failed error) {
+func (ap *AuditPages) list(w http.ResponseWriter, r *http.Request, status int, q url.Values, failed error) {
 	ctx := r.Context()
-	t := translator(ap.H.userLanguage(r, authn.From(ctx)))
+	t := web.Translator(ap.H.UserLanguage(r, authn.From(ctx)))
 	v := adminAuditView{FieldErrors: map[string]string{}}
-	v.Query, v.Active = filterQuery(q, adminAuditParams)
-	view := ConsoleView{Title: "title.admin.audit", Section: "audit", Data: &v}
+	v.Query, v.Active = web.FilterQuery(q, adminAuditParams)
+	view := web.ConsoleView{Title: "title.admin.audit", Section: "audit", Data: &v}
 	f, events, total, err := ap.Audit.Admin(ctx, v.Query)
 	if failed != nil {
 		err = failed
 	}
-	status, view.Error = ap.H.refusal(w, r, status, view.Error, err, v.FieldErrors, "admin.audit.bad.")
+	status, view.Error = ap.H.Refusal(w, r, status, view.Error, err, v.FieldErrors, "admin.audit.bad.")
 	v.fill(t, f)
 	if err == nil {
 		people, err := ap.Audit.People(ctx, eventPeople(events))
 		if err != nil {
-			ap.H.fail(w, r, err)
+			ap.H.Fail(w, r, err)
 			return
 		}
 		for _, e := range events {
 			v.Events = append(v.Events, adminEvent(t, e, people))
 		}
-		v.eventPager = newEventPager(f.Page, total, len(events), "/admin/audit", v.Query)
+		v.Pager = web.NewPager(f.Page, total, len(events), "/admin/audit", v.Query)
 		// Any sort can be chosen, so the links say previous and next rather
 		// than newer and older.
 		v.PrevLabel, v.NextLabel = "admin.audit.prev", "admin.audit.next"
@@ -113,14 +114,14 @@ func (ap *AdminAuditPages) list(w http.ResponseWriter, r *http.Request, status i
 		}
 	}
 	if v.Pending, err = ap.pending(r); err != nil {
-		ap.H.fail(w, r, err)
+		ap.H.Fail(w, r, err)
 		return
 	}
 	ap.H.Console(w, r, status, "admin_audit", view)
 }
 
 // pending counts the reports waiting for review, for the link to the queue.
-func (ap *AdminAuditPages) pending(r *http.Request) (int, error) {
+func (ap *AuditPages) pending(r *http.Request) (int, error) {
 	reports, err := ap.Audit.Reports(r.Context(), "pending")
 	return len(reports), err
 }
@@ -129,22 +130,22 @@ func (ap *AdminAuditPages) pending(r *http.Request) (int, error) {
 func eventPeople(events []audit.Entry) []string {
 	var ids []string
 	for _, e := range events {
-		ids = append(ids, activityDeref(e.UserID), activityDeref(e.ActorID))
+		ids = append(ids, web.Deref(e.UserID), web.Deref(e.ActorID))
 	}
 	return ids
 }
 
 // adminEvent is e in words for the log, with people naming its user ids.
 func adminEvent(t func(string) string, e audit.Entry, people map[string]audit.Person) adminEventRow {
-	row := adminEventRow{Entry: e, What: activityText(t, e.EventType), Source: t("activity.source." + e.SourceService)}
-	if id := activityDeref(e.UserID); id != "" {
+	row := adminEventRow{Entry: e, What: web.EventText(t, e.EventType), Source: t("activity.source." + e.SourceService)}
+	if id := web.Deref(e.UserID); id != "" {
 		row.User = id
 		if p, ok := people[id]; ok && p.Username != "" {
 			row.User = p.Username
 		}
 		row.OnlyUser = "/admin/audit?" + url.Values{"user_id": {id}}.Encode()
 	}
-	if id := activityDeref(e.ActorID); id != "" && id != activityDeref(e.UserID) {
+	if id := web.Deref(e.ActorID); id != "" && id != web.Deref(e.UserID) {
 		row.Actor = id
 		if p, ok := people[id]; ok && p.Username != "" {
 			row.Actor = p.Username
@@ -152,9 +153,9 @@ func adminEvent(t func(string) string, e audit.Entry, people map[string]audit.Pe
 	}
 	if e.UserAgent != nil {
 		c := clientinfo.Parse(*e.UserAgent)
-		row.Client = joinNonEmpty(" · ", c.Browser, c.OS)
+		row.Client = web.JoinNonEmpty(" · ", c.Browser, c.OS)
 	}
-	row.Place = joinNonEmpty(", ", activityDeref(e.City), activityDeref(e.CountryName))
+	row.Place = web.JoinNonEmpty(", ", web.Deref(e.City), web.Deref(e.CountryName))
 	return row
 }
 
@@ -163,24 +164,24 @@ func adminEvent(t func(string) string, e audit.Entry, people map[string]audit.Pe
 // filter f selected and the refused field's error.
 func (v *adminAuditView) fill(t func(string) string, f audit.Filter) {
 	q, all := v.Query, t("activity.all")
-	field := func(id, name, label, all string, options []activityChoice) selectField {
-		return selectField{ID: id, Name: name, Label: t(label), All: all, Options: options, Error: v.FieldErrors[name]}
+	field := func(id, name, label, all string, options []web.Choice) web.SelectField {
+		return web.SelectField{ID: id, Name: name, Label: t(label), All: all, Options: options, Error: v.FieldErrors[name]}
 	}
-	text := func(id, name, label, typ, help string) textField {
-		return textField{ID: id, Name: name, Label: t(label), Type: typ, Value: q.Get(name), Help: help, Error: v.FieldErrors[name]}
+	text := func(id, name, label, typ, help string) web.TextField {
+		return web.TextField{ID: id, Name: name, Label: t(label), Type: typ, Value: q.Get(name), Help: help, Error: v.FieldErrors[name]}
 	}
 	v.User = text("f-user", "user_search", "admin.audit.field.user", "search", t("admin.audit.help.user"))
 	v.UserID = text("f-userid", "user_id", "admin.audit.field.userid", "text", "")
-	v.Resource = resourceField(t, q)
+	v.Resource = web.ResourceField(t, q)
 	v.Start = text("f-from", "start_date", "admin.audit.field.from", "date", "")
 	v.End = text("f-to", "end_date", "admin.audit.field.to", "date", "")
-	v.EventType = field("f-event", "event_type", "activity.field.event", all, eventTypeChoices(t, q.Get("event_type")))
+	v.EventType = field("f-event", "event_type", "activity.field.event", all, web.EventTypeChoices(t, q.Get("event_type")))
 	v.Status = field("f-status", "status", "activity.field.status", all,
-		choices(t, "activity.status.", []string{audit.StatusSuccess, audit.StatusFailure}, q.Get("status")))
+		web.Choices(t, "activity.status.", []string{audit.StatusSuccess, audit.StatusFailure}, q.Get("status")))
 	v.Source = field("f-source", "source_service", "admin.audit.field.source", all,
-		choices(t, "admin.audit.source.", audit.SourceServices, q.Get("source_service")))
+		web.Choices(t, "admin.audit.source.", audit.SourceServices, q.Get("source_service")))
 	v.Reported = field("f-reported", "is_reported", "admin.audit.field.reported", all,
-		choices(t, "admin.audit.reported.", []string{"true", "false"}, q.Get("is_reported")))
+		web.Choices(t, "admin.audit.reported.", []string{"true", "false"}, q.Get("is_reported")))
 	// The sort has no empty choice: the listing's defaults are selected.
 	sortField, dir := q.Get("sort_field"), q.Get("sort_direction")
 	if sortField == "" {
@@ -189,14 +190,14 @@ func (v *adminAuditView) fill(t func(string) string, f audit.Filter) {
 	if dir == "" {
 		dir = "desc"
 	}
-	v.Sort = field("f-sort", "sort_field", "admin.audit.field.sort", "", choices(t, "admin.audit.sort.", audit.SortFields, sortField))
-	v.Direction = field("f-dir", "sort_direction", "admin.audit.field.dir", "", choices(t, "admin.audit.dir.", []string{"desc", "asc"}, dir))
-	v.Limit = field("f-limit", "limit", "activity.field.limit", "", limitChoices(f.Page.Limit))
+	v.Sort = field("f-sort", "sort_field", "admin.audit.field.sort", "", web.Choices(t, "admin.audit.sort.", audit.SortFields, sortField))
+	v.Direction = field("f-dir", "sort_direction", "admin.audit.field.dir", "", web.Choices(t, "admin.audit.dir.", []string{"desc", "asc"}, dir))
+	v.Limit = field("f-limit", "limit", "activity.field.limit", "", web.LimitChoices(f.Page.Limit))
 }
 
 // Export is GET /admin/audit/export: the CSV file of the filter, streamed
 // as the REST route streams it. A refused filter is shown on the log page.
-func (ap *AdminAuditPages) Export(w http.ResponseWriter, r *http.Request) {
+func (ap *AuditPages) Export(w http.ResponseWriter, r *http.Request) {
 	if err := ap.Audit.WriteCSV(w, r); err != nil {
 		ap.list(w, r, http.StatusOK, r.URL.Query(), err)
 	}
@@ -211,7 +212,7 @@ type adminReportRow struct {
 	Reviewer   string         // who reviewed last: a username or a key id
 	// Log is the audit log of the reporting user's reported events.
 	Log      string
-	Statuses []activityChoice
+	Statuses []web.Choice
 	// Errors and Notes are those of a refused review of this report.
 	Errors map[string]string
 	Notes  string
@@ -221,7 +222,7 @@ type adminReportRow struct {
 // adminReportsView is what admin_audit_reports.html reads.
 type adminReportsView struct {
 	Status      string // the status filter
-	Filter      selectField
+	Filter      web.SelectField
 	FieldErrors map[string]string
 	Reports     []adminReportRow
 	Pending     int
@@ -240,31 +241,31 @@ type reviewRefused struct {
 }
 
 // Reports is GET /admin/audit/reports: the queue, pending reports first.
-func (ap *AdminAuditPages) Reports(w http.ResponseWriter, r *http.Request) {
+func (ap *AuditPages) Reports(w http.ResponseWriter, r *http.Request) {
 	ap.reports(w, r, http.StatusOK, r.URL.Query().Get("status"), reviewRefused{})
 }
 
 // reports shows the reports with status ("" for all) and the refused
 // review rf if any.
-func (ap *AdminAuditPages) reports(w http.ResponseWriter, r *http.Request, status int, filter string, rf reviewRefused) {
+func (ap *AuditPages) reports(w http.ResponseWriter, r *http.Request, status int, filter string, rf reviewRefused) {
 	ctx := r.Context()
 	p := authn.From(ctx)
-	t := translator(ap.H.userLanguage(r, p))
+	t := web.Translator(ap.H.UserLanguage(r, p))
 	v := adminReportsView{Status: filter, FieldErrors: map[string]string{}, CanReview: p != nil && p.Can("audit:write"),
 		MaxNotes: audit.MaxReportText}
-	view := ConsoleView{Title: "title.admin.reports", Section: "audit", Error: rf.Page, Data: &v}
+	view := web.ConsoleView{Title: "title.admin.reports", Section: "audit", Error: rf.Page, Data: &v}
 	reports, err := ap.Audit.Reports(ctx, filter)
-	status, view.Error = ap.H.refusal(w, r, status, view.Error, err, v.FieldErrors, "admin.audit.bad.report_")
-	v.Filter = selectField{ID: "r-status", Name: "status", Label: t("admin.reports.field.status"), All: t("activity.all"),
-		Options: choices(t, "activity.rstatus.", audit.ReportStatuses, filter), Error: v.FieldErrors["status"]}
+	status, view.Error = ap.H.Refusal(w, r, status, view.Error, err, v.FieldErrors, "admin.audit.bad.report_")
+	v.Filter = web.SelectField{ID: "r-status", Name: "status", Label: t("admin.reports.field.status"), All: t("activity.all"),
+		Options: web.Choices(t, "activity.rstatus.", audit.ReportStatuses, filter), Error: v.FieldErrors["status"]}
 	if err == nil {
 		if err := ap.fillReports(r, t, &v, reports, rf); err != nil {
-			ap.H.fail(w, r, err)
+			ap.H.Fail(w, r, err)
 			return
 		}
 	}
 	if v.Pending, err = ap.pending(r); err != nil {
-		ap.H.fail(w, r, err)
+		ap.H.Fail(w, r, err)
 		return
 	}
 	ap.H.Console(w, r, status, "admin_audit_reports", view)
@@ -272,7 +273,7 @@ func (ap *AdminAuditPages) reports(w http.ResponseWriter, r *http.Request, statu
 
 // fillReports puts reports on v, pending ones first (each group newest
 // first, as the service lists them), with their events and people.
-func (ap *AdminAuditPages) fillReports(r *http.Request, t func(string) string, v *adminReportsView, reports []audit.Report, rf reviewRefused) error {
+func (ap *AuditPages) fillReports(r *http.Request, t func(string) string, v *adminReportsView, reports []audit.Report, rf reviewRefused) error {
 	ctx := r.Context()
 	slices.SortStableFunc(reports, func(a, b audit.Report) int {
 		return boolOrder(a.Status != "pending") - boolOrder(b.Status != "pending")
@@ -280,14 +281,14 @@ func (ap *AdminAuditPages) fillReports(r *http.Request, t func(string) string, v
 	var eventIDs, userIDs []string
 	for _, rp := range reports {
 		eventIDs = append(eventIDs, rp.AuditEventID)
-		userIDs = append(userIDs, rp.UserID, activityDeref(rp.ReviewedBy))
+		userIDs = append(userIDs, rp.UserID, web.Deref(rp.ReviewedBy))
 	}
 	events, err := ap.Audit.Events(ctx, eventIDs)
 	if err != nil {
 		return err
 	}
 	for _, e := range events {
-		userIDs = append(userIDs, activityDeref(e.ActorID))
+		userIDs = append(userIDs, web.Deref(e.ActorID))
 	}
 	people, err := ap.Audit.People(ctx, userIDs)
 	if err != nil {
@@ -300,19 +301,19 @@ func (ap *AdminAuditPages) fillReports(r *http.Request, t func(string) string, v
 			ev := adminEvent(t, e, people)
 			row.Event = &ev
 		}
-		if by := activityDeref(rp.ReviewedBy); by != "" {
+		if by := web.Deref(rp.ReviewedBy); by != "" {
 			row.Reviewer = by
 			if p, ok := people[by]; ok && p.Username != "" {
 				row.Reviewer = p.Username
 			}
 		}
 		selected := rp.Status
-		row.Notes = activityDeref(rp.ResolutionNotes)
+		row.Notes = web.Deref(rp.ResolutionNotes)
 		if rp.ID == rf.ReportID {
 			row.Open, row.Errors = true, rf.Errors
 			selected, row.Notes = rf.Input.Status.Value, rf.Input.ResolutionNotes.Value
 		}
-		row.Statuses = choices(t, "activity.rstatus.", audit.ReportStatuses, selected)
+		row.Statuses = web.Choices(t, "activity.rstatus.", audit.ReportStatuses, selected)
 		v.Reports = append(v.Reports, row)
 	}
 	return nil
@@ -327,7 +328,7 @@ func boolOrder(b bool) int {
 }
 
 // Review is POST /admin/audit/reports/{id}: the reviewer's status and notes.
-func (ap *AdminAuditPages) Review(w http.ResponseWriter, r *http.Request) {
+func (ap *AuditPages) Review(w http.ResponseWriter, r *http.Request) {
 	p := ap.H.ConsolePost(w, r)
 	if p == nil {
 		return
@@ -343,11 +344,11 @@ func (ap *AdminAuditPages) Review(w http.ResponseWriter, r *http.Request) {
 		ResolutionNotes: httpx.Opt[string]{Set: true, Value: r.PostForm.Get("resolution_notes")},
 	}
 	if _, err := ap.Audit.Review(r.Context(), p, id, in); err != nil {
-		t := translator(ap.H.userLanguage(r, p))
+		t := web.Translator(ap.H.UserLanguage(r, p))
 		var fe *audit.FieldError
 		if errors.As(err, &fe) {
 			ap.reports(w, r, http.StatusBadRequest, filter, reviewRefused{ReportID: id, Input: in,
-				Errors: map[string]string{fe.Field: fieldErrorText(t, "admin.audit.bad.report_", fe)}})
+				Errors: map[string]string{fe.Field: web.FieldErrorText(t, "admin.audit.bad.report_", fe)}})
 			return
 		}
 		ap.reports(w, r, ap.H.Status(w, err), filter, reviewRefused{Page: ap.H.ErrorText(r, err)})
@@ -361,7 +362,7 @@ func (ap *AdminAuditPages) Review(w http.ResponseWriter, r *http.Request) {
 }
 
 func init() {
-	addMessages(map[string]map[string]string{
+	web.AddMessages(map[string]map[string]string{
 		"en": {
 			"title.admin.audit":                       "Audit log",
 			"title.admin.reports":                     "Reported events",

@@ -1,4 +1,4 @@
-package web
+package admin
 
 import (
 	"cmp"
@@ -15,13 +15,14 @@ import (
 	"hmid/internal/authn"
 	"hmid/internal/chat"
 	"hmid/internal/httpx"
+	"hmid/internal/web"
 )
 
-// AdminChatPages is /admin/chat: the chat-platform bot's guilds with their
+// ChatPages is /admin/chat: the chat-platform bot's guilds with their
 // channels and members, the bot's settings and each guild's language, and
 // "sync now". It calls chat.Service as the /v1/chatplatform routes do.
-type AdminChatPages struct {
-	H    *Handler
+type ChatPages struct {
+	H    *web.Handler
 	Chat *chat.Service
 }
 
@@ -48,23 +49,23 @@ type chatIndexView struct {
 }
 
 // Index is GET /admin/chat.
-func (cp *AdminChatPages) Index(w http.ResponseWriter, r *http.Request) {
+func (cp *ChatPages) Index(w http.ResponseWriter, r *http.Request) {
 	cp.renderIndex(w, r, http.StatusOK, "", nil)
 }
 
 // renderIndex shows /admin/chat; form, when not nil, is what a refused
 // settings post sent.
-func (cp *AdminChatPages) renderIndex(w http.ResponseWriter, r *http.Request, status int, errText string, form *chatSettingsForm) {
+func (cp *ChatPages) renderIndex(w http.ResponseWriter, r *http.Request, status int, errText string, form *chatSettingsForm) {
 	ctx := r.Context()
 	p := authn.From(ctx)
 	guilds, err := cp.Chat.Guilds(ctx)
 	if err != nil {
-		cp.H.fail(w, r, err)
+		cp.H.Fail(w, r, err)
 		return
 	}
 	st, err := cp.Chat.Settings(ctx)
 	if err != nil {
-		cp.H.fail(w, r, err)
+		cp.H.Fail(w, r, err)
 		return
 	}
 	v := chatIndexView{Guilds: guilds, Settings: st, CanSync: p.Can("chatplatform:sync"), CanEdit: p.Can("chatplatform:edit")}
@@ -75,12 +76,12 @@ func (cp *AdminChatPages) renderIndex(w http.ResponseWriter, r *http.Request, st
 			Interval: strconv.Itoa(st.SyncIntervalSeconds), Delay: strconv.Itoa(st.InitialDelaySeconds),
 			Cooldown: strconv.Itoa(st.CommandCooldownSeconds), Language: st.DefaultLanguage}
 	}
-	cp.H.Console(w, r, status, "admin_chat", ConsoleView{Title: "admin.chat.title", Section: "chat", Error: errText, Data: v})
+	cp.H.Console(w, r, status, "admin_chat", web.ConsoleView{Title: "admin.chat.title", Section: "chat", Error: errText, Data: v})
 }
 
 // Sync is POST /admin/chat/sync: POST /v1/chatplatform/sync, for every
 // guild or, with guild_id, for one (then back to that guild's page).
-func (cp *AdminChatPages) Sync(w http.ResponseWriter, r *http.Request) {
+func (cp *ChatPages) Sync(w http.ResponseWriter, r *http.Request) {
 	p := cp.H.ConsolePost(w, r)
 	if p == nil {
 		return
@@ -108,7 +109,7 @@ func (cp *AdminChatPages) Sync(w http.ResponseWriter, r *http.Request) {
 
 // SyncMembers is POST /admin/chat/guilds/{guild_id}/members/sync: POST
 // /v1/chatplatform/guilds/{guild_id}/members/sync.
-func (cp *AdminChatPages) SyncMembers(w http.ResponseWriter, r *http.Request) {
+func (cp *ChatPages) SyncMembers(w http.ResponseWriter, r *http.Request) {
 	p := cp.H.ConsolePost(w, r)
 	if p == nil {
 		return
@@ -120,7 +121,7 @@ func (cp *AdminChatPages) SyncMembers(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		if k := apperr.KindOf(err); k == apperr.Validation || k == apperr.NotFound {
-			cp.H.fail(w, r, err)
+			cp.H.Fail(w, r, err)
 			return
 		}
 		status, text := cp.syncError(w, r, err)
@@ -149,8 +150,8 @@ func botFailure(reason *string) error {
 // syncError is the status and the text of a failed sync: no bot connected
 // is the REST route's 503 told plainly, with what to do; a bot that did
 // not answer, or answered what cannot be stored, shows the 503's reason.
-func (cp *AdminChatPages) syncError(w http.ResponseWriter, r *http.Request, err error) (int, string) {
-	t := translator(cp.H.userLanguage(r, authn.From(r.Context())))
+func (cp *ChatPages) syncError(w http.ResponseWriter, r *http.Request, err error) (int, string) {
+	t := web.Translator(cp.H.UserLanguage(r, authn.From(r.Context())))
 	var failed botFailedError
 	var e *apperr.Error
 	switch {
@@ -166,7 +167,7 @@ func (cp *AdminChatPages) syncError(w http.ResponseWriter, r *http.Request, err 
 
 // SaveSettings is POST /admin/chat/settings: PUT /v1/chatplatform/settings
 // with the fields that differ from the stored ones.
-func (cp *AdminChatPages) SaveSettings(w http.ResponseWriter, r *http.Request) {
+func (cp *ChatPages) SaveSettings(w http.ResponseWriter, r *http.Request) {
 	p := cp.H.ConsolePost(w, r)
 	if p == nil {
 		return
@@ -174,10 +175,10 @@ func (cp *AdminChatPages) SaveSettings(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	st, err := cp.Chat.Settings(ctx)
 	if err != nil {
-		cp.H.fail(w, r, err)
+		cp.H.Fail(w, r, err)
 		return
 	}
-	t := translator(cp.H.userLanguage(r, p))
+	t := web.Translator(cp.H.UserLanguage(r, p))
 	// An unticked checkbox is not sent (HTML, "constructing the entry
 	// list"), so the form always carries the whole state.
 	f := chatSettingsForm{AutoSync: r.PostFormValue("auto_sync_enabled") == "on", NotifyJoin: r.PostFormValue("notify_on_guild_join") == "on",
@@ -287,33 +288,33 @@ type chatGuildView struct {
 // Guild is GET /admin/chat/guilds/{guild_id} (the platform id, as GET
 // /v1/chatplatform/guilds/{guild_id}), with the members matching the
 // query's search, bot_only, humans_only and has_role.
-func (cp *AdminChatPages) Guild(w http.ResponseWriter, r *http.Request) {
+func (cp *ChatPages) Guild(w http.ResponseWriter, r *http.Request) {
 	cp.renderGuild(w, r, chi.URLParam(r, "guild_id"), http.StatusOK, "", nil)
 }
 
 // renderGuild shows a guild's page; language, when not nil, is the posted
 // language with its error.
-func (cp *AdminChatPages) renderGuild(w http.ResponseWriter, r *http.Request, gid string, status int, errText string, language *[2]string) {
+func (cp *ChatPages) renderGuild(w http.ResponseWriter, r *http.Request, gid string, status int, errText string, language *[2]string) {
 	ctx := r.Context()
 	p := authn.From(ctx)
 	g, err := cp.Chat.Guild(ctx, gid)
 	if err != nil {
-		cp.H.fail(w, r, err)
+		cp.H.Fail(w, r, err)
 		return
 	}
 	chs, err := cp.Chat.Channels(ctx, g)
 	if err != nil {
-		cp.H.fail(w, r, err)
+		cp.H.Fail(w, r, err)
 		return
 	}
 	gs, err := cp.Chat.GuildSettings(ctx, g.GuildID)
 	if err != nil {
-		cp.H.fail(w, r, err)
+		cp.H.Fail(w, r, err)
 		return
 	}
 	st, err := cp.Chat.Settings(ctx)
 	if err != nil {
-		cp.H.fail(w, r, err)
+		cp.H.Fail(w, r, err)
 		return
 	}
 	v := chatGuildView{Guild: g, GlobalLanguage: st.DefaultLanguage,
@@ -344,7 +345,7 @@ func (cp *AdminChatPages) renderGuild(w http.ResponseWriter, r *http.Request, gi
 	v.Filter.Active = v.Filter.Search != "" || v.Filter.HasRole != "" || v.Filter.BotOnly || v.Filter.HumansOnly
 	roles, err := cp.Chat.Roles(ctx, g)
 	if err != nil {
-		cp.H.fail(w, r, err)
+		cp.H.Fail(w, r, err)
 		return
 	}
 	roleNames := map[string]string{}
@@ -361,7 +362,7 @@ func (cp *AdminChatPages) renderGuild(w http.ResponseWriter, r *http.Request, gi
 		HumansOnly: q.Get("humans_only"), HasRole: q.Get("has_role"), Limit: limit, Offset: offset})
 	if err != nil {
 		if !apperr.Is(err, apperr.Validation) {
-			cp.H.fail(w, r, err)
+			cp.H.Fail(w, r, err)
 			return
 		}
 		field := apperr.FieldOf(err)
@@ -386,7 +387,7 @@ func (cp *AdminChatPages) renderGuild(w http.ResponseWriter, r *http.Request, gi
 			v.Next = memberPageLink(g.GuildID, q, offset+n)
 		}
 	}
-	cp.H.Console(w, r, status, "admin_chat_guild", ConsoleView{Title: "admin.chat.guild.title", Section: "chat", Error: errText, Data: v})
+	cp.H.Console(w, r, status, "admin_chat_guild", web.ConsoleView{Title: "admin.chat.guild.title", Section: "chat", Error: errText, Data: v})
 }
 
 // memberPageLink is the guild page at offset, keeping the other parameters.
@@ -402,7 +403,7 @@ func memberPageLink(gid string, q url.Values, offset int) string {
 // SaveGuildLanguage is POST /admin/chat/guilds/{guild_id}/settings: PUT
 // /v1/chatplatform/guilds/{guild_id}/settings; an empty language is null,
 // the global default.
-func (cp *AdminChatPages) SaveGuildLanguage(w http.ResponseWriter, r *http.Request) {
+func (cp *ChatPages) SaveGuildLanguage(w http.ResponseWriter, r *http.Request) {
 	p := cp.H.ConsolePost(w, r)
 	if p == nil {
 		return
@@ -410,14 +411,14 @@ func (cp *AdminChatPages) SaveGuildLanguage(w http.ResponseWriter, r *http.Reque
 	ctx := r.Context()
 	g, err := cp.Chat.Guild(ctx, chi.URLParam(r, "guild_id"))
 	if err != nil {
-		cp.H.fail(w, r, err)
+		cp.H.Fail(w, r, err)
 		return
 	}
 	lang := strings.TrimSpace(r.PostFormValue("default_language"))
 	opt := httpx.Opt[string]{Set: true, Null: lang == "", Value: lang}
 	if err := cp.Chat.SetGuildLanguage(ctx, p, g, opt, audit.FromRequest(r, audit.Event{SourceService: adminSource})); err != nil {
 		if apperr.FieldOf(err) == "default_language" {
-			cp.renderGuild(w, r, g.GuildID, cp.H.Status(w, err), translator(cp.H.userLanguage(r, p))("admin.chat.check"), &[2]string{lang, cp.H.ErrorText(r, err)})
+			cp.renderGuild(w, r, g.GuildID, cp.H.Status(w, err), web.Translator(cp.H.UserLanguage(r, p))("admin.chat.check"), &[2]string{lang, cp.H.ErrorText(r, err)})
 			return
 		}
 		cp.renderGuild(w, r, g.GuildID, cp.H.Status(w, err), cp.H.ErrorText(r, err), nil)
@@ -427,7 +428,7 @@ func (cp *AdminChatPages) SaveGuildLanguage(w http.ResponseWriter, r *http.Reque
 }
 
 func init() {
-	addMessages(map[string]map[string]string{
+	web.AddMessages(map[string]map[string]string{
 		"en": {
 			"admin.chat.title":                 "Chat platform",
 			"admin.chat.intro":                 "The guilds the chat-platform bot is in, as it last reported them, and the bot's settings. The bot connects to hmid's real-time channel; a sync asks it for fresh data.",

@@ -1,4 +1,4 @@
-package web
+package admin
 
 import (
 	"context"
@@ -17,16 +17,17 @@ import (
 	"hmid/internal/oauth"
 	"hmid/internal/sessions"
 	"hmid/internal/users"
+	"hmid/internal/web"
 )
 
-// AdminOverviewPages is /admin, the admin console's overview: the health
+// OverviewPages is /admin, the admin console's overview: the health
 // of the service (what GET /health reports, from the same health.Handler
 // Check), counts of what operators look after, and the sign-ins of the
 // last month drawn from the audit log's daily counts. Every count calls the
 // service its REST listing calls and shows only to holders of the
 // permission that listing needs.
-type AdminOverviewPages struct {
-	H        *Handler
+type OverviewPages struct {
+	H        *web.Handler
 	Health   *health.Handler
 	Users    *users.Service
 	Sessions *sessions.Service
@@ -44,24 +45,24 @@ const overviewDays = 30
 // /v1/api-keys and GET /v1/admin/audit/reports.
 var overviewCounts = []struct {
 	perm, label, href string
-	count             func(ctx context.Context, op *AdminOverviewPages, p *authn.Principal) (int, error)
+	count             func(ctx context.Context, op *OverviewPages, p *authn.Principal) (int, error)
 }{
-	{"users:read", "admin.overview.count.users", "/admin/users", func(ctx context.Context, op *AdminOverviewPages, _ *authn.Principal) (int, error) {
+	{"users:read", "admin.overview.count.users", "/admin/users", func(ctx context.Context, op *OverviewPages, _ *authn.Principal) (int, error) {
 		_, n, err := op.Users.List(ctx, users.ListQuery{Page: httpx.Page{Page: 1, Limit: 1}})
 		return n, err
 	}},
-	{"users:read", "admin.overview.count.sessions", "", func(ctx context.Context, op *AdminOverviewPages, _ *authn.Principal) (int, error) {
+	{"users:read", "admin.overview.count.sessions", "", func(ctx context.Context, op *OverviewPages, _ *authn.Principal) (int, error) {
 		return op.Sessions.CountActive(ctx)
 	}},
-	{"oauth_clients:read", "admin.overview.count.clients", "/admin/clients", func(ctx context.Context, op *AdminOverviewPages, p *authn.Principal) (int, error) {
+	{"oauth_clients:read", "admin.overview.count.clients", "/admin/clients", func(ctx context.Context, op *OverviewPages, p *authn.Principal) (int, error) {
 		_, n, err := op.OAuth.ListClients(ctx, p, true, httpx.Page{Page: 1, Limit: 1})
 		return n, err
 	}},
-	{"api_keys:read", "admin.overview.count.apikeys", "/admin/api-keys", func(ctx context.Context, op *AdminOverviewPages, p *authn.Principal) (int, error) {
+	{"api_keys:read", "admin.overview.count.apikeys", "/admin/api-keys", func(ctx context.Context, op *OverviewPages, p *authn.Principal) (int, error) {
 		_, n, err := op.Access.ListKeys(ctx, p, "", httpx.Page{Page: 1, Limit: 1})
 		return n, err
 	}},
-	{"audit:read", "admin.overview.count.reports", "/admin/audit/reports", func(ctx context.Context, op *AdminOverviewPages, _ *authn.Principal) (int, error) {
+	{"audit:read", "admin.overview.count.reports", "/admin/audit/reports", func(ctx context.Context, op *OverviewPages, _ *authn.Principal) (int, error) {
 		return op.Audit.CountReports(ctx, "pending")
 	}},
 }
@@ -89,11 +90,11 @@ type overviewView struct {
 }
 
 // Show is GET /admin.
-func (op *AdminOverviewPages) Show(w http.ResponseWriter, r *http.Request) {
+func (op *OverviewPages) Show(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	p := authn.From(ctx)
-	lang := op.H.userLanguage(r, p)
-	t := translator(lang)
+	lang := op.H.UserLanguage(r, p)
+	t := web.Translator(lang)
 	rep := op.Health.Check(ctx)
 	v := overviewView{Healthy: rep.Status == "ok", Services: overviewServices(t, lang, rep)}
 	if !v.Healthy {
@@ -105,7 +106,7 @@ func (op *AdminOverviewPages) Show(w http.ResponseWriter, r *http.Request) {
 		}
 		n, err := c.count(ctx, op, p)
 		if err != nil {
-			op.H.fail(w, r, err)
+			op.H.Fail(w, r, err)
 			return
 		}
 		v.Counts = append(v.Counts, overviewCount{Label: t(c.label), Value: overviewNumber(lang, n), Href: c.href})
@@ -115,12 +116,12 @@ func (op *AdminOverviewPages) Show(w http.ResponseWriter, r *http.Request) {
 	if p.Can("audit:read") {
 		days, err := op.Audit.SignInsPerDay(ctx, overviewDays)
 		if err != nil {
-			op.H.fail(w, r, err)
+			op.H.Fail(w, r, err)
 			return
 		}
 		v.Chart = newSignInChart(t, lang, days)
 	}
-	op.H.Console(w, r, http.StatusOK, "admin_overview", ConsoleView{Title: "admin.overview.title", Section: "overview", Data: &v})
+	op.H.Console(w, r, http.StatusOK, "admin_overview", web.ConsoleView{Title: "admin.overview.title", Section: "overview", Data: &v})
 }
 
 // overviewServices are the health report's dependencies in words.
@@ -361,7 +362,7 @@ func newSignInChart(t func(string) string, lang string, days []audit.DaySignIns)
 }
 
 func init() {
-	addMessages(map[string]map[string]string{
+	web.AddMessages(map[string]map[string]string{
 		"en": {
 			"admin.overview.title":          "Overview",
 			"admin.overview.health":         "Health",
