@@ -64,9 +64,6 @@ func AddConsolePages(fsys fs.FS, glob string) {
 	}
 }
 
-// The account console's pages are still this package's.
-func init() { AddConsolePages(files, "templates/account_*.html") }
-
 // consoleFuncs are the template functions of the console pages in lang.
 func consoleFuncs(lang string) template.FuncMap {
 	t := Translator(lang)
@@ -228,7 +225,7 @@ func (h *Handler) ConsolePost(w http.ResponseWriter, r *http.Request) *authn.Pri
 func (h *Handler) Done(w http.ResponseWriter, r *http.Request, to, key string) {
 	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(key)),
 		Path: "/", MaxAge: 60, HttpOnly: true, Secure: h.Secure, SameSite: http.SameSiteLaxMode})
-	h.redirect(w, r, to)
+	h.Redirect(w, r, to)
 }
 
 // takeFlash returns and clears the flash message key of the request; only
@@ -264,7 +261,7 @@ func (h *Handler) SignIn(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet {
 		back = r.URL.RequestURI()
 	}
-	h.redirect(w, r, loginURL(back))
+	h.Redirect(w, r, loginURL(back))
 }
 
 // Refuse renders a refused page request (authn.PageAnswers).

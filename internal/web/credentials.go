@@ -50,15 +50,6 @@ type CredentialSite struct {
 	NewClientTitle, NewKeyTitle string
 }
 
-// developerSite is /account/developer.
-var developerSite = &CredentialSite{
-	Clients: "/account/developer/clients", Keys: "/account/developer/keys",
-	ClientsHome: "/account/developer", KeysHome: "/account/developer", ClientsBack: "dev.back", KeysBack: "dev.back",
-	Source: source, ClientSection: "developer", KeySection: "developer",
-	ClientPage: "account_developer_client", KeyPage: "account_developer_key",
-	ClientTitle: "title.devclient", NewClientTitle: "title.devclient.new", KeyTitle: "title.devkey", NewKeyTitle: "title.devkey.new",
-}
-
 // CredentialPages are the client and key pages of one console.
 type CredentialPages struct {
 	H      *Handler
@@ -71,9 +62,9 @@ type CredentialPages struct {
 // rules of the /v1/api-keys routes that the forms post to (the routes
 // enforce them; the pages only leave out what the reader could not use).
 const (
-	keysRead   = "api_keys:read"
+	KeysRead   = "api_keys:read"
 	KeysWrite  = "api_keys:write"
-	keysDelete = "api_keys:delete"
+	KeysDelete = "api_keys:delete"
 )
 
 // FormError is an error of a form post as the page shows it: next to the
@@ -232,7 +223,7 @@ func (cp *CredentialPages) clientScopes(r *http.Request, checked []string) []sco
 	lang := cp.H.UserLanguage(r, authn.From(r.Context()))
 	var out []scopeChoice
 	for _, s := range oauth.Scopes() {
-		out = append(out, scopeChoice{Name: s.Name, Text: scopeText(lang, s.Name, s.Description), Checked: slices.Contains(checked, s.Name)})
+		out = append(out, scopeChoice{Name: s.Name, Text: ScopeText(lang, s.Name, s.Description), Checked: slices.Contains(checked, s.Name)})
 	}
 	return out
 }
@@ -552,7 +543,7 @@ func (cp *CredentialPages) renderNewKey(w http.ResponseWriter, r *http.Request, 
 func (cp *CredentialPages) renderKey(w http.ResponseWriter, r *http.Request, status int, k access.APIKey, fe FormError, errText string) {
 	ctx := r.Context()
 	p := authn.From(ctx)
-	v := keyPage{Site: cp.Site, Key: k, Expired: cp.Expired(k), CanWrite: p.Can(KeysWrite), CanDelete: p.Can(keysDelete), Err: fe}
+	v := keyPage{Site: cp.Site, Key: k, Expired: cp.Expired(k), CanWrite: p.Can(KeysWrite), CanDelete: p.Can(KeysDelete), Err: fe}
 	base := cp.Site.Keys + "/" + k.ID
 	if cp.Site.Admin {
 		v.Owner = cp.OwnerOf(r, k.UserID)

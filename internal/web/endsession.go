@@ -69,7 +69,7 @@ func (h *Handler) EndSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if p != nil {
-		if err := h.Auth.Logout(r.Context(), p, auth.MetaFrom(r, source)); err != nil {
+		if err := h.Auth.Logout(r.Context(), p, auth.MetaFrom(r, Source)); err != nil {
 			h.Fail(w, r, err)
 			return
 		}
@@ -79,7 +79,7 @@ func (h *Handler) EndSession(w http.ResponseWriter, r *http.Request) {
 	}
 	auth.ClearSessionCookie(w, h.Secure)
 	if es.RedirectURL != "" {
-		h.redirect(w, r, es.RedirectURL)
+		h.Redirect(w, r, es.RedirectURL)
 		return
 	}
 	h.message(w, r, http.StatusOK, "title.loggedout", t("logout.done"))

@@ -229,11 +229,31 @@ func Translator(lang string) func(string) string {
 	}
 }
 
-// scopeText is the localized description of a scope, or the provider's own
+// ScopeText is the localized description of a scope, or the provider's own
 // description for a scope this package does not know.
-func scopeText(lang, name, fallback string) string {
+func ScopeText(lang, name, fallback string) string {
 	if s, ok := messages[lang]["scope."+name]; ok {
 		return s
 	}
 	return fallback
 }
+
+// HasText reports whether the message table has a text for key (every key
+// is in every language; a test checks it). A page that builds a key from
+// data (an event type, a scope) asks first and shows the data otherwise.
+func HasText(key string) bool {
+	_, ok := messages["en"][key]
+	return ok
+}
+
+// Languages are the languages the pages speak.
+func Languages() []string {
+	out := make([]string, 0, len(messages))
+	for lang := range messages {
+		out = append(out, lang)
+	}
+	return out
+}
+
+// Text is the text of key in lang, "" when there is none.
+func Text(lang, key string) string { return messages[lang][key] }

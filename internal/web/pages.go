@@ -17,8 +17,8 @@ import (
 	"hmid/internal/token"
 )
 
-// source is the audit source_service of the pages: the identity web app.
-const source = "id"
+// Source is the audit source_service of the pages: the identity web app.
+const Source = "id"
 
 // codeStateTTL bounds the time between the password step and the code step
 // of a page login.
@@ -65,7 +65,7 @@ func (h *Handler) registrationOpen(ctx context.Context) bool {
 // invitation to sign in.
 func (h *Handler) Home(w http.ResponseWriter, r *http.Request) {
 	if h.session(r) != nil {
-		h.redirect(w, r, "/account")
+		h.Redirect(w, r, "/account")
 		return
 	}
 	h.render(w, r, http.StatusOK, "home", view{Title: "title.home"})
@@ -102,7 +102,7 @@ func (h *Handler) LoginSubmit(w http.ResponseWriter, r *http.Request) {
 		again(http.StatusForbidden, t("err.csrf"))
 		return
 	}
-	m := auth.MetaFrom(r, source)
+	m := auth.MetaFrom(r, Source)
 	if handle := r.PostFormValue("state"); handle != "" {
 		h.codeStep(w, r, handle, m, again)
 		return
@@ -170,7 +170,7 @@ func (h *Handler) codeStep(w http.ResponseWriter, r *http.Request, handle string
 func (h *Handler) signedIn(w http.ResponseWriter, r *http.Request, res auth.Result, returnTo string) {
 	auth.SetSessionCookie(w, res.Session, h.Auth.Clock.Now(), h.Secure)
 	auth.SetDeviceCookie(w, res.Device, h.Secure)
-	h.redirect(w, r, h.SafeReturn(returnTo))
+	h.Redirect(w, r, h.SafeReturn(returnTo))
 }
 
 // RegisterForm is GET /register.
@@ -204,7 +204,7 @@ func (h *Handler) RegisterSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := h.Auth.Register(r.Context(), auth.RegisterInput{
 		Email: r.PostFormValue("email"), Password: r.PostFormValue("password"), Username: r.PostFormValue("username"),
-	}, auth.MetaFrom(r, source))
+	}, auth.MetaFrom(r, Source))
 	if err != nil {
 		again(status(w, err), h.errorText(r.Context(), lang, err))
 		return
@@ -224,7 +224,7 @@ func (h *Handler) ConsentForm(w http.ResponseWriter, r *http.Request) {
 	id := r.URL.Query().Get("pending_authorization_id")
 	p := h.session(r)
 	if p == nil {
-		h.redirect(w, r, loginURL(consentReturn(id)))
+		h.Redirect(w, r, loginURL(consentReturn(id)))
 		return
 	}
 	cs := h.consents()
@@ -244,7 +244,7 @@ func (h *Handler) ConsentForm(w http.ResponseWriter, r *http.Request) {
 	lang := language(r)
 	scopes := make([]authflow.Scope, len(pend.Scopes))
 	for i, s := range pend.Scopes {
-		scopes[i] = authflow.Scope{Name: s.Name, Description: scopeText(lang, s.Name, s.Description)}
+		scopes[i] = authflow.Scope{Name: s.Name, Description: ScopeText(lang, s.Name, s.Description)}
 	}
 	if !strings.HasPrefix(pend.LogoURL, "https://") {
 		// Only https logos are shown (the page's CSP allows no other source).
@@ -273,7 +273,7 @@ func (h *Handler) ConsentSubmit(w http.ResponseWriter, r *http.Request) {
 	id := r.PostFormValue("pending_authorization_id")
 	p := h.session(r)
 	if p == nil {
-		h.redirect(w, r, loginURL(consentReturn(id)))
+		h.Redirect(w, r, loginURL(consentReturn(id)))
 		return
 	}
 	if err := h.checkCSRF(r, "consent", p.SessionID); err != nil {
@@ -294,13 +294,13 @@ func (h *Handler) ConsentSubmit(w http.ResponseWriter, r *http.Request) {
 		h.Fail(w, r, apperr.Invalid("decision must be approve or deny"))
 		return
 	}
-	m := auth.MetaFrom(r, source)
+	m := auth.MetaFrom(r, Source)
 	to, err := cs.Decide(r.Context(), id, p.UserID, approved, m.IP, m.UserAgent)
 	if err != nil {
 		h.Fail(w, r, err)
 		return
 	}
-	h.redirect(w, r, to)
+	h.Redirect(w, r, to)
 }
 
 // LogoutForm is GET /logout: a confirmation button (a GET never logs out, so
@@ -332,7 +332,7 @@ func (h *Handler) LogoutSubmit(w http.ResponseWriter, r *http.Request) {
 		h.message(w, r, http.StatusForbidden, "title.error", t("err.csrf"))
 		return
 	}
-	if err := h.Auth.Logout(r.Context(), p, auth.MetaFrom(r, source)); err != nil {
+	if err := h.Auth.Logout(r.Context(), p, auth.MetaFrom(r, Source)); err != nil {
 		h.Fail(w, r, err)
 		return
 	}
@@ -358,7 +358,7 @@ func (h *Handler) ForgotSubmit(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, http.StatusForbidden, "forgot", view{Title: "title.forgot", CSRF: h.csrfToken(w, r, "forgot", ""), Error: t("err.csrf")})
 		return
 	}
-	if err := h.Auth.RequestReset(r.Context(), r.PostFormValue("email"), auth.MetaFrom(r, source)); err != nil {
+	if err := h.Auth.RequestReset(r.Context(), r.PostFormValue("email"), auth.MetaFrom(r, Source)); err != nil {
 		h.render(w, r, status(w, err), "forgot", view{Title: "title.forgot", CSRF: h.csrfToken(w, r, "forgot", ""),
 			Error: h.errorText(r.Context(), lang, err), Email: r.PostFormValue("email")})
 		return
@@ -392,7 +392,7 @@ func (h *Handler) ResetSubmit(w http.ResponseWriter, r *http.Request) {
 		again(http.StatusForbidden, t("err.csrf"))
 		return
 	}
-	err := h.Auth.ConfirmReset(r.Context(), tok, r.PostFormValue("password"), auth.MetaFrom(r, source))
+	err := h.Auth.ConfirmReset(r.Context(), tok, r.PostFormValue("password"), auth.MetaFrom(r, Source))
 	switch {
 	case apperr.KindOf(err) == apperr.BadRequest:
 		h.message(w, r, http.StatusBadRequest, "title.reset", t("err.badlink"))

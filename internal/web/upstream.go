@@ -14,9 +14,9 @@ import (
 	"hmid/internal/users"
 )
 
-// providerButton is a "Sign in with …" button of the login page, or a
+// ProviderButton is a "Sign in with …" button of the login page, or a
 // "Connect …" button of /account/linked.
-type providerButton struct {
+type ProviderButton struct {
 	Slug, Name string
 	Href       string // GET /login/{slug} with the page's return_to
 }
@@ -24,7 +24,7 @@ type providerButton struct {
 // buttons returns the configured providers whose platform is enabled, in
 // the registry's order. A database error hides the buttons (the password
 // form still works) and is logged.
-func (h *Handler) buttons(r *http.Request, returnTo string) []providerButton {
+func (h *Handler) buttons(r *http.Request, returnTo string) []ProviderButton {
 	if h.Providers == nil || len(h.Providers.Providers()) == 0 {
 		return nil
 	}
@@ -33,14 +33,14 @@ func (h *Handler) buttons(r *http.Request, returnTo string) []providerButton {
 		h.Log.WarnContext(r.Context(), "login page: platforms unavailable", "error", err.Error())
 		return nil
 	}
-	var out []providerButton
+	var out []ProviderButton
 	for _, p := range h.Providers.Providers() {
 		if on[p.Slug()] {
 			href := "/login/" + url.PathEscape(p.Slug())
 			if returnTo != "" && returnTo != "/" {
 				href += "?return_to=" + url.QueryEscape(returnTo)
 			}
-			out = append(out, providerButton{Slug: p.Slug(), Name: p.Name(), Href: href})
+			out = append(out, ProviderButton{Slug: p.Slug(), Name: p.Name(), Href: href})
 		}
 	}
 	return out
@@ -50,7 +50,7 @@ func (h *Handler) buttons(r *http.Request, returnTo string) []providerButton {
 // has no account on yet: a user has one account per platform (users.Connect
 // refuses a second), so a button for a connected provider could only fail.
 // A database error shows no buttons and is logged.
-func (h *Handler) connectable(r *http.Request, userID string) []providerButton {
+func (h *Handler) Connectable(r *http.Request, userID string) []ProviderButton {
 	buttons := h.buttons(r, "")
 	if len(buttons) == 0 {
 		return nil
@@ -60,7 +60,7 @@ func (h *Handler) connectable(r *http.Request, userID string) []providerButton {
 		h.Log.WarnContext(r.Context(), "linked accounts unavailable", "error", err.Error())
 		return nil
 	}
-	var out []providerButton
+	var out []ProviderButton
 	for _, b := range buttons {
 		if !linked[b.Slug] {
 			out = append(out, b)
@@ -108,7 +108,7 @@ func (h *Handler) ProviderStart(w http.ResponseWriter, r *http.Request) {
 		h.upstreamFailed(w, r, p.Name(), err, "/", false)
 		return
 	}
-	h.redirect(w, r, to)
+	h.Redirect(w, r, to)
 }
 
 // ProviderConnect is POST /login/{slug}: a signed-in user connects the
@@ -123,7 +123,7 @@ func (h *Handler) ProviderConnect(w http.ResponseWriter, r *http.Request) {
 	}
 	s := h.session(r)
 	if s == nil {
-		h.redirect(w, r, loginURL("/"))
+		h.Redirect(w, r, loginURL("/"))
 		return
 	}
 	if err := h.checkCSRF(r, consoleForm, s.SessionID); err != nil {
@@ -140,7 +140,7 @@ func (h *Handler) ProviderConnect(w http.ResponseWriter, r *http.Request) {
 		h.upstreamFailed(w, r, p.Name(), err, back, true)
 		return
 	}
-	h.redirect(w, r, to)
+	h.Redirect(w, r, to)
 }
 
 // ProviderCallback is GET /login/{slug}/callback, the provider's redirect
@@ -154,7 +154,7 @@ func (h *Handler) ProviderCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	m := auth.MetaFrom(r, source)
+	m := auth.MetaFrom(r, Source)
 	cb, err := h.Flow.Finish(ctx, r, p.Slug())
 	if err != nil {
 		back, connecting := "/", false

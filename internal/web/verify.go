@@ -57,7 +57,7 @@ func (h *Handler) verifyForm(w http.ResponseWriter, r *http.Request, k verifyKin
 	tok := r.URL.Query().Get("token")
 	p := h.session(r)
 	if p == nil {
-		h.redirect(w, r, loginURL(k.path+"?token="+url.QueryEscape(tok)))
+		h.Redirect(w, r, loginURL(k.path+"?token="+url.QueryEscape(tok)))
 		return
 	}
 	h.render(w, r, http.StatusOK, "verify", view{Title: k.title, Notice: k.confirm, CSRF: h.csrfToken(w, r, k.form, p.SessionID),
@@ -72,7 +72,7 @@ func (h *Handler) verifySubmit(w http.ResponseWriter, r *http.Request, k verifyK
 	t := Translator(language(r))
 	p := h.session(r)
 	if p == nil {
-		h.redirect(w, r, loginURL(k.path+"?token="+url.QueryEscape(r.PostFormValue("token"))))
+		h.Redirect(w, r, loginURL(k.path+"?token="+url.QueryEscape(r.PostFormValue("token"))))
 		return
 	}
 	if err := h.checkCSRF(r, k.form, p.SessionID); err != nil {
@@ -122,7 +122,7 @@ func (h *Handler) VerifyAddressSubmit(w http.ResponseWriter, r *http.Request) {
 		h.message(w, r, http.StatusForbidden, "title.error", t("err.csrf"))
 		return
 	}
-	if _, err := h.Auth.VerifyEmail(r.Context(), r.PostFormValue("token"), auth.MetaFrom(r, source)); err != nil {
+	if _, err := h.Auth.VerifyEmail(r.Context(), r.PostFormValue("token"), auth.MetaFrom(r, Source)); err != nil {
 		h.verifyAddressFailed(w, r, err)
 		return
 	}

@@ -173,7 +173,7 @@ type view struct {
 	Pending  string
 	LoggedIn bool
 	// Providers are the "Sign in with …" buttons of the login page.
-	Providers []providerButton
+	Providers []ProviderButton
 	// Status, Detail and RequestID are the error page's (ErrorPage).
 	Status    int
 	Detail    string
@@ -394,7 +394,7 @@ func (h *Handler) SafeReturn(s string) string {
 	return "/"
 }
 
-func (h *Handler) redirect(w http.ResponseWriter, r *http.Request, to string) {
+func (h *Handler) Redirect(w http.ResponseWriter, r *http.Request, to string) {
 	securityHeaders(w)
 	http.Redirect(w, r, to, http.StatusSeeOther)
 }

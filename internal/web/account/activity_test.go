@@ -1,10 +1,11 @@
-package web
+package account
 
 import (
 	"testing"
 
 	"hmid/internal/audit"
 	"hmid/internal/integrations"
+	"hmid/internal/web"
 )
 
 // TestActivityTexts checks that every value the activity, integrations and
@@ -48,9 +49,9 @@ func TestActivityTexts(t *testing.T) {
 	for _, sc := range integrations.Scopes {
 		keys = append(keys, "integrations.scope."+sc.Name)
 	}
-	for lang, m := range messages {
+	for _, lang := range web.Languages() {
 		for _, k := range keys {
-			if m[k] == "" {
+			if web.Text(lang, k) == "" {
 				t.Errorf("%s has no text %q", lang, k)
 			}
 		}

@@ -1,4 +1,4 @@
-package web
+package account
 
 import (
 	"errors"
@@ -10,13 +10,14 @@ import (
 	"hmid/internal/authn"
 	"hmid/internal/geoip"
 	"hmid/internal/sessions"
+	"hmid/internal/web"
 )
 
 // SessionPages is /account/sessions: where the user is signed in, with
 // revocation of one session or of all others. It calls sessions.Service,
 // as GET and DELETE /v1/users/me/sessions do.
 type SessionPages struct {
-	H        *Handler
+	H        *web.Handler
 	Sessions *sessions.Service
 	// GeoIP places session addresses (nil: no database configured).
 	GeoIP *geoip.Resolver
@@ -44,10 +45,10 @@ func (sp *SessionPages) render(w http.ResponseWriter, r *http.Request, status in
 	for i, s := range list {
 		rows[i] = sessionRow{Session: s}
 		if loc := sp.GeoIP.Lookup(s.IPAddress); !loc.IsZero() {
-			rows[i].Place = JoinNonEmpty(", ", loc.City, loc.CountryName)
+			rows[i].Place = web.JoinNonEmpty(", ", loc.City, loc.CountryName)
 		}
 	}
-	sp.H.Console(w, r, status, "account_sessions", ConsoleView{Title: "title.sessions", Section: "sessions", Error: errText, Data: rows})
+	sp.H.Console(w, r, status, "account_sessions", web.ConsoleView{Title: "title.sessions", Section: "sessions", Error: errText, Data: rows})
 }
 
 // Revoke is POST /account/sessions/{id}/revoke.
@@ -56,9 +57,9 @@ func (sp *SessionPages) Revoke(w http.ResponseWriter, r *http.Request) {
 	if p == nil {
 		return
 	}
-	err := sp.Sessions.Revoke(r.Context(), p, chi.URLParam(r, "id"), audit.FromRequest(r, audit.Event{SourceService: source}))
+	err := sp.Sessions.Revoke(r.Context(), p, chi.URLParam(r, "id"), audit.FromRequest(r, audit.Event{SourceService: web.Source}))
 	if errors.Is(err, sessions.ErrCurrent) {
-		sp.render(w, r, http.StatusBadRequest, Translator(sp.H.UserLanguage(r, p))("sessions.current"))
+		sp.render(w, r, http.StatusBadRequest, web.Translator(sp.H.UserLanguage(r, p))("sessions.current"))
 		return
 	}
 	if err != nil {
@@ -74,63 +75,30 @@ func (sp *SessionPages) RevokeOthers(w http.ResponseWriter, r *http.Request) {
 	if p == nil {
 		return
 	}
-	if _, err := sp.Sessions.RevokeOthers(r.Context(), p, audit.FromRequest(r, audit.Event{SourceService: source})); err != nil {
+	if _, err := sp.Sessions.RevokeOthers(r.Context(), p, audit.FromRequest(r, audit.Event{SourceService: web.Source})); err != nil {
 		sp.render(w, r, sp.H.Status(w, err), sp.H.ErrorText(r, err))
 		return
 	}
 	sp.H.Done(w, r, "/account/sessions", "sessions.revokedothers")
 }
 
-// JoinNonEmpty joins the non-empty parts with sep.
-func JoinNonEmpty(sep string, parts ...string) string {
-	out := ""
-	for _, p := range parts {
-		if p == "" {
-			continue
-		}
-		if out != "" {
-			out += sep
-		}
-		out += p
-	}
-	return out
-}
-
 func init() {
-	AddMessages(map[string]map[string]string{
+	web.AddMessages(map[string]map[string]string{
 		"en": {
 			"title.sessions":         "Where you are signed in",
 			"sessions.intro":         "These devices and browsers are signed in to your account. Revoke any you do not recognize, then change your password.",
-			"sessions.device":        "Device",
-			"sessions.where":         "Address",
-			"sessions.provider":      "Signed in with",
-			"sessions.active":        "Last active",
-			"sessions.started":       "Signed in",
-			"sessions.this":          "This device",
-			"sessions.revoke":        "Revoke",
 			"sessions.revokeothers":  "Sign out everywhere else",
 			"sessions.revokeconfirm": "Sign out all other sessions?",
 			"sessions.none":          "You are signed in only here.",
-			"sessions.unknown":       "Unknown device",
-			"sessions.current":       "This is the session you are using. Use Log out to end it.",
 			"sessions.revoked":       "The session was revoked. That device is signed out.",
 			"sessions.revokedothers": "All other sessions were revoked.",
 		},
 		"de": {
 			"title.sessions":         "Wo Sie angemeldet sind",
 			"sessions.intro":         "Diese Geräte und Browser sind bei Ihrem Konto angemeldet. Beenden Sie Sitzungen, die Sie nicht kennen, und ändern Sie dann Ihr Passwort.",
-			"sessions.device":        "Gerät",
-			"sessions.where":         "Adresse",
-			"sessions.provider":      "Angemeldet mit",
-			"sessions.active":        "Zuletzt aktiv",
-			"sessions.started":       "Angemeldet seit",
-			"sessions.this":          "Dieses Gerät",
-			"sessions.revoke":        "Beenden",
 			"sessions.revokeothers":  "Überall sonst abmelden",
 			"sessions.revokeconfirm": "Alle anderen Sitzungen beenden?",
 			"sessions.none":          "Sie sind nur hier angemeldet.",
-			"sessions.unknown":       "Unbekanntes Gerät",
-			"sessions.current":       "Das ist die Sitzung, die Sie gerade verwenden. Beenden Sie sie mit „Abmelden“.",
 			"sessions.revoked":       "Die Sitzung wurde beendet. Das Gerät ist abgemeldet.",
 			"sessions.revokedothers": "Alle anderen Sitzungen wurden beendet.",
 		},

@@ -1,4 +1,4 @@
-package web
+package account
 
 import (
 	"cmp"
@@ -12,6 +12,7 @@ import (
 	"hmid/internal/authflow"
 	"hmid/internal/authn"
 	"hmid/internal/oauth"
+	"hmid/internal/web"
 )
 
 // AppPages is /account/apps: the apps (OAuth clients) the user consented
@@ -19,7 +20,7 @@ import (
 // provider's ListUserConsents and RevokeConsent, as GET and DELETE
 // /v1/users/me/consents and GraphQL myOauthConsents and revokeOauthConsent do.
 type AppPages struct {
-	H     *Handler
+	H     *web.Handler
 	OAuth *oauth.Service
 }
 
@@ -67,10 +68,10 @@ func (ap *AppPages) render(w http.ResponseWriter, r *http.Request, status int, e
 		scopes := slices.Clone(c.Scopes)
 		slices.SortStableFunc(scopes, func(a, b string) int { return cmp.Compare(rank(a), rank(b)) })
 		for _, s := range scopes {
-			rows[i].Scopes = append(rows[i].Scopes, authflow.Scope{Name: s, Description: scopeText(lang, s, cmp.Or(known[s], s))})
+			rows[i].Scopes = append(rows[i].Scopes, authflow.Scope{Name: s, Description: web.ScopeText(lang, s, cmp.Or(known[s], s))})
 		}
 	}
-	ap.H.Console(w, r, status, "account_apps", ConsoleView{Title: "title.apps", Section: "apps", Error: errText, Data: rows})
+	ap.H.Console(w, r, status, "account_apps", web.ConsoleView{Title: "title.apps", Section: "apps", Error: errText, Data: rows})
 }
 
 // Revoke is POST /account/apps/{client_id}/revoke: the consent is deleted
@@ -88,7 +89,7 @@ func (ap *AppPages) Revoke(w http.ResponseWriter, r *http.Request) {
 }
 
 func init() {
-	AddMessages(map[string]map[string]string{
+	web.AddMessages(map[string]map[string]string{
 		"en": {
 			"title.apps":         "Connected apps",
 			"apps.intro":         "These apps can use your account because you allowed them to. Disconnect an app you no longer use: it loses access at once, and it must ask you again before it can sign you in.",

@@ -1,4 +1,4 @@
-package web
+package account
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 	"hmid/internal/authn"
 	"hmid/internal/httpx"
 	"hmid/internal/users"
+	"hmid/internal/web"
 )
 
 // ProfilePages is /account: the profile (username, language, privacy mode,
@@ -21,7 +22,7 @@ import (
 // PATCH /v1/users/{id}/locale do, and accounts.Service as the email change
 // and email link routes under /v1/users/{id} do.
 type ProfilePages struct {
-	H        *Handler
+	H        *web.Handler
 	Users    *users.Service
 	Accounts *accounts.Service
 }
@@ -110,7 +111,7 @@ func (pp *ProfilePages) render(w http.ResponseWriter, r *http.Request, status in
 		pp.H.Fail(w, r, err)
 		return
 	}
-	pp.H.Console(w, r, status, "account_profile", ConsoleView{Title: "title.profile", Section: "profile", Error: errText, Data: v})
+	pp.H.Console(w, r, status, "account_profile", web.ConsoleView{Title: "title.profile", Section: "profile", Error: errText, Data: v})
 }
 
 // locales lists the locales the user may choose (the one list SetLocale
@@ -166,12 +167,12 @@ func (pp *ProfilePages) Save(w http.ResponseWriter, r *http.Request) {
 		pp.H.Done(w, r, "/account", "profile.unchanged")
 		return
 	}
-	err = pp.Users.Update(ctx, p, p.UserID, c, audit.FromRequest(r, audit.Event{SourceService: source}))
+	err = pp.Users.Update(ctx, p, p.UserID, c, audit.FromRequest(r, audit.Event{SourceService: web.Source}))
 	if err == nil {
 		pp.H.Done(w, r, "/account", "profile.saved")
 		return
 	}
-	t := Translator(pp.H.UserLanguage(r, p))
+	t := web.Translator(pp.H.UserLanguage(r, p))
 	form := &profileForm{Username: name, Privacy: privacy, Avatars: avatars, typed: true}
 	switch {
 	case c.Username.Set && apperr.Is(err, apperr.Conflict):
@@ -196,7 +197,7 @@ func (pp *ProfilePages) SaveLocale(w http.ResponseWriter, r *http.Request) {
 	if v := r.PostFormValue("locale"); v != "" {
 		loc = &v
 	}
-	if err := pp.Users.SetLocale(r.Context(), p, p.UserID, loc, audit.FromRequest(r, audit.Event{SourceService: source})); err != nil {
+	if err := pp.Users.SetLocale(r.Context(), p, p.UserID, loc, audit.FromRequest(r, audit.Event{SourceService: web.Source})); err != nil {
 		pp.render(w, r, pp.H.Status(w, err), pp.H.ErrorText(r, err), nil)
 		return
 	}
@@ -220,7 +221,7 @@ func (pp *ProfilePages) RequestEmailChange(w http.ResponseWriter, r *http.Reques
 	form := &profileForm{NewEmail: addr}
 	if msg, field := pp.addressError(r, p, err); field {
 		form.EmailError = msg
-		pp.render(w, r, pp.H.Status(w, err), Translator(pp.H.UserLanguage(r, p))("profile.check"), form)
+		pp.render(w, r, pp.H.Status(w, err), web.Translator(pp.H.UserLanguage(r, p))("profile.check"), form)
 		return
 	}
 	pp.render(w, r, pp.H.Status(w, err), pp.H.ErrorText(r, err), form)
@@ -254,7 +255,7 @@ func (pp *ProfilePages) RequestEmailLink(w http.ResponseWriter, r *http.Request)
 		pp.H.Done(w, r, "/account", "profile.link.sent")
 		return
 	}
-	t := Translator(pp.H.UserLanguage(r, p))
+	t := web.Translator(pp.H.UserLanguage(r, p))
 	form := &profileForm{LinkEmail: addr}
 	switch msg, field := pp.addressError(r, p, err); {
 	case errors.Is(err, accounts.ErrPasswordShort):
@@ -290,7 +291,7 @@ func (pp *ProfilePages) CancelEmailLink(w http.ResponseWriter, r *http.Request) 
 func (pp *ProfilePages) addressError(r *http.Request, p *authn.Principal, err error) (string, bool) {
 	switch apperr.KindOf(err) {
 	case apperr.Conflict:
-		return Translator(pp.H.UserLanguage(r, p))("profile.email.taken"), true
+		return web.Translator(pp.H.UserLanguage(r, p))("profile.email.taken"), true
 	case apperr.Validation:
 		return pp.H.ErrorText(r, err), true
 	}
@@ -301,13 +302,13 @@ func (pp *ProfilePages) addressError(r *http.Request, p *authn.Principal, err er
 // confirmed or expired meanwhile (404).
 func (pp *ProfilePages) nothingPending(r *http.Request, p *authn.Principal, err error) string {
 	if apperr.Is(err, apperr.NotFound) {
-		return Translator(pp.H.UserLanguage(r, p))("profile.email.nopending")
+		return web.Translator(pp.H.UserLanguage(r, p))("profile.email.nopending")
 	}
 	return pp.H.ErrorText(r, err)
 }
 
 func init() {
-	AddMessages(map[string]map[string]string{
+	web.AddMessages(map[string]map[string]string{
 		"en": {
 			"title.profile":            "Your profile",
 			"profile.details":          "Profile",

@@ -1,4 +1,4 @@
-package web
+package account
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"hmid/internal/apperr"
 	"hmid/internal/authn"
 	"hmid/internal/integrations"
+	"hmid/internal/web"
 )
 
 // IntegrationPages is /account/integrations: the user's accounts on the
@@ -17,7 +18,7 @@ import (
 // status, token refresh, channel statistics and disconnect. It calls
 // integrations.Service, as the /v1/integrations routes do.
 type IntegrationPages struct {
-	H            *Handler
+	H            *web.Handler
 	Integrations *integrations.Service
 }
 
@@ -25,7 +26,7 @@ type IntegrationPages struct {
 type integrationRow struct {
 	integrations.Integration
 	Scopes    []string // the granted scopes in words
-	BotStatus []Choice
+	BotStatus []web.Choice
 	// Stats are the channel statistics just read (only on the answer to
 	// "Show statistics": they are read live and never stored).
 	Stats *integrations.Stats
@@ -35,9 +36,9 @@ type integrationRow struct {
 type integrationsView struct {
 	Enabled      bool
 	Integrations []integrationRow
-	Optional     []Choice // optional scopes offered on connect
-	Required     []string // scopes always asked for, in words
-	Connected    string   // the account just connected (callback's integration_id)
+	Optional     []web.Choice // optional scopes offered on connect
+	Required     []string     // scopes always asked for, in words
+	Connected    string       // the account just connected (callback's integration_id)
 	// Failed is the connection the platform refused (callback's error).
 	Failed   string
 	Callback string // the callback URL an operator registers at the platform
@@ -53,7 +54,7 @@ func (ip *IntegrationPages) List(w http.ResponseWriter, r *http.Request) {
 // for one integration.
 func (ip *IntegrationPages) render(w http.ResponseWriter, r *http.Request, status int, errText, statsFor string, stats *integrations.Stats) {
 	ctx := r.Context()
-	t := Translator(ip.H.UserLanguage(r, authn.From(ctx)))
+	t := web.Translator(ip.H.UserLanguage(r, authn.From(ctx)))
 	list, err := ip.Integrations.List(ctx, integrations.Slug)
 	if err != nil {
 		ip.H.Fail(w, r, err)
@@ -76,13 +77,13 @@ func (ip *IntegrationPages) render(w http.ResponseWriter, r *http.Request, statu
 			row.Scopes = append(row.Scopes, platformScopeText(t, sc))
 		}
 		for _, b := range integrations.BotStatuses {
-			row.BotStatus = append(row.BotStatus, Choice{Value: b, Label: t("integrations.bot." + b), Selected: b == i.BotStatus})
+			row.BotStatus = append(row.BotStatus, web.Choice{Value: b, Label: t("integrations.bot." + b), Selected: b == i.BotStatus})
 		}
 		if i.ID == statsFor {
 			row.Stats = stats
 		}
 		if r.Method == http.MethodGet && q.Get("integration_id") == i.ID {
-			v.Connected = JoinNonEmpty(" ", Deref(i.DisplayName), "("+i.Username+")")
+			v.Connected = web.JoinNonEmpty(" ", web.Deref(i.DisplayName), "("+i.Username+")")
 		}
 		v.Integrations = append(v.Integrations, row)
 	}
@@ -90,16 +91,16 @@ func (ip *IntegrationPages) render(w http.ResponseWriter, r *http.Request, statu
 		if sc.Required {
 			v.Required = append(v.Required, platformScopeText(t, sc.Name))
 		} else {
-			v.Optional = append(v.Optional, Choice{Value: sc.Name, Label: platformScopeText(t, sc.Name)})
+			v.Optional = append(v.Optional, web.Choice{Value: sc.Name, Label: platformScopeText(t, sc.Name)})
 		}
 	}
-	ip.H.Console(w, r, status, "account_integrations", ConsoleView{Title: "title.integrations", Section: "integrations", Error: errText, Data: &v})
+	ip.H.Console(w, r, status, "account_integrations", web.ConsoleView{Title: "title.integrations", Section: "integrations", Error: errText, Data: &v})
 }
 
 // platformScopeText is a streaming-platform scope in words, or its name when the page has none.
 func platformScopeText(t func(string) string, name string) string {
 	key := "integrations.scope." + name
-	if _, ok := messages["en"][key]; !ok {
+	if !web.HasText(key) {
 		return name
 	}
 	return t(key)
@@ -113,7 +114,7 @@ func (ip *IntegrationPages) Fail(w http.ResponseWriter, r *http.Request, err err
 	if apperr.KindOf(err) == apperr.BadRequest {
 		var e *apperr.Error
 		if errors.As(err, &e) {
-			text = Translator(ip.H.UserLanguage(r, authn.From(r.Context())))("integrations.failed") + " " + e.Message
+			text = web.Translator(ip.H.UserLanguage(r, authn.From(r.Context())))("integrations.failed") + " " + e.Message
 		}
 	}
 	ip.render(w, r, ip.H.Status(w, err), text, "", nil)
@@ -131,7 +132,7 @@ func (ip *IntegrationPages) Connect(w http.ResponseWriter, r *http.Request) {
 		ip.Fail(w, r, err)
 		return
 	}
-	ip.H.redirect(w, r, authURL)
+	ip.H.Redirect(w, r, authURL)
 }
 
 // Refresh is POST /account/integrations/{id}/refresh.
@@ -187,7 +188,7 @@ func (ip *IntegrationPages) Disconnect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !slices.Contains(r.PostForm["confirm"], "yes") {
-		ip.render(w, r, http.StatusBadRequest, Translator(ip.H.UserLanguage(r, p))("integrations.confirmfirst"), "", nil)
+		ip.render(w, r, http.StatusBadRequest, web.Translator(ip.H.UserLanguage(r, p))("integrations.confirmfirst"), "", nil)
 		return
 	}
 	if err := ip.Integrations.Disconnect(r.Context(), chi.URLParam(r, "id")); err != nil {
@@ -198,7 +199,7 @@ func (ip *IntegrationPages) Disconnect(w http.ResponseWriter, r *http.Request) {
 }
 
 func init() {
-	AddMessages(map[string]map[string]string{
+	web.AddMessages(map[string]map[string]string{
 		"en": {
 			"title.integrations":                            "Streaming integrations",
 			"integrations.intro":                            "Connect your channel on the streaming platform to see its statistics here and let the chat bot work in your chat.",

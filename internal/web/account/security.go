@@ -1,4 +1,4 @@
-package web
+package account
 
 import (
 	"errors"
@@ -13,6 +13,7 @@ import (
 	"hmid/internal/authn"
 	"hmid/internal/platforms"
 	"hmid/internal/twofactor"
+	"hmid/internal/web"
 )
 
 // SecurityPages is /account/security: the password change and two-factor
@@ -26,7 +27,7 @@ import (
 // answer of the POST that created them: the page is rendered there, not
 // redirected to, and every page is Cache-Control: no-store.
 type SecurityPages struct {
-	H         *Handler
+	H         *web.Handler
 	TwoFactor *twofactor.Service
 	// Platforms lists the login platforms a setup may be tied to.
 	Platforms *platforms.Service
@@ -129,7 +130,7 @@ func (sp *SecurityPages) render(w http.ResponseWriter, r *http.Request, status i
 		}
 	}
 	d.MinPassword = auth.MinPassword
-	v := ConsoleView{Title: "title.security", Section: "security", Error: errText, Data: d}
+	v := web.ConsoleView{Title: "title.security", Section: "security", Error: errText, Data: d}
 	if d.flash != "" {
 		v.Flash = sp.t(r)(d.flash)
 	}
@@ -138,12 +139,12 @@ func (sp *SecurityPages) render(w http.ResponseWriter, r *http.Request, status i
 
 // t is the translator of the page's reader.
 func (sp *SecurityPages) t(r *http.Request) func(string) string {
-	return Translator(sp.H.UserLanguage(r, authn.From(r.Context())))
+	return web.Translator(sp.H.UserLanguage(r, authn.From(r.Context())))
 }
 
 // securityClient is the origin of a page request for the two-factor audit records.
 func securityClient(r *http.Request) twofactor.Client {
-	m := auth.MetaFrom(r, source)
+	m := auth.MetaFrom(r, web.Source)
 	return twofactor.Client{IPAddress: m.IP, UserAgent: m.UserAgent, SourceService: m.Source}
 }
 
@@ -155,7 +156,7 @@ func (sp *SecurityPages) ChangePassword(w http.ResponseWriter, r *http.Request) 
 	}
 	_, err := sp.H.Auth.ChangePassword(r.Context(), p, auth.PasswordChange{
 		Current: r.PostFormValue("current_password"), New: r.PostFormValue("new_password"),
-	}, auth.MetaFrom(r, source))
+	}, auth.MetaFrom(r, web.Source))
 	if err == nil {
 		sp.H.Done(w, r, "/account/security", "security.pw.changed")
 		return
@@ -280,7 +281,7 @@ func secretGroups(s string, n int) []string {
 }
 
 func init() {
-	AddMessages(map[string]map[string]string{
+	web.AddMessages(map[string]map[string]string{
 		"en": {
 			"title.security":              "Security",
 			"security.req.title":          "Two-factor authentication is required for your account",

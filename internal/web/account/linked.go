@@ -1,4 +1,4 @@
-package web
+package account
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"hmid/internal/accounts"
 	"hmid/internal/audit"
 	"hmid/internal/authn"
+	"hmid/internal/web"
 )
 
 // LinkedPages is /account/linked: the accounts a person signs in with (the
@@ -16,9 +17,9 @@ import (
 // spec's refusals said in words, and connecting another provider. It calls
 // accounts.Service as GET, PUT …/primary and DELETE under
 // /v1/users/{id}/accounts do; connecting posts to /login/{slug}
-// (Handler.ProviderConnect), which comes back here.
+// (web.Handler.ProviderConnect), which comes back here.
 type LinkedPages struct {
-	H        *Handler
+	H        *web.Handler
 	Accounts *accounts.Service
 }
 
@@ -37,7 +38,7 @@ type linkedRow struct {
 type linkedView struct {
 	Accounts []linkedRow
 	// Providers are the configured and enabled providers to connect.
-	Providers []providerButton
+	Providers []web.ProviderButton
 	ReturnTo  string
 }
 
@@ -73,11 +74,11 @@ func (lp *LinkedPages) render(w http.ResponseWriter, r *http.Request, status int
 		lp.H.Fail(w, r, err)
 		return
 	}
-	v := linkedView{Accounts: make([]linkedRow, len(list)), Providers: lp.H.connectable(r, authn.From(r.Context()).UserID), ReturnTo: linkedPath}
+	v := linkedView{Accounts: make([]linkedRow, len(list)), Providers: lp.H.Connectable(r, authn.From(r.Context()).UserID), ReturnTo: linkedPath}
 	for i, a := range list {
 		v.Accounts[i] = linkedRow{PlatformAccount: a, Refusal: refusalKey(accounts.UnlinkRefusal(a, len(list)))}
 	}
-	lp.H.Console(w, r, status, "account_linked", ConsoleView{Title: "title.linked", Section: "linked", Error: errText, Data: v})
+	lp.H.Console(w, r, status, "account_linked", web.ConsoleView{Title: "title.linked", Section: "linked", Error: errText, Data: v})
 }
 
 // SetPrimary is POST /account/linked/{id}/primary: PUT
@@ -87,7 +88,7 @@ func (lp *LinkedPages) SetPrimary(w http.ResponseWriter, r *http.Request) {
 	if p == nil {
 		return
 	}
-	if _, err := lp.Accounts.SetPrimary(r.Context(), p.UserID, chi.URLParam(r, "id"), audit.FromRequest(r, audit.Event{SourceService: source})); err != nil {
+	if _, err := lp.Accounts.SetPrimary(r.Context(), p.UserID, chi.URLParam(r, "id"), audit.FromRequest(r, audit.Event{SourceService: web.Source})); err != nil {
 		lp.render(w, r, lp.H.Status(w, err), lp.H.ErrorText(r, err))
 		return
 	}
@@ -102,12 +103,12 @@ func (lp *LinkedPages) Unlink(w http.ResponseWriter, r *http.Request) {
 	if p == nil {
 		return
 	}
-	t := Translator(lp.H.UserLanguage(r, p))
+	t := web.Translator(lp.H.UserLanguage(r, p))
 	if r.PostFormValue("confirm") != "yes" {
 		lp.render(w, r, http.StatusBadRequest, t("linked.unlink.unconfirmed"))
 		return
 	}
-	err := lp.Accounts.Unlink(r.Context(), p.UserID, chi.URLParam(r, "id"), audit.FromRequest(r, audit.Event{SourceService: source}))
+	err := lp.Accounts.Unlink(r.Context(), p.UserID, chi.URLParam(r, "id"), audit.FromRequest(r, audit.Event{SourceService: web.Source}))
 	if err != nil {
 		text := lp.H.ErrorText(r, err)
 		if key := refusalKey(err); key != "" {
@@ -120,7 +121,7 @@ func (lp *LinkedPages) Unlink(w http.ResponseWriter, r *http.Request) {
 }
 
 func init() {
-	AddMessages(map[string]map[string]string{
+	web.AddMessages(map[string]map[string]string{
 		"en": {
 			"title.linked":              "Linked accounts",
 			"linked.intro":              "You can sign in with any of these accounts. The primary account is the one your profile names as your main sign-in.",

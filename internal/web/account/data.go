@@ -1,4 +1,4 @@
-package web
+package account
 
 import (
 	"errors"
@@ -14,6 +14,7 @@ import (
 	"hmid/internal/clientinfo"
 	"hmid/internal/deletion"
 	"hmid/internal/export"
+	"hmid/internal/web"
 )
 
 // DataPages is /account/data: the personal-data export (download and
@@ -22,7 +23,7 @@ import (
 // /v1/user/export/logs do, and deletion.Service's Request and Cancel, as
 // POST and DELETE /v1/users/me/deletion do.
 type DataPages struct {
-	H        *Handler
+	H        *web.Handler
 	Export   *export.Handler
 	Deletion *deletion.Service
 }
@@ -80,9 +81,9 @@ func (dp *DataPages) render(w http.ResponseWriter, r *http.Request, status int, 
 	for _, e := range hist.Logs {
 		ci := clientinfo.Parse(e.UserAgent)
 		v.Exports = append(v.Exports, exportRow{At: e.ExportedAt, Size: byteSize(lang, e.FileSizeBytes),
-			Client: JoinNonEmpty(" · ", ci.Browser, ci.OS), IP: e.IPAddress})
+			Client: web.JoinNonEmpty(" · ", ci.Browser, ci.OS), IP: e.IPAddress})
 	}
-	dp.H.Console(w, r, status, "account_data", ConsoleView{Title: "title.data", Section: "data", Error: errText, Data: v})
+	dp.H.Console(w, r, status, "account_data", web.ConsoleView{Title: "title.data", Section: "data", Error: errText, Data: v})
 }
 
 // Download is GET /account/data/export: the ZIP archive, streamed as the
@@ -100,14 +101,14 @@ func (dp *DataPages) RequestDeletion(w http.ResponseWriter, r *http.Request) {
 	if p == nil {
 		return
 	}
-	t := Translator(dp.H.UserLanguage(r, p))
+	t := web.Translator(dp.H.UserLanguage(r, p))
 	// The box is the confirmation that works without script (the form's
 	// data-confirm asks too when script runs).
 	if r.PostFormValue("confirm") != "yes" {
 		dp.render(w, r, http.StatusBadRequest, "", t("data.delete.tick"))
 		return
 	}
-	_, err := dp.Deletion.Request(r.Context(), audit.FromRequest(r, audit.Event{SourceService: source}), p.UserID,
+	_, err := dp.Deletion.Request(r.Context(), audit.FromRequest(r, audit.Event{SourceService: web.Source}), p.UserID,
 		deletion.Confirmation{Password: r.PostFormValue("password"), Code: r.PostFormValue("code")})
 	switch {
 	case errors.Is(err, auth.ErrWrongConfirmation):
@@ -130,7 +131,7 @@ func (dp *DataPages) CancelDeletion(w http.ResponseWriter, r *http.Request) {
 	if p == nil {
 		return
 	}
-	if err := dp.Deletion.Cancel(r.Context(), audit.FromRequest(r, audit.Event{SourceService: source}), p.UserID); err != nil {
+	if err := dp.Deletion.Cancel(r.Context(), audit.FromRequest(r, audit.Event{SourceService: web.Source}), p.UserID); err != nil {
 		dp.render(w, r, dp.H.Status(w, err), dp.H.ErrorText(r, err), "")
 		return
 	}
@@ -156,7 +157,7 @@ func byteSize(lang string, n int64) string {
 }
 
 func init() {
-	AddMessages(map[string]map[string]string{
+	web.AddMessages(map[string]map[string]string{
 		"en": {
 			"title.data":                "Your data",
 			"data.export.title":         "Download your data",
