@@ -193,29 +193,6 @@ func (cp *CredentialPages) event(r *http.Request) audit.Event {
 	return audit.FromRequest(r, audit.Event{SourceService: cp.Site.Source})
 }
 
-// formFailure turns a service error into the page's status, the text above
-// the form and the error at the field.
-func (cp *CredentialPages) formFailure(w http.ResponseWriter, r *http.Request, err error) (int, string, FormError) {
-	text := cp.H.ErrorText(r, err)
-	status := cp.H.Status(w, err)
-	if field := apperr.FieldOf(err); field != "" {
-		lang := cp.H.UserLanguage(r, authn.From(r.Context()))
-		return status, Translator(lang)("dev.fixfield"), FormError{Field: field, Text: text}
-	}
-	return status, text, FormError{}
-}
-
-// Confirmed reports whether a destructive form's confirmation box was
-// ticked: the guard that works without the script's confirm dialog.
-func Confirmed(r *http.Request) bool { return r.PostFormValue("confirm") == "yes" }
-
-// notConfirmed is the error of the destructive form named form (its box is
-// the field confirm_<form>) sent without its box ticked.
-func (cp *CredentialPages) notConfirmed(r *http.Request, form string) (int, string, FormError) {
-	t := Translator(cp.H.UserLanguage(r, authn.From(r.Context())))
-	return http.StatusBadRequest, t("dev.fixfield"), FormError{Field: "confirm_" + form, Text: t("dev.confirm.missing")}
-}
-
 // ---- OAuth clients ----
 
 // clientScopes are the scope checkboxes, with those of checked ticked.
@@ -357,7 +334,7 @@ func (cp *CredentialPages) CreateClient(w http.ResponseWriter, r *http.Request) 
 	in := clientInput(r, true)
 	c, err := cp.OAuth.CreateClient(r.Context(), p, in, cp.meta(r))
 	if err != nil {
-		status, text, fe := cp.formFailure(w, r, err)
+		status, text, fe := cp.H.FormRefusal(w, r, err, "dev.fixfield")
 		cp.renderClient(w, r, status, clientPage{New: true, Form: entered(oauth.Client{}, in), Err: fe}, text)
 		return
 	}
@@ -400,7 +377,7 @@ func (cp *CredentialPages) UpdateClient(w http.ResponseWriter, r *http.Request) 
 		if !ok {
 			return
 		}
-		status, text, fe := cp.formFailure(w, r, err)
+		status, text, fe := cp.H.FormRefusal(w, r, err, "dev.fixfield")
 		cp.renderClient(w, r, status, clientPage{Client: old, Form: entered(old, in), Err: fe}, text)
 		return
 	}
@@ -410,26 +387,23 @@ func (cp *CredentialPages) UpdateClient(w http.ResponseWriter, r *http.Request) 
 // failure renders a client's or key's page with the error of a post on it.
 type failure func(w http.ResponseWriter, r *http.Request, status int, text string, fe FormError)
 
-// post runs a post of a client's or key's page: the CSRF check, the
+// post runs a post of a client's or key's page as a page Action: the
 // confirmation box of the destructive form named confirm ("" for none),
 // then do, the service call; on its error the page comes back with the
 // error (fail), else done answers.
 func (cp *CredentialPages) post(w http.ResponseWriter, r *http.Request, confirm string, fail failure, do func(p *authn.Principal) error, done func()) {
-	p := cp.H.ConsolePost(w, r)
-	if p == nil {
-		return
+	a := Action{
+		Call:   func(p *authn.Principal) (string, error) { return "", do(p) },
+		Answer: done,
+		Refuse: func(w http.ResponseWriter, r *http.Request, _ string, err error) {
+			status, text, fe := cp.H.FormRefusal(w, r, err, "dev.fixfield")
+			fail(w, r, status, text, fe)
+		},
 	}
-	if confirm != "" && !Confirmed(r) {
-		status, text, fe := cp.notConfirmed(r, confirm)
-		fail(w, r, status, text, fe)
-		return
+	if confirm != "" {
+		a.Confirm, a.Unconfirmed = "confirm_"+confirm, "dev.confirm.missing"
 	}
-	if err := do(p); err != nil {
-		status, text, fe := cp.formFailure(w, r, err)
-		fail(w, r, status, text, fe)
-		return
-	}
-	done()
+	cp.H.Act(w, r, a)
 }
 
 // setActive turns the client or key of the URL (whose pages are at base)
@@ -597,7 +571,7 @@ func (cp *CredentialPages) CreateKey(w http.ResponseWriter, r *http.Request) {
 		k, err = cp.Access.CreateKey(r.Context(), p, in, cp.event(r))
 	}
 	if err != nil {
-		status, text, fe := cp.formFailure(w, r, err)
+		status, text, fe := cp.H.FormRefusal(w, r, err, "dev.fixfield")
 		cp.renderNewKey(w, r, status, keyPage{Key: access.APIKey{Name: in.Name.Value, Description: in.Description.Value},
 			Expires: r.PostFormValue("expires"), SystemChecked: in.IsSystem.Value, Err: fe}, text)
 		return

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"cmp"
 	"net/http"
 	"strconv"
 	"strings"
@@ -117,16 +118,33 @@ type adminPermissionsList struct {
 // ("" for actions that cannot conflict), as the shared conflict text speaks
 // of email addresses.
 func (ap *RolesPages) failure(w http.ResponseWriter, r *http.Request, err error, conflict string) (int, string, web.FormError) {
-	t := web.Translator(ap.H.UserLanguage(r, authn.From(r.Context())))
-	status := ap.H.Status(w, err)
-	text := ap.H.ErrorText(r, err)
+	status, text, fe := ap.H.FormRefusal(w, r, err, "admin.roles.fixfield")
 	if conflict != "" && apperr.Is(err, apperr.Conflict) {
-		text = t(conflict)
+		t := web.Translator(ap.H.UserLanguage(r, authn.From(r.Context())))
+		if fe.Field != "" {
+			fe.Text = t(conflict)
+		} else {
+			text = t(conflict)
+		}
 	}
-	if field := apperr.FieldOf(err); field != "" {
-		return status, t("admin.roles.fixfield"), web.FormError{Field: field, Text: text}
+	return status, text, fe
+}
+
+// roleAction runs a page action on the role of the URL: the browser is
+// sent to the role's page, or to to when it is set; a refusal shows on
+// the role's page. confirm asks for the delete form's ticked box.
+func (ap *RolesPages) roleAction(w http.ResponseWriter, r *http.Request, confirm bool, to string, call func(p *authn.Principal, id string) (string, error)) {
+	id := chi.URLParam(r, "id")
+	a := web.Action{To: cmp.Or(to, "/admin/roles/"+id),
+		Call: func(p *authn.Principal) (string, error) { return call(p, id) },
+		Refuse: func(w http.ResponseWriter, r *http.Request, _ string, err error) {
+			status, text, fe := ap.failure(w, r, err, "")
+			ap.renderRole(w, r, status, nil, fe, text)
+		}}
+	if confirm {
+		a.Confirm, a.Unconfirmed = "confirm_delete", "admin.roles.confirm.missing"
 	}
-	return status, text, web.FormError{}
+	ap.H.Act(w, r, a)
 }
 
 // List is GET /admin/roles (GET /v1/roles).
@@ -227,71 +245,45 @@ func (ap *RolesPages) renderRole(w http.ResponseWriter, r *http.Request, status 
 
 // Update is POST /admin/roles/{id} (PATCH /v1/roles/{id}).
 func (ap *RolesPages) Update(w http.ResponseWriter, r *http.Request) {
-	if ap.H.ConsolePost(w, r) == nil {
-		return
-	}
 	id := chi.URLParam(r, "id")
-	in := adminRoleInput(r)
-	if _, err := ap.Access.UpdateRole(r.Context(), id, in); err != nil {
-		status, text, fe := ap.failure(w, r, err, "admin.roles.name.taken")
-		form := access.Role{Name: in.Name.Value, Description: in.Description.Value, RequiresTwoFactor: in.RequiresTwoFactor.Value}
-		ap.renderRole(w, r, status, &form, fe, text)
-		return
-	}
-	ap.H.Done(w, r, "/admin/roles/"+id, "admin.roles.updated")
+	var in access.RoleInput // read by Call, after the post's checks
+	ap.H.Act(w, r, web.Action{To: "/admin/roles/" + id,
+		Call: func(*authn.Principal) (string, error) {
+			in = adminRoleInput(r)
+			_, err := ap.Access.UpdateRole(r.Context(), id, in)
+			return "admin.roles.updated", err
+		},
+		Refuse: func(w http.ResponseWriter, r *http.Request, _ string, err error) {
+			status, text, fe := ap.failure(w, r, err, "admin.roles.name.taken")
+			form := access.Role{Name: in.Name.Value, Description: in.Description.Value, RequiresTwoFactor: in.RequiresTwoFactor.Value}
+			ap.renderRole(w, r, status, &form, fe, text)
+		}})
 }
 
 // Delete is POST /admin/roles/{id}/delete (DELETE /v1/roles/{id}); the
 // service refuses system roles.
 func (ap *RolesPages) Delete(w http.ResponseWriter, r *http.Request) {
-	p := ap.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
-	if !web.Confirmed(r) {
-		t := web.Translator(ap.H.UserLanguage(r, p))
-		ap.renderRole(w, r, http.StatusBadRequest, nil, web.FormError{Field: "confirm_delete", Text: t("admin.roles.confirm.missing")}, t("admin.roles.fixfield"))
-		return
-	}
-	if err := ap.Access.DeleteRole(r.Context(), chi.URLParam(r, "id")); err != nil {
-		status, text, fe := ap.failure(w, r, err, "")
-		ap.renderRole(w, r, status, nil, fe, text)
-		return
-	}
-	ap.H.Done(w, r, "/admin/roles", "admin.roles.deleted")
+	ap.roleAction(w, r, true, "/admin/roles", func(_ *authn.Principal, id string) (string, error) {
+		return "admin.roles.deleted", ap.Access.DeleteRole(r.Context(), id)
+	})
 }
 
 // AddPermission is POST /admin/roles/{id}/permissions (POST
 // /v1/roles/{id}/permissions), with the escalation rule of the service.
 func (ap *RolesPages) AddPermission(w http.ResponseWriter, r *http.Request) {
-	p := ap.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
-	id := chi.URLParam(r, "id")
-	if _, err := ap.Access.AddRolePermission(r.Context(), p, id, r.PostFormValue("permission_id")); err != nil {
-		status, text, fe := ap.failure(w, r, err, "")
-		ap.renderRole(w, r, status, nil, fe, text)
-		return
-	}
-	ap.H.Done(w, r, "/admin/roles/"+id, "admin.roles.perm.added")
+	ap.roleAction(w, r, false, "", func(p *authn.Principal, id string) (string, error) {
+		_, err := ap.Access.AddRolePermission(r.Context(), p, id, r.PostFormValue("permission_id"))
+		return "admin.roles.perm.added", err
+	})
 }
 
 // RemovePermission is POST /admin/roles/{id}/permissions/{permission_id}/remove
 // (DELETE /v1/roles/{id}/permissions/{permission_id}), with the escalation
 // rule of the service.
 func (ap *RolesPages) RemovePermission(w http.ResponseWriter, r *http.Request) {
-	p := ap.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
-	id := chi.URLParam(r, "id")
-	if err := ap.Access.RemoveRolePermission(r.Context(), p, id, chi.URLParam(r, "permission_id")); err != nil {
-		status, text, fe := ap.failure(w, r, err, "")
-		ap.renderRole(w, r, status, nil, fe, text)
-		return
-	}
-	ap.H.Done(w, r, "/admin/roles/"+id, "admin.roles.perm.removed")
+	ap.roleAction(w, r, false, "", func(p *authn.Principal, id string) (string, error) {
+		return "admin.roles.perm.removed", ap.Access.RemoveRolePermission(r.Context(), p, id, chi.URLParam(r, "permission_id"))
+	})
 }
 
 // Permissions is GET /admin/roles/permissions (GET /v1/permissions).

@@ -265,197 +265,128 @@ func (ap *UserPages) name(r *http.Request, id *string) string {
 	return *id
 }
 
-// refuse shows the page again after the service refused form: the error at
-// the field it names (with a hint above the page), else above the page.
+// refuse shows the page again after form was refused: the error at the
+// field the service or the page named (with a hint above the page), else
+// above the page.
 func (ap *UserPages) refuse(w http.ResponseWriter, r *http.Request, form string, err error) {
-	f := userForm{Name: form, Input: r.PostForm}
-	text := ap.H.ErrorText(r, err)
-	status := ap.H.Status(w, err)
-	if field := apperr.FieldOf(err); field != "" {
-		f.Err = web.FormError{Field: field, Text: text}
-		text = web.Translator(ap.H.UserLanguage(r, authn.From(r.Context())))("admin.user.fixfield")
-	}
-	ap.render(w, r, status, text, f)
+	status, text, fe := ap.H.FormRefusal(w, r, err, "admin.user.fixfield")
+	ap.render(w, r, status, text, userForm{Name: form, Input: r.PostForm, Err: fe})
 }
 
-// refuseField shows the page again with the page's own error key at field
-// of form (input the service never saw: a missing confirmation, a duration
-// that is no number), as 400.
-func (ap *UserPages) refuseField(w http.ResponseWriter, r *http.Request, form, field, key string) {
-	t := web.Translator(ap.H.UserLanguage(r, authn.From(r.Context())))
-	ap.render(w, r, http.StatusBadRequest, t("admin.user.fixfield"),
-		userForm{Name: form, Input: r.PostForm, Err: web.FormError{Field: field, Text: t(key)}})
+// act runs the page action form on the page of the user of the URL, which
+// the browser is sent back to; confirm asks for the form's ticked box.
+func (ap *UserPages) act(w http.ResponseWriter, r *http.Request, form string, confirm bool, call func(p *authn.Principal, id string) (string, error)) {
+	id := chi.URLParam(r, "id")
+	a := web.Action{Form: form, To: userPath(id), Refuse: ap.refuse,
+		Call: func(p *authn.Principal) (string, error) { return call(p, id) }}
+	if confirm {
+		a.Confirm, a.Unconfirmed = "confirm", "admin.user.confirm.missing"
+	}
+	ap.H.Act(w, r, a)
 }
 
 // AddRole is POST /admin/users/{id}/roles (POST /v1/users/{id}/roles).
 func (ap *UserPages) AddRole(w http.ResponseWriter, r *http.Request) {
-	p := ap.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
-	id := chi.URLParam(r, "id")
-	added, err := ap.Users.AddRole(r.Context(), p, id, r.PostFormValue("role_id"), ap.event(r))
-	if err != nil {
-		ap.refuse(w, r, "role", err)
-		return
-	}
-	key := "admin.user.role.added"
-	if !added {
-		key = "admin.user.role.held"
-	}
-	ap.H.Done(w, r, userPath(id), key)
+	ap.act(w, r, "role", false, func(p *authn.Principal, id string) (string, error) {
+		added, err := ap.Users.AddRole(r.Context(), p, id, r.PostFormValue("role_id"), ap.event(r))
+		if !added {
+			return "admin.user.role.held", err
+		}
+		return "admin.user.role.added", err
+	})
 }
 
 // RemoveRole is POST /admin/users/{id}/roles/{role_id}/remove (DELETE
 // /v1/users/{id}/roles/{role_id}).
 func (ap *UserPages) RemoveRole(w http.ResponseWriter, r *http.Request) {
-	p := ap.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
-	id := chi.URLParam(r, "id")
-	if err := ap.Users.RemoveRole(r.Context(), p, id, chi.URLParam(r, "role_id"), ap.event(r)); err != nil {
-		ap.refuse(w, r, "role", err)
-		return
-	}
-	ap.H.Done(w, r, userPath(id), "admin.user.role.removed")
+	ap.act(w, r, "role", false, func(p *authn.Principal, id string) (string, error) {
+		return "admin.user.role.removed", ap.Users.RemoveRole(r.Context(), p, id, chi.URLParam(r, "role_id"), ap.event(r))
+	})
 }
 
 // RevokeSession is POST /admin/users/{id}/sessions/{session_id}/revoke.
+// The reader's own session is refused with the sessions page's sentence
+// (log out instead), as the account console does.
 func (ap *UserPages) RevokeSession(w http.ResponseWriter, r *http.Request) {
-	p := ap.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
 	id := chi.URLParam(r, "id")
-	err := ap.Sessions.RevokeOf(r.Context(), p, id, chi.URLParam(r, "session_id"), ap.event(r))
-	if errors.Is(err, sessions.ErrCurrent) {
-		ap.render(w, r, http.StatusBadRequest, web.Translator(ap.H.UserLanguage(r, p))("sessions.current"), userForm{})
-		return
-	}
-	if err != nil {
-		ap.refuse(w, r, "sessions", err)
-		return
-	}
-	ap.H.Done(w, r, userPath(id), "admin.user.sessions.revoked")
+	ap.H.Act(w, r, web.Action{Form: "sessions", To: userPath(id),
+		Call: func(p *authn.Principal) (string, error) {
+			return "admin.user.sessions.revoked", ap.Sessions.RevokeOf(r.Context(), p, id, chi.URLParam(r, "session_id"), ap.event(r))
+		},
+		Refuse: func(w http.ResponseWriter, r *http.Request, form string, err error) {
+			if errors.Is(err, sessions.ErrCurrent) {
+				ap.render(w, r, http.StatusBadRequest, web.Translator(ap.H.UserLanguage(r, authn.From(r.Context())))("sessions.current"), userForm{})
+				return
+			}
+			ap.refuse(w, r, form, err)
+		}})
 }
 
 // RevokeSessions is POST /admin/users/{id}/sessions/revoke-all: every
 // session of the user ends (but the reader's own, when they look at themself).
 func (ap *UserPages) RevokeSessions(w http.ResponseWriter, r *http.Request) {
-	p := ap.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
-	id := chi.URLParam(r, "id")
-	if _, err := ap.Sessions.RevokeAllOf(r.Context(), p, id, ap.event(r)); err != nil {
-		ap.refuse(w, r, "sessions", err)
-		return
-	}
-	ap.H.Done(w, r, userPath(id), "admin.user.sessions.revokedall")
+	ap.act(w, r, "sessions", false, func(p *authn.Principal, id string) (string, error) {
+		_, err := ap.Sessions.RevokeAllOf(r.Context(), p, id, ap.event(r))
+		return "admin.user.sessions.revokedall", err
+	})
 }
 
 // ResetTwoFactor is POST /admin/users/{id}/2fa/reset (POST
 // /v1/users/{id}/2fa/reset): a reason and a ticked box confirm it.
 func (ap *UserPages) ResetTwoFactor(w http.ResponseWriter, r *http.Request) {
-	p := ap.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
-	if !web.Confirmed(r) {
-		ap.refuseField(w, r, "reset", "confirm", "admin.user.confirm.missing")
-		return
-	}
-	id := chi.URLParam(r, "id")
-	c := twofactor.Client{IPAddress: httpx.ClientIP(r.Context()), UserAgent: r.UserAgent(), SourceService: adminSource}
-	if _, err := ap.TwoFactor.Reset(r.Context(), p, id, r.PostFormValue("reason"), c); err != nil {
-		ap.refuse(w, r, "reset", err)
-		return
-	}
-	ap.H.Done(w, r, userPath(id), "admin.user.2fa.done")
+	ap.act(w, r, "reset", true, func(p *authn.Principal, id string) (string, error) {
+		c := twofactor.Client{IPAddress: httpx.ClientIP(r.Context()), UserAgent: r.UserAgent(), SourceService: adminSource}
+		_, err := ap.TwoFactor.Reset(r.Context(), p, id, r.PostFormValue("reason"), c)
+		return "admin.user.2fa.done", err
+	})
 }
 
 // Ban is POST /admin/users/{id}/ban (POST /v1/users/{id}/ban): a reason, a
 // duration from the list or permanent, and a ticked box.
 func (ap *UserPages) Ban(w http.ResponseWriter, r *http.Request) {
-	p := ap.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
-	if !web.Confirmed(r) {
-		ap.refuseField(w, r, "ban", "confirm", "admin.user.confirm.missing")
-		return
-	}
-	in := bans.Input{Reason: r.PostFormValue("reason")}
-	if d := r.PostFormValue("duration_seconds"); d != permanentBan {
-		n, err := strconv.ParseInt(d, 10, 64)
-		if err != nil {
-			ap.refuseField(w, r, "ban", "duration_seconds", "admin.user.ban.badduration")
-			return
+	ap.act(w, r, "ban", true, func(_ *authn.Principal, id string) (string, error) {
+		in := bans.Input{Reason: r.PostFormValue("reason")}
+		if d := r.PostFormValue("duration_seconds"); d != permanentBan {
+			n, err := strconv.ParseInt(d, 10, 64)
+			if err != nil {
+				return "", &web.Invalid{Field: "duration_seconds", Key: "admin.user.ban.badduration"}
+			}
+			in.DurationSeconds = &n
 		}
-		in.DurationSeconds = &n
-	}
-	id := chi.URLParam(r, "id")
-	if _, err := ap.Bans.Create(r.Context(), ap.event(r), id, in); err != nil {
-		ap.refuse(w, r, "ban", err)
-		return
-	}
-	ap.H.Done(w, r, userPath(id), "admin.user.ban.done")
+		_, err := ap.Bans.Create(r.Context(), ap.event(r), id, in)
+		return "admin.user.ban.done", err
+	})
 }
 
 // Lift is POST /admin/users/{id}/ban/lift (DELETE /v1/users/{id}/ban).
 func (ap *UserPages) Lift(w http.ResponseWriter, r *http.Request) {
-	p := ap.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
-	id := chi.URLParam(r, "id")
-	if err := ap.Bans.Lift(r.Context(), ap.event(r), id); err != nil {
-		ap.refuse(w, r, "lift", err)
-		return
-	}
-	ap.H.Done(w, r, userPath(id), "admin.user.ban.lifted")
+	ap.act(w, r, "lift", false, func(_ *authn.Principal, id string) (string, error) {
+		return "admin.user.ban.lifted", ap.Bans.Lift(r.Context(), ap.event(r), id)
+	})
 }
 
 // ScheduleDeletion is POST /admin/users/{id}/deletion (DELETE
 // /v1/users/{id}): the soft deletion with its grace period, confirmed by a
 // ticked box.
 func (ap *UserPages) ScheduleDeletion(w http.ResponseWriter, r *http.Request) {
-	p := ap.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
-	if !web.Confirmed(r) {
-		ap.refuseField(w, r, "schedule", "confirm", "admin.user.confirm.missing")
-		return
-	}
-	id := chi.URLParam(r, "id")
-	if err := ap.Users.Delete(r.Context(), p, id, ap.event(r)); err != nil {
-		ap.refuse(w, r, "schedule", err)
-		return
-	}
-	ap.H.Done(w, r, userPath(id), "admin.user.deletion.scheduled")
+	ap.act(w, r, "schedule", true, func(p *authn.Principal, id string) (string, error) {
+		return "admin.user.deletion.scheduled", ap.Users.Delete(r.Context(), p, id, ap.event(r))
+	})
 }
 
 // CancelDeletion is POST /admin/users/{id}/deletion/cancel (POST
 // /v1/admin/users/{id}/cancel-deletion).
 func (ap *UserPages) CancelDeletion(w http.ResponseWriter, r *http.Request) {
-	p := ap.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
-	id := chi.URLParam(r, "id")
-	ev := audit.FromRequest(r, audit.Event{ActorID: p.UserID, SourceService: adminSource})
-	if err := ap.Deletion.Cancel(r.Context(), ev, id); err != nil {
-		ap.refuse(w, r, "cancel", err)
-		return
-	}
-	ap.H.Done(w, r, userPath(id), "admin.user.deletion.cancelled")
+	ap.act(w, r, "cancel", false, func(p *authn.Principal, id string) (string, error) {
+		ev := audit.FromRequest(r, audit.Event{ActorID: p.UserID, SourceService: adminSource})
+		return "admin.user.deletion.cancelled", ap.Deletion.Cancel(r.Context(), ev, id)
+	})
 }
 
 // ForceDelete is POST /admin/users/{id}/deletion/force (POST
 // /v1/admin/users/{id}/force-delete): the user is purged at once, confirmed
-// by typing their username.
+// by typing their username (not the ticked box of Action: the page reads
+// the user first, and an unknown user is the page's 404, not a form error).
 func (ap *UserPages) ForceDelete(w http.ResponseWriter, r *http.Request) {
 	p := ap.H.ConsolePost(w, r)
 	if p == nil {
@@ -469,7 +400,7 @@ func (ap *UserPages) ForceDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.PostFormValue("confirm_username") != u.Username {
-		ap.refuseField(w, r, "force", "confirm_username", "admin.user.force.mismatch")
+		ap.refuse(w, r, "force", &web.Invalid{Field: "confirm_username", Key: "admin.user.force.mismatch"})
 		return
 	}
 	if err := ap.Deletion.ForceDelete(ctx, p, ap.event(r), id, r.PostFormValue("reason")); err != nil {
