@@ -27,9 +27,9 @@ import (
 // its routes are in internal/app/routes.go with the REST route's rule, made
 // a browser rule (authn.Rule.InBrowser).
 
-// consoleForm is the CSRF form name of every console form: a console page
+// ConsoleForm is the CSRF form name of every console form: a console page
 // has one token, valid for all its forms, bound to the session.
-const consoleForm = "console"
+const ConsoleForm = "console"
 
 // flashCookie carries the message of the action just done to the page the
 // browser is redirected to.
@@ -162,8 +162,8 @@ func (h *Handler) Console(w http.ResponseWriter, r *http.Request, status int, pa
 	v.Lang = h.UserLanguage(r, p)
 	t := Translator(v.Lang)
 	if p != nil {
-		v.CSRF = h.csrfToken(w, r, consoleForm, p.SessionID)
-		v.LogoutCSRF = h.csrfToken(w, r, "logout", p.SessionID)
+		v.CSRF = h.CSRFToken(w, r, ConsoleForm, p.SessionID)
+		v.LogoutCSRF = h.CSRFToken(w, r, "logout", p.SessionID)
 		v.Username = h.Auth.Username(r.Context(), p.UserID)
 	}
 	if key := h.takeFlash(w, r); key != "" && v.Flash == "" {
@@ -204,7 +204,7 @@ func (h *Handler) Console(w http.ResponseWriter, r *http.Request, status int, pa
 // returns the principal, or renders the refusal and returns nil.
 func (h *Handler) ConsolePost(w http.ResponseWriter, r *http.Request) *authn.Principal {
 	p := authn.From(r.Context())
-	if err := parseForm(r); err != nil {
+	if err := ParseForm(r); err != nil {
 		h.Fail(w, r, err)
 		return nil
 	}
@@ -212,8 +212,8 @@ func (h *Handler) ConsolePost(w http.ResponseWriter, r *http.Request) *authn.Pri
 		h.SignIn(w, r)
 		return nil
 	}
-	if err := h.checkCSRF(r, consoleForm, p.SessionID); err != nil {
-		h.message(w, r, http.StatusForbidden, "title.error", Translator(h.UserLanguage(r, p))("err.csrf"))
+	if err := h.CheckCSRF(r, ConsoleForm, p.SessionID); err != nil {
+		h.Message(w, r, http.StatusForbidden, "title.error", Translator(h.UserLanguage(r, p))("err.csrf"))
 		return nil
 	}
 	return p
@@ -246,9 +246,9 @@ func (h *Handler) takeFlash(w http.ResponseWriter, r *http.Request) string {
 	return string(raw)
 }
 
-// ErrorText is the localized text of err for the reader of r (see errorText).
+// ErrorText is the localized text of err for the reader of r (see ErrorTextIn).
 func (h *Handler) ErrorText(r *http.Request, err error) string {
-	return h.errorText(r.Context(), h.UserLanguage(r, authn.From(r.Context())), err)
+	return h.ErrorTextIn(r.Context(), h.UserLanguage(r, authn.From(r.Context())), err)
 }
 
 // Status is the HTTP status of err for a page (and sets Retry-After on 429).
@@ -261,7 +261,7 @@ func (h *Handler) SignIn(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet {
 		back = r.URL.RequestURI()
 	}
-	h.Redirect(w, r, loginURL(back))
+	h.Redirect(w, r, LoginURL(back))
 }
 
 // Refuse renders a refused page request (authn.PageAnswers).
@@ -278,7 +278,7 @@ func (h *Handler) Refuse(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if code >= 500 {
 		// Logged here; the page shows only the request id.
-		_ = h.errorText(r.Context(), language(r), err)
+		_ = h.ErrorTextIn(r.Context(), Language(r), err)
 	}
 	h.ErrorPage(w, r, code, detail)
 }
@@ -293,7 +293,7 @@ func (h *Handler) UserLanguage(r *http.Request, p *authn.Principal) string {
 			}
 		}
 	}
-	return language(r)
+	return Language(r)
 }
 
 // formatTime writes a time (time.Time, *time.Time) for lang; nil or zero is "—".

@@ -1,4 +1,4 @@
-package web
+package signin
 
 import (
 	"context"
@@ -15,10 +15,8 @@ import (
 	"hmid/internal/cache"
 	"hmid/internal/secretbox"
 	"hmid/internal/token"
+	"hmid/internal/web"
 )
-
-// Source is the audit source_service of the pages: the identity web app.
-const Source = "id"
 
 // codeStateTTL bounds the time between the password step and the code step
 // of a page login.
@@ -47,69 +45,61 @@ func (st codeState) provider() string {
 
 func stateKey(handle string) string { return "web:login2fa:" + token.Hash(handle) }
 
-// parseForm reads a urlencoded form post; a broken body is a 400.
-func parseForm(r *http.Request) error {
-	if err := r.ParseForm(); err != nil {
-		return apperr.Bad("the form could not be read")
-	}
-	return nil
-}
-
 // registrationOpen reports whether the login page offers registration.
-func (h *Handler) registrationOpen(ctx context.Context) bool {
+func (h *Pages) registrationOpen(ctx context.Context) bool {
 	ok, err := h.Auth.RegistrationOpen(ctx)
 	return err == nil && ok
 }
 
 // Home is GET /: the account console for a signed-in browser, else the
 // invitation to sign in.
-func (h *Handler) Home(w http.ResponseWriter, r *http.Request) {
-	if h.session(r) != nil {
+func (h *Pages) Home(w http.ResponseWriter, r *http.Request) {
+	if h.Session(r) != nil {
 		h.Redirect(w, r, "/account")
 		return
 	}
-	h.render(w, r, http.StatusOK, "home", view{Title: "title.home"})
+	h.Render(w, r, http.StatusOK, "home", web.View{Title: "title.home"})
 }
 
 // LoginForm is GET /login.
-func (h *Handler) LoginForm(w http.ResponseWriter, r *http.Request) {
+func (h *Pages) LoginForm(w http.ResponseWriter, r *http.Request) {
 	returnTo := h.SafeReturn(r.URL.Query().Get("return_to"))
-	h.render(w, r, http.StatusOK, "login", view{
-		Title: "title.login", CSRF: h.csrfToken(w, r, "login", ""), Email: loginHint(r),
-		ReturnTo: returnTo, Register: h.registrationOpen(r.Context()), Providers: h.buttons(r, returnTo),
+	h.Render(w, r, http.StatusOK, "login", web.View{
+		Title: "title.login", CSRF: h.CSRFToken(w, r, "login", ""), Email: web.LoginHint(r),
+		ReturnTo: returnTo, Register: h.registrationOpen(r.Context()), Providers: h.Buttons(r, returnTo),
 	})
 }
 
 // LoginSubmit is POST /login: the password step, or with a state handle the
 // two-factor step. On success the session cookie is set and the browser is
 // sent to return_to (when it stays on this service) or to "/".
-func (h *Handler) LoginSubmit(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(r); err != nil {
+func (h *Pages) LoginSubmit(w http.ResponseWriter, r *http.Request) {
+	if err := web.ParseForm(r); err != nil {
 		h.Fail(w, r, err)
 		return
 	}
-	lang := language(r)
-	t := Translator(lang)
+	lang := web.Language(r)
+	t := web.Translator(lang)
 	returnTo := h.SafeReturn(r.PostFormValue("return_to"))
 	again := func(status int, msg string) {
-		h.render(w, r, status, "login", view{
-			Title: "title.login", CSRF: h.csrfToken(w, r, "login", ""), Error: msg,
+		h.Render(w, r, status, "login", web.View{
+			Title: "title.login", CSRF: h.CSRFToken(w, r, "login", ""), Error: msg,
 			ReturnTo: returnTo, Email: r.PostFormValue("email"), Register: h.registrationOpen(r.Context()),
-			Providers: h.buttons(r, returnTo),
+			Providers: h.Buttons(r, returnTo),
 		})
 	}
-	if err := h.checkCSRF(r, "login", ""); err != nil {
+	if err := h.CheckCSRF(r, "login", ""); err != nil {
 		again(http.StatusForbidden, t("err.csrf"))
 		return
 	}
-	m := auth.MetaFrom(r, Source)
+	m := auth.MetaFrom(r, web.Source)
 	if handle := r.PostFormValue("state"); handle != "" {
 		h.codeStep(w, r, handle, m, again)
 		return
 	}
 	res, err := h.Auth.Login(r.Context(), auth.LoginInput{Email: r.PostFormValue("email"), Password: r.PostFormValue("password")}, m)
 	if err != nil {
-		again(status(w, err), h.errorText(r.Context(), lang, err))
+		again(h.Status(w, err), h.ErrorTextIn(r.Context(), lang, err))
 		return
 	}
 	h.finishLogin(w, r, res, auth.Platform, returnTo)
@@ -117,30 +107,30 @@ func (h *Handler) LoginSubmit(w http.ResponseWriter, r *http.Request) {
 
 // finishLogin ends a first login step (password or provider): the code
 // step when the user has two-factor authentication, else the session.
-func (h *Handler) finishLogin(w http.ResponseWriter, r *http.Request, res auth.Result, provider, returnTo string) {
+func (h *Pages) finishLogin(w http.ResponseWriter, r *http.Request, res auth.Result, provider, returnTo string) {
 	if !res.TwoFactorRequired {
 		h.signedIn(w, r, res, returnTo)
 		return
 	}
 	handle := token.New("hm_ls_")
-	raw, _ := json.Marshal(codeState{UserID: res.User.ID, Nonce: h.csrfCookie(w, r), ReturnTo: returnTo, Provider: provider})
+	raw, _ := json.Marshal(codeState{UserID: res.User.ID, Nonce: h.EnsureCSRFCookie(w, r), ReturnTo: returnTo, Provider: provider})
 	if err := h.Cache.Set(r.Context(), stateKey(handle), raw, codeStateTTL); err != nil {
 		h.Fail(w, r, err)
 		return
 	}
-	h.render(w, r, http.StatusOK, "code", view{Title: "title.code", CSRF: h.csrfToken(w, r, "login", ""), State: handle, ReturnTo: returnTo})
+	h.Render(w, r, http.StatusOK, "code", web.View{Title: "title.code", CSRF: h.CSRFToken(w, r, "login", ""), State: handle, ReturnTo: returnTo})
 }
 
 // codeStep is the second login step of the page.
-func (h *Handler) codeStep(w http.ResponseWriter, r *http.Request, handle string, m auth.Meta, again func(int, string)) {
-	lang := language(r)
-	t := Translator(lang)
+func (h *Pages) codeStep(w http.ResponseWriter, r *http.Request, handle string, m auth.Meta, again func(int, string)) {
+	lang := web.Language(r)
+	t := web.Translator(lang)
 	raw, err := h.Cache.Get(r.Context(), stateKey(handle))
 	var st codeState
 	if err == nil {
 		err = json.Unmarshal(raw, &st)
 	}
-	c, cerr := r.Cookie(CSRFCookie)
+	c, cerr := r.Cookie(web.CSRFCookie)
 	if err != nil || cerr != nil || !secretbox.Equal([]byte(st.Nonce), []byte(c.Value)) {
 		if err != nil && !errors.Is(err, cache.ErrMiss) {
 			h.Fail(w, r, err)
@@ -151,15 +141,15 @@ func (h *Handler) codeStep(w http.ResponseWriter, r *http.Request, handle string
 	}
 	res, err := h.Auth.LoginWithCode(r.Context(), st.UserID, st.provider(), r.PostFormValue("code"), m)
 	if err != nil {
-		code := status(w, err)
+		code := h.Status(w, err)
 		if code == http.StatusBadRequest || code == http.StatusTooManyRequests {
 			// A wrong code (or too many): ask again within the same state.
-			h.render(w, r, code, "code", view{Title: "title.code", CSRF: h.csrfToken(w, r, "login", ""), State: handle, ReturnTo: st.ReturnTo,
-				Error: h.errorText(r.Context(), lang, err)})
+			h.Render(w, r, code, "code", web.View{Title: "title.code", CSRF: h.CSRFToken(w, r, "login", ""), State: handle, ReturnTo: st.ReturnTo,
+				Error: h.ErrorTextIn(r.Context(), lang, err)})
 			return
 		}
 		_ = h.Cache.Delete(r.Context(), stateKey(handle))
-		again(code, h.errorText(r.Context(), lang, err))
+		again(code, h.ErrorTextIn(r.Context(), lang, err))
 		return
 	}
 	_ = h.Cache.Delete(r.Context(), stateKey(handle))
@@ -167,46 +157,46 @@ func (h *Handler) codeStep(w http.ResponseWriter, r *http.Request, handle string
 }
 
 // signedIn sets the session cookie and leaves the login page.
-func (h *Handler) signedIn(w http.ResponseWriter, r *http.Request, res auth.Result, returnTo string) {
+func (h *Pages) signedIn(w http.ResponseWriter, r *http.Request, res auth.Result, returnTo string) {
 	auth.SetSessionCookie(w, res.Session, h.Auth.Clock.Now(), h.Secure)
 	auth.SetDeviceCookie(w, res.Device, h.Secure)
 	h.Redirect(w, r, h.SafeReturn(returnTo))
 }
 
 // RegisterForm is GET /register.
-func (h *Handler) RegisterForm(w http.ResponseWriter, r *http.Request) {
+func (h *Pages) RegisterForm(w http.ResponseWriter, r *http.Request) {
 	if !h.registrationOpen(r.Context()) {
-		h.message(w, r, http.StatusForbidden, "title.register", Translator(language(r))("register.closed"))
+		h.Message(w, r, http.StatusForbidden, "title.register", web.Translator(web.Language(r))("register.closed"))
 		return
 	}
-	h.render(w, r, http.StatusOK, "register", view{
-		Title: "title.register", CSRF: h.csrfToken(w, r, "register", ""), ReturnTo: h.SafeReturn(r.URL.Query().Get("return_to")),
+	h.Render(w, r, http.StatusOK, "register", web.View{
+		Title: "title.register", CSRF: h.CSRFToken(w, r, "register", ""), ReturnTo: h.SafeReturn(r.URL.Query().Get("return_to")),
 	})
 }
 
 // RegisterSubmit is POST /register.
-func (h *Handler) RegisterSubmit(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(r); err != nil {
+func (h *Pages) RegisterSubmit(w http.ResponseWriter, r *http.Request) {
+	if err := web.ParseForm(r); err != nil {
 		h.Fail(w, r, err)
 		return
 	}
-	lang := language(r)
+	lang := web.Language(r)
 	returnTo := h.SafeReturn(r.PostFormValue("return_to"))
 	again := func(status int, msg string) {
-		h.render(w, r, status, "register", view{
-			Title: "title.register", CSRF: h.csrfToken(w, r, "register", ""), Error: msg, ReturnTo: returnTo,
+		h.Render(w, r, status, "register", web.View{
+			Title: "title.register", CSRF: h.CSRFToken(w, r, "register", ""), Error: msg, ReturnTo: returnTo,
 			Email: r.PostFormValue("email"), Username: r.PostFormValue("username"),
 		})
 	}
-	if err := h.checkCSRF(r, "register", ""); err != nil {
-		again(http.StatusForbidden, Translator(lang)("err.csrf"))
+	if err := h.CheckCSRF(r, "register", ""); err != nil {
+		again(http.StatusForbidden, web.Translator(lang)("err.csrf"))
 		return
 	}
 	res, err := h.Auth.Register(r.Context(), auth.RegisterInput{
 		Email: r.PostFormValue("email"), Password: r.PostFormValue("password"), Username: r.PostFormValue("username"),
-	}, auth.MetaFrom(r, Source))
+	}, auth.MetaFrom(r, web.Source))
 	if err != nil {
-		again(status(w, err), h.errorText(r.Context(), lang, err))
+		again(h.Status(w, err), h.ErrorTextIn(r.Context(), lang, err))
 		return
 	}
 	h.signedIn(w, r, res, returnTo)
@@ -220,11 +210,11 @@ func consentReturn(pendingID string) string {
 // ConsentForm is GET /consent?pending_authorization_id=…: who asks for what,
 // with allow and deny buttons. Without a session it sends the browser to the
 // login page, which returns here.
-func (h *Handler) ConsentForm(w http.ResponseWriter, r *http.Request) {
+func (h *Pages) ConsentForm(w http.ResponseWriter, r *http.Request) {
 	id := r.URL.Query().Get("pending_authorization_id")
-	p := h.session(r)
+	p := h.Session(r)
 	if p == nil {
-		h.Redirect(w, r, loginURL(consentReturn(id)))
+		h.Redirect(w, r, web.LoginURL(consentReturn(id)))
 		return
 	}
 	cs := h.consents()
@@ -241,22 +231,22 @@ func (h *Handler) ConsentForm(w http.ResponseWriter, r *http.Request) {
 		h.Fail(w, r, err)
 		return
 	}
-	lang := language(r)
+	lang := web.Language(r)
 	scopes := make([]authflow.Scope, len(pend.Scopes))
 	for i, s := range pend.Scopes {
-		scopes[i] = authflow.Scope{Name: s.Name, Description: ScopeText(lang, s.Name, s.Description)}
+		scopes[i] = authflow.Scope{Name: s.Name, Description: web.ScopeText(lang, s.Name, s.Description)}
 	}
 	if !strings.HasPrefix(pend.LogoURL, "https://") {
 		// Only https logos are shown (the page's CSP allows no other source).
 		pend.LogoURL = ""
 	}
-	h.render(w, r, http.StatusOK, "consent", view{
-		Title: "title.consent", CSRF: h.csrfToken(w, r, "consent", p.SessionID), Client: pend, Scopes: scopes, Pending: id,
+	h.Render(w, r, http.StatusOK, "consent", web.View{
+		Title: "title.consent", CSRF: h.CSRFToken(w, r, "consent", p.SessionID), Client: pend, Scopes: scopes, Pending: id,
 		Username: h.Auth.Username(r.Context(), p.UserID),
 	})
 }
 
-func (h *Handler) consents() authflow.Consents {
+func (h *Pages) consents() authflow.Consents {
 	if h.Consents == nil {
 		return nil
 	}
@@ -265,19 +255,19 @@ func (h *Handler) consents() authflow.Consents {
 
 // ConsentSubmit is POST /consent: the decision goes to the OAuth provider,
 // and the browser to the URL it answers (the client's redirect URI).
-func (h *Handler) ConsentSubmit(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(r); err != nil {
+func (h *Pages) ConsentSubmit(w http.ResponseWriter, r *http.Request) {
+	if err := web.ParseForm(r); err != nil {
 		h.Fail(w, r, err)
 		return
 	}
 	id := r.PostFormValue("pending_authorization_id")
-	p := h.session(r)
+	p := h.Session(r)
 	if p == nil {
-		h.Redirect(w, r, loginURL(consentReturn(id)))
+		h.Redirect(w, r, web.LoginURL(consentReturn(id)))
 		return
 	}
-	if err := h.checkCSRF(r, "consent", p.SessionID); err != nil {
-		h.message(w, r, http.StatusForbidden, "title.error", Translator(language(r))("err.csrf"))
+	if err := h.CheckCSRF(r, "consent", p.SessionID); err != nil {
+		h.Message(w, r, http.StatusForbidden, "title.error", web.Translator(web.Language(r))("err.csrf"))
 		return
 	}
 	cs := h.consents()
@@ -294,7 +284,7 @@ func (h *Handler) ConsentSubmit(w http.ResponseWriter, r *http.Request) {
 		h.Fail(w, r, apperr.Invalid("decision must be approve or deny"))
 		return
 	}
-	m := auth.MetaFrom(r, Source)
+	m := auth.MetaFrom(r, web.Source)
 	to, err := cs.Decide(r.Context(), id, p.UserID, approved, m.IP, m.UserAgent)
 	if err != nil {
 		h.Fail(w, r, err)
@@ -305,101 +295,101 @@ func (h *Handler) ConsentSubmit(w http.ResponseWriter, r *http.Request) {
 
 // LogoutForm is GET /logout: a confirmation button (a GET never logs out, so
 // a link or image on another site cannot sign the user out).
-func (h *Handler) LogoutForm(w http.ResponseWriter, r *http.Request) {
-	p := h.session(r)
+func (h *Pages) LogoutForm(w http.ResponseWriter, r *http.Request) {
+	p := h.Session(r)
 	if p == nil {
-		h.message(w, r, http.StatusOK, "title.logout", Translator(language(r))("logout.none"))
+		h.Message(w, r, http.StatusOK, "title.logout", web.Translator(web.Language(r))("logout.none"))
 		return
 	}
-	h.render(w, r, http.StatusOK, "logout", view{Title: "title.logout", CSRF: h.csrfToken(w, r, "logout", p.SessionID),
+	h.Render(w, r, http.StatusOK, "logout", web.View{Title: "title.logout", CSRF: h.CSRFToken(w, r, "logout", p.SessionID),
 		Username: h.Auth.Username(r.Context(), p.UserID)})
 }
 
 // LogoutSubmit is POST /logout: revokes the session and clears the cookie.
-func (h *Handler) LogoutSubmit(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(r); err != nil {
+func (h *Pages) LogoutSubmit(w http.ResponseWriter, r *http.Request) {
+	if err := web.ParseForm(r); err != nil {
 		h.Fail(w, r, err)
 		return
 	}
-	t := Translator(language(r))
-	p := h.session(r)
+	t := web.Translator(web.Language(r))
+	p := h.Session(r)
 	if p == nil {
 		auth.ClearSessionCookie(w, h.Secure)
-		h.message(w, r, http.StatusOK, "title.logout", t("logout.none"))
+		h.Message(w, r, http.StatusOK, "title.logout", t("logout.none"))
 		return
 	}
-	if err := h.checkCSRF(r, "logout", p.SessionID); err != nil {
-		h.message(w, r, http.StatusForbidden, "title.error", t("err.csrf"))
+	if err := h.CheckCSRF(r, "logout", p.SessionID); err != nil {
+		h.Message(w, r, http.StatusForbidden, "title.error", t("err.csrf"))
 		return
 	}
-	if err := h.Auth.Logout(r.Context(), p, auth.MetaFrom(r, Source)); err != nil {
+	if err := h.Auth.Logout(r.Context(), p, auth.MetaFrom(r, web.Source)); err != nil {
 		h.Fail(w, r, err)
 		return
 	}
 	auth.ClearSessionCookie(w, h.Secure)
-	h.message(w, r, http.StatusOK, "title.loggedout", t("logout.done"))
+	h.Message(w, r, http.StatusOK, "title.loggedout", t("logout.done"))
 }
 
 // ForgotForm is GET /forgot-password.
-func (h *Handler) ForgotForm(w http.ResponseWriter, r *http.Request) {
-	h.render(w, r, http.StatusOK, "forgot", view{Title: "title.forgot", CSRF: h.csrfToken(w, r, "forgot", "")})
+func (h *Pages) ForgotForm(w http.ResponseWriter, r *http.Request) {
+	h.Render(w, r, http.StatusOK, "forgot", web.View{Title: "title.forgot", CSRF: h.CSRFToken(w, r, "forgot", "")})
 }
 
 // ForgotSubmit is POST /forgot-password: the same answer whether or not the
 // account exists.
-func (h *Handler) ForgotSubmit(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(r); err != nil {
+func (h *Pages) ForgotSubmit(w http.ResponseWriter, r *http.Request) {
+	if err := web.ParseForm(r); err != nil {
 		h.Fail(w, r, err)
 		return
 	}
-	lang := language(r)
-	t := Translator(lang)
-	if err := h.checkCSRF(r, "forgot", ""); err != nil {
-		h.render(w, r, http.StatusForbidden, "forgot", view{Title: "title.forgot", CSRF: h.csrfToken(w, r, "forgot", ""), Error: t("err.csrf")})
+	lang := web.Language(r)
+	t := web.Translator(lang)
+	if err := h.CheckCSRF(r, "forgot", ""); err != nil {
+		h.Render(w, r, http.StatusForbidden, "forgot", web.View{Title: "title.forgot", CSRF: h.CSRFToken(w, r, "forgot", ""), Error: t("err.csrf")})
 		return
 	}
-	if err := h.Auth.RequestReset(r.Context(), r.PostFormValue("email"), auth.MetaFrom(r, Source)); err != nil {
-		h.render(w, r, status(w, err), "forgot", view{Title: "title.forgot", CSRF: h.csrfToken(w, r, "forgot", ""),
-			Error: h.errorText(r.Context(), lang, err), Email: r.PostFormValue("email")})
+	if err := h.Auth.RequestReset(r.Context(), r.PostFormValue("email"), auth.MetaFrom(r, web.Source)); err != nil {
+		h.Render(w, r, h.Status(w, err), "forgot", web.View{Title: "title.forgot", CSRF: h.CSRFToken(w, r, "forgot", ""),
+			Error: h.ErrorTextIn(r.Context(), lang, err), Email: r.PostFormValue("email")})
 		return
 	}
-	h.message(w, r, http.StatusOK, "title.forgot", t("forgot.sent"))
+	h.Message(w, r, http.StatusOK, "title.forgot", t("forgot.sent"))
 }
 
 // ResetForm is GET /reset-password?token=…, the page the reset mail links to.
-func (h *Handler) ResetForm(w http.ResponseWriter, r *http.Request) {
+func (h *Pages) ResetForm(w http.ResponseWriter, r *http.Request) {
 	tok := r.URL.Query().Get("token")
 	if tok == "" {
-		h.message(w, r, http.StatusBadRequest, "title.reset", Translator(language(r))("reset.missing"))
+		h.Message(w, r, http.StatusBadRequest, "title.reset", web.Translator(web.Language(r))("reset.missing"))
 		return
 	}
-	h.render(w, r, http.StatusOK, "reset", view{Title: "title.reset", CSRF: h.csrfToken(w, r, "reset", ""), Token: tok})
+	h.Render(w, r, http.StatusOK, "reset", web.View{Title: "title.reset", CSRF: h.CSRFToken(w, r, "reset", ""), Token: tok})
 }
 
 // ResetSubmit is POST /reset-password.
-func (h *Handler) ResetSubmit(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(r); err != nil {
+func (h *Pages) ResetSubmit(w http.ResponseWriter, r *http.Request) {
+	if err := web.ParseForm(r); err != nil {
 		h.Fail(w, r, err)
 		return
 	}
-	lang := language(r)
-	t := Translator(lang)
+	lang := web.Language(r)
+	t := web.Translator(lang)
 	tok := strings.TrimSpace(r.PostFormValue("token"))
 	again := func(status int, msg string) {
-		h.render(w, r, status, "reset", view{Title: "title.reset", CSRF: h.csrfToken(w, r, "reset", ""), Token: tok, Error: msg})
+		h.Render(w, r, status, "reset", web.View{Title: "title.reset", CSRF: h.CSRFToken(w, r, "reset", ""), Token: tok, Error: msg})
 	}
-	if err := h.checkCSRF(r, "reset", ""); err != nil {
+	if err := h.CheckCSRF(r, "reset", ""); err != nil {
 		again(http.StatusForbidden, t("err.csrf"))
 		return
 	}
-	err := h.Auth.ConfirmReset(r.Context(), tok, r.PostFormValue("password"), auth.MetaFrom(r, Source))
+	err := h.Auth.ConfirmReset(r.Context(), tok, r.PostFormValue("password"), auth.MetaFrom(r, web.Source))
 	switch {
 	case apperr.KindOf(err) == apperr.BadRequest:
-		h.message(w, r, http.StatusBadRequest, "title.reset", t("err.badlink"))
+		h.Message(w, r, http.StatusBadRequest, "title.reset", t("err.badlink"))
 	case err != nil:
-		again(status(w, err), h.errorText(r.Context(), lang, err))
+		again(h.Status(w, err), h.ErrorTextIn(r.Context(), lang, err))
 	default:
 		auth.ClearSessionCookie(w, h.Secure)
-		h.message(w, r, http.StatusOK, "title.reset", t("reset.done"))
+		h.Message(w, r, http.StatusOK, "title.reset", t("reset.done"))
 	}
 }

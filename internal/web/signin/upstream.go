@@ -1,10 +1,9 @@
-package web
+package signin
 
 import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 
 	"github.com/go-chi/chi/v5"
 
@@ -12,74 +11,20 @@ import (
 	"hmid/internal/auth"
 	"hmid/internal/upstream"
 	"hmid/internal/users"
+	"hmid/internal/web"
 )
-
-// ProviderButton is a "Sign in with …" button of the login page, or a
-// "Connect …" button of /account/linked.
-type ProviderButton struct {
-	Slug, Name string
-	Href       string // GET /login/{slug} with the page's return_to
-}
-
-// buttons returns the configured providers whose platform is enabled, in
-// the registry's order. A database error hides the buttons (the password
-// form still works) and is logged.
-func (h *Handler) buttons(r *http.Request, returnTo string) []ProviderButton {
-	if h.Providers == nil || len(h.Providers.Providers()) == 0 {
-		return nil
-	}
-	on, err := h.Auth.EnabledPlatforms(r.Context())
-	if err != nil {
-		h.Log.WarnContext(r.Context(), "login page: platforms unavailable", "error", err.Error())
-		return nil
-	}
-	var out []ProviderButton
-	for _, p := range h.Providers.Providers() {
-		if on[p.Slug()] {
-			href := "/login/" + url.PathEscape(p.Slug())
-			if returnTo != "" && returnTo != "/" {
-				href += "?return_to=" + url.QueryEscape(returnTo)
-			}
-			out = append(out, ProviderButton{Slug: p.Slug(), Name: p.Name(), Href: href})
-		}
-	}
-	return out
-}
-
-// connectable returns a "Connect …" button for each enabled provider userID
-// has no account on yet: a user has one account per platform (users.Connect
-// refuses a second), so a button for a connected provider could only fail.
-// A database error shows no buttons and is logged.
-func (h *Handler) Connectable(r *http.Request, userID string) []ProviderButton {
-	buttons := h.buttons(r, "")
-	if len(buttons) == 0 {
-		return nil
-	}
-	linked, err := h.Auth.LinkedPlatforms(r.Context(), userID)
-	if err != nil {
-		h.Log.WarnContext(r.Context(), "linked accounts unavailable", "error", err.Error())
-		return nil
-	}
-	var out []ProviderButton
-	for _, b := range buttons {
-		if !linked[b.Slug] {
-			out = append(out, b)
-		}
-	}
-	return out
-}
 
 // provider returns the configured and enabled provider of the {slug} of r,
 // or renders the refusal (404 unknown, 403 disabled) and returns nil.
-func (h *Handler) provider(w http.ResponseWriter, r *http.Request) upstream.Provider {
-	t := Translator(language(r))
+func (h *Pages) provider(w http.ResponseWriter, r *http.Request) upstream.Provider {
+	t := web.Translator(web.Language(r))
 	slug := chi.URLParam(r, "slug")
 	var p upstream.Provider
 	if h.Providers != nil {
 		p, _ = h.Providers.Get(slug)
 	}
 	if p == nil || h.Flow == nil {
-		h.message(w, r, http.StatusNotFound, "title.error", t("upstream.unknown"))
+		h.Message(w, r, http.StatusNotFound, "title.error", t("upstream.unknown"))
 		return nil
 	}
 	on, err := h.Auth.EnabledPlatforms(r.Context())
@@ -88,7 +33,7 @@ func (h *Handler) provider(w http.ResponseWriter, r *http.Request) upstream.Prov
 		return nil
 	}
 	if !on[p.Slug()] {
-		h.message(w, r, http.StatusForbidden, "title.error", fmt.Sprintf(t("upstream.disabled"), p.Name()))
+		h.Message(w, r, http.StatusForbidden, "title.error", fmt.Sprintf(t("upstream.disabled"), p.Name()))
 		return nil
 	}
 	return p
@@ -98,7 +43,7 @@ func (h *Handler) provider(w http.ResponseWriter, r *http.Request) upstream.Prov
 // and sends the browser there. return_to (a local path, or a pending
 // /v1/oauth/authorize request) is kept with the state, so an OAuth flow
 // resumes after the detour.
-func (h *Handler) ProviderStart(w http.ResponseWriter, r *http.Request) {
+func (h *Pages) ProviderStart(w http.ResponseWriter, r *http.Request) {
 	p := h.provider(w, r)
 	if p == nil {
 		return
@@ -115,19 +60,19 @@ func (h *Handler) ProviderStart(w http.ResponseWriter, r *http.Request) {
 // provider's account to theirs. It is a form post of the account console
 // (/account/linked) with the console's CSRF token, so another site cannot
 // start it in the user's name; return_to (a local page) is where the
-// message page after the callback leads back to.
-func (h *Handler) ProviderConnect(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(r); err != nil {
+// Message page after the callback leads back to.
+func (h *Pages) ProviderConnect(w http.ResponseWriter, r *http.Request) {
+	if err := web.ParseForm(r); err != nil {
 		h.Fail(w, r, err)
 		return
 	}
-	s := h.session(r)
+	s := h.Session(r)
 	if s == nil {
-		h.Redirect(w, r, loginURL("/"))
+		h.Redirect(w, r, web.LoginURL("/"))
 		return
 	}
-	if err := h.checkCSRF(r, consoleForm, s.SessionID); err != nil {
-		h.message(w, r, http.StatusForbidden, "title.error", Translator(language(r))("err.csrf"))
+	if err := h.CheckCSRF(r, web.ConsoleForm, s.SessionID); err != nil {
+		h.Message(w, r, http.StatusForbidden, "title.error", web.Translator(web.Language(r))("err.csrf"))
 		return
 	}
 	p := h.provider(w, r)
@@ -148,13 +93,13 @@ func (h *Handler) ProviderConnect(w http.ResponseWriter, r *http.Request) {
 // the code and signs the person in through the linking rule, or connects
 // the account for a sign-in started with ProviderConnect. Every failure is
 // a page that says what happened, and no session.
-func (h *Handler) ProviderCallback(w http.ResponseWriter, r *http.Request) {
+func (h *Pages) ProviderCallback(w http.ResponseWriter, r *http.Request) {
 	p := h.provider(w, r)
 	if p == nil {
 		return
 	}
 	ctx := r.Context()
-	m := auth.MetaFrom(r, Source)
+	m := auth.MetaFrom(r, web.Source)
 	cb, err := h.Flow.Finish(ctx, r, p.Slug())
 	if err != nil {
 		back, connecting := "/", false
@@ -183,8 +128,8 @@ func (h *Handler) ProviderCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := h.Auth.ProviderLogin(ctx, claim, m)
 	if err != nil {
-		code := status(w, err)
-		h.render(w, r, code, "message", outcome(code, view{Title: "title.error", ReturnTo: cb.ReturnTo}, h.errorText(ctx, language(r), err)))
+		code := h.Status(w, err)
+		h.Render(w, r, code, "message", web.Outcome(code, web.View{Title: "title.error", ReturnTo: cb.ReturnTo}, h.ErrorTextIn(ctx, web.Language(r), err)))
 		return
 	}
 	h.finishLogin(w, r, res, p.Slug(), cb.ReturnTo)
@@ -193,11 +138,11 @@ func (h *Handler) ProviderCallback(w http.ResponseWriter, r *http.Request) {
 // connected finishes a ProviderConnect: the user who started it must still
 // be the one signed in. The message page, also on a refusal, leads back to
 // the page the connect was started from.
-func (h *Handler) connected(w http.ResponseWriter, r *http.Request, p upstream.Provider, cb *upstream.Callback, c users.Claim, m auth.Meta) {
-	t := Translator(language(r))
-	s := h.session(r)
+func (h *Pages) connected(w http.ResponseWriter, r *http.Request, p upstream.Provider, cb *upstream.Callback, c users.Claim, m auth.Meta) {
+	t := web.Translator(web.Language(r))
+	s := h.Session(r)
 	if s == nil || s.UserID != cb.LinkUser {
-		h.message(w, r, http.StatusForbidden, "title.notconnected", t("upstream.connect.session"))
+		h.Message(w, r, http.StatusForbidden, "title.notconnected", t("upstream.connect.session"))
 		return
 	}
 	out, err := h.Auth.Connect(r.Context(), s, c, m)
@@ -209,7 +154,7 @@ func (h *Handler) connected(w http.ResponseWriter, r *http.Request, p upstream.P
 	if !out.Linked {
 		text = fmt.Sprintf(t("upstream.connect.already"), p.Name())
 	}
-	h.render(w, r, http.StatusOK, "message", view{Title: "title.connected", Notice: text, ReturnTo: cb.ReturnTo, LoggedIn: true})
+	h.Render(w, r, http.StatusOK, "message", web.View{Title: "title.connected", Notice: text, ReturnTo: cb.ReturnTo, LoggedIn: true})
 }
 
 // connectFailed renders a refused connect as what it is: titled "not
@@ -220,25 +165,25 @@ func (h *Handler) connected(w http.ResponseWriter, r *http.Request, p upstream.P
 // has no account on the platform yet was refused for the holder; one who
 // has is told to unlink theirs first, which is true either way and the
 // step that comes next.
-func (h *Handler) connectFailed(w http.ResponseWriter, r *http.Request, p upstream.Provider, userID string, err error, returnTo string) {
-	ctx, lang := r.Context(), language(r)
-	t := Translator(lang)
-	text := h.errorText(ctx, lang, err)
+func (h *Pages) connectFailed(w http.ResponseWriter, r *http.Request, p upstream.Provider, userID string, err error, returnTo string) {
+	ctx, lang := r.Context(), web.Language(r)
+	t := web.Translator(lang)
+	text := h.ErrorTextIn(ctx, lang, err)
 	if apperr.KindOf(err) == apperr.Conflict {
 		text = fmt.Sprintf(t("upstream.connect.taken"), p.Name())
 		if linked, lerr := h.Auth.LinkedPlatforms(ctx, userID); lerr == nil && linked[p.Slug()] {
 			text = fmt.Sprintf(t("upstream.connect.second"), p.Name())
 		}
 	}
-	code := status(w, err)
-	h.render(w, r, code, "message", outcome(code, view{Title: "title.notconnected", ReturnTo: returnTo, LoggedIn: true}, text))
+	code := h.Status(w, err)
+	h.Render(w, r, code, "message", web.Outcome(code, web.View{Title: "title.notconnected", ReturnTo: returnTo, LoggedIn: true}, text))
 }
 
 // upstreamFailed renders a failed provider sign-in: what went wrong in
 // words, and a way back to the login page that keeps returnTo; for a
 // connect (the person is signed in) the way back is returnTo itself.
-func (h *Handler) upstreamFailed(w http.ResponseWriter, r *http.Request, name string, err error, returnTo string, connecting bool) {
-	t := Translator(language(r))
+func (h *Pages) upstreamFailed(w http.ResponseWriter, r *http.Request, name string, err error, returnTo string, connecting bool) {
+	t := web.Translator(web.Language(r))
 	code, key, title := http.StatusBadGateway, "upstream.provider", "title.error"
 	switch {
 	case errors.Is(err, upstream.ErrDenied):
@@ -259,7 +204,7 @@ func (h *Handler) upstreamFailed(w http.ResponseWriter, r *http.Request, name st
 		h.Fail(w, r, apperr.Unavailablef("%s", err.Error()))
 		return
 	}
-	h.render(w, r, code, "message", outcome(code, view{Title: title, ReturnTo: returnTo, LoggedIn: connecting}, fmt.Sprintf(t(key), name)))
+	h.Render(w, r, code, "message", web.Outcome(code, web.View{Title: title, ReturnTo: returnTo, LoggedIn: connecting}, fmt.Sprintf(t(key), name)))
 }
 
 func firstOf(a, b string) string {

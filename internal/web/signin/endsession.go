@@ -1,12 +1,12 @@
-package web
+package signin
 
 import (
 	"net/http"
-	"strings"
 
 	"hmid/internal/apperr"
 	"hmid/internal/auth"
 	"hmid/internal/authflow"
+	"hmid/internal/web"
 )
 
 // endSessionParams are the RP-Initiated Logout parameters a confirmation
@@ -26,21 +26,21 @@ const confirmField = "hmid_confirm"
 // here. After logout the browser goes to the verified
 // post_logout_redirect_uri with state (§3), else sees a "logged out" page.
 // Bad input gets an error page (400) and never a redirect.
-func (h *Handler) EndSession(w http.ResponseWriter, r *http.Request) {
-	if err := parseForm(r); err != nil {
+func (h *Pages) EndSession(w http.ResponseWriter, r *http.Request) {
+	if err := web.ParseForm(r); err != nil {
 		h.Fail(w, r, err)
 		return
 	}
-	if l := uiLocale(r.Form.Get("ui_locales")); l != "" {
-		// ui_locales (§2) outranks the browser's Accept-Language.
-		r.Header.Set("Accept-Language", l)
+	if l := web.UILocale(r.Form.Get("ui_locales")); l != "" {
+		// ui_locales (§2) outranks the browser's Accept-web.Language.
+		r.Header.Set("Accept-web.Language", l)
 	}
 	lo := h.logouts()
 	if lo == nil {
 		h.Fail(w, r, apperr.Unavailablef("no OAuth provider is configured"))
 		return
 	}
-	p := h.session(r)
+	p := h.Session(r)
 	sessionID, userID := "", ""
 	if p != nil {
 		sessionID, userID = p.SessionID, p.UserID
@@ -56,11 +56,11 @@ func (h *Handler) EndSession(w http.ResponseWriter, r *http.Request) {
 		h.Fail(w, r, err)
 		return
 	}
-	t := Translator(language(r))
+	t := web.Translator(web.Language(r))
 	confirmed := r.Method == http.MethodPost && r.PostForm.Get(confirmField) != ""
 	if confirmed {
-		if err := h.checkCSRF(r, "end_session", sessionID); err != nil {
-			h.message(w, r, http.StatusForbidden, "title.error", t("err.csrf"))
+		if err := h.CheckCSRF(r, "end_session", sessionID); err != nil {
+			h.Message(w, r, http.StatusForbidden, "title.error", t("err.csrf"))
 			return
 		}
 	}
@@ -69,7 +69,7 @@ func (h *Handler) EndSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if p != nil {
-		if err := h.Auth.Logout(r.Context(), p, auth.MetaFrom(r, Source)); err != nil {
+		if err := h.Auth.Logout(r.Context(), p, auth.MetaFrom(r, web.Source)); err != nil {
 			h.Fail(w, r, err)
 			return
 		}
@@ -82,41 +82,28 @@ func (h *Handler) EndSession(w http.ResponseWriter, r *http.Request) {
 		h.Redirect(w, r, es.RedirectURL)
 		return
 	}
-	h.message(w, r, http.StatusOK, "title.loggedout", t("logout.done"))
+	h.Message(w, r, http.StatusOK, "title.loggedout", t("logout.done"))
 }
 
 // confirmEndSession renders the question "Log out of hmid?" with the
 // request's parameters as hidden fields.
-func (h *Handler) confirmEndSession(w http.ResponseWriter, r *http.Request, es authflow.EndSession, params map[string][]string, sessionID, userID string) {
-	v := view{Title: "title.logout", CSRF: h.csrfToken(w, r, "end_session", sessionID), ReturnTo: es.RedirectURL}
+func (h *Pages) confirmEndSession(w http.ResponseWriter, r *http.Request, es authflow.EndSession, params map[string][]string, sessionID, userID string) {
+	v := web.View{Title: "title.logout", CSRF: h.CSRFToken(w, r, "end_session", sessionID), ReturnTo: es.RedirectURL}
 	v.Client.ClientName = es.ClientName
 	if userID != "" {
 		v.Username = h.Auth.Username(r.Context(), userID)
 	}
 	for _, k := range endSessionParams {
 		if vs := params[k]; len(vs) == 1 {
-			v.Hidden = append(v.Hidden, hiddenField{Name: k, Value: vs[0]})
+			v.Hidden = append(v.Hidden, web.HiddenField{Name: k, Value: vs[0]})
 		}
 	}
-	h.render(w, r, http.StatusOK, "endsession", v)
+	h.Render(w, r, http.StatusOK, "endsession", v)
 }
 
-func (h *Handler) logouts() authflow.Logouts {
+func (h *Pages) logouts() authflow.Logouts {
 	if h.Logouts == nil {
 		return nil
 	}
 	return h.Logouts()
-}
-
-// uiLocale returns the first language of a ui_locales value (space-separated
-// BCP 47 tags in order of preference, OpenID Connect Core §3.1.2.1) that the
-// pages speak, "" for none.
-func uiLocale(v string) string {
-	for _, tag := range strings.Fields(v) {
-		primary, _, _ := strings.Cut(strings.ToLower(tag), "-")
-		if _, ok := messages[primary]; ok {
-			return primary
-		}
-	}
-	return ""
 }
