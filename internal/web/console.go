@@ -17,9 +17,9 @@ import (
 	"hmid/internal/authn"
 )
 
-// The consoles (/account for everyone, /admin for operators) are pages of
-// this package with a layout of their own (templates/console.html): a
-// navigation beside the content, a flash message after each action
+// The consoles (/account for everyone, /admin for operators: packages
+// account and admin, added with AddConsole) have a frame of their own
+// (templates/console.html): a navigation beside the content, a flash message after each action
 // (POST-redirect-GET), one CSRF token per page bound to the session, and
 // the user's preferred locale before Accept-Language. Each area of a
 // console is a type of its own (SecurityPages, …) that holds the services it
@@ -36,21 +36,34 @@ const ConsoleForm = "console"
 const flashCookie = "hmid_flash"
 
 // consoleTemplates holds, per language, one template per console page,
-// filled by AddConsolePages from the packages of the consoles (each keeps
-// its templates beside its code) before any request is served.
+// filled by AddConsole from the packages of the consoles (each keeps its
+// templates beside its code) before any request is served.
 var consoleTemplates = map[string]map[string]*template.Template{}
 
-// AddConsolePages parses the console pages matching glob in fsys (a
-// page's name is its file name without .html), each with the frame
-// (console.html), the pieces pages share (parts_*.html: form fields, event
-// texts, pagers) and the parts both consoles show (shared_*.html: a
-// client's page, a key's page). A console package calls it from init; a
-// page that does not parse is a programming error and panics there.
-func AddConsolePages(fsys fs.FS, glob string) {
-	names, err := fs.Glob(fsys, glob)
+// consoleSite is one console as the frame draws it.
+type consoleSite struct {
+	prefix string    // of its pages' names: "account_", "admin_"
+	nav    []NavItem // its navigation, in order
+	admin  bool      // the admin console (its label and navigation)
+}
+
+// consoles are the consoles AddConsole added.
+var consoles []consoleSite
+
+// AddConsole adds a console: its pages are the files prefix*.html in the
+// templates directory of fsys (a page's name is its file name without
+// .html), nav is its navigation and admin marks the admin console. Each
+// page is parsed with the frame (console.html), the pieces pages share
+// (parts_*.html: form fields, event texts, pagers) and the parts both
+// consoles show (shared_*.html: a client's page, a key's page). A console
+// package calls it from init; a page that does not parse is a programming
+// error and panics there.
+func AddConsole(fsys fs.FS, prefix string, admin bool, nav []NavItem) {
+	names, err := fs.Glob(fsys, "templates/"+prefix+"*.html")
 	if err != nil || len(names) == 0 {
-		panic("web: no console pages match " + glob)
+		panic("web: no console pages named " + prefix)
 	}
+	consoles = append(consoles, consoleSite{prefix: prefix, nav: nav, admin: admin})
 	for lang := range messages {
 		if consoleTemplates[lang] == nil {
 			consoleTemplates[lang] = map[string]*template.Template{}
@@ -62,6 +75,11 @@ func AddConsolePages(fsys fs.FS, glob string) {
 			consoleTemplates[lang][page] = template.Must(tpl.ParseFS(fsys, name))
 		}
 	}
+}
+
+// Can is a navigation Show func: p holds perm.
+func Can(perm string) func(p *authn.Principal) bool {
+	return func(p *authn.Principal) bool { return p.Can(perm) }
 }
 
 // consoleFuncs are the template functions of the console pages in lang.
@@ -78,8 +96,8 @@ func consoleFuncs(lang string) template.FuncMap {
 	}
 }
 
-// navItem is one entry of a console's navigation.
-type navItem struct {
+// NavItem is one entry of a console's navigation.
+type NavItem struct {
 	Section string // the page's section key
 	Href    string
 	Label   string // message key
@@ -87,47 +105,10 @@ type navItem struct {
 	Show func(p *authn.Principal) bool
 }
 
-// accountNav is the account console's navigation, in order.
-var accountNav = []navItem{
-	{Section: "profile", Href: "/account", Label: "nav.profile"},
-	{Section: "security", Href: "/account/security", Label: "nav.security"},
-	{Section: "sessions", Href: "/account/sessions", Label: "nav.sessions"},
-	{Section: "linked", Href: "/account/linked", Label: "nav.linked"},
-	{Section: "apps", Href: "/account/apps", Label: "nav.apps"},
-	{Section: "activity", Href: "/account/activity", Label: "nav.activity"},
-	{Section: "data", Href: "/account/data", Label: "nav.data"},
-	{Section: "developer", Href: "/account/developer", Label: "nav.developer", Show: func(p *authn.Principal) bool {
-		return p.Can("oauth_clients:write") || p.Can("api_keys:write")
-	}},
-	{Section: "integrations", Href: "/account/integrations", Label: "nav.integrations"},
-}
-
 // AdminPermissions are the permissions of the admin console's areas: a
 // user holding none of them gets 403 on /admin (the overview's rule).
 var AdminPermissions = []string{"users:read", "roles:read", "oauth_clients:read", "api_keys:read", "audit:read",
 	"settings:read", "chatplatform:read", "devices:read", "trips:read"}
-
-// can is a navigation Show func: p holds perm.
-func can(perm string) func(p *authn.Principal) bool {
-	return func(p *authn.Principal) bool { return p.Can(perm) }
-}
-
-// adminNav is the admin console's navigation, in order; each entry shows
-// for holders of the permission its REST routes need to read.
-var adminNav = []navItem{
-	{Section: "overview", Href: "/admin", Label: "admin.nav.overview"},
-	{Section: "users", Href: "/admin/users", Label: "admin.nav.users", Show: can("users:read")},
-	{Section: "roles", Href: "/admin/roles", Label: "admin.nav.roles", Show: can("roles:read")},
-	{Section: "clients", Href: "/admin/clients", Label: "admin.nav.clients", Show: can("oauth_clients:read")},
-	{Section: "api-keys", Href: "/admin/api-keys", Label: "admin.nav.apikeys", Show: can("api_keys:read")},
-	{Section: "audit", Href: "/admin/audit", Label: "admin.nav.audit", Show: can("audit:read")},
-	{Section: "platforms", Href: "/admin/platforms", Label: "admin.nav.platforms", Show: can("settings:read")},
-	{Section: "config", Href: "/admin/config", Label: "admin.nav.config", Show: can("settings:read")},
-	{Section: "chat", Href: "/admin/chat", Label: "admin.nav.chat", Show: can("chatplatform:read")},
-	{Section: "tracking", Href: "/admin/tracking", Label: "admin.nav.tracking", Show: func(p *authn.Principal) bool {
-		return p.Can("devices:read") || p.Can("trips:read")
-	}},
-}
 
 // navLink is a navigation entry as the layout shows it.
 type navLink struct {
@@ -169,9 +150,11 @@ func (h *Handler) Console(w http.ResponseWriter, r *http.Request, status int, pa
 	if key := h.takeFlash(w, r); key != "" && v.Flash == "" {
 		v.Flash = t(key)
 	}
-	nav := accountNav
-	if strings.HasPrefix(page, "admin_") {
-		nav, v.Admin = adminNav, true
+	var nav []NavItem
+	for _, c := range consoles {
+		if strings.HasPrefix(page, c.prefix) {
+			nav, v.Admin = c.nav, c.admin
+		}
 	}
 	for _, perm := range AdminPermissions {
 		if p != nil && p.Can(perm) {

@@ -1,16 +1,25 @@
-// Package web serves the built-in HTML pages of hmid: login (with the
-// two-factor step), registration, OAuth consent, logout and password reset,
-// the account console, and the error pages a browser gets where an API
-// client gets JSON (ErrorPages).
+// Package web is the kit the built-in HTML pages of hmid are made with:
+// the layout and the console frame, the stylesheet and script, CSRF tokens,
+// flash messages, the texts in English and German and the choice between
+// them, the signed-in principal, the error pages a browser gets where an
+// API client gets JSON (ErrorPages), and the shapes every page uses: a form
+// post (Action, Act, FormRefusal), a list with filters and paging (list.go),
+// and the pages of one OAuth client and one API key both consoles show
+// (CredentialPages). The pages themselves live in one package per room:
+// internal/web/signin (login, registration, consent, logout, upstream
+// sign-in, verification, password reset), internal/web/account (the account
+// console) and internal/web/admin (the admin console); each keeps its
+// templates and texts and adds them here (AddPages, AddConsole, AddMessages).
+// The routes and their rules are in internal/app/routes.go, the one table.
+//
 // They are plain server-rendered html/template pages with one embedded
-// stylesheet and no script, in English and German (by Accept-Language), so a
-// person in a browser can finish an OAuth sign-in without any other front end
-// (DECISIONS.md, OAuth and OIDC). The pages use the same auth.Service as the
-// JSON endpoints under /v1/auth.
+// stylesheet and no inline script, in English and German (by
+// Accept-Language), so a person in a browser can finish an OAuth sign-in
+// without any other front end (DECISIONS.md, OAuth and OIDC).
 //
 // Every form carries a CSRF token: an HMAC, under the server key, of the form
 // name, a random pre-session cookie (hmid_csrf) and, once signed in, the
-// Session id. A cross-site page can neither read the cookie nor compute the
+// session id. A cross-site page can neither read the cookie nor compute the
 // HMAC. Origin and Sec-Fetch-Site are checked too when the browser sends them.
 package web
 
