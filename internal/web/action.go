@@ -88,3 +88,14 @@ func (h *Handler) FormRefusal(w http.ResponseWriter, r *http.Request, err error,
 	}
 	return status, text, FormError{}
 }
+
+// PageRefusal is how a refused post shows on a page without fields to
+// mark: the status and the text above the page (an *Invalid's own text,
+// answered 400, else the error's).
+func (h *Handler) PageRefusal(w http.ResponseWriter, r *http.Request, err error) (int, string) {
+	var inv *Invalid
+	if errors.As(err, &inv) {
+		return http.StatusBadRequest, Translator(h.UserLanguage(r, authn.From(r.Context())))(inv.Key)
+	}
+	return h.Status(w, err), h.ErrorText(r, err)
+}

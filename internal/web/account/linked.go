@@ -81,43 +81,38 @@ func (lp *LinkedPages) render(w http.ResponseWriter, r *http.Request, status int
 	lp.H.Console(w, r, status, "account_linked", web.ConsoleView{Title: "title.linked", Section: "linked", Error: errText, Data: v})
 }
 
+// act runs a page action of the linked-accounts page, which the browser
+// is sent back to; a refusal shows above the list, an unlink the service
+// refuses in the page's own words.
+func (lp *LinkedPages) act(w http.ResponseWriter, r *http.Request, a web.Action) {
+	a.To = linkedPath
+	a.Refuse = func(w http.ResponseWriter, r *http.Request, _ string, err error) {
+		status, text := lp.H.PageRefusal(w, r, err)
+		if key := refusalKey(err); key != "" {
+			text = web.Translator(lp.H.UserLanguage(r, authn.From(r.Context())))(key)
+		}
+		lp.render(w, r, status, text)
+	}
+	lp.H.Act(w, r, a)
+}
+
 // SetPrimary is POST /account/linked/{id}/primary: PUT
 // /v1/users/{id}/accounts/{account_id}/primary.
 func (lp *LinkedPages) SetPrimary(w http.ResponseWriter, r *http.Request) {
-	p := lp.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
-	if _, err := lp.Accounts.SetPrimary(r.Context(), p.UserID, chi.URLParam(r, "id"), audit.FromRequest(r, audit.Event{SourceService: web.Source})); err != nil {
-		lp.render(w, r, lp.H.Status(w, err), lp.H.ErrorText(r, err))
-		return
-	}
-	lp.H.Done(w, r, linkedPath, "linked.primary.done")
+	lp.act(w, r, web.Action{Call: func(p *authn.Principal) (string, error) {
+		_, err := lp.Accounts.SetPrimary(r.Context(), p.UserID, chi.URLParam(r, "id"), audit.FromRequest(r, audit.Event{SourceService: web.Source}))
+		return "linked.primary.done", err
+	}})
 }
 
 // Unlink is POST /account/linked/{id}/unlink: DELETE
 // /v1/users/{id}/accounts/{account_id}, after the person ticked the
 // confirmation (the page's script asks as well).
 func (lp *LinkedPages) Unlink(w http.ResponseWriter, r *http.Request) {
-	p := lp.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
-	t := web.Translator(lp.H.UserLanguage(r, p))
-	if r.PostFormValue("confirm") != "yes" {
-		lp.render(w, r, http.StatusBadRequest, t("linked.unlink.unconfirmed"))
-		return
-	}
-	err := lp.Accounts.Unlink(r.Context(), p.UserID, chi.URLParam(r, "id"), audit.FromRequest(r, audit.Event{SourceService: web.Source}))
-	if err != nil {
-		text := lp.H.ErrorText(r, err)
-		if key := refusalKey(err); key != "" {
-			text = t(key)
-		}
-		lp.render(w, r, lp.H.Status(w, err), text)
-		return
-	}
-	lp.H.Done(w, r, linkedPath, "linked.unlink.done")
+	lp.act(w, r, web.Action{Confirm: "confirm", Unconfirmed: "linked.unlink.unconfirmed",
+		Call: func(p *authn.Principal) (string, error) {
+			return "linked.unlink.done", lp.Accounts.Unlink(r.Context(), p.UserID, chi.URLParam(r, "id"), audit.FromRequest(r, audit.Event{SourceService: web.Source}))
+		}})
 }
 
 func init() {

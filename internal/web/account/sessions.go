@@ -51,35 +51,34 @@ func (sp *SessionPages) render(w http.ResponseWriter, r *http.Request, status in
 	sp.H.Console(w, r, status, "account_sessions", web.ConsoleView{Title: "title.sessions", Section: "sessions", Error: errText, Data: rows})
 }
 
+// act runs a page action of the sessions page, which the browser is sent
+// back to; a refusal shows above the list. The session of this very
+// browser is refused with the page's own sentence (log out instead).
+func (sp *SessionPages) act(w http.ResponseWriter, r *http.Request, call func(p *authn.Principal) (string, error)) {
+	sp.H.Act(w, r, web.Action{To: "/account/sessions", Call: call,
+		Refuse: func(w http.ResponseWriter, r *http.Request, _ string, err error) {
+			if errors.Is(err, sessions.ErrCurrent) {
+				sp.render(w, r, http.StatusBadRequest, web.Translator(sp.H.UserLanguage(r, authn.From(r.Context())))("sessions.current"))
+				return
+			}
+			status, text := sp.H.PageRefusal(w, r, err)
+			sp.render(w, r, status, text)
+		}})
+}
+
 // Revoke is POST /account/sessions/{id}/revoke.
 func (sp *SessionPages) Revoke(w http.ResponseWriter, r *http.Request) {
-	p := sp.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
-	err := sp.Sessions.Revoke(r.Context(), p, chi.URLParam(r, "id"), audit.FromRequest(r, audit.Event{SourceService: web.Source}))
-	if errors.Is(err, sessions.ErrCurrent) {
-		sp.render(w, r, http.StatusBadRequest, web.Translator(sp.H.UserLanguage(r, p))("sessions.current"))
-		return
-	}
-	if err != nil {
-		sp.render(w, r, sp.H.Status(w, err), sp.H.ErrorText(r, err))
-		return
-	}
-	sp.H.Done(w, r, "/account/sessions", "sessions.revoked")
+	sp.act(w, r, func(p *authn.Principal) (string, error) {
+		return "sessions.revoked", sp.Sessions.Revoke(r.Context(), p, chi.URLParam(r, "id"), audit.FromRequest(r, audit.Event{SourceService: web.Source}))
+	})
 }
 
 // RevokeOthers is POST /account/sessions/revoke-others.
 func (sp *SessionPages) RevokeOthers(w http.ResponseWriter, r *http.Request) {
-	p := sp.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
-	if _, err := sp.Sessions.RevokeOthers(r.Context(), p, audit.FromRequest(r, audit.Event{SourceService: web.Source})); err != nil {
-		sp.render(w, r, sp.H.Status(w, err), sp.H.ErrorText(r, err))
-		return
-	}
-	sp.H.Done(w, r, "/account/sessions", "sessions.revokedothers")
+	sp.act(w, r, func(p *authn.Principal) (string, error) {
+		_, err := sp.Sessions.RevokeOthers(r.Context(), p, audit.FromRequest(r, audit.Event{SourceService: web.Source}))
+		return "sessions.revokedothers", err
+	})
 }
 
 func init() {
