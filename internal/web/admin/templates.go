@@ -16,7 +16,9 @@ var templates embed.FS
 func init() { web.AddConsole(templates, "admin_", true, nav) }
 
 // nav is the admin console's navigation, in order; each entry shows
-// for holders of the permission its REST routes need to read.
+// for holders of the permission its REST routes need to read. It has the
+// shape of the account console's (account/templates.go) but other entries
+// and rules: each console owns its table.
 var nav = []web.NavItem{
 	{Section: "overview", Href: "/admin", Label: "admin.nav.overview"},
 	{Section: "users", Href: "/admin/users", Label: "admin.nav.users", Show: web.Can("users:read")},
