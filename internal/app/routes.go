@@ -152,8 +152,8 @@ func (s *Server) routes() chi.Router {
 	route("OPTIONS", "/v1/oauth/introspect", Public(), oa.ClientOriginsPreflight("POST"))
 	// RP-Initiated Logout 1.0: the end_session_endpoint is a page (it may
 	// ask the person to confirm), so the web kit serves it.
-	route("GET", "/v1/oauth/logout", Public(), s.webPages.EndSession)
-	route("POST", "/v1/oauth/logout", Public(), s.webPages.EndSession)
+	route("GET", "/v1/oauth/logout", Public(), s.signinPages.EndSession)
+	route("POST", "/v1/oauth/logout", Public(), s.signinPages.EndSession)
 	route("GET", "/v1/oauth/clients", Authenticated(), oa.ListClients)
 	route("POST", "/v1/oauth/clients", Authenticated(), oa.CreateClient)
 	route("GET", "/v1/oauth/clients/all", Perm("oauth_clients:read"), oa.ListAllClients)
@@ -166,7 +166,7 @@ func (s *Server) routes() chi.Router {
 	route("DELETE", "/v1/users/me/consents/{client_id}", Authenticated(), oa.RevokeMyConsent)
 
 	// Built-in pages and login extension endpoints
-	au, wp := s.authAPI, s.webPages
+	au, wp := s.authAPI, s.signinPages
 	route("POST", "/v1/auth/login", Public(), au.Login)
 	route("POST", "/v1/auth/register", Public(), au.Register)
 	route("POST", "/v1/auth/logout", Optional(), au.Logout)

@@ -1,43 +1,44 @@
 package app
 
 import (
-	"hmid/internal/web"
+	"hmid/internal/web/account"
+	"hmid/internal/web/admin"
 )
 
 // consoleArea holds the pages of the account console (/account/*), one type
 // per area, each with the services the matching REST routes call.
 type consoleArea struct {
-	sessionPages *web.SessionPages
+	sessionPages *account.SessionPages
 	// (profile and linked accounts)
-	profilePages *web.ProfilePages
-	linkedPages  *web.LinkedPages
+	profilePages *account.ProfilePages
+	linkedPages  *account.LinkedPages
 	// (security: password and two-factor)
-	securityPages *web.SecurityPages
+	securityPages *account.SecurityPages
 	// (connected apps and your data)
-	appPages  *web.AppPages
-	dataPages *web.DataPages
+	appPages  *account.AppPages
+	dataPages *account.DataPages
 	// (activity and integrations)
-	activityPages    *web.ActivityPages
-	integrationPages *web.IntegrationPages
+	activityPages    *account.ActivityPages
+	integrationPages *account.IntegrationPages
 	// (developer: OAuth clients and API keys)
-	developerPages *web.DeveloperPages
+	developerPages *account.DeveloperPages
 	// (admin: overview and users list)
-	adminOverviewPages *web.AdminOverviewPages
-	adminUserListPages *web.AdminUserListPages
+	adminOverviewPages *admin.OverviewPages
+	adminUserListPages *admin.UserListPages
 	// (admin: one user)
-	adminUserPages *web.AdminUserPages
+	adminUserPages *admin.UserPages
 	// (admin: roles and permissions)
-	adminRolesPages *web.AdminRolesPages
+	adminRolesPages *admin.RolesPages
 	// (admin: OAuth clients and API keys)
-	adminCredentialPages *web.AdminCredentialPages
+	adminCredentialPages *admin.CredentialPages
 	// (admin: audit log and reports)
-	adminAuditPages *web.AdminAuditPages
+	adminAuditPages *admin.AuditPages
 	// (admin: platforms and configuration)
-	adminPlatformPages *web.AdminPlatformPages
-	adminConfigPages   *web.AdminConfigPages
+	adminPlatformPages *admin.PlatformPages
+	adminConfigPages   *admin.ConfigPages
 	// (admin: chat platform and tracking)
-	adminChatPages     *web.AdminChatPages
-	adminTrackingPages *web.AdminTrackingPages
+	adminChatPages     *admin.ChatPages
+	adminTrackingPages *admin.TrackingPages
 }
 
 // buildConsole constructs the console pages. It runs after every area, as
@@ -46,42 +47,42 @@ type consoleArea struct {
 func (s *Server) buildConsole() {
 	s.Guard.Pages = s.webPages
 	s.webPages.Users = s.users.S
-	s.sessionPages = &web.SessionPages{H: s.webPages, Sessions: s.sessions.S, GeoIP: s.GeoIP}
+	s.sessionPages = &account.SessionPages{H: s.webPages, Sessions: s.sessions.S, GeoIP: s.GeoIP}
 	// (profile and linked accounts)
-	s.profilePages = &web.ProfilePages{H: s.webPages, Users: s.users.S, Accounts: s.accountsHandler.S}
-	s.linkedPages = &web.LinkedPages{H: s.webPages, Accounts: s.accountsHandler.S}
+	s.profilePages = &account.ProfilePages{H: s.webPages, Users: s.users.S, Accounts: s.accountsHandler.S}
+	s.linkedPages = &account.LinkedPages{H: s.webPages, Accounts: s.accountsHandler.S}
 	// (security: password and two-factor)
-	s.securityPages = &web.SecurityPages{H: s.webPages, TwoFactor: s.twoFactorSvc, Platforms: s.PlatformService}
+	s.securityPages = &account.SecurityPages{H: s.webPages, TwoFactor: s.twoFactorSvc, Platforms: s.PlatformService}
 	// (connected apps and your data)
 	// A self-requested deletion is confirmed with the password (the login
 	// service) or, without one, the second factor; REST and the page share
 	// the deletion service, so its confirmers are wired here, once.
 	s.DeletionService.Passwords = s.authAPI.S
 	s.DeletionService.SecondFactor = s.twoFactorSvc
-	s.appPages = &web.AppPages{H: s.webPages, OAuth: s.OAuth}
-	s.dataPages = &web.DataPages{H: s.webPages, Export: s.exportHandler, Deletion: s.DeletionService}
+	s.appPages = &account.AppPages{H: s.webPages, OAuth: s.OAuth}
+	s.dataPages = &account.DataPages{H: s.webPages, Export: s.exportHandler, Deletion: s.DeletionService}
 	// (activity and integrations)
-	s.activityPages = &web.ActivityPages{H: s.webPages, Audit: s.auditHandler.S}
-	s.integrationPages = &web.IntegrationPages{H: s.webPages, Integrations: s.Integrations}
+	s.activityPages = &account.ActivityPages{H: s.webPages, Audit: s.auditHandler.S}
+	s.integrationPages = &account.IntegrationPages{H: s.webPages, Integrations: s.Integrations}
 	// (developer: OAuth clients and API keys)
-	s.developerPages = web.NewDeveloperPages(s.webPages, s.OAuth, s.Access)
+	s.developerPages = account.NewDeveloperPages(s.webPages, s.OAuth, s.Access)
 	// (admin: overview and users list)
-	s.adminOverviewPages = &web.AdminOverviewPages{H: s.webPages, Health: s.health, Users: s.users.S, Sessions: s.sessions.S,
+	s.adminOverviewPages = &admin.OverviewPages{H: s.webPages, Health: s.health, Users: s.users.S, Sessions: s.sessions.S,
 		OAuth: s.OAuth, Access: s.Access, Audit: s.auditHandler.S}
-	s.adminUserListPages = &web.AdminUserListPages{H: s.webPages, Users: s.users.S, Bans: s.BanService, TwoFactor: s.twoFactorSvc}
+	s.adminUserListPages = &admin.UserListPages{H: s.webPages, Users: s.users.S, Bans: s.BanService, TwoFactor: s.twoFactorSvc}
 	// (admin: one user)
-	s.adminUserPages = &web.AdminUserPages{H: s.webPages, Users: s.users.S, Accounts: s.accountsHandler.S, Access: s.Access,
+	s.adminUserPages = &admin.UserPages{H: s.webPages, Users: s.users.S, Accounts: s.accountsHandler.S, Access: s.Access,
 		Sessions: s.sessions.S, TwoFactor: s.twoFactorSvc, Bans: s.BanService, Deletion: s.DeletionService, Audit: s.auditHandler.S}
 	// (admin: roles and permissions)
-	s.adminRolesPages = &web.AdminRolesPages{H: s.webPages, Access: s.Access}
+	s.adminRolesPages = &admin.RolesPages{H: s.webPages, Access: s.Access}
 	// (admin: OAuth clients and API keys)
-	s.adminCredentialPages = web.NewAdminCredentialPages(s.webPages, s.OAuth, s.Access)
+	s.adminCredentialPages = admin.NewCredentialPages(s.webPages, s.OAuth, s.Access)
 	// (admin: audit log and reports)
-	s.adminAuditPages = &web.AdminAuditPages{H: s.webPages, Audit: s.auditHandler.S}
+	s.adminAuditPages = &admin.AuditPages{H: s.webPages, Audit: s.auditHandler.S}
 	// (admin: platforms and configuration)
-	s.adminPlatformPages = &web.AdminPlatformPages{H: s.webPages, Platforms: s.PlatformService}
-	s.adminConfigPages = &web.AdminConfigPages{H: s.webPages, Settings: s.Settings}
+	s.adminPlatformPages = &admin.PlatformPages{H: s.webPages, Platforms: s.PlatformService}
+	s.adminConfigPages = &admin.ConfigPages{H: s.webPages, Settings: s.Settings}
 	// (admin: chat platform and tracking)
-	s.adminChatPages = &web.AdminChatPages{H: s.webPages, Chat: s.Chat}
-	s.adminTrackingPages = &web.AdminTrackingPages{H: s.webPages, Tracking: s.tracking.S}
+	s.adminChatPages = &admin.ChatPages{H: s.webPages, Chat: s.Chat}
+	s.adminTrackingPages = &admin.TrackingPages{H: s.webPages, Tracking: s.tracking.S}
 }

@@ -10,6 +10,7 @@ import (
 	"hmid/internal/upstream"
 	"hmid/internal/users"
 	"hmid/internal/web"
+	"hmid/internal/web/signin"
 )
 
 // webArea holds the handlers of the login extension endpoints and the
@@ -17,6 +18,8 @@ import (
 type webArea struct {
 	authAPI  *auth.Handler
 	webPages *web.Handler
+	// signinPages are the sign-in pages on webPages.
+	signinPages *signin.Pages
 }
 
 // buildWeb constructs the area with explicit dependencies. The two-factor
@@ -62,6 +65,7 @@ func (s *Server) buildWeb(ctx context.Context) error {
 		Flow: &upstream.Flow{Cache: s.Cache, PublicURL: s.Config.PublicURL, Secure: secure,
 			Now: s.Clock.Now},
 	}
+	s.signinPages = &signin.Pages{Handler: s.webPages}
 	return nil
 }
 

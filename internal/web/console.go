@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 
@@ -16,9 +17,9 @@ import (
 	"hmid/internal/authn"
 )
 
-// The consoles (/account for everyone, /admin for operators) are pages of
-// this package with a layout of their own (templates/console.html): a
-// navigation beside the content, a flash message after each action
+// The consoles (/account for everyone, /admin for operators: packages
+// account and admin, added with AddConsole) have a frame of their own
+// (templates/console.html): a navigation beside the content, a flash message after each action
 // (POST-redirect-GET), one CSRF token per page bound to the session, and
 // the user's preferred locale before Accept-Language. Each area of a
 // console is a type of its own (SecurityPages, …) that holds the services it
@@ -26,46 +27,64 @@ import (
 // its routes are in internal/app/routes.go with the REST route's rule, made
 // a browser rule (authn.Rule.InBrowser).
 
-// consoleForm is the CSRF form name of every console form: a console page
+// ConsoleForm is the CSRF form name of every console form: a console page
 // has one token, valid for all its forms, bound to the session.
-const consoleForm = "console"
+const ConsoleForm = "console"
 
 // flashCookie carries the message of the action just done to the page the
 // browser is redirected to.
 const flashCookie = "hmid_flash"
 
-// consolePages are the console templates, found by name: account_*.html and
-// admin_*.html, each parsed with console.html.
-var consolePages = func() []string {
-	var out []string
-	for _, pattern := range []string{"templates/account_*.html", "templates/admin_*.html"} {
-		m, _ := fs.Glob(files, pattern)
-		for _, p := range m {
-			out = append(out, strings.TrimSuffix(strings.TrimPrefix(p, "templates/"), ".html"))
-		}
-	}
-	return out
-}()
+// consoleTemplates holds, per language, one template per console page,
+// filled by AddConsole from the packages of the consoles (each keeps its
+// templates beside its code) before any request is served.
+var consoleTemplates = map[string]map[string]*template.Template{}
 
-// consoleTemplates holds, per language, one template per console page. The
-// pieces pages share (parts_*.html: event texts, pagers) and the parts both
-// consoles show (shared_*.html: a client's page, a key's page) are parsed
-// with every page.
-var consoleTemplates = func() map[string]map[string]*template.Template {
-	out := map[string]map[string]*template.Template{}
+// consoleSite is one console as the frame draws it.
+type consoleSite struct {
+	prefix string    // of its pages' names: "account_", "admin_"
+	nav    []NavItem // its navigation, in order
+	admin  bool      // the admin console (its label and navigation)
+}
+
+// consoles are the consoles AddConsole added.
+var consoles []consoleSite
+
+// AddConsole adds a console: its pages are the files prefix*.html in the
+// templates directory of fsys (a page's name is its file name without
+// .html), nav is its navigation and admin marks the admin console. Each
+// page is parsed with the frame (console.html), the pieces pages share
+// (parts_*.html: form fields, event texts, pagers) and the parts both
+// consoles show (shared_*.html: a client's page, a key's page). A console
+// package calls it from init; a page that does not parse is a programming
+// error and panics there.
+func AddConsole(fsys fs.FS, prefix string, admin bool, nav []NavItem) {
+	names, err := fs.Glob(fsys, "templates/"+prefix+"*.html")
+	if err != nil || len(names) == 0 {
+		panic("web: no console pages named " + prefix)
+	}
+	consoles = append(consoles, consoleSite{prefix: prefix, nav: nav, admin: admin})
 	for lang := range messages {
-		out[lang] = map[string]*template.Template{}
-		for _, p := range consolePages {
-			out[lang][p] = template.Must(template.New("console.html").Funcs(consoleFuncs(lang)).
-				ParseFS(files, "templates/console.html", "templates/parts_*.html", "templates/shared_*.html", "templates/"+p+".html"))
+		if consoleTemplates[lang] == nil {
+			consoleTemplates[lang] = map[string]*template.Template{}
+		}
+		for _, name := range names {
+			page := strings.TrimSuffix(path.Base(name), ".html")
+			tpl := template.Must(template.New("console.html").Funcs(consoleFuncs(lang)).
+				ParseFS(files, "templates/console.html", "templates/parts_*.html", "templates/shared_*.html"))
+			consoleTemplates[lang][page] = template.Must(tpl.ParseFS(fsys, name))
 		}
 	}
-	return out
-}()
+}
+
+// Can is a navigation Show func: p holds perm.
+func Can(perm string) func(p *authn.Principal) bool {
+	return func(p *authn.Principal) bool { return p.Can(perm) }
+}
 
 // consoleFuncs are the template functions of the console pages in lang.
 func consoleFuncs(lang string) template.FuncMap {
-	t := translator(lang)
+	t := Translator(lang)
 	return template.FuncMap{
 		"t":       t,
 		"initial": initial,
@@ -77,8 +96,8 @@ func consoleFuncs(lang string) template.FuncMap {
 	}
 }
 
-// navItem is one entry of a console's navigation.
-type navItem struct {
+// NavItem is one entry of a console's navigation.
+type NavItem struct {
 	Section string // the page's section key
 	Href    string
 	Label   string // message key
@@ -86,47 +105,10 @@ type navItem struct {
 	Show func(p *authn.Principal) bool
 }
 
-// accountNav is the account console's navigation, in order.
-var accountNav = []navItem{
-	{Section: "profile", Href: "/account", Label: "nav.profile"},
-	{Section: "security", Href: "/account/security", Label: "nav.security"},
-	{Section: "sessions", Href: "/account/sessions", Label: "nav.sessions"},
-	{Section: "linked", Href: "/account/linked", Label: "nav.linked"},
-	{Section: "apps", Href: "/account/apps", Label: "nav.apps"},
-	{Section: "activity", Href: "/account/activity", Label: "nav.activity"},
-	{Section: "data", Href: "/account/data", Label: "nav.data"},
-	{Section: "developer", Href: "/account/developer", Label: "nav.developer", Show: func(p *authn.Principal) bool {
-		return p.Can("oauth_clients:write") || p.Can("api_keys:write")
-	}},
-	{Section: "integrations", Href: "/account/integrations", Label: "nav.integrations"},
-}
-
 // AdminPermissions are the permissions of the admin console's areas: a
 // user holding none of them gets 403 on /admin (the overview's rule).
 var AdminPermissions = []string{"users:read", "roles:read", "oauth_clients:read", "api_keys:read", "audit:read",
 	"settings:read", "chatplatform:read", "devices:read", "trips:read"}
-
-// can is a navigation Show func: p holds perm.
-func can(perm string) func(p *authn.Principal) bool {
-	return func(p *authn.Principal) bool { return p.Can(perm) }
-}
-
-// adminNav is the admin console's navigation, in order; each entry shows
-// for holders of the permission its REST routes need to read.
-var adminNav = []navItem{
-	{Section: "overview", Href: "/admin", Label: "admin.nav.overview"},
-	{Section: "users", Href: "/admin/users", Label: "admin.nav.users", Show: can("users:read")},
-	{Section: "roles", Href: "/admin/roles", Label: "admin.nav.roles", Show: can("roles:read")},
-	{Section: "clients", Href: "/admin/clients", Label: "admin.nav.clients", Show: can("oauth_clients:read")},
-	{Section: "api-keys", Href: "/admin/api-keys", Label: "admin.nav.apikeys", Show: can("api_keys:read")},
-	{Section: "audit", Href: "/admin/audit", Label: "admin.nav.audit", Show: can("audit:read")},
-	{Section: "platforms", Href: "/admin/platforms", Label: "admin.nav.platforms", Show: can("settings:read")},
-	{Section: "config", Href: "/admin/config", Label: "admin.nav.config", Show: can("settings:read")},
-	{Section: "chat", Href: "/admin/chat", Label: "admin.nav.chat", Show: can("chatplatform:read")},
-	{Section: "tracking", Href: "/admin/tracking", Label: "admin.nav.tracking", Show: func(p *authn.Principal) bool {
-		return p.Can("devices:read") || p.Can("trips:read")
-	}},
-}
 
 // navLink is a navigation entry as the layout shows it.
 type navLink struct {
@@ -158,19 +140,21 @@ type ConsoleView struct {
 func (h *Handler) Console(w http.ResponseWriter, r *http.Request, status int, page string, v ConsoleView) {
 	p := authn.From(r.Context())
 	securityHeaders(w)
-	v.Lang = h.userLanguage(r, p)
-	t := translator(v.Lang)
+	v.Lang = h.UserLanguage(r, p)
+	t := Translator(v.Lang)
 	if p != nil {
-		v.CSRF = h.csrfToken(w, r, consoleForm, p.SessionID)
-		v.LogoutCSRF = h.csrfToken(w, r, "logout", p.SessionID)
+		v.CSRF = h.CSRFToken(w, r, ConsoleForm, p.SessionID)
+		v.LogoutCSRF = h.CSRFToken(w, r, "logout", p.SessionID)
 		v.Username = h.Auth.Username(r.Context(), p.UserID)
 	}
 	if key := h.takeFlash(w, r); key != "" && v.Flash == "" {
 		v.Flash = t(key)
 	}
-	nav := accountNav
-	if strings.HasPrefix(page, "admin_") {
-		nav, v.Admin = adminNav, true
+	var nav []NavItem
+	for _, c := range consoles {
+		if strings.HasPrefix(page, c.prefix) {
+			nav, v.Admin = c.nav, c.admin
+		}
 	}
 	for _, perm := range AdminPermissions {
 		if p != nil && p.Can(perm) {
@@ -203,16 +187,16 @@ func (h *Handler) Console(w http.ResponseWriter, r *http.Request, status int, pa
 // returns the principal, or renders the refusal and returns nil.
 func (h *Handler) ConsolePost(w http.ResponseWriter, r *http.Request) *authn.Principal {
 	p := authn.From(r.Context())
-	if err := parseForm(r); err != nil {
-		h.fail(w, r, err)
+	if err := ParseForm(r); err != nil {
+		h.Fail(w, r, err)
 		return nil
 	}
 	if p == nil {
 		h.SignIn(w, r)
 		return nil
 	}
-	if err := h.checkCSRF(r, consoleForm, p.SessionID); err != nil {
-		h.message(w, r, http.StatusForbidden, "title.error", translator(h.userLanguage(r, p))("err.csrf"))
+	if err := h.CheckCSRF(r, ConsoleForm, p.SessionID); err != nil {
+		h.Message(w, r, http.StatusForbidden, "title.error", Translator(h.UserLanguage(r, p))("err.csrf"))
 		return nil
 	}
 	return p
@@ -224,7 +208,7 @@ func (h *Handler) ConsolePost(w http.ResponseWriter, r *http.Request) *authn.Pri
 func (h *Handler) Done(w http.ResponseWriter, r *http.Request, to, key string) {
 	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(key)),
 		Path: "/", MaxAge: 60, HttpOnly: true, Secure: h.Secure, SameSite: http.SameSiteLaxMode})
-	h.redirect(w, r, to)
+	h.Redirect(w, r, to)
 }
 
 // takeFlash returns and clears the flash message key of the request; only
@@ -245,9 +229,9 @@ func (h *Handler) takeFlash(w http.ResponseWriter, r *http.Request) string {
 	return string(raw)
 }
 
-// ErrorText is the localized text of err for the reader of r (see errorText).
+// ErrorText is the localized text of err for the reader of r (see ErrorTextIn).
 func (h *Handler) ErrorText(r *http.Request, err error) string {
-	return h.errorText(r.Context(), h.userLanguage(r, authn.From(r.Context())), err)
+	return h.ErrorTextIn(r.Context(), h.UserLanguage(r, authn.From(r.Context())), err)
 }
 
 // Status is the HTTP status of err for a page (and sets Retry-After on 429).
@@ -260,7 +244,7 @@ func (h *Handler) SignIn(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet {
 		back = r.URL.RequestURI()
 	}
-	h.redirect(w, r, loginURL(back))
+	h.Redirect(w, r, LoginURL(back))
 }
 
 // Refuse renders a refused page request (authn.PageAnswers).
@@ -277,14 +261,14 @@ func (h *Handler) Refuse(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if code >= 500 {
 		// Logged here; the page shows only the request id.
-		_ = h.errorText(r.Context(), language(r), err)
+		_ = h.ErrorTextIn(r.Context(), Language(r), err)
 	}
 	h.ErrorPage(w, r, code, detail)
 }
 
 // userLanguage is the language of a page for p: their preferred locale when
 // it is one the pages speak, else Accept-Language.
-func (h *Handler) userLanguage(r *http.Request, p *authn.Principal) string {
+func (h *Handler) UserLanguage(r *http.Request, p *authn.Principal) string {
 	if p != nil && p.UserID != "" && h.Users != nil {
 		if u, err := h.Users.Get(r.Context(), h.Users.DB, p.UserID); err == nil && u.PreferredLocale != nil {
 			if _, ok := messages[*u.PreferredLocale]; ok {
@@ -292,7 +276,7 @@ func (h *Handler) userLanguage(r *http.Request, p *authn.Principal) string {
 			}
 		}
 	}
-	return language(r)
+	return Language(r)
 }
 
 // formatTime writes a time (time.Time, *time.Time) for lang; nil or zero is "—".

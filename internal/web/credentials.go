@@ -19,8 +19,8 @@ import (
 
 // The pages of one OAuth client and one API key are the same in both
 // consoles: a user's own at /account/developer, every one at /admin/clients
-// and /admin/api-keys. credentialPages holds their forms and actions once;
-// a credentialSite says where a console keeps them and what it adds. Every
+// and /admin/api-keys. CredentialPages holds their forms and actions once;
+// a CredentialSite says where a console keeps them and what it adds. Every
 // action calls the service function its REST route calls (oauth.Service as
 // /v1/oauth/clients does, access.Service as /v1/api-keys does), so the
 // rules (ownership, first-party clients for super admins, scopes within
@@ -28,8 +28,8 @@ import (
 // secrets and API keys are shown once, in the answer of the post that made
 // them.
 
-// credentialSite is where a console keeps its client and key pages.
-type credentialSite struct {
+// CredentialSite is where a console keeps its client and key pages.
+type CredentialSite struct {
 	// Admin marks the admin console: the pages show the owner, offer the
 	// first-party box to every reader (the service refuses it to all but
 	// super admins), the system-key box to super admins, and switches to
@@ -42,58 +42,49 @@ type credentialSite struct {
 	// deletion returns to; ClientsBack and KeysBack the links' texts.
 	ClientsHome, KeysHome       string
 	ClientsBack, KeysBack       string
-	source                      string // the audit events' source_service
-	clientSection               string // navigation entries of the pages
-	keySection                  string
-	clientPage, keyPage         string // templates
-	clientTitle, keyTitle       string // message keys of the page titles
-	newClientTitle, newKeyTitle string
+	Source                      string // the audit events' source_service
+	ClientSection               string // navigation entries of the pages
+	KeySection                  string
+	ClientPage, KeyPage         string // templates
+	ClientTitle, KeyTitle       string // message keys of the page titles
+	NewClientTitle, NewKeyTitle string
 }
 
-// developerSite is /account/developer.
-var developerSite = &credentialSite{
-	Clients: "/account/developer/clients", Keys: "/account/developer/keys",
-	ClientsHome: "/account/developer", KeysHome: "/account/developer", ClientsBack: "dev.back", KeysBack: "dev.back",
-	source: source, clientSection: "developer", keySection: "developer",
-	clientPage: "account_developer_client", keyPage: "account_developer_key",
-	clientTitle: "title.devclient", newClientTitle: "title.devclient.new", keyTitle: "title.devkey", newKeyTitle: "title.devkey.new",
-}
-
-// credentialPages are the client and key pages of one console.
-type credentialPages struct {
+// CredentialPages are the client and key pages of one console.
+type CredentialPages struct {
 	H      *Handler
 	OAuth  *oauth.Service
 	Access *access.Service
-	site   *credentialSite
+	Site   *CredentialSite
 }
 
 // The permissions the key parts of the pages offer their forms for: the
 // rules of the /v1/api-keys routes that the forms post to (the routes
 // enforce them; the pages only leave out what the reader could not use).
 const (
-	keysRead   = "api_keys:read"
-	keysWrite  = "api_keys:write"
-	keysDelete = "api_keys:delete"
+	KeysRead   = "api_keys:read"
+	KeysWrite  = "api_keys:write"
+	KeysDelete = "api_keys:delete"
 )
 
-// formError is an error of a form post as the page shows it: next to the
+// FormError is an error of a form post as the page shows it: next to the
 // field the service named, or above the form when it named none.
-type formError struct {
+type FormError struct {
 	Field string // input name ("" for none)
 	Text  string // localized message
 }
 
 // Is reports whether the error is about field (templates: {{if .Err.Is "name"}}).
-func (e formError) Is(field string) bool { return e.Field != "" && e.Field == field }
+func (e FormError) Is(field string) bool { return e.Field != "" && e.Field == field }
 
-// keyRow is an API key with its state at the time of the page.
-type keyRow struct {
+// KeyRow is an API key with its state at the time of the page.
+type KeyRow struct {
 	access.APIKey
 	Expired bool
 }
 
 // expired reports whether k no longer works because its day has passed.
-func (cp *credentialPages) expired(k access.APIKey) bool {
+func (cp *CredentialPages) Expired(k access.APIKey) bool {
 	return k.ExpiresAt != nil && !k.ExpiresAt.After(cp.Access.Clock.Now())
 }
 
@@ -104,7 +95,7 @@ type scopeChoice struct {
 }
 
 // owner is the user a client or key belongs to, as the admin pages show it.
-type owner struct {
+type Owner struct {
 	ID   string // "" for none (made by a system key, or a system key itself)
 	Name string // username, "" when it cannot be read (the id is shown)
 	// Link leads to the user's admin page, for readers who may see it.
@@ -112,11 +103,11 @@ type owner struct {
 }
 
 // owner is the owner of a client or key with user id id (nil: none).
-func (cp *credentialPages) owner(r *http.Request, id *string) owner {
+func (cp *CredentialPages) OwnerOf(r *http.Request, id *string) Owner {
 	if id == nil || *id == "" {
-		return owner{}
+		return Owner{}
 	}
-	return owner{ID: *id, Name: cp.H.Auth.Username(r.Context(), *id), Link: authn.From(r.Context()).Can("users:read")}
+	return Owner{ID: *id, Name: cp.H.Auth.Username(r.Context(), *id), Link: authn.From(r.Context()).Can("users:read")}
 }
 
 // actionPanel is a panel of a client's or key's page with the form of one
@@ -146,11 +137,11 @@ func switchPanel(base, texts string, active bool) actionPanel {
 
 // clientPage is the registration form (New) or one client's page.
 type clientPage struct {
-	Site *credentialSite
+	Site *CredentialSite
 	New  bool
 	// Client is the client as stored (on its page).
 	Client oauth.Client
-	Owner  owner
+	Owner  Owner
 	// Form holds the values of the form: the client's, or those sent when
 	// the form comes back with an error.
 	Form *oauth.Client
@@ -165,15 +156,15 @@ type clientPage struct {
 	// Secret is the client secret, in the answer of the post that made it.
 	Secret string
 	Panels []actionPanel
-	Err    formError
+	Err    FormError
 }
 
 // keyPage is the creation form (New) or one key's page.
 type keyPage struct {
-	Site    *credentialSite
+	Site    *CredentialSite
 	New     bool
 	Key     access.APIKey
-	Owner   owner
+	Owner   Owner
 	Expired bool
 	Expires string // the expiry field, YYYY-MM-DD
 	Scopes  []scopeChoice
@@ -187,77 +178,54 @@ type keyPage struct {
 	CanWrite   bool
 	CanDelete  bool
 	Panels     []actionPanel
-	Err        formError
+	Err        FormError
 }
 
 // meta is the audit metadata of a page's request to the OAuth service.
-func (cp *credentialPages) meta(r *http.Request) oauth.Meta {
+func (cp *CredentialPages) meta(r *http.Request) oauth.Meta {
 	m := oauth.MetaFrom(r)
-	m.Source = cp.site.source
+	m.Source = cp.Site.Source
 	return m
 }
 
 // event is the audit metadata of a page's request to the access service.
-func (cp *credentialPages) event(r *http.Request) audit.Event {
-	return audit.FromRequest(r, audit.Event{SourceService: cp.site.source})
-}
-
-// formFailure turns a service error into the page's status, the text above
-// the form and the error at the field.
-func (cp *credentialPages) formFailure(w http.ResponseWriter, r *http.Request, err error) (int, string, formError) {
-	text := cp.H.ErrorText(r, err)
-	status := cp.H.Status(w, err)
-	if field := apperr.FieldOf(err); field != "" {
-		lang := cp.H.userLanguage(r, authn.From(r.Context()))
-		return status, translator(lang)("dev.fixfield"), formError{Field: field, Text: text}
-	}
-	return status, text, formError{}
-}
-
-// confirmed reports whether a destructive form's confirmation box was
-// ticked: the guard that works without the script's confirm dialog.
-func confirmed(r *http.Request) bool { return r.PostFormValue("confirm") == "yes" }
-
-// notConfirmed is the error of the destructive form named form (its box is
-// the field confirm_<form>) sent without its box ticked.
-func (cp *credentialPages) notConfirmed(r *http.Request, form string) (int, string, formError) {
-	t := translator(cp.H.userLanguage(r, authn.From(r.Context())))
-	return http.StatusBadRequest, t("dev.fixfield"), formError{Field: "confirm_" + form, Text: t("dev.confirm.missing")}
+func (cp *CredentialPages) event(r *http.Request) audit.Event {
+	return audit.FromRequest(r, audit.Event{SourceService: cp.Site.Source})
 }
 
 // ---- OAuth clients ----
 
 // clientScopes are the scope checkboxes, with those of checked ticked.
-func (cp *credentialPages) clientScopes(r *http.Request, checked []string) []scopeChoice {
-	lang := cp.H.userLanguage(r, authn.From(r.Context()))
+func (cp *CredentialPages) clientScopes(r *http.Request, checked []string) []scopeChoice {
+	lang := cp.H.UserLanguage(r, authn.From(r.Context()))
 	var out []scopeChoice
 	for _, s := range oauth.Scopes() {
-		out = append(out, scopeChoice{Name: s.Name, Text: scopeText(lang, s.Name, s.Description), Checked: slices.Contains(checked, s.Name)})
+		out = append(out, scopeChoice{Name: s.Name, Text: ScopeText(lang, s.Name, s.Description), Checked: slices.Contains(checked, s.Name)})
 	}
 	return out
 }
 
 // renderClient renders the client form or page.
-func (cp *credentialPages) renderClient(w http.ResponseWriter, r *http.Request, status int, v clientPage, errText string) {
+func (cp *CredentialPages) renderClient(w http.ResponseWriter, r *http.Request, status int, v clientPage, errText string) {
 	if v.Form == nil {
 		v.Form = &v.Client
 	}
-	v.Site = cp.site
+	v.Site = cp.Site
 	may := oauth.MaySetFirstParty(authn.From(r.Context()))
-	v.FirstParty, v.FirstPartyLocked = may || cp.site.Admin, !may
+	v.FirstParty, v.FirstPartyLocked = may || cp.Site.Admin, !may
 	v.Scopes = cp.clientScopes(r, v.Form.AllowedScopes)
 	v.RedirectURIs = strings.Join(v.Form.RedirectURIs, "\n")
 	v.PostLogoutURIs = strings.Join(v.Form.PostLogoutRedirectURIs, "\n")
-	title := cp.site.clientTitle
+	title := cp.Site.ClientTitle
 	if v.New {
-		title = cp.site.newClientTitle
+		title = cp.Site.NewClientTitle
 	} else {
-		c, base := v.Client, cp.site.Clients+"/"+v.Client.ID
+		c, base := v.Client, cp.Site.Clients+"/"+v.Client.ID
 		// First-party clients cannot be changed or deleted (the service
 		// refuses); a new secret is for confidential clients only, and for a
 		// first-party one only super admins and system keys may make one.
-		if cp.site.Admin {
-			v.Owner = cp.owner(r, c.OwnerID)
+		if cp.Site.Admin {
+			v.Owner = cp.OwnerOf(r, c.OwnerID)
 			if !c.IsFirstParty {
 				v.Panels = append(v.Panels, switchPanel(base, "admin.clients.", c.IsActive))
 			}
@@ -269,7 +237,7 @@ func (cp *credentialPages) renderClient(w http.ResponseWriter, r *http.Request, 
 			v.Panels = append(v.Panels, actionPanel{Form: "delete", Action: base + "/delete", Title: "dev.client.delete", Class: "danger", Destructive: true})
 		}
 	}
-	cp.H.Console(w, r, status, cp.site.clientPage, ConsoleView{Title: title, Section: cp.site.clientSection, Error: errText, Data: v})
+	cp.H.Console(w, r, status, cp.Site.ClientPage, ConsoleView{Title: title, Section: cp.Site.ClientSection, Error: errText, Data: v})
 }
 
 // redirectLines splits the redirect URI field: one URI per line, blank lines
@@ -348,7 +316,7 @@ func entered(c oauth.Client, in oauth.ClientInput) *oauth.Client {
 }
 
 // NewClient is GET <clients>/new: the registration form.
-func (cp *credentialPages) NewClient(w http.ResponseWriter, r *http.Request) {
+func (cp *CredentialPages) NewClient(w http.ResponseWriter, r *http.Request) {
 	cp.renderClient(w, r, http.StatusOK, clientPage{New: true, Client: oauth.Client{
 		ClientType: oauth.Confidential, IDTokenSignedResponseAlg: cmp.Or(cp.OAuth.DefaultIDTokenAlg, oauth.AlgHS256), IsActive: true,
 		AllowedScopes: []string{"openid", "profile", "email"},
@@ -358,7 +326,7 @@ func (cp *credentialPages) NewClient(w http.ResponseWriter, r *http.Request) {
 // CreateClient is POST <clients>: it registers the client (first-party only
 // for super admins, as the service decides) and answers its page with the
 // secret, shown this once.
-func (cp *credentialPages) CreateClient(w http.ResponseWriter, r *http.Request) {
+func (cp *CredentialPages) CreateClient(w http.ResponseWriter, r *http.Request) {
 	p := cp.H.ConsolePost(w, r)
 	if p == nil {
 		return
@@ -366,7 +334,7 @@ func (cp *credentialPages) CreateClient(w http.ResponseWriter, r *http.Request) 
 	in := clientInput(r, true)
 	c, err := cp.OAuth.CreateClient(r.Context(), p, in, cp.meta(r))
 	if err != nil {
-		status, text, fe := cp.formFailure(w, r, err)
+		status, text, fe := cp.H.FormRefusal(w, r, err, "dev.fixfield")
 		cp.renderClient(w, r, status, clientPage{New: true, Form: entered(oauth.Client{}, in), Err: fe}, text)
 		return
 	}
@@ -374,10 +342,10 @@ func (cp *credentialPages) CreateClient(w http.ResponseWriter, r *http.Request) 
 }
 
 // client loads the client of the URL for its page, or renders the refusal.
-func (cp *credentialPages) client(w http.ResponseWriter, r *http.Request) (oauth.Client, bool) {
+func (cp *CredentialPages) client(w http.ResponseWriter, r *http.Request) (oauth.Client, bool) {
 	c, err := cp.OAuth.GetClient(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"))
 	if err != nil {
-		cp.H.fail(w, r, err)
+		cp.H.Fail(w, r, err)
 		return c, false
 	}
 	return c, true
@@ -385,19 +353,19 @@ func (cp *credentialPages) client(w http.ResponseWriter, r *http.Request) (oauth
 
 // showClient renders the page of the client of the URL with the error of
 // an action on it (or none).
-func (cp *credentialPages) showClient(w http.ResponseWriter, r *http.Request, status int, text string, fe formError) {
+func (cp *CredentialPages) showClient(w http.ResponseWriter, r *http.Request, status int, text string, fe FormError) {
 	if c, ok := cp.client(w, r); ok {
 		cp.renderClient(w, r, status, clientPage{Client: c, Err: fe}, text)
 	}
 }
 
 // Client is GET <clients>/{id}: the client's page.
-func (cp *credentialPages) Client(w http.ResponseWriter, r *http.Request) {
-	cp.showClient(w, r, http.StatusOK, "", formError{})
+func (cp *CredentialPages) Client(w http.ResponseWriter, r *http.Request) {
+	cp.showClient(w, r, http.StatusOK, "", FormError{})
 }
 
 // UpdateClient is POST <clients>/{id}: the settings form.
-func (cp *credentialPages) UpdateClient(w http.ResponseWriter, r *http.Request) {
+func (cp *CredentialPages) UpdateClient(w http.ResponseWriter, r *http.Request) {
 	p := cp.H.ConsolePost(w, r)
 	if p == nil {
 		return
@@ -409,43 +377,40 @@ func (cp *credentialPages) UpdateClient(w http.ResponseWriter, r *http.Request) 
 		if !ok {
 			return
 		}
-		status, text, fe := cp.formFailure(w, r, err)
+		status, text, fe := cp.H.FormRefusal(w, r, err, "dev.fixfield")
 		cp.renderClient(w, r, status, clientPage{Client: old, Form: entered(old, in), Err: fe}, text)
 		return
 	}
-	cp.H.Done(w, r, cp.site.Clients+"/"+c.ID, "dev.client.updated")
+	cp.H.Done(w, r, cp.Site.Clients+"/"+c.ID, "dev.client.updated")
 }
 
 // failure renders a client's or key's page with the error of a post on it.
-type failure func(w http.ResponseWriter, r *http.Request, status int, text string, fe formError)
+type failure func(w http.ResponseWriter, r *http.Request, status int, text string, fe FormError)
 
-// post runs a post of a client's or key's page: the CSRF check, the
+// post runs a post of a client's or key's page as a page Action: the
 // confirmation box of the destructive form named confirm ("" for none),
 // then do, the service call; on its error the page comes back with the
 // error (fail), else done answers.
-func (cp *credentialPages) post(w http.ResponseWriter, r *http.Request, confirm string, fail failure, do func(p *authn.Principal) error, done func()) {
-	p := cp.H.ConsolePost(w, r)
-	if p == nil {
-		return
+func (cp *CredentialPages) post(w http.ResponseWriter, r *http.Request, confirm string, fail failure, do func(p *authn.Principal) error, done func()) {
+	a := Action{
+		Call:   func(p *authn.Principal) (string, error) { return "", do(p) },
+		Answer: done,
+		Refuse: func(w http.ResponseWriter, r *http.Request, _ string, err error) {
+			status, text, fe := cp.H.FormRefusal(w, r, err, "dev.fixfield")
+			fail(w, r, status, text, fe)
+		},
 	}
-	if confirm != "" && !confirmed(r) {
-		status, text, fe := cp.notConfirmed(r, confirm)
-		fail(w, r, status, text, fe)
-		return
+	if confirm != "" {
+		a.Confirm, a.Unconfirmed = "confirm_"+confirm, "dev.confirm.missing"
 	}
-	if err := do(p); err != nil {
-		status, text, fe := cp.formFailure(w, r, err)
-		fail(w, r, status, text, fe)
-		return
-	}
-	done()
+	cp.H.Act(w, r, a)
 }
 
 // setActive turns the client or key of the URL (whose pages are at base)
 // on (active=yes) or off with update; turning it off needs the
 // confirmation box. texts is the message prefix of the answers
 // ("admin.clients.").
-func (cp *credentialPages) setActive(w http.ResponseWriter, r *http.Request, base, texts string, show failure,
+func (cp *CredentialPages) setActive(w http.ResponseWriter, r *http.Request, base, texts string, show failure,
 	update func(r *http.Request, p *authn.Principal, id string, active bool) error) {
 	id, active := chi.URLParam(r, "id"), r.PostFormValue("active") == "yes"
 	confirm, msg := "", texts+"activated"
@@ -458,7 +423,7 @@ func (cp *credentialPages) setActive(w http.ResponseWriter, r *http.Request, bas
 
 // clientActive turns a client on or off as PATCH with is_active alone does;
 // turning it off revokes its tokens.
-func (cp *credentialPages) clientActive(r *http.Request, p *authn.Principal, id string, active bool) error {
+func (cp *CredentialPages) clientActive(r *http.Request, p *authn.Principal, id string, active bool) error {
 	_, err := cp.OAuth.UpdateClient(r.Context(), p, id, oauth.ClientInput{IsActive: httpx.Opt[bool]{Set: true, Value: active}}, cp.meta(r))
 	return err
 }
@@ -466,13 +431,13 @@ func (cp *credentialPages) clientActive(r *http.Request, p *authn.Principal, id 
 // SetClientActive is POST <clients>/{id}/active: active=yes turns the
 // client on; else it is turned off, its tokens revoked, which needs the
 // confirmation box.
-func (cp *credentialPages) SetClientActive(w http.ResponseWriter, r *http.Request) {
-	cp.setActive(w, r, cp.site.Clients, "admin.clients.", cp.showClient, cp.clientActive)
+func (cp *CredentialPages) SetClientActive(w http.ResponseWriter, r *http.Request) {
+	cp.setActive(w, r, cp.Site.Clients, "admin.clients.", cp.showClient, cp.clientActive)
 }
 
 // RegenerateSecret is POST <clients>/{id}/secret: the answer shows the new
 // secret this once.
-func (cp *credentialPages) RegenerateSecret(w http.ResponseWriter, r *http.Request) {
+func (cp *CredentialPages) RegenerateSecret(w http.ResponseWriter, r *http.Request) {
 	var secret string
 	cp.post(w, r, "regen", cp.showClient, func(p *authn.Principal) (err error) {
 		secret, err = cp.OAuth.RegenerateSecret(r.Context(), p, chi.URLParam(r, "id"), cp.meta(r))
@@ -485,10 +450,10 @@ func (cp *credentialPages) RegenerateSecret(w http.ResponseWriter, r *http.Reque
 }
 
 // DeleteClient is POST <clients>/{id}/delete; the answer is the list.
-func (cp *credentialPages) DeleteClient(w http.ResponseWriter, r *http.Request) {
+func (cp *CredentialPages) DeleteClient(w http.ResponseWriter, r *http.Request) {
 	cp.post(w, r, "delete", cp.showClient, func(p *authn.Principal) error {
 		return cp.OAuth.DeleteClient(r.Context(), p, chi.URLParam(r, "id"), cp.meta(r))
-	}, func() { cp.H.Done(w, r, cp.site.ClientsHome, "dev.client.deleted") })
+	}, func() { cp.H.Done(w, r, cp.Site.ClientsHome, "dev.client.deleted") })
 }
 
 // ---- API keys ----
@@ -524,7 +489,7 @@ func keyInput(r *http.Request) (access.KeyInput, error) {
 }
 
 // keyScopes are the scope checkboxes: the permissions the reader may give a key.
-func (cp *credentialPages) keyScopes(r *http.Request, checked []string) ([]scopeChoice, error) {
+func (cp *CredentialPages) keyScopes(r *http.Request, checked []string) ([]scopeChoice, error) {
 	perms, err := cp.Access.GrantableScopes(r.Context(), authn.From(r.Context()))
 	if err != nil {
 		return nil, err
@@ -537,25 +502,25 @@ func (cp *credentialPages) keyScopes(r *http.Request, checked []string) ([]scope
 }
 
 // renderNewKey renders the key creation form.
-func (cp *credentialPages) renderNewKey(w http.ResponseWriter, r *http.Request, status int, v keyPage, errText string) {
-	v.Site, v.New = cp.site, true
-	v.System = cp.site.Admin && access.MayCreateSystemKey(authn.From(r.Context()))
+func (cp *CredentialPages) renderNewKey(w http.ResponseWriter, r *http.Request, status int, v keyPage, errText string) {
+	v.Site, v.New = cp.Site, true
+	v.System = cp.Site.Admin && access.MayCreateSystemKey(authn.From(r.Context()))
 	var err error
 	if v.Scopes, err = cp.keyScopes(r, r.PostForm["scopes"]); err != nil {
-		cp.H.fail(w, r, err)
+		cp.H.Fail(w, r, err)
 		return
 	}
-	cp.H.Console(w, r, status, cp.site.keyPage, ConsoleView{Title: cp.site.newKeyTitle, Section: cp.site.keySection, Error: errText, Data: v})
+	cp.H.Console(w, r, status, cp.Site.KeyPage, ConsoleView{Title: cp.Site.NewKeyTitle, Section: cp.Site.KeySection, Error: errText, Data: v})
 }
 
 // renderKey renders a key's page; k.Key, when set, is shown this once.
-func (cp *credentialPages) renderKey(w http.ResponseWriter, r *http.Request, status int, k access.APIKey, fe formError, errText string) {
+func (cp *CredentialPages) renderKey(w http.ResponseWriter, r *http.Request, status int, k access.APIKey, fe FormError, errText string) {
 	ctx := r.Context()
 	p := authn.From(ctx)
-	v := keyPage{Site: cp.site, Key: k, Expired: cp.expired(k), CanWrite: p.Can(keysWrite), CanDelete: p.Can(keysDelete), Err: fe}
-	base := cp.site.Keys + "/" + k.ID
-	if cp.site.Admin {
-		v.Owner = cp.owner(r, k.UserID)
+	v := keyPage{Site: cp.Site, Key: k, Expired: cp.Expired(k), CanWrite: p.Can(KeysWrite), CanDelete: p.Can(KeysDelete), Err: fe}
+	base := cp.Site.Keys + "/" + k.ID
+	if cp.Site.Admin {
+		v.Owner = cp.OwnerOf(r, k.UserID)
 		if v.CanWrite {
 			v.Panels = append(v.Panels, switchPanel(base, "admin.apikeys.", k.IsActive))
 		}
@@ -569,13 +534,13 @@ func (cp *credentialPages) renderKey(w http.ResponseWriter, r *http.Request, sta
 	}
 	var err error
 	if v.Roles, err = cp.Access.KeyRoles(ctx, p, k.ID); err != nil {
-		cp.H.fail(w, r, err)
+		cp.H.Fail(w, r, err)
 		return
 	}
 	if v.CanWrite {
 		all, err := cp.Access.AssignableKeyRoles(ctx, p)
 		if err != nil {
-			cp.H.fail(w, r, err)
+			cp.H.Fail(w, r, err)
 			return
 		}
 		for _, role := range all {
@@ -584,18 +549,18 @@ func (cp *credentialPages) renderKey(w http.ResponseWriter, r *http.Request, sta
 			}
 		}
 	}
-	cp.H.Console(w, r, status, cp.site.keyPage, ConsoleView{Title: cp.site.keyTitle, Section: cp.site.keySection, Error: errText, Data: v})
+	cp.H.Console(w, r, status, cp.Site.KeyPage, ConsoleView{Title: cp.Site.KeyTitle, Section: cp.Site.KeySection, Error: errText, Data: v})
 }
 
 // NewKey is GET <keys>/new: the creation form.
-func (cp *credentialPages) NewKey(w http.ResponseWriter, r *http.Request) {
+func (cp *CredentialPages) NewKey(w http.ResponseWriter, r *http.Request) {
 	cp.renderNewKey(w, r, http.StatusOK, keyPage{}, "")
 }
 
 // CreateKey is POST <keys>: it creates the key (a system key only for super
 // admins, as the service decides) and answers its page with the key, shown
 // this once.
-func (cp *credentialPages) CreateKey(w http.ResponseWriter, r *http.Request) {
+func (cp *CredentialPages) CreateKey(w http.ResponseWriter, r *http.Request) {
 	p := cp.H.ConsolePost(w, r)
 	if p == nil {
 		return
@@ -606,25 +571,25 @@ func (cp *credentialPages) CreateKey(w http.ResponseWriter, r *http.Request) {
 		k, err = cp.Access.CreateKey(r.Context(), p, in, cp.event(r))
 	}
 	if err != nil {
-		status, text, fe := cp.formFailure(w, r, err)
+		status, text, fe := cp.H.FormRefusal(w, r, err, "dev.fixfield")
 		cp.renderNewKey(w, r, status, keyPage{Key: access.APIKey{Name: in.Name.Value, Description: in.Description.Value},
 			Expires: r.PostFormValue("expires"), SystemChecked: in.IsSystem.Value, Err: fe}, text)
 		return
 	}
-	cp.renderKey(w, r, http.StatusCreated, k, formError{}, "")
+	cp.renderKey(w, r, http.StatusCreated, k, FormError{}, "")
 }
 
 // Key is GET <keys>/{id}: the key's page.
-func (cp *credentialPages) Key(w http.ResponseWriter, r *http.Request) {
-	cp.showKey(w, r, http.StatusOK, "", formError{})
+func (cp *CredentialPages) Key(w http.ResponseWriter, r *http.Request) {
+	cp.showKey(w, r, http.StatusOK, "", FormError{})
 }
 
 // showKey renders the page of the key of the URL with the error of an
 // action on it (or none).
-func (cp *credentialPages) showKey(w http.ResponseWriter, r *http.Request, status int, text string, fe formError) {
+func (cp *CredentialPages) showKey(w http.ResponseWriter, r *http.Request, status int, text string, fe FormError) {
 	k, err := cp.Access.GetKey(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"))
 	if err != nil {
-		cp.H.fail(w, r, err)
+		cp.H.Fail(w, r, err)
 		return
 	}
 	cp.renderKey(w, r, status, k, fe, text)
@@ -632,46 +597,46 @@ func (cp *credentialPages) showKey(w http.ResponseWriter, r *http.Request, statu
 
 // RegenerateKey is POST <keys>/{id}/regenerate: the answer shows the new
 // key this once.
-func (cp *credentialPages) RegenerateKey(w http.ResponseWriter, r *http.Request) {
+func (cp *CredentialPages) RegenerateKey(w http.ResponseWriter, r *http.Request) {
 	var k access.APIKey
 	cp.post(w, r, "regen", cp.showKey, func(p *authn.Principal) (err error) {
 		k, err = cp.Access.RegenerateKey(r.Context(), p, chi.URLParam(r, "id"))
 		return err
-	}, func() { cp.renderKey(w, r, http.StatusOK, k, formError{}, "") })
+	}, func() { cp.renderKey(w, r, http.StatusOK, k, FormError{}, "") })
 }
 
 // keyActive turns a key on or off as PATCH with is_active alone does.
-func (cp *credentialPages) keyActive(r *http.Request, p *authn.Principal, id string, active bool) error {
+func (cp *CredentialPages) keyActive(r *http.Request, p *authn.Principal, id string, active bool) error {
 	_, err := cp.Access.UpdateKey(r.Context(), p, id, access.KeyInput{IsActive: httpx.Opt[bool]{Set: true, Value: active}})
 	return err
 }
 
 // SetKeyActive is POST <keys>/{id}/active: active=yes turns the key on;
 // else it is turned off, which needs the confirmation box.
-func (cp *credentialPages) SetKeyActive(w http.ResponseWriter, r *http.Request) {
-	cp.setActive(w, r, cp.site.Keys, "admin.apikeys.", cp.showKey, cp.keyActive)
+func (cp *CredentialPages) SetKeyActive(w http.ResponseWriter, r *http.Request) {
+	cp.setActive(w, r, cp.Site.Keys, "admin.apikeys.", cp.showKey, cp.keyActive)
 }
 
 // DeleteKey is POST <keys>/{id}/delete; the answer is the list.
-func (cp *credentialPages) DeleteKey(w http.ResponseWriter, r *http.Request) {
+func (cp *CredentialPages) DeleteKey(w http.ResponseWriter, r *http.Request) {
 	cp.post(w, r, "delete", cp.showKey, func(p *authn.Principal) error {
 		return cp.Access.DeleteKey(r.Context(), p, chi.URLParam(r, "id"), cp.event(r))
-	}, func() { cp.H.Done(w, r, cp.site.KeysHome, "dev.key.deleted") })
+	}, func() { cp.H.Done(w, r, cp.Site.KeysHome, "dev.key.deleted") })
 }
 
 // AddKeyRole is POST <keys>/{id}/roles: it gives the key the role of the form.
-func (cp *credentialPages) AddKeyRole(w http.ResponseWriter, r *http.Request) {
+func (cp *CredentialPages) AddKeyRole(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	cp.post(w, r, "", cp.showKey, func(p *authn.Principal) error {
 		_, err := cp.Access.AddKeyRole(r.Context(), p, id, r.PostFormValue("role_id"))
 		return err
-	}, func() { cp.H.Done(w, r, cp.site.Keys+"/"+id, "dev.key.roleadded") })
+	}, func() { cp.H.Done(w, r, cp.Site.Keys+"/"+id, "dev.key.roleadded") })
 }
 
 // RemoveKeyRole is POST <keys>/{id}/roles/{role_id}/remove.
-func (cp *credentialPages) RemoveKeyRole(w http.ResponseWriter, r *http.Request) {
+func (cp *CredentialPages) RemoveKeyRole(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	cp.post(w, r, "", cp.showKey, func(p *authn.Principal) error {
 		return cp.Access.RemoveKeyRole(r.Context(), p, id, chi.URLParam(r, "role_id"))
-	}, func() { cp.H.Done(w, r, cp.site.Keys+"/"+id, "dev.key.roleremoved") })
+	}, func() { cp.H.Done(w, r, cp.Site.Keys+"/"+id, "dev.key.roleremoved") })
 }

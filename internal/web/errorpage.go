@@ -191,7 +191,7 @@ func isJSON(contentType string) bool {
 // message: for a refused request it says what is wrong with it; an unknown
 // address, a wrong method or a missing sign-in say no more than the page's
 // own text, in words of the API ("no route for GET /x"); a server error's
-// message is not the person's concern.
+// Message is not the person's concern.
 func showsDetail(status int) bool {
 	return status >= 400 && status < 500 && status != http.StatusUnauthorized &&
 		status != http.StatusNotFound && status != http.StatusMethodNotAllowed
@@ -228,8 +228,8 @@ func (h *Handler) ErrorPage(w http.ResponseWriter, r *http.Request, status int, 
 			key = 500
 		}
 	}
-	t := translator(language(r))
-	v := view{Title: "error." + strconv.Itoa(key) + ".title", Notice: t("error." + strconv.Itoa(key) + ".text"),
+	t := Translator(Language(r))
+	v := View{Title: "error." + strconv.Itoa(key) + ".title", Notice: t("error." + strconv.Itoa(key) + ".text"),
 		Status: status, Detail: detail}
 	if status >= 500 {
 		v.Detail, v.RequestID = "", w.Header().Get("X-Request-ID")
@@ -247,7 +247,7 @@ func (h *Handler) ErrorPage(w http.ResponseWriter, r *http.Request, status int, 
 
 // The texts of the error pages.
 func init() {
-	addMessages(map[string]map[string]string{
+	AddMessages(map[string]map[string]string{
 		"en": {
 			"error.code":            "Error %d",
 			"error.detail":          "Details:",

@@ -1,9 +1,9 @@
 package web
 
-// addMessages adds texts to the message table; each console area keeps its
+// AddMessages adds texts to the message table; each console area keeps its
 // texts in a file of its own and adds them from init. A key already present
 // is a programming error (two areas would show each other's text).
-func addMessages(more map[string]map[string]string) {
+func AddMessages(more map[string]map[string]string) {
 	for lang, m := range more {
 		if messages[lang] == nil {
 			panic("web: texts for unknown language " + lang)
@@ -19,7 +19,7 @@ func addMessages(more map[string]map[string]string) {
 
 // The texts of the console frame: navigation and the top bar.
 func init() {
-	addMessages(map[string]map[string]string{
+	AddMessages(map[string]map[string]string{
 		"en": {
 			"nav.skip":         "Skip to content",
 			"nav.label":        "Account",

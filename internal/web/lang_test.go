@@ -32,7 +32,7 @@ func TestLanguage(t *testing.T) {
 	} {
 		r := httptest.NewRequest("GET", "/login", nil)
 		r.Header.Set("Accept-Language", header)
-		if got := language(r); got != want {
+		if got := Language(r); got != want {
 			t.Errorf("Accept-Language %q: %s, want %s", header, got, want)
 		}
 	}
@@ -71,16 +71,16 @@ func TestUILocales(t *testing.T) {
 		r := httptest.NewRequest("GET", target, nil)
 		r.Header.Set("Accept-Language", "en;q=0.1, fr")
 		// Without a supported ui_locales tag Accept-Language decides: en.
-		if got := language(r); got != want {
+		if got := Language(r); got != want {
 			t.Errorf("%s: %s, want %s", target, got, want)
 		}
 	}
 	r := httptest.NewRequest("GET", "/login?return_to="+url.QueryEscape(authz), nil)
-	if got := loginHint(r); got != "ann@example.com" {
+	if got := LoginHint(r); got != "ann@example.com" {
 		t.Errorf("login_hint: %q", got)
 	}
 	r = httptest.NewRequest("GET", "/login?return_to="+url.QueryEscape("/v1/oauth/authorize?login_hint=ann"), nil)
-	if got := loginHint(r); got != "" {
+	if got := LoginHint(r); got != "" {
 		t.Errorf("login_hint that is no email: %q, want none", got)
 	}
 }

@@ -24,12 +24,12 @@ func requestUILocale(r *http.Request) string {
 	if v == "" {
 		v = authorizeRequest(r).Get("ui_locales")
 	}
-	return uiLocale(v)
+	return UILocale(v)
 }
 
-// loginHint is the login_hint of the authorization request in return_to
+// LoginHint is the login_hint of the authorization request in return_to
 // when it is an email address (the field's only use); "" otherwise.
-func loginHint(r *http.Request) string {
+func LoginHint(r *http.Request) string {
 	h := strings.TrimSpace(authorizeRequest(r).Get("login_hint"))
 	if len(h) > maxLoginHint || !strings.Contains(h, "@") {
 		return ""
@@ -50,4 +50,17 @@ func authorizeRequest(r *http.Request) url.Values {
 		return nil
 	}
 	return u.Query()
+}
+
+// UILocale returns the first language of a ui_locales value (space-separated
+// BCP 47 tags in order of preference, OpenID Connect Core §3.1.2.1) that the
+// pages speak, "" for none.
+func UILocale(v string) string {
+	for _, tag := range strings.Fields(v) {
+		primary, _, _ := strings.Cut(strings.ToLower(tag), "-")
+		if _, ok := messages[primary]; ok {
+			return primary
+		}
+	}
+	return ""
 }

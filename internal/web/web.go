@@ -1,12 +1,21 @@
-// Package web serves the built-in HTML pages of hmid: login (with the
-// two-factor step), registration, OAuth consent, logout and password reset,
-// the account console, and the error pages a browser gets where an API
-// client gets JSON (ErrorPages).
+// Package web is the kit the built-in HTML pages of hmid are made with:
+// the layout and the console frame, the stylesheet and script, CSRF tokens,
+// flash messages, the texts in English and German and the choice between
+// them, the signed-in principal, the error pages a browser gets where an
+// API client gets JSON (ErrorPages), and the shapes every page uses: a form
+// post (Action, Act, FormRefusal), a list with filters and paging (list.go),
+// and the pages of one OAuth client and one API key both consoles show
+// (CredentialPages). The pages themselves live in one package per room:
+// internal/web/signin (login, registration, consent, logout, upstream
+// sign-in, verification, password reset), internal/web/account (the account
+// console) and internal/web/admin (the admin console); each keeps its
+// templates and texts and adds them here (AddPages, AddConsole, AddMessages).
+// The routes and their rules are in internal/app/routes.go, the one table.
+//
 // They are plain server-rendered html/template pages with one embedded
-// stylesheet and no script, in English and German (by Accept-Language), so a
-// person in a browser can finish an OAuth sign-in without any other front end
-// (DECISIONS.md, OAuth and OIDC). The pages use the same auth.Service as the
-// JSON endpoints under /v1/auth.
+// stylesheet and no inline script, in English and German (by
+// Accept-Language), so a person in a browser can finish an OAuth sign-in
+// without any other front end (DECISIONS.md, OAuth and OIDC).
 //
 // Every form carries a CSRF token: an HMAC, under the server key, of the form
 // name, a random pre-session cookie (hmid_csrf) and, once signed in, the
@@ -22,10 +31,12 @@ import (
 	"encoding/base64"
 	"errors"
 	"html/template"
+	"io/fs"
 	"log/slog"
 	"math"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"unicode"
@@ -128,23 +139,38 @@ func (h *Handler) Script(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(js)
 }
 
-// pages are the template names; each is parsed with layout.html.
-var pages = []string{"home", "login", "code", "register", "consent", "logout", "message", "forgot", "reset", "verify", "error",
-	"endsession"}
+// templates holds, per language, one template per page drawn in the
+// layout (layout.html): the kit's message and error pages, and the pages of
+// the packages that add theirs (AddPages). The "t" function is bound to the
+// Language at parse time, so a template cannot mix languages.
+var templates = map[string]map[string]*template.Template{}
 
-// templates holds, per language, one template per page. The "t" function
-// is bound to the language at parse time, so a template cannot mix languages.
-var templates = func() map[string]map[string]*template.Template {
-	out := map[string]map[string]*template.Template{}
+// AddPages parses the pages matching glob in fsys (a page's name is its
+// file name without .html), each with the layout. A package of pages calls
+// it from init; a page that does not parse is a programming error and
+// panics there.
+func AddPages(fsys fs.FS, glob string) {
+	names, err := fs.Glob(fsys, glob)
+	if err != nil || len(names) == 0 {
+		panic("web: no pages match " + glob)
+	}
 	for lang := range messages {
-		out[lang] = map[string]*template.Template{}
-		for _, p := range pages {
-			funcs := template.FuncMap{"t": translator(lang), "initial": initial}
-			out[lang][p] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+p+".html"))
+		if templates[lang] == nil {
+			templates[lang] = map[string]*template.Template{}
+		}
+		for _, name := range names {
+			funcs := template.FuncMap{"t": Translator(lang), "initial": initial}
+			tpl := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html"))
+			templates[lang][strings.TrimSuffix(path.Base(name), ".html")] = template.Must(tpl.ParseFS(fsys, name))
 		}
 	}
-	return out
-}()
+}
+
+// The kit's own pages: a message, an error.
+func init() {
+	AddPages(files, "templates/message.html")
+	AddPages(files, "templates/error.html")
+}
 
 // initial is the first letter of a client name, shown when it has no logo.
 func initial(s string) string {
@@ -154,8 +180,8 @@ func initial(s string) string {
 	return "?"
 }
 
-// view is what every page template reads.
-type view struct {
+// View is what every page template reads.
+type View struct {
 	Lang     string
 	Title    string // message key of the page title
 	CSRF     string
@@ -173,28 +199,28 @@ type view struct {
 	Pending  string
 	LoggedIn bool
 	// Providers are the "Sign in with …" buttons of the login page.
-	Providers []providerButton
+	Providers []ProviderButton
 	// Status, Detail and RequestID are the error page's (ErrorPage).
 	Status    int
 	Detail    string
 	RequestID string
 	// Hidden are the request parameters a confirmation form carries on.
-	Hidden []hiddenField
+	Hidden []HiddenField
 }
 
-// hiddenField is one hidden input of a form.
-type hiddenField struct{ Name, Value string }
+// HiddenField is one hidden input of a form.
+type HiddenField struct{ Name, Value string }
 
-// render writes page with status.
-func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, page string, v view) {
+// Render writes page with status.
+func (h *Handler) Render(w http.ResponseWriter, r *http.Request, status int, page string, v View) {
 	securityHeaders(w)
 	h.write(w, r, status, page, v)
 }
 
 // write executes page in the language of r and writes it with status; the
 // caller has set the headers.
-func (h *Handler) write(w http.ResponseWriter, r *http.Request, status int, page string, v view) {
-	v.Lang = language(r)
+func (h *Handler) write(w http.ResponseWriter, r *http.Request, status int, page string, v View) {
+	v.Lang = Language(r)
 	var buf bytes.Buffer
 	if err := templates[v.Lang][page].Execute(&buf, v); err != nil {
 		h.Log.ErrorContext(r.Context(), "render page", slog.String("page", page), slog.String("error", err.Error()))
@@ -206,14 +232,14 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, status int, page
 	_, _ = w.Write(buf.Bytes())
 }
 
-// message renders a page with only a title and a text.
-func (h *Handler) message(w http.ResponseWriter, r *http.Request, status int, title, text string) {
-	h.render(w, r, status, "message", outcome(status, view{Title: title}, text))
+// Message renders a page with only a title and a text.
+func (h *Handler) Message(w http.ResponseWriter, r *http.Request, status int, title, text string) {
+	h.Render(w, r, status, "message", Outcome(status, View{Title: title}, text))
 }
 
-// outcome puts text on v as a confirmation, or for an error status as the
+// Outcome puts text on v as a confirmation, or for an error status as the
 // page's alert: a refusal must not look like the green "done" of a success.
-func outcome(status int, v view, text string) view {
+func Outcome(status int, v View, text string) View {
 	if status >= http.StatusBadRequest {
 		v.Error = text
 	} else {
@@ -223,16 +249,16 @@ func outcome(status int, v view, text string) view {
 }
 
 // fail renders err on a message page with its HTTP status.
-func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
-	lang := language(r)
-	h.message(w, r, status(w, err), "title.error", h.errorText(r.Context(), lang, err))
+func (h *Handler) Fail(w http.ResponseWriter, r *http.Request, err error) {
+	lang := Language(r)
+	h.Message(w, r, status(w, err), "title.error", h.ErrorTextIn(r.Context(), lang, err))
 }
 
-// errorText localizes an error for a page. Messages of expected kinds are
+// ErrorTextIn localizes an error for a page. Messages of expected kinds are
 // the service's own (English) detail after a localized sentence; internal
 // errors are logged and shown only as a generic sentence.
-func (h *Handler) errorText(ctx context.Context, lang string, err error) string {
-	t := translator(lang)
+func (h *Handler) ErrorTextIn(ctx context.Context, lang string, err error) string {
+	t := Translator(lang)
 	kind := apperr.KindOf(err)
 	if kind == apperr.Internal {
 		h.Log.ErrorContext(ctx, "page error", slog.String("error", err.Error()))
@@ -277,9 +303,9 @@ func status(w http.ResponseWriter, err error) int {
 
 // ---- CSRF ----
 
-// csrfCookie returns the request's CSRF cookie value, setting a new one when
+// EnsureCSRFCookie returns the request's CSRF cookie value, setting a new one when
 // it is missing or malformed.
-func (h *Handler) csrfCookie(w http.ResponseWriter, r *http.Request) string {
+func (h *Handler) EnsureCSRFCookie(w http.ResponseWriter, r *http.Request) string {
 	if c, err := r.Cookie(CSRFCookie); err == nil && validNonce(c.Value) {
 		return c.Value
 	}
@@ -297,19 +323,19 @@ func validNonce(s string) bool {
 	return err == nil && len(b) == 32
 }
 
-// csrfToken is the token of form for this browser (and session, "" before login).
-func (h *Handler) csrfToken(w http.ResponseWriter, r *http.Request, form, sessionID string) string {
-	nonce := h.csrfCookie(w, r)
+// CSRFToken is the token of form for this browser (and session, "" before login).
+func (h *Handler) CSRFToken(w http.ResponseWriter, r *http.Request, form, sessionID string) string {
+	nonce := h.EnsureCSRFCookie(w, r)
 	return base64.RawURLEncoding.EncodeToString(h.Box.MAC([]byte("hmid csrf"), []byte(form), []byte(nonce), []byte(sessionID)))
 }
 
 // errCSRF is shown when a form post fails the CSRF checks.
 var errCSRF = apperr.Forbiddenf("the form was sent from another site or has expired")
 
-// checkCSRF verifies a form post: the browser's fetch metadata and origin,
+// CheckCSRF verifies a form post: the browser's fetch metadata and origin,
 // when sent, must be this site, and the token must be the HMAC of the form,
 // the CSRF cookie and the session (compared in constant time).
-func (h *Handler) checkCSRF(r *http.Request, form, sessionID string) error {
+func (h *Handler) CheckCSRF(r *http.Request, form, sessionID string) error {
 	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
 		return errCSRF
 	}
@@ -349,8 +375,8 @@ func (h *Handler) sameOrigin(r *http.Request, origin string) bool {
 
 // ---- sessions and redirects ----
 
-// session returns the signed-in principal of the hmid_session cookie, or nil.
-func (h *Handler) session(r *http.Request) *authn.Principal {
+// Session returns the signed-in principal of the hmid_session cookie, or nil.
+func (h *Handler) Session(r *http.Request) *authn.Principal {
 	c, err := r.Cookie(auth.CookieName)
 	if err != nil || c.Value == "" {
 		return nil
@@ -394,22 +420,22 @@ func (h *Handler) SafeReturn(s string) string {
 	return "/"
 }
 
-func (h *Handler) redirect(w http.ResponseWriter, r *http.Request, to string) {
+func (h *Handler) Redirect(w http.ResponseWriter, r *http.Request, to string) {
 	securityHeaders(w)
 	http.Redirect(w, r, to, http.StatusSeeOther)
 }
 
-// loginURL is the login page that returns to returnTo.
-func loginURL(returnTo string) string {
+// LoginURL is the login page that returns to returnTo.
+func LoginURL(returnTo string) string {
 	return "/login?return_to=" + url.QueryEscape(returnTo)
 }
 
 // ---- language ----
 
-// language picks en or de: the ui_locales of an OpenID Connect request when
+// Language picks en or de: the ui_locales of an OpenID Connect request when
 // it names one (requestUILocale), else from Accept-Language (RFC 9110 §12.5.4) the
 // supported language with the highest weight; English when none matches.
-func language(r *http.Request) string {
+func Language(r *http.Request) string {
 	if l := requestUILocale(r); l != "" {
 		return l
 	}
@@ -430,4 +456,15 @@ func language(r *http.Request) string {
 		}
 	}
 	return best
+}
+
+// Source is the audit source_service of the pages: the identity web app.
+const Source = "id"
+
+// ParseForm reads a urlencoded form post; a broken body is a 400.
+func ParseForm(r *http.Request) error {
+	if err := r.ParseForm(); err != nil {
+		return apperr.Bad("the form could not be read")
+	}
+	return nil
 }

@@ -1,0 +1,29 @@
+// Package signin serves the pages a person signs in with: login (with the
+// two-factor step), registration, OAuth consent, logout and the OpenID
+// Connect end-session endpoint, sign-in with an upstream provider, the
+// confirmation pages of mailed links (email address, email change, email
+// link) and password reset. They are plain server-rendered pages in the
+// layout of the web kit (package web), which brings the CSRF tokens, the
+// language, the signed-in principal and the error pages; the templates and
+// their texts live here. The routes and their rules are in
+// internal/app/routes.go, the one table.
+package signin
+
+import (
+	"embed"
+
+	"hmid/internal/web"
+)
+
+// Pages are the sign-in pages, on the web kit's Handler (its services:
+// Auth, Consents, Logouts, Providers, Flow, Emails, Cache).
+type Pages struct {
+	*web.Handler
+}
+
+// templates are the sign-in pages, each drawn in the kit's layout.
+//
+//go:embed templates/*.html
+var templates embed.FS
+
+func init() { web.AddPages(templates, "templates/*.html") }
