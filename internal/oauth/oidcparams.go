@@ -178,6 +178,17 @@ func decodeContext(raw string) authContext {
 	return ac
 }
 
+// userInfoContext is decodeContext for UserInfo, which uses only the claims
+// request (Core §5.5) and the scopes it added: a context without one, as
+// most are, is not decoded at all, which saves UserInfo, a hot path, a JSON
+// decode per request.
+func userInfoContext(raw string) authContext {
+	if !strings.Contains(raw, `"claims"`) {
+		return authContext{}
+	}
+	return decodeContext(raw)
+}
+
 // addAuthClaims adds to the claims of an ID token what its authentication
 // context says: acr and amr (Core §2).
 func (ac authContext) addAuthClaims(claims map[string]any) {

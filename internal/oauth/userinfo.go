@@ -132,7 +132,7 @@ func (h *Handler) UserInfo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The authentication context rides on the token row, read with it.
-	claims, err := h.S.releasedClaims(r.Context(), p.UserID, &row, p.OAuthScopes, decodeContext(row.context), true)
+	claims, err := h.S.releasedClaims(r.Context(), p.UserID, &row, p.OAuthScopes, userInfoContext(row.context), true)
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
