@@ -34,9 +34,11 @@ const writeGrace = 5 * time.Second
 // of HMID_MAX_REQUESTS_IN_FLIGHT, taken only once the body is in, and a
 // handling deadline, HMID_REQUEST_TIMEOUT or more for a route whose spec
 // names a longer wait, as the request context's deadline and, plus
-// writeGrace, the connection's write deadline. Routes that stream for as
-// long as the client wants (the WebSocket, the data export) and /livez are
-// registered without it; HMID_MAX_CONNECTIONS bounds them.
+// writeGrace, the connection's write deadline (wrap sets it for the usual
+// timeout once the body is in; handle moves it only for a longer one).
+// Routes that stream for as long as the client wants (the WebSocket, the
+// data export) and /livez are registered without it and with no write
+// deadline (unbounded); HMID_MAX_CONNECTIONS bounds them.
 type requestLimits struct {
 	slots   chan struct{} // one token per request in flight
 	read    time.Duration
@@ -78,14 +80,11 @@ const initialBodyBuffer = 4 << 10
 func (l *requestLimits) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
-		// net/http leaves a write deadline set for an earlier request on this
-		// connection in place; handle sets this request's. Writers that
-		// cannot (tests' recorders) need not.
-		_ = rc.SetWriteDeadline(time.Time{})
 		// A server request without a body has ContentLength 0 (a chunked one
 		// has -1): nothing to receive, and no read deadline to clear, since
 		// net/http sets none past the headers (http.Server has no ReadTimeout).
 		if r.ContentLength == 0 || r.Body == nil {
+			l.writeBy(rc)
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -118,6 +117,26 @@ func (l *requestLimits) wrap(next http.Handler) http.Handler {
 		// reaches the handler after the bytes that came, as it would have
 		// reading the connection itself, so it answers as it always did.
 		r.Body = &receivedBody{data: body, err: err}
+		l.writeBy(rc)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// writeBy sets the connection's write deadline for a request whose handling
+// starts now: HMID_REQUEST_TIMEOUT plus writeGrace. net/http leaves the
+// deadline of an earlier request on the connection in place, so every
+// request sets its own, once; handle moves it for a route that may take
+// longer, and stream clears it. Writers that cannot (tests' recorders) need
+// not.
+func (l *requestLimits) writeBy(rc *http.ResponseController) {
+	_ = rc.SetWriteDeadline(time.Now().Add(l.request + writeGrace))
+}
+
+// unbounded clears the write deadline wrap set, for a route whose answer
+// lasts as long as the client wants (routes.go, stream).
+func (l *requestLimits) unbounded(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 		next.ServeHTTP(w, r)
 	})
 }
@@ -198,7 +217,9 @@ func (l *requestLimits) handle(timeout time.Duration) func(http.Handler) http.Ha
 				httpx.Error(w, r, errBusy)
 				return
 			}
-			_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(timeout + writeGrace))
+			if timeout != l.request {
+				_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(timeout + writeGrace))
+			}
 			ctx, cancel := context.WithTimeout(r.Context(), timeout)
 			defer cancel()
 			next.ServeHTTP(w, r.WithContext(ctx))

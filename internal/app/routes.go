@@ -38,7 +38,7 @@ func (s *Server) routes() chi.Router {
 	// which must answer while the server is busy. HMID_MAX_CONNECTIONS
 	// bounds them.
 	stream := func(method, path string, rule Rule, h http.HandlerFunc) {
-		r.With(s.Guard.Require(rule)).Method(method, path, h)
+		r.With(s.limits.unbounded, s.Guard.Require(rule)).Method(method, path, h)
 	}
 
 	// ---- Health, info, contract, metrics (spec 3 Health and info) ----

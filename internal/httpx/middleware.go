@@ -1,7 +1,6 @@
 package httpx
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -38,7 +37,12 @@ func Base(cfg BaseConfig, next http.Handler) http.Handler {
 	routes, _ := next.(chi.Routes)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		id := r.Header.Get("X-Request-ID")
+		// Canonical header keys are read and written in the map directly;
+		// Get and Set would canonicalise them on every request.
+		id := ""
+		if v := r.Header["X-Request-Id"]; len(v) > 0 {
+			id = v[0]
+		}
 		if !validRequestID(id) {
 			id = newRequestID()
 		}
@@ -46,14 +50,14 @@ func Base(cfg BaseConfig, next http.Handler) http.Handler {
 		// chi creates its routing context only when it finds none, and then on
 		// a request copy this middleware never sees. Handing it one here lets
 		// the pattern it records be read after the router returned.
-		rctx := chi.NewRouteContext()
+		ctx := &requestCtx{Context: r.Context(), info: reqInfo{baseURL: cfg.PublicURL, id: id, ip: ip, root: cfg.Logger}}
+		rctx := &ctx.route
 		rctx.Routes = routes
-		ctx := context.WithValue(r.Context(), ctxKey{}, &reqInfo{baseURL: cfg.PublicURL, id: id, ip: ip, root: cfg.Logger})
-		r = r.WithContext(context.WithValue(ctx, chi.RouteCtxKey, rctx))
+		r = r.WithContext(ctx)
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 		}
-		w.Header().Set("X-Request-ID", id)
+		w.Header()["X-Request-Id"] = []string{id}
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
 			if p := recover(); p != nil {

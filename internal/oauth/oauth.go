@@ -185,8 +185,17 @@ func userUsable(ctx context.Context, q db.Querier, userID string, now time.Time)
 // securityHeaders marks a response of the OAuth endpoints as never cached
 // (RFC 6749 §5.1) and keeps codes and tokens out of Referer headers (RFC 9700 §4.2.4).
 func securityHeaders(w http.ResponseWriter) {
+	// Set straight into the map with canonical keys: this runs on every
+	// token and UserInfo answer. Each slice has len == cap, so a later Add
+	// copies instead of writing into the shared array.
 	h := w.Header()
-	h.Set("Cache-Control", "no-store")
-	h.Set("Pragma", "no-cache")
-	h.Set("Referrer-Policy", "no-referrer")
+	h["Cache-Control"] = noStore
+	h["Pragma"] = noCache
+	h["Referrer-Policy"] = noReferrer
 }
+
+var (
+	noStore    = []string{"no-store"}
+	noCache    = []string{"no-cache"}
+	noReferrer = []string{"no-referrer"}
+)

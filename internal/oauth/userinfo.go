@@ -33,6 +33,19 @@ const (
 	resolveClaimsSQL = `SELECT ` + resolveCols + `, t.auth_context, ` + claimCols + resolveFrom
 )
 
+// accessRow is what resolveSQL reads. Its fields are scanned in place, so
+// one allocation holds them all (separate locals would each escape to the
+// heap through Scan's arguments).
+type accessRow struct {
+	id, userID, clientID string
+	scopes               db.Strings
+	expires, authTime    int64
+	revoked              db.NullTime
+	active, deleted      bool
+	banned               bool
+	dest                 [10]any
+}
+
 // resolveAccess resolves an access token; with claims set it also reads the
 // user's claim columns into it.
 func (s *Service) resolveAccess(ctx context.Context, tok string, claims *claimRow) (*authn.Principal, error) {
@@ -40,18 +53,13 @@ func (s *Service) resolveAccess(ctx context.Context, tok string, claims *claimRo
 		return nil, authn.ErrInvalidToken
 	}
 	now := s.Clock.Now()
-	var (
-		p                 authn.Principal
-		scopes            db.Strings
-		expires, authTime int64
-		revoked           db.NullTime
-		active, deleted   bool
-		banned            bool
-	)
-	query := resolveSQL
-	dest := []any{&p.OAuthTokenID, &p.UserID, &p.OAuthClientID, &scopes, &expires, &authTime, &revoked, &active, &deleted, &banned}
+	row := &accessRow{}
+	row.dest = [10]any{&row.id, &row.userID, &row.clientID, &row.scopes, &row.expires, &row.authTime, &row.revoked, &row.active, &row.deleted, &row.banned}
+	query, dest := resolveSQL, row.dest[:]
 	if claims != nil {
-		query, dest = resolveClaimsSQL, append(append(dest, &claims.context), claims.dest()...)
+		cd := claims.dest()
+		dest = append(append(append(make([]any, 0, len(row.dest)+1+len(cd)), dest...), &claims.context), cd...)
+		query = resolveClaimsSQL
 	}
 	err := s.DB.QueryRowContext(ctx, query, token.Hash(tok), db.TS(now)).Scan(dest...)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -60,13 +68,13 @@ func (s *Service) resolveAccess(ctx context.Context, tok string, claims *claimRo
 	if err != nil {
 		return nil, apperr.Unavailablef("database unavailable")
 	}
-	p.ExpiresAt = db.FromTS(expires)
-	if revoked.Valid || !active || deleted || banned || !now.Before(p.ExpiresAt) {
+	expiresAt := db.FromTS(row.expires)
+	if row.revoked.Valid || !row.active || row.deleted || row.banned || !now.Before(expiresAt) {
 		return nil, authn.ErrInvalidToken
 	}
 	return authn.NewPrincipal(authn.Principal{
-		Kind: authn.KindOAuth, UserID: p.UserID, OAuthClientID: p.OAuthClientID, OAuthScopes: scopes,
-		OAuthTokenID: p.OAuthTokenID, ExpiresAt: p.ExpiresAt, AuthTime: db.FromTS(authTime),
+		Kind: authn.KindOAuth, UserID: row.userID, OAuthClientID: row.clientID, OAuthScopes: row.scopes,
+		OAuthTokenID: row.id, ExpiresAt: expiresAt, AuthTime: db.FromTS(row.authTime),
 	}, nil), nil
 }
 

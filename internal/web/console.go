@@ -38,7 +38,7 @@ const flashCookie = "hmid_flash"
 // consoleTemplates holds, per language, one template per console page,
 // filled by AddConsole from the packages of the consoles (each keeps its
 // templates beside its code) before any request is served.
-var consoleTemplates = map[string]map[string]*template.Template{}
+var consoleTemplates = map[string]map[string]*page{}
 
 // consoleSite is one console as the frame draws it.
 type consoleSite struct {
@@ -56,8 +56,8 @@ var consoles []consoleSite
 // page is parsed with the frame (console.html), the pieces pages share
 // (parts_*.html: form fields, event texts, pagers) and the parts both
 // consoles show (shared_*.html: a client's page, a key's page). A console
-// package calls it from init; a page that does not parse is a programming
-// error and panics there.
+// package calls it from init; each page is parsed when it is first drawn
+// (lazy.go), and a page that does not parse fails TestEveryPageParses.
 func AddConsole(fsys fs.FS, prefix string, admin bool, nav []NavItem) {
 	names, err := fs.Glob(fsys, "templates/"+prefix+"*.html")
 	if err != nil || len(names) == 0 {
@@ -66,13 +66,18 @@ func AddConsole(fsys fs.FS, prefix string, admin bool, nav []NavItem) {
 	consoles = append(consoles, consoleSite{prefix: prefix, nav: nav, admin: admin})
 	for lang := range messages {
 		if consoleTemplates[lang] == nil {
-			consoleTemplates[lang] = map[string]*template.Template{}
+			consoleTemplates[lang] = map[string]*page{}
 		}
 		for _, name := range names {
-			page := strings.TrimSuffix(path.Base(name), ".html")
-			tpl := template.Must(template.New("console.html").Funcs(consoleFuncs(lang)).
-				ParseFS(files, "templates/console.html", "templates/parts_*.html", "templates/shared_*.html"))
-			consoleTemplates[lang][page] = template.Must(tpl.ParseFS(fsys, name))
+			funcs := consoleFuncs(lang)
+			consoleTemplates[lang][strings.TrimSuffix(path.Base(name), ".html")] = newPage(func() (*template.Template, error) {
+				tpl, err := template.New("console.html").Funcs(funcs).
+					ParseFS(files, "templates/console.html", "templates/parts_*.html", "templates/shared_*.html")
+				if err != nil {
+					return nil, err
+				}
+				return tpl.ParseFS(fsys, name)
+			})
 		}
 	}
 }
@@ -166,9 +171,9 @@ func (h *Handler) Console(w http.ResponseWriter, r *http.Request, status int, pa
 			v.Nav = append(v.Nav, navLink{Href: n.Href, Label: t(n.Label), Current: n.Section == v.Section})
 		}
 	}
-	tpl := consoleTemplates[v.Lang][page]
-	if tpl == nil {
-		h.Log.ErrorContext(r.Context(), "no console template", slog.String("page", page))
+	tpl, err := consoleTemplates[v.Lang][page].get()
+	if err != nil {
+		h.Log.ErrorContext(r.Context(), "console template", slog.String("page", page), slog.String("error", err.Error()))
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}

@@ -56,15 +56,25 @@ func (h *Handler) ErrorPages(next http.Handler) http.Handler {
 // (RFC 9110 §12.5.1). An API client sends Accept: application/json, */* or
 // nothing, none of which prefers HTML.
 func Navigation(r *http.Request) bool {
-	if r.Header.Get("Sec-Fetch-Mode") == "navigate" || r.Header.Get("Sec-Fetch-Dest") == "document" {
+	// The keys are canonical already, so the map is read directly: this
+	// runs on every request (ErrorPages), and Get would canonicalise each.
+	if first(r.Header["Sec-Fetch-Mode"]) == "navigate" || first(r.Header["Sec-Fetch-Dest"]) == "document" {
 		return true
 	}
-	accept := r.Header.Values("Accept")
+	accept := r.Header["Accept"]
 	if len(accept) == 0 {
 		return false
 	}
 	ranges := parseAccept(strings.Join(accept, ","))
 	return quality(ranges, "text", "html") > quality(ranges, "application", "json")
+}
+
+// first returns vs[0], or "" when vs is empty (Header.Get's answer).
+func first(vs []string) string {
+	if len(vs) == 0 {
+		return ""
+	}
+	return vs[0]
 }
 
 // mediaRange is one entry of an Accept header.

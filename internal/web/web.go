@@ -143,12 +143,12 @@ func (h *Handler) Script(w http.ResponseWriter, r *http.Request) {
 // layout (layout.html): the kit's message and error pages, and the pages of
 // the packages that add theirs (AddPages). The "t" function is bound to the
 // Language at parse time, so a template cannot mix languages.
-var templates = map[string]map[string]*template.Template{}
+var templates = map[string]map[string]*page{}
 
-// AddPages parses the pages matching glob in fsys (a page's name is its
-// file name without .html), each with the layout. A package of pages calls
-// it from init; a page that does not parse is a programming error and
-// panics there.
+// AddPages adds the pages matching glob in fsys (a page's name is its file
+// name without .html), each drawn in the layout. A package of pages calls
+// it from init; each page is parsed when it is first drawn (lazy.go), and a
+// page that does not parse fails TestEveryPageParses.
 func AddPages(fsys fs.FS, glob string) {
 	names, err := fs.Glob(fsys, glob)
 	if err != nil || len(names) == 0 {
@@ -156,12 +156,17 @@ func AddPages(fsys fs.FS, glob string) {
 	}
 	for lang := range messages {
 		if templates[lang] == nil {
-			templates[lang] = map[string]*template.Template{}
+			templates[lang] = map[string]*page{}
 		}
 		for _, name := range names {
 			funcs := template.FuncMap{"t": Translator(lang), "initial": initial}
-			tpl := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html"))
-			templates[lang][strings.TrimSuffix(path.Base(name), ".html")] = template.Must(tpl.ParseFS(fsys, name))
+			templates[lang][strings.TrimSuffix(path.Base(name), ".html")] = newPage(func() (*template.Template, error) {
+				tpl, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html")
+				if err != nil {
+					return nil, err
+				}
+				return tpl.ParseFS(fsys, name)
+			})
 		}
 	}
 }
@@ -222,7 +227,11 @@ func (h *Handler) Render(w http.ResponseWriter, r *http.Request, status int, pag
 func (h *Handler) write(w http.ResponseWriter, r *http.Request, status int, page string, v View) {
 	v.Lang = Language(r)
 	var buf bytes.Buffer
-	if err := templates[v.Lang][page].Execute(&buf, v); err != nil {
+	tpl, err := templates[v.Lang][page].get()
+	if err == nil {
+		err = tpl.Execute(&buf, v)
+	}
+	if err != nil {
 		h.Log.ErrorContext(r.Context(), "render page", slog.String("page", page), slog.String("error", err.Error()))
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
