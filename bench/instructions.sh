@@ -71,11 +71,11 @@ measure() {
   }
   local before after
   before=$(served)
-  callgrind_control -i on "$vpid" >/dev/null
+  callgrind_control -i on "$vpid" >/dev/null 2>&1
   sleep "$count"
-  callgrind_control -i off "$vpid" >/dev/null
+  callgrind_control -i off "$vpid" >/dev/null 2>&1
   after=$(served)
-  callgrind_control -d "$vpid" >/dev/null
+  callgrind_control -d "$vpid" >/dev/null 2>&1
   sleep 2
   kill "$bpid" 2>/dev/null || true
   kill "$vpid" 2>/dev/null || true
