@@ -415,6 +415,19 @@ func (s *Server) routes() chi.Router {
 	// An administrator's reset for a user who lost their authenticator (extension).
 	route("POST", "/v1/users/{id}/2fa/reset", Perm("two_factor:manage"), tf.Reset)
 
+	// ---- Webhooks (Standard Webhooks; issue 23) ----
+	wh := s.webhooksHandler
+	route("GET", "/v1/webhooks", Perm("webhooks:read"), wh.List)
+	route("POST", "/v1/webhooks", Perm("webhooks:write"), wh.Create)
+	route("GET", "/v1/webhooks/event-types", Perm("webhooks:read"), wh.EventTypes)
+	route("GET", "/v1/webhooks/{id}", Perm("webhooks:read"), wh.Get)
+	route("PATCH", "/v1/webhooks/{id}", Perm("webhooks:write"), wh.Update)
+	route("DELETE", "/v1/webhooks/{id}", Perm("webhooks:write"), wh.Delete)
+	route("POST", "/v1/webhooks/{id}/rotate", Perm("webhooks:write"), wh.Rotate)
+	route("POST", "/v1/webhooks/{id}/test", Perm("webhooks:write"), wh.Test)
+	route("GET", "/v1/webhooks/{id}/deliveries", Perm("webhooks:read"), wh.Deliveries)
+	route("POST", "/v1/webhooks/{id}/deliveries/{delivery_id}/resend", Perm("webhooks:write"), wh.Resend)
+
 	// ---- Audit log, reports, internal audit, data export (spec 2) ----
 	ad, ex := s.auditHandler, s.exportHandler
 	route("GET", "/v1/users/me/audit", Authenticated(), ad.ListMine)

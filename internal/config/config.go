@@ -67,6 +67,11 @@ type Config struct {
 	// requests to user-supplied URLs (back-channel logout, webhooks,
 	// jwks_uri) may reach anyway; empty refuses them all (package outbound).
 	OutboundAllowCIDRs []netip.Prefix
+
+	// WebhooksAllowHTTP is HMID_WEBHOOKS_ALLOW_HTTP: webhook endpoints may
+	// use plain http (a receiver on a private network the operator trusts);
+	// off, only https is accepted.
+	WebhooksAllowHTTP bool
 }
 
 // ProviderConfig holds the endpoints and credentials of an external OAuth provider.
@@ -203,6 +208,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			p = netip.PrefixFrom(a, a.BitLen())
 		}
 		c.TrustedProxies = append(c.TrustedProxies, p.Masked())
+	}
+	switch v := strings.ToLower(get("HMID_WEBHOOKS_ALLOW_HTTP", "false")); v {
+	case "true", "1", "yes", "on":
+		c.WebhooksAllowHTTP = true
+	case "false", "0", "no", "off", "":
+	default:
+		return c, fmt.Errorf("HMID_WEBHOOKS_ALLOW_HTTP must be true or false, got %q", v)
 	}
 	if c.OutboundAllowCIDRs, err = outbound.ParseAllowList(getenv(outbound.EnvAllowCIDRs)); err != nil {
 		return c, fmt.Errorf("%s must be comma-separated CIDRs such as 127.0.0.0/8,fd00::/8 (or empty): %w", outbound.EnvAllowCIDRs, err)
