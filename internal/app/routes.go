@@ -427,6 +427,17 @@ func (s *Server) routes() chi.Router {
 	route("POST", "/v1/webhooks/{id}/test", Perm("webhooks:write"), wh.Test)
 	route("GET", "/v1/webhooks/{id}/deliveries", Perm("webhooks:read"), wh.Deliveries)
 	route("POST", "/v1/webhooks/{id}/deliveries/{delivery_id}/resend", Perm("webhooks:write"), wh.Resend)
+	// (admin: webhooks; each page acts with the rule of the route it names)
+	awp := s.adminWebhookPages
+	page("GET", "/admin/webhooks", Perm("webhooks:read"), awp.List)                                          // GET /v1/webhooks
+	page("POST", "/admin/webhooks", Perm("webhooks:write"), awp.Create)                                      // POST /v1/webhooks
+	page("GET", "/admin/webhooks/{id}", Perm("webhooks:read"), awp.Show)                                     // GET /v1/webhooks/{id}, …/deliveries
+	page("POST", "/admin/webhooks/{id}", Perm("webhooks:write"), awp.Update)                                 // PATCH /v1/webhooks/{id}
+	page("POST", "/admin/webhooks/{id}/enabled", Perm("webhooks:write"), awp.SetEnabled)                     // PATCH /v1/webhooks/{id}
+	page("POST", "/admin/webhooks/{id}/rotate", Perm("webhooks:write"), awp.Rotate)                          // POST /v1/webhooks/{id}/rotate
+	page("POST", "/admin/webhooks/{id}/delete", Perm("webhooks:write"), awp.Delete)                          // DELETE /v1/webhooks/{id}
+	page("POST", "/admin/webhooks/{id}/test", Perm("webhooks:write"), awp.Test)                              // POST /v1/webhooks/{id}/test
+	page("POST", "/admin/webhooks/{id}/deliveries/{delivery_id}/resend", Perm("webhooks:write"), awp.Resend) // POST …/resend
 
 	// ---- Audit log, reports, internal audit, data export (spec 2) ----
 	ad, ex := s.auditHandler, s.exportHandler

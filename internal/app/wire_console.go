@@ -35,6 +35,7 @@ type consoleArea struct {
 	adminAuditPages *admin.AuditPages
 	// (admin: platforms and configuration)
 	adminPlatformPages *admin.PlatformPages
+	adminWebhookPages  *admin.WebhookPages
 	adminConfigPages   *admin.ConfigPages
 	// (admin: chat platform and tracking)
 	adminChatPages     *admin.ChatPages
@@ -82,6 +83,8 @@ func (s *Server) buildConsole() {
 	// (admin: platforms and configuration)
 	s.adminPlatformPages = &admin.PlatformPages{H: s.webPages, Platforms: s.PlatformService}
 	s.adminConfigPages = &admin.ConfigPages{H: s.webPages, Settings: s.Settings}
+	// (admin: webhooks)
+	s.adminWebhookPages = &admin.WebhookPages{H: s.webPages, Webhooks: s.Webhooks}
 	// (admin: chat platform and tracking)
 	s.adminChatPages = &admin.ChatPages{H: s.webPages, Chat: s.Chat}
 	s.adminTrackingPages = &admin.TrackingPages{H: s.webPages, Tracking: s.tracking.S}

@@ -180,21 +180,21 @@ func (s *Service) validate(in Input, e *Endpoint) error {
 			return apperr.Invalid("url must not be null")
 		}
 		if err := s.checkURL(in.URL.Value); err != nil {
-			return err
+			return apperr.OnField("url", err)
 		}
 		e.URL = in.URL.Value
 	}
 	if in.Description.Set {
 		d := strings.TrimSpace(in.Description.Value)
 		if err := httpx.CheckLen("description", d, MaxDescription); err != nil {
-			return err
+			return apperr.OnField("description", err)
 		}
 		e.Description = d
 	}
 	if in.EventTypes.Set {
 		types, err := checkTypes(in.EventTypes.Value)
 		if err != nil {
-			return err
+			return apperr.OnField("event_types", err)
 		}
 		e.EventTypes = types
 	}
@@ -209,8 +209,11 @@ func (s *Service) validate(in Input, e *Endpoint) error {
 
 // Create registers an endpoint; the answer carries its secret, shown this once.
 func (s *Service) Create(ctx context.Context, p *authn.Principal, from audit.Event, in Input) (Endpoint, error) {
-	if !in.URL.Set || !in.EventTypes.Set {
-		return Endpoint{}, apperr.Invalid("url and event_types are required")
+	if !in.URL.Set {
+		return Endpoint{}, apperr.OnField("url", apperr.Invalid("url is required"))
+	}
+	if !in.EventTypes.Set {
+		return Endpoint{}, apperr.OnField("event_types", apperr.Invalid("event_types is required"))
 	}
 	e := Endpoint{Enabled: true}
 	if err := s.validate(in, &e); err != nil {
