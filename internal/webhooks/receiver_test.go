@@ -70,7 +70,7 @@ type receiver struct {
 	got  []received
 }
 
-func newReceiver(t *testing.T, fail int) *receiver {
+func newReceiver(t testing.TB, fail int) *receiver {
 	rc := &receiver{fail: fail}
 	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)

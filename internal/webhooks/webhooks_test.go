@@ -42,7 +42,7 @@ type instance struct {
 // HMID_SECRET_KEY is shared), so one opens what another sealed.
 var key = make([]byte, secretbox.KeySize)
 
-func newInstance(t *testing.T, d *db.DB, clk *clocktest.Fake, policy outbound.Policy) *instance {
+func newInstance(t testing.TB, d *db.DB, clk *clocktest.Fake, policy outbound.Policy) *instance {
 	t.Helper()
 	box, err := secretbox.New(key)
 	if err != nil {
@@ -58,7 +58,7 @@ func newInstance(t *testing.T, d *db.DB, clk *clocktest.Fake, policy outbound.Po
 	return &instance{d: d, clock: clk, audit: w, s: s, worker: webhooks.NewWorker(s, policy.Client())}
 }
 
-func (in *instance) endpoint(t *testing.T, url string, types ...string) webhooks.Endpoint {
+func (in *instance) endpoint(t testing.TB, url string, types ...string) webhooks.Endpoint {
 	t.Helper()
 	e, err := in.s.Create(context.Background(), nil, audit.Event{}, webhooks.Input{
 		URL: httpx.Opt[string]{Set: true, Value: url}, EventTypes: httpx.Opt[[]string]{Set: true, Value: types}})
@@ -68,7 +68,7 @@ func (in *instance) endpoint(t *testing.T, url string, types ...string) webhooks
 	return e
 }
 
-func (in *instance) record(t *testing.T, eventType string) string {
+func (in *instance) record(t testing.TB, eventType string) string {
 	t.Helper()
 	id, err := in.audit.Record(context.Background(), in.d, audit.Event{EventType: eventType, ResourceType: "oauth_client",
 		ResourceID: "c1", Description: "test event", Metadata: map[string]any{"n": 1}})
@@ -510,6 +510,32 @@ func TestBadInput(t *testing.T) {
 		list, total, err := in.s.List(context.Background(), httpx.Page{Page: 1, Limit: 10})
 		if err != nil || total != 1 || len(list) != 1 || list[0].Secret != "" {
 			t.Fatalf("%+v %d %v", list, total, err)
+		}
+	})
+}
+
+// TestPurgeKeepsWhatIsStillNeeded: finished deliveries and their messages
+// go after Keep; a pending delivery and its message stay.
+func TestPurgeKeepsWhatIsStillNeeded(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
+		clk := clocktest.NewFake(start)
+		in := newInstance(t, eng.Open(t), clk, loopback)
+		ok, failing := newReceiver(t, 0), newReceiver(t, 1000)
+		in.endpoint(t, ok.URL, audit.Login)
+		in.endpoint(t, failing.URL, audit.Logout)
+		in.record(t, audit.Login)
+		in.record(t, audit.Logout)
+		in.run(t)
+		clk.Advance(webhooks.Keep + time.Hour)
+		if err := in.worker.Purge(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		var deliveries, messages int
+		if err := in.d.QueryRowContext(context.Background(), `SELECT (SELECT COUNT(*) FROM webhook_deliveries), (SELECT COUNT(*) FROM webhook_messages)`).Scan(&deliveries, &messages); err != nil {
+			t.Fatal(err)
+		}
+		if deliveries != 1 || messages != 1 {
+			t.Fatalf("%d deliveries and %d messages left, want the pending one and its message", deliveries, messages)
 		}
 	})
 }

@@ -29,6 +29,11 @@ const (
 	// WatchInterval is how often an instance on PostgreSQL looks whether
 	// another changed an endpoint.
 	WatchInterval = time.Second
+	// Keep is how long finished deliveries, and messages no delivery needs,
+	// stay for the console before the hourly purge removes them.
+	Keep = 30 * 24 * time.Hour
+	// purgeEvery is how often the worker purges.
+	purgeEvery = time.Hour
 	// batch is how many deliveries one pass claims; sends how many run at once.
 	batch = 64
 	sends = 16
@@ -61,6 +66,7 @@ type Worker struct {
 	queue     *outbox.Queue
 	loop      outbox.Loop
 	delivered atomic.Int64
+	purged    time.Time // when the loop last purged
 }
 
 // NewWorker returns a worker for s that sends with client and plugs its
@@ -79,9 +85,31 @@ func (w *Worker) Delivered() int64 { return w.delivered.Load() }
 // function is called; stop waits for the pass under way.
 func (w *Worker) Start() (stop func() error) {
 	w.loop.Interval = w.Interval
-	w.loop.Pass = func(ctx context.Context) error { _, err := w.RunOnce(ctx); return err }
+	w.loop.Pass = func(ctx context.Context) error {
+		if _, err := w.RunOnce(ctx); err != nil {
+			return err
+		}
+		if now := w.S.Clock.Now(); now.Sub(w.purged) >= purgeEvery {
+			w.purged = now
+			return w.Purge(ctx)
+		}
+		return nil
+	}
 	w.loop.OnError = func(err error) { w.S.Log.Error("webhooks: pass failed", "err", err) }
 	return w.loop.Start()
+}
+
+// Purge removes finished deliveries older than Keep and the messages no
+// delivery refers to any more (a pending delivery is never removed, however
+// old: it is still being retried or its endpoint was turned off meanwhile).
+func (w *Worker) Purge(ctx context.Context) error {
+	before := db.TS(w.S.Clock.Now().Add(-Keep))
+	if _, err := w.S.DB.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE next_attempt_at IS NULL AND created_at < $1`, before); err != nil {
+		return err
+	}
+	_, err := w.S.DB.ExecContext(ctx, `DELETE FROM webhook_messages WHERE created_at < $1
+		AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.message_id = webhook_messages.id)`, before)
+	return err
 }
 
 // job is one claimed delivery.
