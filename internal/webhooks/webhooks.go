@@ -382,11 +382,12 @@ func (s *Service) secrets(id, sealed string, prev sql.NullString, prevUntil sql.
 	}
 	out := []string{string(cur)}
 	if prev.Valid && prevUntil.Valid && now.Before(db.FromTS(prevUntil.Int64)) {
-		old, err := s.Box.Open(prev.String, sealAD(id))
-		if err != nil {
-			return nil, err
+		// A previous secret that does not open (the service key changed
+		// before the rotation that replaced it) is left out: the current
+		// one signs.
+		if old, err := s.Box.Open(prev.String, sealAD(id)); err == nil {
+			out = append(out, string(old))
 		}
-		out = append(out, string(old))
 	}
 	return out, nil
 }

@@ -141,6 +141,7 @@ type target struct {
 	enabled bool
 	secrets []string
 	body    []byte
+	sealErr error // the endpoint's secret could not be opened
 }
 
 // load reads the delivery's endpoint and message; ok is false when the
@@ -163,8 +164,12 @@ func (w *Worker) load(ctx context.Context, j job, now time.Time) (target, bool, 
 		return t, false, err
 	}
 	t.body = []byte(body)
-	t.secrets, err = w.S.secrets(endpointID, sealed, prev, prevUntil, now)
-	return t, true, err
+	if t.secrets, err = w.S.secrets(endpointID, sealed, prev, prevUntil, now); err != nil {
+		// A secret that does not open (HMID_SECRET_KEY changed) fails the
+		// delivery, not the pass: no retry would open it.
+		t.sealErr = err
+	}
+	return t, true, nil
 }
 
 // outcome is what one attempt found.
@@ -182,6 +187,10 @@ func (w *Worker) deliver(ctx context.Context, j job) (ok bool, err error) {
 	t, found, err := w.load(ctx, j, now)
 	if err != nil || !found {
 		return false, err
+	}
+	if t.sealErr != nil {
+		w.S.Log.Error("webhooks: the endpoint's secret does not open; rotate it", "endpoint_id", j.endpoint, "err", t.sealErr.Error())
+		return false, w.finish(ctx, j, StatusFailed, outcome{err: fmt.Errorf("the signing secret cannot be opened: %w", t.sealErr)}, now)
 	}
 	if !t.enabled {
 		// Turned off since it was queued: nothing is sent; a resend after it
