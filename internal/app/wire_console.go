@@ -69,7 +69,7 @@ func (s *Server) buildConsole() {
 	s.developerPages = account.NewDeveloperPages(s.webPages, s.OAuth, s.Access)
 	// (admin: overview and users list)
 	s.adminOverviewPages = &admin.OverviewPages{H: s.webPages, Health: s.health, Users: s.users.S, Sessions: s.sessions.S,
-		OAuth: s.OAuth, Access: s.Access, Audit: s.auditHandler.S}
+		OAuth: s.OAuth, Access: s.Access, Audit: s.auditHandler.S, Webhooks: s.Webhooks}
 	s.adminUserListPages = &admin.UserListPages{H: s.webPages, Users: s.users.S, Bans: s.BanService, TwoFactor: s.twoFactorSvc}
 	// (admin: one user)
 	s.adminUserPages = &admin.UserPages{H: s.webPages, Users: s.users.S, Accounts: s.accountsHandler.S, Access: s.Access,

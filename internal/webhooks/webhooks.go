@@ -283,6 +283,14 @@ func (s *Service) List(ctx context.Context, pg httpx.Page) ([]Endpoint, int, err
 	return out, total, rows.Err()
 }
 
+// CountTurnedOff returns how many endpoints hmid turned off because their
+// deliveries kept failing (and no operator turned on again).
+func (s *Service) CountTurnedOff(ctx context.Context) (int, error) {
+	var n int
+	err := s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM webhook_endpoints WHERE NOT enabled AND disabled_reason <> ''`).Scan(&n)
+	return n, err
+}
+
 // Get returns one endpoint.
 func (s *Service) Get(ctx context.Context, id string) (Endpoint, error) {
 	return getEndpoint(ctx, s.DB, id)

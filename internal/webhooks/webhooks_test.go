@@ -387,6 +387,9 @@ func TestGivingUpDisablesTheEndpoint(t *testing.T) {
 		if err != nil || got.Enabled || got.DisabledReason == "" || got.DisabledAt == nil {
 			t.Fatalf("%+v %v", got, err)
 		}
+		if n, err := in.s.CountTurnedOff(context.Background()); err != nil || n != 1 {
+			t.Fatalf("turned off: %d %v", n, err)
+		}
 		n := len(rc.requests())
 		if n < 2 || n > webhooks.GiveUp.MaxAttempts {
 			t.Fatalf("%d attempts", n)

@@ -18,6 +18,7 @@ import (
 	"hmid/internal/sessions"
 	"hmid/internal/users"
 	"hmid/internal/web"
+	"hmid/internal/webhooks"
 )
 
 // OverviewPages is /admin, the admin console's overview: the health
@@ -34,6 +35,7 @@ type OverviewPages struct {
 	OAuth    *oauth.Service
 	Access   *access.Service
 	Audit    *audit.Service
+	Webhooks *webhooks.Service
 }
 
 // overviewDays is how many days the sign-in chart shows.
@@ -42,7 +44,7 @@ const overviewDays = 30
 // overviewCounts are the overview's counts, in order. Each shows to holders
 // of perm, the permission of the REST route that reads what it counts: GET
 // /v1/users (users and their sessions), GET /v1/oauth/clients/all, GET
-// /v1/api-keys and GET /v1/admin/audit/reports.
+// /v1/api-keys, GET /v1/admin/audit/reports and GET /v1/webhooks.
 var overviewCounts = []struct {
 	perm, label, href string
 	count             func(ctx context.Context, op *OverviewPages, p *authn.Principal) (int, error)
@@ -64,6 +66,11 @@ var overviewCounts = []struct {
 	}},
 	{"audit:read", "admin.overview.count.reports", "/admin/audit/reports", func(ctx context.Context, op *OverviewPages, _ *authn.Principal) (int, error) {
 		return op.Audit.CountReports(ctx, "pending")
+	}},
+	// Endpoints hmid turned off after a day of failed deliveries: the
+	// operator must look at them (GET /v1/webhooks).
+	{"webhooks:read", "admin.overview.count.webhooksoff", "/admin/webhooks", func(ctx context.Context, op *OverviewPages, _ *authn.Principal) (int, error) {
+		return op.Webhooks.CountTurnedOff(ctx)
 	}},
 }
 
@@ -364,68 +371,70 @@ func newSignInChart(t func(string) string, lang string, days []audit.DaySignIns)
 func init() {
 	web.AddMessages(map[string]map[string]string{
 		"en": {
-			"admin.overview.title":          "Overview",
-			"admin.overview.health":         "Health",
-			"admin.overview.healthy":        "Everything is up.",
-			"admin.overview.unhealthy":      "Something needs attention:",
-			"admin.overview.up":             "Up",
-			"admin.overview.down":           "Down",
-			"admin.overview.database":       "Database",
-			"admin.overview.cache":          "Cache",
-			"admin.overview.realtime":       "Real-time channel",
-			"admin.overview.ms":             "answers in %s ms",
-			"admin.overview.fast":           "answers in under 0.1 ms",
-			"admin.overview.disk":           "%s of %s free on its disk",
-			"admin.overview.diskfull":       "its disk is full",
-			"admin.overview.connections":    "%s connections, %s subscriptions",
-			"admin.overview.counts":         "In numbers",
-			"admin.overview.count.users":    "Users",
-			"admin.overview.count.sessions": "Active sessions",
-			"admin.overview.count.clients":  "OAuth clients",
-			"admin.overview.count.apikeys":  "API keys",
-			"admin.overview.count.reports":  "Pending reports",
-			"admin.overview.chart.title":    "Sign-ins per day, last %d days",
-			"admin.overview.chart.desc":     "From %s to %s: %s sign-ins and %s failed sign-in attempts.",
-			"admin.overview.chart.busiest":  "The most sign-ins were on %s (%s).",
-			"admin.overview.chart.empty":    "No sign-ins in this period.",
-			"admin.overview.legend.signins": "Sign-ins",
-			"admin.overview.legend.failed":  "Failed sign-ins",
-			"admin.overview.tip.signins":    "%s: %s sign-ins",
-			"admin.overview.tip.failed":     "%s: %s failed sign-ins",
-			"admin.overview.table":          "Show the numbers as a table",
-			"admin.overview.col.day":        "Day (UTC)",
+			"admin.overview.title":             "Overview",
+			"admin.overview.health":            "Health",
+			"admin.overview.healthy":           "Everything is up.",
+			"admin.overview.unhealthy":         "Something needs attention:",
+			"admin.overview.up":                "Up",
+			"admin.overview.down":              "Down",
+			"admin.overview.database":          "Database",
+			"admin.overview.cache":             "Cache",
+			"admin.overview.realtime":          "Real-time channel",
+			"admin.overview.ms":                "answers in %s ms",
+			"admin.overview.fast":              "answers in under 0.1 ms",
+			"admin.overview.disk":              "%s of %s free on its disk",
+			"admin.overview.diskfull":          "its disk is full",
+			"admin.overview.connections":       "%s connections, %s subscriptions",
+			"admin.overview.counts":            "In numbers",
+			"admin.overview.count.users":       "Users",
+			"admin.overview.count.sessions":    "Active sessions",
+			"admin.overview.count.clients":     "OAuth clients",
+			"admin.overview.count.apikeys":     "API keys",
+			"admin.overview.count.reports":     "Pending reports",
+			"admin.overview.count.webhooksoff": "Webhook endpoints turned off after failing",
+			"admin.overview.chart.title":       "Sign-ins per day, last %d days",
+			"admin.overview.chart.desc":        "From %s to %s: %s sign-ins and %s failed sign-in attempts.",
+			"admin.overview.chart.busiest":     "The most sign-ins were on %s (%s).",
+			"admin.overview.chart.empty":       "No sign-ins in this period.",
+			"admin.overview.legend.signins":    "Sign-ins",
+			"admin.overview.legend.failed":     "Failed sign-ins",
+			"admin.overview.tip.signins":       "%s: %s sign-ins",
+			"admin.overview.tip.failed":        "%s: %s failed sign-ins",
+			"admin.overview.table":             "Show the numbers as a table",
+			"admin.overview.col.day":           "Day (UTC)",
 		},
 		"de": {
-			"admin.overview.title":          "Übersicht",
-			"admin.overview.health":         "Zustand",
-			"admin.overview.healthy":        "Alles läuft.",
-			"admin.overview.unhealthy":      "Etwas braucht Aufmerksamkeit:",
-			"admin.overview.up":             "Läuft",
-			"admin.overview.down":           "Ausgefallen",
-			"admin.overview.database":       "Datenbank",
-			"admin.overview.cache":          "Cache",
-			"admin.overview.realtime":       "Echtzeitkanal",
-			"admin.overview.ms":             "antwortet in %s ms",
-			"admin.overview.fast":           "antwortet in unter 0,1 ms",
-			"admin.overview.disk":           "%s von %s frei auf ihrem Datenträger",
-			"admin.overview.diskfull":       "ihr Datenträger ist voll",
-			"admin.overview.connections":    "%s Verbindungen, %s Abonnements",
-			"admin.overview.counts":         "In Zahlen",
-			"admin.overview.count.users":    "Benutzer",
-			"admin.overview.count.sessions": "Aktive Sitzungen",
-			"admin.overview.count.clients":  "OAuth-Clients",
-			"admin.overview.count.apikeys":  "API-Schlüssel",
-			"admin.overview.count.reports":  "Offene Meldungen",
-			"admin.overview.chart.title":    "Anmeldungen pro Tag, letzte %d Tage",
-			"admin.overview.chart.desc":     "Vom %s bis zum %s: %s Anmeldungen und %s fehlgeschlagene Anmeldeversuche.",
-			"admin.overview.chart.busiest":  "Die meisten Anmeldungen gab es am %s (%s).",
-			"admin.overview.chart.empty":    "In diesem Zeitraum gab es keine Anmeldungen.",
-			"admin.overview.legend.signins": "Anmeldungen",
-			"admin.overview.legend.failed":  "Fehlgeschlagene Anmeldungen",
-			"admin.overview.tip.signins":    "%s: %s Anmeldungen",
-			"admin.overview.tip.failed":     "%s: %s fehlgeschlagene Anmeldungen",
-			"admin.overview.table":          "Die Zahlen als Tabelle zeigen",
-			"admin.overview.col.day":        "Tag (UTC)",
+			"admin.overview.title":             "Übersicht",
+			"admin.overview.health":            "Zustand",
+			"admin.overview.healthy":           "Alles läuft.",
+			"admin.overview.unhealthy":         "Etwas braucht Aufmerksamkeit:",
+			"admin.overview.up":                "Läuft",
+			"admin.overview.down":              "Ausgefallen",
+			"admin.overview.database":          "Datenbank",
+			"admin.overview.cache":             "Cache",
+			"admin.overview.realtime":          "Echtzeitkanal",
+			"admin.overview.ms":                "antwortet in %s ms",
+			"admin.overview.fast":              "antwortet in unter 0,1 ms",
+			"admin.overview.disk":              "%s von %s frei auf ihrem Datenträger",
+			"admin.overview.diskfull":          "ihr Datenträger ist voll",
+			"admin.overview.connections":       "%s Verbindungen, %s Abonnements",
+			"admin.overview.counts":            "In Zahlen",
+			"admin.overview.count.users":       "Benutzer",
+			"admin.overview.count.sessions":    "Aktive Sitzungen",
+			"admin.overview.count.clients":     "OAuth-Clients",
+			"admin.overview.count.apikeys":     "API-Schlüssel",
+			"admin.overview.count.reports":     "Offene Meldungen",
+			"admin.overview.count.webhooksoff": "Wegen Fehlern abgeschaltete Webhook-Endpunkte",
+			"admin.overview.chart.title":       "Anmeldungen pro Tag, letzte %d Tage",
+			"admin.overview.chart.desc":        "Vom %s bis zum %s: %s Anmeldungen und %s fehlgeschlagene Anmeldeversuche.",
+			"admin.overview.chart.busiest":     "Die meisten Anmeldungen gab es am %s (%s).",
+			"admin.overview.chart.empty":       "In diesem Zeitraum gab es keine Anmeldungen.",
+			"admin.overview.legend.signins":    "Anmeldungen",
+			"admin.overview.legend.failed":     "Fehlgeschlagene Anmeldungen",
+			"admin.overview.tip.signins":       "%s: %s Anmeldungen",
+			"admin.overview.tip.failed":        "%s: %s fehlgeschlagene Anmeldungen",
+			"admin.overview.table":             "Die Zahlen als Tabelle zeigen",
+			"admin.overview.col.day":           "Tag (UTC)",
 		},
 	})
 }

@@ -118,6 +118,29 @@ func TestBrowserAdminWebhooks(t *testing.T) {
 		t.Fatalf("disabled: %q", s)
 	}
 
+	// An endpoint that fails for a day is turned off; the overview and its
+	// page say so.
+	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusBadGateway) }))
+	defer broken.Close()
+	bad := e.Call(t, "POST", "/v1/webhooks", e.SystemKey, map[string]any{"url": broken.URL + "/erp", "event_types": []string{"client_updated"},
+		"description": "ERP (offline)"}, http.StatusCreated).JSON()["data"].(map[string]any)
+	e.Call(t, "POST", "/v1/webhooks/"+bad["id"].(string)+"/test", e.SystemKey, nil, http.StatusAccepted)
+	for range 25 {
+		if _, err := e.Server.WebhookWorker.RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		e.Clock.Advance(5 * time.Hour)
+	}
+	webtest.Axe(t, ctx, e.URL+"/admin")
+	if s := text(`main`); !strings.Contains(s, "Webhook endpoints turned off after failing") {
+		t.Fatalf("overview: %q", s)
+	}
+	webtest.Axe(t, ctx, e.URL+"/admin/webhooks/"+bad["id"].(string))
+	if s := text(`main`); !strings.Contains(s, "hmid turned this endpoint off") || !strings.Contains(s, "answered 502") {
+		t.Fatalf("turned off: %q", s)
+	}
+	webtest.Screenshots(t, ctx, "admin-webhook-turned-off")
+
 	// The list and the endpoint's page in German.
 	if _, err := e.Server.DB.ExecContext(context.Background(), `UPDATE users SET preferred_locale = 'de' WHERE id = $1`, op.ID); err != nil {
 		t.Fatal(err)
