@@ -174,23 +174,27 @@ func insertMessage(ctx context.Context, q db.Querier, id, eventType string, body
 	return err
 }
 
-// insertDeliveries queues message msgID for the endpoints ids, due at once.
-// The endpoints are joined, not trusted: one deleted or turned off since
-// the in-memory set was loaded gets nothing, and no foreign key fails the
-// event's transaction.
+// insertDeliveries queues message msgID for the endpoints ids, due at once,
+// each delivery with a new id. The endpoints are read, not trusted: one
+// deleted or turned off since the in-memory set was loaded gets nothing, and
+// no foreign key fails the event's transaction. The new ids are picked by a
+// CASE on the endpoint's id rather than joined from a list of rows, which
+// SQLite would materialize in a temporary table on every event.
 func insertDeliveries(ctx context.Context, q db.Querier, msgID string, ids []string, at time.Time) error {
-	var b strings.Builder
+	var pick, in strings.Builder
 	args := make([]any, 0, 2*len(ids)+2)
 	args = append(args, msgID, db.TS(at))
 	for i, id := range ids {
+		n := strconv.Itoa(len(args) + 1)
+		pick.WriteString(" WHEN $" + n + " THEN CAST($" + strconv.Itoa(len(args)+2) + " AS TEXT)")
 		if i > 0 {
-			b.WriteString(" UNION ALL ")
+			in.WriteString(", ")
 		}
-		n := len(args)
-		b.WriteString("SELECT CAST($" + strconv.Itoa(n+1) + " AS TEXT) AS id, CAST($" + strconv.Itoa(n+2) + " AS TEXT) AS endpoint_id")
-		args = append(args, db.NewID(), id)
+		in.WriteString("$" + n)
+		args = append(args, id, db.NewID())
 	}
 	_, err := q.ExecContext(ctx, `INSERT INTO webhook_deliveries (id, endpoint_id, message_id, status, next_attempt_at, created_at)
-		SELECT v.id, e.id, $1, 'pending', $2, $2 FROM (`+b.String()+`) v JOIN webhook_endpoints e ON e.id = v.endpoint_id AND e.enabled`, args...)
+		SELECT CASE e.id`+pick.String()+` END, e.id, $1, 'pending', $2, $2 FROM webhook_endpoints e
+		WHERE e.enabled AND e.id IN (`+in.String()+`)`, args...)
 	return err
 }
