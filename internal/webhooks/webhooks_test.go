@@ -150,37 +150,8 @@ func TestDeliveredOncePerEndpoint(t *testing.T) {
 		if n := in.run(t); n != 0 {
 			t.Fatalf("second pass delivered %d", n)
 		}
-		for _, x := range []struct {
-			rc     *receiver
-			secret string
-		}{{a, ea.Secret}, {b, eb.Secret}} {
-			got := x.rc.requests()
-			if len(got) != 1 || got[0].ID != "msg_"+id {
-				t.Fatalf("receiver got %+v, want one message msg_%s", got, id)
-			}
-			checkSigned(t, x.secret, got, clk.Now())
-			var m struct {
-				Type      string      `json:"type"`
-				Timestamp time.Time   `json:"timestamp"`
-				Data      audit.Entry `json:"data"`
-			}
-			if err := json.Unmarshal(got[0].Body, &m); err != nil {
-				t.Fatal(err)
-			}
-			if m.Type != audit.ClientCreated || m.Data.ID != id || !m.Timestamp.Equal(start) || m.Data.Metadata["n"] != float64(1) {
-				t.Fatalf("body %s", got[0].Body)
-			}
-			// The data is the event as the audit log shows it.
-			logged, _, err := audit.List(context.Background(), in.d, audit.Filter{Page: httpx.Page{Page: 1, Limit: 10}, EventType: audit.ClientCreated})
-			if err != nil || len(logged) != 1 {
-				t.Fatal(logged, err)
-			}
-			want, _ := json.Marshal(logged[0])
-			gotData, _ := json.Marshal(m.Data)
-			if string(want) != string(gotData) {
-				t.Fatalf("data %s\nlog  %s", gotData, want)
-			}
-		}
+		checkDelivered(t, in, a, ea.Secret, id, clk.Now())
+		checkDelivered(t, in, b, eb.Secret, id, clk.Now())
 		if got := c.requests(); len(got) != 0 {
 			t.Fatalf("the logout endpoint got %d messages", len(got))
 		}
@@ -190,6 +161,37 @@ func TestDeliveredOncePerEndpoint(t *testing.T) {
 			t.Fatalf("deliveries %+v %d %v", ds, total, err)
 		}
 	})
+}
+
+// checkDelivered: rc got the event id once, signed with secret, as
+// {type, timestamp, data} whose data is the event as the audit log shows it.
+func checkDelivered(t *testing.T, in *instance, rc *receiver, secret, id string, now time.Time) {
+	t.Helper()
+	got := rc.requests()
+	if len(got) != 1 || got[0].ID != "msg_"+id {
+		t.Fatalf("receiver got %+v, want one message msg_%s", got, id)
+	}
+	checkSigned(t, secret, got, now)
+	var m struct {
+		Type      string      `json:"type"`
+		Timestamp time.Time   `json:"timestamp"`
+		Data      audit.Entry `json:"data"`
+	}
+	if err := json.Unmarshal(got[0].Body, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Type != audit.ClientCreated || m.Data.ID != id || !m.Timestamp.Equal(start) || m.Data.Metadata["n"] != float64(1) {
+		t.Fatalf("body %s", got[0].Body)
+	}
+	logged, _, err := audit.List(context.Background(), in.d, audit.Filter{Page: httpx.Page{Page: 1, Limit: 10}, EventType: audit.ClientCreated})
+	if err != nil || len(logged) != 1 {
+		t.Fatal(logged, err)
+	}
+	want, _ := json.Marshal(logged[0])
+	gotData, _ := json.Marshal(m.Data)
+	if string(want) != string(gotData) {
+		t.Fatalf("data %s\nlog  %s", gotData, want)
+	}
 }
 
 // TestThirdAttemptSameID: a receiver that fails twice gets the message on
