@@ -64,6 +64,8 @@ var Catalogue = []struct{ Resource, Action, Description string }{
 	{"chatplatform", "sync", "Sync chat-platform guilds"},
 	{"chatplatform", "delete", "Delete stored chat-platform guilds"},
 	{"chatplatform", "guild.sync", "Sync the members of a chat-platform guild"},
+	{"webhooks", "read", "Read webhook endpoints and their deliveries"},
+	{"webhooks", "write", "Create, change, delete webhook endpoints, rotate their secrets, resend and test deliveries"},
 }
 
 // DefaultRoles are the system roles with their permissions (spec 1, Permission).

@@ -13,6 +13,7 @@ type areaHandlers struct {
 	accessHandler access.Handler
 	usersArea
 	oauthArea
+	webhooksArea
 	webArea
 	accountsArea
 	twofactorArea
@@ -54,6 +55,10 @@ func (s *Server) buildAreas(ctx context.Context) error {
 
 	// ---- OAuth and the built-in pages ----
 	if err := s.buildOAuth(ctx); err != nil {
+		return err
+	}
+	// ---- Webhooks (after OAuth: they send through its outbound client) ----
+	if err := s.buildWebhooks(ctx); err != nil {
 		return err
 	}
 	if err := s.buildWeb(ctx); err != nil {

@@ -415,6 +415,30 @@ func (s *Server) routes() chi.Router {
 	// An administrator's reset for a user who lost their authenticator (extension).
 	route("POST", "/v1/users/{id}/2fa/reset", Perm("two_factor:manage"), tf.Reset)
 
+	// ---- Webhooks (Standard Webhooks; issue 23) ----
+	wh := s.webhooksHandler
+	route("GET", "/v1/webhooks", Perm("webhooks:read"), wh.List)
+	route("POST", "/v1/webhooks", Perm("webhooks:write"), wh.Create)
+	route("GET", "/v1/webhooks/event-types", Perm("webhooks:read"), wh.EventTypes)
+	route("GET", "/v1/webhooks/{id}", Perm("webhooks:read"), wh.Get)
+	route("PATCH", "/v1/webhooks/{id}", Perm("webhooks:write"), wh.Update)
+	route("DELETE", "/v1/webhooks/{id}", Perm("webhooks:write"), wh.Delete)
+	route("POST", "/v1/webhooks/{id}/rotate", Perm("webhooks:write"), wh.Rotate)
+	route("POST", "/v1/webhooks/{id}/test", Perm("webhooks:write"), wh.Test)
+	route("GET", "/v1/webhooks/{id}/deliveries", Perm("webhooks:read"), wh.Deliveries)
+	route("POST", "/v1/webhooks/{id}/deliveries/{delivery_id}/resend", Perm("webhooks:write"), wh.Resend)
+	// (admin: webhooks; each page acts with the rule of the route it names)
+	awp := s.adminWebhookPages
+	page("GET", "/admin/webhooks", Perm("webhooks:read"), awp.List)                                          // GET /v1/webhooks
+	page("POST", "/admin/webhooks", Perm("webhooks:write"), awp.Create)                                      // POST /v1/webhooks
+	page("GET", "/admin/webhooks/{id}", Perm("webhooks:read"), awp.Show)                                     // GET /v1/webhooks/{id}, …/deliveries
+	page("POST", "/admin/webhooks/{id}", Perm("webhooks:write"), awp.Update)                                 // PATCH /v1/webhooks/{id}
+	page("POST", "/admin/webhooks/{id}/enabled", Perm("webhooks:write"), awp.SetEnabled)                     // PATCH /v1/webhooks/{id}
+	page("POST", "/admin/webhooks/{id}/rotate", Perm("webhooks:write"), awp.Rotate)                          // POST /v1/webhooks/{id}/rotate
+	page("POST", "/admin/webhooks/{id}/delete", Perm("webhooks:write"), awp.Delete)                          // DELETE /v1/webhooks/{id}
+	page("POST", "/admin/webhooks/{id}/test", Perm("webhooks:write"), awp.Test)                              // POST /v1/webhooks/{id}/test
+	page("POST", "/admin/webhooks/{id}/deliveries/{delivery_id}/resend", Perm("webhooks:write"), awp.Resend) // POST …/resend
+
 	// ---- Audit log, reports, internal audit, data export (spec 2) ----
 	ad, ex := s.auditHandler, s.exportHandler
 	route("GET", "/v1/users/me/audit", Authenticated(), ad.ListMine)

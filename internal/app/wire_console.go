@@ -35,6 +35,7 @@ type consoleArea struct {
 	adminAuditPages *admin.AuditPages
 	// (admin: platforms and configuration)
 	adminPlatformPages *admin.PlatformPages
+	adminWebhookPages  *admin.WebhookPages
 	adminConfigPages   *admin.ConfigPages
 	// (admin: chat platform and tracking)
 	adminChatPages     *admin.ChatPages
@@ -68,7 +69,7 @@ func (s *Server) buildConsole() {
 	s.developerPages = account.NewDeveloperPages(s.webPages, s.OAuth, s.Access)
 	// (admin: overview and users list)
 	s.adminOverviewPages = &admin.OverviewPages{H: s.webPages, Health: s.health, Users: s.users.S, Sessions: s.sessions.S,
-		OAuth: s.OAuth, Access: s.Access, Audit: s.auditHandler.S}
+		OAuth: s.OAuth, Access: s.Access, Audit: s.auditHandler.S, Webhooks: s.Webhooks}
 	s.adminUserListPages = &admin.UserListPages{H: s.webPages, Users: s.users.S, Bans: s.BanService, TwoFactor: s.twoFactorSvc}
 	// (admin: one user)
 	s.adminUserPages = &admin.UserPages{H: s.webPages, Users: s.users.S, Accounts: s.accountsHandler.S, Access: s.Access,
@@ -82,6 +83,8 @@ func (s *Server) buildConsole() {
 	// (admin: platforms and configuration)
 	s.adminPlatformPages = &admin.PlatformPages{H: s.webPages, Platforms: s.PlatformService}
 	s.adminConfigPages = &admin.ConfigPages{H: s.webPages, Settings: s.Settings}
+	// (admin: webhooks)
+	s.adminWebhookPages = &admin.WebhookPages{H: s.webPages, Webhooks: s.Webhooks}
 	// (admin: chat platform and tracking)
 	s.adminChatPages = &admin.ChatPages{H: s.webPages, Chat: s.Chat}
 	s.adminTrackingPages = &admin.TrackingPages{H: s.webPages, Tracking: s.tracking.S}

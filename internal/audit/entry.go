@@ -34,6 +34,7 @@ var EventTypes = []string{
 	BotCommandExecuted, BotGuildConfigured,
 	UserBanned, UserUnbanned, PlatformUpdated,
 	RefreshTokenReused,
+	WebhookCreated, WebhookUpdated, WebhookDeleted, WebhookSecretRotated, WebhookDisabled,
 }
 
 // SourceServices lists the source_service values of spec 2 (Events).

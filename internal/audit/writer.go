@@ -57,6 +57,13 @@ const (
 	// success when the reuse interval let it through, a failure when its
 	// family was revoked.
 	RefreshTokenReused = "refresh_token_reused"
+	// Webhook endpoints (package webhooks): created, changed, deleted, their
+	// signing secret rotated, and turned off by hmid after failing for a day.
+	WebhookCreated       = "webhook_created"
+	WebhookUpdated       = "webhook_updated"
+	WebhookDeleted       = "webhook_deleted"
+	WebhookSecretRotated = "webhook_secret_rotated"
+	WebhookDisabled      = "webhook_disabled"
 )
 
 // Event is one audit record to write.
@@ -85,12 +92,22 @@ type Notifier interface {
 	AuditRecorded(ctx context.Context, userID string, event map[string]any)
 }
 
+// Forwarder hands stored events on to systems outside hmid (package
+// webhooks). Subscribed must cost no statement (it answers from memory), so
+// an event nobody subscribed to is written as it was before webhooks;
+// Forward queues the event in the transaction that stores it.
+type Forwarder interface {
+	Subscribed(ctx context.Context, eventType string) bool
+	Forward(ctx context.Context, q db.Querier, e Entry) error
+}
+
 // Writer stores audit events.
 type Writer struct {
-	DB     *db.DB
-	Clock  clock.Clock
-	Locate func(ip string) (countryCode, countryName, city, region string) // optional
-	Notify Notifier                                                        // optional
+	DB      *db.DB
+	Clock   clock.Clock
+	Locate  func(ip string) (countryCode, countryName, city, region string) // optional
+	Notify  Notifier                                                        // optional
+	Forward Forwarder                                                       // optional
 }
 
 // FromRequest fills IP address and user agent of e from the request.
@@ -155,6 +172,16 @@ func (w *Writer) Record(ctx context.Context, q db.Querier, e Event) (string, err
 	if err := countDelta(ctx, q, db.TS(now), e.EventType, status, source, e.ResourceType, false, 1); err != nil {
 		return "", err
 	}
+	if w.Forward != nil && w.Forward.Subscribed(ctx, e.EventType) {
+		entry := Entry{ID: id, UserID: optional(e.UserID), EventType: e.EventType, ResourceType: optional(e.ResourceType),
+			ResourceID: optional(e.ResourceID), ActorID: optional(e.ActorID), IPAddress: optional(e.IPAddress),
+			UserAgent: optional(e.UserAgent), Description: optional(e.Description), Metadata: meta, Status: status,
+			ErrorMessage: optional(e.ErrorMessage), CountryCode: optional(cc), CountryName: optional(cn), City: optional(city),
+			Region: optional(region), SourceService: source, CreatedAt: db.FromTS(db.TS(now))}
+		if err := w.Forward.Forward(ctx, q, entry); err != nil {
+			return "", fmt.Errorf("audit: queue webhooks: %w", err)
+		}
+	}
 	if w.Notify != nil && e.UserID != "" {
 		notify := func() {
 			w.Notify.AuditRecorded(ctx, e.UserID, map[string]any{
@@ -171,6 +198,14 @@ func (w *Writer) Record(ctx context.Context, q db.Querier, e Event) (string, err
 		}
 	}
 	return id, nil
+}
+
+// optional is s as an Entry's optional text: nil when empty.
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 func nullable(s string) any {

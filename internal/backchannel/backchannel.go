@@ -8,10 +8,11 @@
 // records which client got tokens from which session (oauth_session_grants),
 // and Sweep finds the records whose session is revoked or gone, marks them
 // ended with a conditional UPDATE and queues one outbox row per client in
-// the same transaction. Deliver claims due outbox rows (FOR UPDATE SKIP
-// LOCKED on PostgreSQL, so several instances send each row once; SQLite has
-// one writer), pushing their next attempt past a lease, then sends them
-// outside any transaction. A 2xx answer deletes the row; anything else
+// the same transaction. Deliver claims due outbox rows through package
+// outbox (the mechanism webhooks share: FOR UPDATE SKIP LOCKED on
+// PostgreSQL, so several instances send each row once; SQLite has one
+// writer), pushing their next attempt past a lease, then sends them outside
+// any transaction. A 2xx answer deletes the row; anything else
 // schedules a retry with exponential backoff, until MaxAttempts or
 // GiveUpAfter, when the row is dropped and the failure logged. Rows persist,
 // so a restart loses nothing: a row whose sender died becomes due again when
@@ -32,7 +33,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -40,6 +40,7 @@ import (
 	"hmid/internal/clock"
 	"hmid/internal/db"
 	"hmid/internal/outbound"
+	"hmid/internal/outbox"
 )
 
 // Delivery limits.
@@ -87,9 +88,16 @@ type Worker struct {
 	// Interval is the pause between passes (New: DefaultInterval).
 	Interval time.Duration
 
-	kick    chan struct{}
+	loop    outbox.Loop
+	queue   *outbox.Queue
 	refused atomic.Int64
 }
+
+// schedule and giveUp are the retry rules of one logout token.
+var (
+	schedule = outbox.Backoff{First: FirstRetry, Max: MaxBackoff}
+	giveUp   = outbox.Policy{MaxAttempts: MaxAttempts, GiveUpAfter: GiveUpAfter}
+)
 
 // Refused returns how many logout tokens this worker dropped because the
 // client's URI led to an address the outbound rule refuses (an attempt at
@@ -101,40 +109,20 @@ func (w *Worker) Refused() int64 { return w.refused.Load() }
 func New(d *db.DB, c clock.Clock, log *slog.Logger, s Signer, client *http.Client) *Worker {
 	return &Worker{
 		DB: d, Clock: c, Log: log, Signer: s, Interval: DefaultInterval, HTTP: client,
-		kick: make(chan struct{}, 1),
+		queue: &outbox.Queue{DB: d, Table: "oauth_backchannel_outbox", Columns: "client_id, user_id, session_id", Lease: Lease, Batch: batch},
 	}
 }
 
 // Kick asks the running worker for a pass now (a session just ended here).
-func (w *Worker) Kick() {
-	select {
-	case w.kick <- struct{}{}:
-	default:
-	}
-}
+func (w *Worker) Kick() { w.loop.Kick() }
 
 // Start runs passes every Interval, and on Kick, until the returned stop
 // function is called; stop waits for the pass under way.
 func (w *Worker) Start() (stop func() error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(w.Interval)
-		defer t.Stop()
-		for {
-			if _, err := w.RunOnce(ctx); err != nil && ctx.Err() == nil {
-				w.Log.Error("backchannel logout: pass failed", "err", err)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			case <-w.kick:
-			}
-		}
-	}()
-	return func() error { cancel(); <-done; return nil }
+	w.loop.Interval = w.Interval
+	w.loop.Pass = func(ctx context.Context) error { _, err := w.RunOnce(ctx); return err }
+	w.loop.OnError = func(err error) { w.Log.Error("backchannel logout: pass failed", "err", err) }
+	return w.loop.Start()
 }
 
 // RunOnce sweeps ended sessions into the outbox and delivers what is due;
@@ -232,83 +220,25 @@ func (w *Worker) endSession(ctx context.Context, sessionID string, notify bool, 
 	return queued, err
 }
 
-// claimPostgres claims due rows; SKIP LOCKED lets instances claim disjoint
-// rows without waiting, and the outer condition is re-checked on the locked
-// row, so a row is claimed by one instance per lease.
-const claimPostgres = `UPDATE oauth_backchannel_outbox SET next_attempt_at = $1, attempts = attempts + 1
-	WHERE next_attempt_at <= $2 AND id IN (
-		SELECT id FROM oauth_backchannel_outbox WHERE next_attempt_at <= $2 ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED)
-	RETURNING id, client_id, user_id, session_id, attempts, created_at`
-
-// claimSQLite is claimPostgres for SQLite, whose single writer serializes claims.
-const claimSQLite = `UPDATE oauth_backchannel_outbox SET next_attempt_at = $1, attempts = attempts + 1
-	WHERE next_attempt_at <= $2 AND id IN (
-		SELECT id FROM oauth_backchannel_outbox WHERE next_attempt_at <= $2 ORDER BY next_attempt_at LIMIT $3)
-	RETURNING id, client_id, user_id, session_id, attempts, created_at`
-
 // job is one claimed outbox row.
 type job struct {
-	id, client, user, session string
-	attempts                  int
-	created                   time.Time
+	outbox.Claimed
+	client, user, session string
 }
 
 // Deliver claims the due outbox rows and sends them; it returns how many
 // were delivered (answered 2xx).
 func (w *Worker) Deliver(ctx context.Context) (int, error) {
-	now := w.Clock.Now()
-	q := claimSQLite
-	if w.DB.Flavor == db.Postgres {
-		q = claimPostgres
-	}
-	var jobs []job
-	err := w.DB.Tx(ctx, func(tx *db.Tx) error {
-		jobs = jobs[:0]
-		rows, err := tx.QueryContext(ctx, q, db.TS(now.Add(Lease)), db.TS(now), batch)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var j job
-			var created int64
-			if err := rows.Scan(&j.id, &j.client, &j.user, &j.session, &j.attempts, &created); err != nil {
-				return err
-			}
-			j.created = db.FromTS(created)
-			jobs = append(jobs, j)
-		}
-		return rows.Err()
+	jobs, err := outbox.Claim(ctx, w.queue, w.Clock.Now(), func(r *outbox.Row) (job, error) {
+		var j job
+		err := r.Scan(&j.client, &j.user, &j.session)
+		j.Claimed = r.Claimed
+		return j, err
 	})
 	if err != nil || len(jobs) == 0 {
 		return 0, err
 	}
-	var (
-		mu   sync.Mutex
-		sent int
-		errs []error
-		wg   sync.WaitGroup
-		sem  = make(chan struct{}, sends)
-	)
-	for _, j := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(j job) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			ok, err := w.deliver(ctx, j)
-			mu.Lock()
-			defer mu.Unlock()
-			if ok {
-				sent++
-			}
-			if err != nil {
-				errs = append(errs, err)
-			}
-		}(j)
-	}
-	wg.Wait()
-	return sent, errors.Join(errs...)
+	return outbox.Each(len(jobs), sends, func(i int) (bool, error) { return w.deliver(ctx, jobs[i]) })
 }
 
 // deliver sends one claimed row and records the outcome. ok reports a 2xx
@@ -316,16 +246,15 @@ func (w *Worker) Deliver(ctx context.Context) (int, error) {
 // when its lease ends).
 func (w *Worker) deliver(ctx context.Context, j job) (ok bool, err error) {
 	now := w.Clock.Now()
-	uri, tok, err := w.Signer.LogoutToken(ctx, j.client, j.user, j.session, j.id, now)
+	uri, tok, err := w.Signer.LogoutToken(ctx, j.client, j.user, j.session, j.ID, now)
 	if apperr.Is(err, apperr.NotFound) {
 		// The client is gone or stopped taking logout tokens: nothing to send.
-		_, err = w.DB.ExecContext(ctx, `DELETE FROM oauth_backchannel_outbox WHERE id = $1`, j.id)
-		return false, err
+		return false, w.queue.Delete(ctx, j.ID)
 	}
 	if err == nil {
 		err = w.post(ctx, uri, tok)
 		if err == nil {
-			_, err = w.DB.ExecContext(ctx, `DELETE FROM oauth_backchannel_outbox WHERE id = $1`, j.id)
+			err = w.queue.Delete(ctx, j.ID)
 			return err == nil, err
 		}
 	}
@@ -334,39 +263,27 @@ func (w *Worker) deliver(ctx context.Context, j job) (ok bool, err error) {
 		// no retry would change that (docs/decisions.md, Outbound calls to URLs
 		// users supply).
 		w.Log.Error("backchannel logout: delivery refused, the client's URI leads to an internal address", "client_id", j.client,
-			"logout_id", j.id, "err", err.Error())
-		_, derr := w.DB.ExecContext(ctx, `DELETE FROM oauth_backchannel_outbox WHERE id = $1`, j.id)
+			"logout_id", j.ID, "err", err.Error())
+		derr := w.queue.Delete(ctx, j.ID)
 		if derr == nil {
 			w.refused.Add(1)
 		}
 		return false, derr
 	}
-	if j.attempts >= MaxAttempts || now.Sub(j.created) >= GiveUpAfter {
-		w.Log.Error("backchannel logout: delivery given up", "client_id", j.client, "logout_id", j.id,
-			"attempts", j.attempts, "err", err.Error())
-		_, derr := w.DB.ExecContext(ctx, `DELETE FROM oauth_backchannel_outbox WHERE id = $1`, j.id)
-		return false, derr
+	if giveUp.Exhausted(j.Attempts, j.Created, now) {
+		w.Log.Error("backchannel logout: delivery given up", "client_id", j.client, "logout_id", j.ID,
+			"attempts", j.Attempts, "err", err.Error())
+		return false, w.queue.Delete(ctx, j.ID)
 	}
-	w.Log.Warn("backchannel logout: delivery failed, will retry", "client_id", j.client, "logout_id", j.id,
-		"attempts", j.attempts, "err", err.Error())
-	msg := err.Error()
-	if len(msg) > 500 {
-		msg = msg[:500]
-	}
-	_, uerr := w.DB.ExecContext(ctx, `UPDATE oauth_backchannel_outbox SET next_attempt_at = $1, last_error = $2 WHERE id = $3`,
-		db.TS(now.Add(Backoff(j.attempts))), msg, j.id)
-	return false, uerr
+	w.Log.Warn("backchannel logout: delivery failed, will retry", "client_id", j.client, "logout_id", j.ID,
+		"attempts", j.Attempts, "err", err.Error())
+	return false, w.queue.Retry(ctx, j.ID, now.Add(Backoff(j.Attempts)), err)
 }
 
 // Backoff is the wait after the attempts-th failed attempt: FirstRetry,
-// doubling, at most MaxBackoff.
-func Backoff(attempts int) time.Duration {
-	d := FirstRetry
-	for i := 1; i < attempts && d < MaxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, MaxBackoff)
-}
+// doubling, at most MaxBackoff (no jitter: sessions end one by one, not in
+// bursts that would retry together).
+func Backoff(attempts int) time.Duration { return schedule.Delay(attempts) }
 
 // post sends the logout token as the logout_token form parameter
 // (Back-Channel Logout 1.0 §2.5); a 2xx answer is success (§2.8).

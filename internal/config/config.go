@@ -67,6 +67,11 @@ type Config struct {
 	// requests to user-supplied URLs (back-channel logout, webhooks,
 	// jwks_uri) may reach anyway; empty refuses them all (package outbound).
 	OutboundAllowCIDRs []netip.Prefix
+
+	// WebhooksAllowHTTP is HMID_WEBHOOKS_ALLOW_HTTP: webhook endpoints may
+	// use plain http (a receiver on a private network the operator trusts);
+	// off, only https is accepted.
+	WebhooksAllowHTTP bool
 }
 
 // ProviderConfig holds the endpoints and credentials of an external OAuth provider.
@@ -204,10 +209,33 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 		c.TrustedProxies = append(c.TrustedProxies, p.Masked())
 	}
-	if c.OutboundAllowCIDRs, err = outbound.ParseAllowList(getenv(outbound.EnvAllowCIDRs)); err != nil {
-		return c, fmt.Errorf("%s must be comma-separated CIDRs such as 127.0.0.0/8,fd00::/8 (or empty): %w", outbound.EnvAllowCIDRs, err)
+	if err := c.readOutbound(get, getenv); err != nil {
+		return c, err
 	}
 	return c, c.Validate()
+}
+
+// readOutbound reads what requests to URLs users supply may reach:
+// HMID_OUTBOUND_ALLOW_CIDRS and HMID_WEBHOOKS_ALLOW_HTTP.
+func (c *Config) readOutbound(get func(string, string) string, getenv func(string) string) error {
+	var err error
+	if c.OutboundAllowCIDRs, err = outbound.ParseAllowList(getenv(outbound.EnvAllowCIDRs)); err != nil {
+		return fmt.Errorf("%s must be comma-separated CIDRs such as 127.0.0.0/8,fd00::/8 (or empty): %w", outbound.EnvAllowCIDRs, err)
+	}
+	c.WebhooksAllowHTTP, err = boolean(get, "HMID_WEBHOOKS_ALLOW_HTTP", false)
+	return err
+}
+
+// boolean reads a switch: true, 1, yes or on; false, 0, no or off.
+func boolean(get func(string, string) string, name string, def bool) (bool, error) {
+	switch v := strings.ToLower(get(name, strconv.FormatBool(def))); v {
+	case "true", "1", "yes", "on":
+		return true, nil
+	case "false", "0", "no", "off", "":
+		return false, nil
+	default:
+		return false, fmt.Errorf("%s must be true or false, got %q", name, v)
+	}
 }
 
 // positiveInt reads a count that must be at least 1.

@@ -151,3 +151,15 @@ func TestDependencyTimeout(t *testing.T) {
 		}
 	}
 }
+
+func TestWebhooksAllowHTTP(t *testing.T) {
+	for v, want := range map[string]bool{"": false, "false": false, "true": true, "ON": true, "0": false} {
+		c, err := FromEnv(env(map[string]string{"HMID_WEBHOOKS_ALLOW_HTTP": v}))
+		if err != nil || c.WebhooksAllowHTTP != want {
+			t.Errorf("%q: %v %v", v, c.WebhooksAllowHTTP, err)
+		}
+	}
+	if _, err := FromEnv(env(map[string]string{"HMID_WEBHOOKS_ALLOW_HTTP": "maybe"})); err == nil || !strings.Contains(err.Error(), "HMID_WEBHOOKS_ALLOW_HTTP") {
+		t.Fatalf("a bad value: %v", err)
+	}
+}

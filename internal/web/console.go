@@ -113,7 +113,7 @@ type NavItem struct {
 // AdminPermissions are the permissions of the admin console's areas: a
 // user holding none of them gets 403 on /admin (the overview's rule).
 var AdminPermissions = []string{"users:read", "roles:read", "oauth_clients:read", "api_keys:read", "audit:read",
-	"settings:read", "chatplatform:read", "devices:read", "trips:read"}
+	"settings:read", "chatplatform:read", "devices:read", "trips:read", "webhooks:read"}
 
 // navLink is a navigation entry as the layout shows it.
 type navLink struct {

@@ -18,6 +18,7 @@ import (
 	"hmid/internal/sessions"
 	"hmid/internal/users"
 	"hmid/internal/web"
+	"hmid/internal/webhooks"
 )
 
 // OverviewPages is /admin, the admin console's overview: the health
@@ -34,6 +35,7 @@ type OverviewPages struct {
 	OAuth    *oauth.Service
 	Access   *access.Service
 	Audit    *audit.Service
+	Webhooks *webhooks.Service
 }
 
 // overviewDays is how many days the sign-in chart shows.
@@ -42,7 +44,7 @@ const overviewDays = 30
 // overviewCounts are the overview's counts, in order. Each shows to holders
 // of perm, the permission of the REST route that reads what it counts: GET
 // /v1/users (users and their sessions), GET /v1/oauth/clients/all, GET
-// /v1/api-keys and GET /v1/admin/audit/reports.
+// /v1/api-keys, GET /v1/admin/audit/reports and GET /v1/webhooks.
 var overviewCounts = []struct {
 	perm, label, href string
 	count             func(ctx context.Context, op *OverviewPages, p *authn.Principal) (int, error)
@@ -64,6 +66,11 @@ var overviewCounts = []struct {
 	}},
 	{"audit:read", "admin.overview.count.reports", "/admin/audit/reports", func(ctx context.Context, op *OverviewPages, _ *authn.Principal) (int, error) {
 		return op.Audit.CountReports(ctx, "pending")
+	}},
+	// Endpoints hmid turned off after a day of failed deliveries: the
+	// operator must look at them (GET /v1/webhooks).
+	{"webhooks:read", "admin.overview.count.hooksoff", "/admin/webhooks", func(ctx context.Context, op *OverviewPages, _ *authn.Principal) (int, error) {
+		return op.Webhooks.CountTurnedOff(ctx)
 	}},
 }
 
@@ -384,6 +391,7 @@ func init() {
 			"admin.overview.count.clients":  "OAuth clients",
 			"admin.overview.count.apikeys":  "API keys",
 			"admin.overview.count.reports":  "Pending reports",
+			"admin.overview.count.hooksoff": "Webhook endpoints turned off after failing",
 			"admin.overview.chart.title":    "Sign-ins per day, last %d days",
 			"admin.overview.chart.desc":     "From %s to %s: %s sign-ins and %s failed sign-in attempts.",
 			"admin.overview.chart.busiest":  "The most sign-ins were on %s (%s).",
@@ -416,6 +424,7 @@ func init() {
 			"admin.overview.count.clients":  "OAuth-Clients",
 			"admin.overview.count.apikeys":  "API-Schlüssel",
 			"admin.overview.count.reports":  "Offene Meldungen",
+			"admin.overview.count.hooksoff": "Wegen Fehlern abgeschaltete Webhook-Endpunkte",
 			"admin.overview.chart.title":    "Anmeldungen pro Tag, letzte %d Tage",
 			"admin.overview.chart.desc":     "Vom %s bis zum %s: %s Anmeldungen und %s fehlgeschlagene Anmeldeversuche.",
 			"admin.overview.chart.busiest":  "Die meisten Anmeldungen gab es am %s (%s).",

@@ -26,6 +26,7 @@ var nav = []web.NavItem{
 	{Section: "clients", Href: "/admin/clients", Label: "admin.nav.clients", Show: web.Can("oauth_clients:read")},
 	{Section: "api-keys", Href: "/admin/api-keys", Label: "admin.nav.apikeys", Show: web.Can("api_keys:read")},
 	{Section: "audit", Href: "/admin/audit", Label: "admin.nav.audit", Show: web.Can("audit:read")},
+	{Section: "webhooks", Href: "/admin/webhooks", Label: "admin.nav.webhooks", Show: web.Can("webhooks:read")},
 	{Section: "platforms", Href: "/admin/platforms", Label: "admin.nav.platforms", Show: web.Can("settings:read")},
 	{Section: "config", Href: "/admin/config", Label: "admin.nav.config", Show: web.Can("settings:read")},
 	{Section: "chat", Href: "/admin/chat", Label: "admin.nav.chat", Show: web.Can("chatplatform:read")},
