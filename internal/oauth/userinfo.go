@@ -145,5 +145,5 @@ func (h *Handler) UserInfo(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	httpx.JSON(w, http.StatusOK, claims)
+	writeClaims(w, claims)
 }
