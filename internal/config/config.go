@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"hmid/internal/outbound"
+	"hmid/internal/telemetry"
 )
 
 // Config is the validated service configuration.
@@ -67,6 +68,13 @@ type Config struct {
 	// requests to user-supplied URLs (back-channel logout, webhooks,
 	// jwks_uri) may reach anyway; empty refuses them all (package outbound).
 	OutboundAllowCIDRs []netip.Prefix
+
+	// LogFormat is HMID_LOG_FORMAT: json (default, one object a line) or
+	// text (key=value lines for a terminal).
+	LogFormat string
+	// Telemetry is what the standard OTEL_* variables say about exporting
+	// traces (package telemetry); off unless an OTLP endpoint is set.
+	Telemetry telemetry.Settings
 }
 
 // ProviderConfig holds the endpoints and credentials of an external OAuth provider.
@@ -207,6 +215,10 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if c.OutboundAllowCIDRs, err = outbound.ParseAllowList(getenv(outbound.EnvAllowCIDRs)); err != nil {
 		return c, fmt.Errorf("%s must be comma-separated CIDRs such as 127.0.0.0/8,fd00::/8 (or empty): %w", outbound.EnvAllowCIDRs, err)
 	}
+	c.LogFormat = strings.ToLower(get("HMID_LOG_FORMAT", "json"))
+	if c.Telemetry, err = telemetry.SettingsFromEnv(getenv); err != nil {
+		return c, err
+	}
 	return c, c.Validate()
 }
 
@@ -275,7 +287,7 @@ func (c Config) Validate() error {
 	if c.AdminPassword != "" && len(c.AdminPassword) < 8 {
 		return errors.New("HMID_ADMIN_PASSWORD must be at least 8 characters")
 	}
-	if _, err := parseLevel(c.LogLevel); err != nil {
+	if err := c.validateLogging(); err != nil {
 		return err
 	}
 	if err := c.validateSigning(); err != nil {
@@ -315,6 +327,17 @@ func (c Config) validateMetricsAddr() error {
 	}
 	if c.MetricsAddr == c.Addr && port != "0" { // port 0 picks a free port for each
 		return fmt.Errorf("HMID_METRICS_ADDR must differ from HMID_ADDR (%q); leave it empty to serve /metrics on the main listener", c.Addr)
+	}
+	return nil
+}
+
+// validateLogging checks HMID_LOG_LEVEL and HMID_LOG_FORMAT ("" is json).
+func (c Config) validateLogging() error {
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		return err
+	}
+	if c.LogFormat != "" && c.LogFormat != "json" && c.LogFormat != "text" {
+		return fmt.Errorf("HMID_LOG_FORMAT must be json or text, got %q", c.LogFormat)
 	}
 	return nil
 }
