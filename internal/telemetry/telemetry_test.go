@@ -1,8 +1,11 @@
 package telemetry_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"hmid/internal/httpx"
 	"hmid/internal/telemetry"
 )
 
@@ -239,5 +243,36 @@ func TestLogAttrs(t *testing.T) {
 func TestRedacted(t *testing.T) {
 	if got := telemetry.Redacted("https://user:pw@collector.example/v1/traces?key=k"); got != "https://collector.example/v1/traces" {
 		t.Fatalf("Redacted = %q", got)
+	}
+}
+
+// TestRequestLogsCarryTraceID checks that the request logger of package
+// httpx, and so the access log line, names the request's trace and span
+// when the request is traced.
+func TestRequestLogsCarryTraceID(t *testing.T) {
+	exp := record(t)
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, nil))
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpx.Logger(r.Context()).Warn("something to say")
+	})
+	h := telemetry.Handler(httpx.Base(httpx.BaseConfig{Logger: logger, AccessLog: true}, inner), func(string, string) string { return "" })
+	req := httptest.NewRequest("GET", "/x", nil)
+	req.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	h.ServeHTTP(httptest.NewRecorder(), req)
+
+	span := exp.GetSpans()[0].SpanContext
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("log lines: %q", buf.String())
+	}
+	for _, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatal(err)
+		}
+		if m["trace_id"] != "4bf92f3577b34da6a3ce929d0e0e4736" || m["span_id"] != span.SpanID().String() {
+			t.Errorf("log line without the request's trace: %s", l)
+		}
 	}
 }
