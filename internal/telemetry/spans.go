@@ -79,6 +79,17 @@ func RedisCommand(ctx context.Context, name string) func(error) {
 	return func(err error) { End(span, err) }
 }
 
+// StartCall starts the span of a call named name to server (a host name),
+// such as an SMTP delivery, and returns the function that ends it with the
+// call's error; it returns nil when tracing is off.
+func StartCall(ctx context.Context, name, server string) func(error) {
+	if !On() {
+		return nil
+	}
+	_, span := StartClient(ctx, name, keyServerAddress.String(server))
+	return func(err error) { End(span, err) }
+}
+
 // SetPrincipalKind records on ctx's request span the kind of credential the
 // request authenticated with. It does nothing when tracing is off.
 func SetPrincipalKind(ctx context.Context, kind string) {

@@ -88,7 +88,8 @@ func TestOffInstallsNothing(t *testing.T) {
 	if got := telemetry.Transport(base); got != base {
 		t.Fatal("Transport wrapped a client's transport with tracing off")
 	}
-	if telemetry.StartStatement(context.Background(), "sqlite", "SELECT 1") != nil || telemetry.RedisCommand(context.Background(), "get") != nil {
+	if telemetry.StartStatement(context.Background(), "sqlite", "SELECT 1") != nil || telemetry.RedisCommand(context.Background(), "get") != nil ||
+		telemetry.StartCall(context.Background(), "SMTP send", "mail.example") != nil {
 		t.Fatal("a span was started with tracing off")
 	}
 	if telemetry.LogAttrs(context.Background()) != nil {
@@ -210,12 +211,13 @@ func TestStatementAndRedisSpans(t *testing.T) {
 	telemetry.StartStatement(ctx, "postgresql", "  select id FROM users WHERE id = $1")(nil)
 	telemetry.StartStatement(ctx, "sqlite", "INSERT INTO t(a) VALUES ($1)")(errors.New("constraint failed"))
 	telemetry.RedisCommand(ctx, "evalsha")(nil)
+	telemetry.StartCall(ctx, "SMTP send", "mail.example")(nil)
 	parent.End()
 	spans := exp.GetSpans()
-	if len(spans) != 4 {
-		t.Fatalf("%d spans, want 4", len(spans))
+	if len(spans) != 5 {
+		t.Fatalf("%d spans, want 5", len(spans))
 	}
-	sel, ins, redis := spans[0], spans[1], spans[2]
+	sel, ins, redis, smtp := spans[0], spans[1], spans[2], spans[3]
 	if sel.Name != "SELECT" || attr(sel.Attributes, "db.system.name") != "postgresql" || attr(sel.Attributes, "db.query.text") != "  select id FROM users WHERE id = $1" || sel.Parent.SpanID() != parent.SpanContext().SpanID() {
 		t.Fatalf("statement span %q %v", sel.Name, sel.Attributes)
 	}
@@ -224,6 +226,9 @@ func TestStatementAndRedisSpans(t *testing.T) {
 	}
 	if redis.Name != "EVALSHA" || attr(redis.Attributes, "db.system.name") != "redis" {
 		t.Fatalf("redis span %q %v", redis.Name, redis.Attributes)
+	}
+	if smtp.Name != "SMTP send" || attr(smtp.Attributes, "server.address") != "mail.example" || smtp.Parent.SpanID() != parent.SpanContext().SpanID() {
+		t.Fatalf("call span %q %v", smtp.Name, smtp.Attributes)
 	}
 }
 
