@@ -46,16 +46,26 @@ func End(span trace.Span, err error) {
 
 // StartStatement starts the span of one SQL statement on system ("sqlite",
 // "postgresql") and returns the function that ends it with the
-// statement's error; it returns nil when tracing is off. The text is the
-// statement as written in the code, with $n placeholders: hmid binds every
-// value, so no value reaches the span.
+// statement's error; it returns nil when tracing is off or ctx has no span.
+// The text is the statement as written in the code, with $n placeholders:
+// hmid binds every value, so no value reaches the span.
+//
+// A statement outside any span (migrations, seeding, background jobs'
+// polling) is not traced: each would be a trace of one span, every few
+// seconds, burying the requests' traces.
 func StartStatement(ctx context.Context, system, query string) func(error) {
-	if !On() {
+	if !inSpan(ctx) {
 		return nil
 	}
 	op := operation(query)
 	_, span := StartClient(ctx, op, keyDBSystem.String(system), keyDBOperation.String(op), keyDBQuery.String(query))
 	return func(err error) { End(span, err) }
+}
+
+// inSpan reports whether tracing is on and ctx carries a span to be the
+// parent of a child's.
+func inSpan(ctx context.Context) bool {
+	return On() && trace.SpanContextFromContext(ctx).IsValid()
 }
 
 // operation is the statement's first keyword in upper case (SELECT, INSERT,
@@ -69,10 +79,11 @@ func operation(query string) string {
 }
 
 // RedisCommand starts the span of a Redis command named name (GET, EVALSHA,
-// a pipeline's "pipeline"), or returns nil when tracing is off. Only the
-// command's name is recorded: its keys and values may hold token hashes.
+// a pipeline's "pipeline"), or returns nil when tracing is off or ctx has
+// no span (as StartStatement). Only the command's name is recorded: its
+// keys and values may hold token hashes.
 func RedisCommand(ctx context.Context, name string) func(error) {
-	if !On() {
+	if !inSpan(ctx) {
 		return nil
 	}
 	_, span := StartClient(ctx, strings.ToUpper(name), keyDBSystem.String("redis"), keyDBOperation.String(strings.ToUpper(name)))

@@ -213,6 +213,10 @@ func TestStatementAndRedisSpans(t *testing.T) {
 	telemetry.RedisCommand(ctx, "evalsha")(nil)
 	telemetry.StartCall(ctx, "SMTP send", "mail.example")(nil)
 	parent.End()
+	// Outside any span, a statement or a command is not traced.
+	if telemetry.StartStatement(context.Background(), "sqlite", "SELECT 1") != nil || telemetry.RedisCommand(context.Background(), "get") != nil {
+		t.Fatal("a statement outside any span was traced")
+	}
 	spans := exp.GetSpans()
 	if len(spans) != 5 {
 		t.Fatalf("%d spans, want 5", len(spans))
