@@ -134,45 +134,8 @@ func TestTracingExportsTokenRequest(t *testing.T) {
 		}
 
 		tid, _ := hex.DecodeString(traceID)
-		spans := collector.trace(tid)
-		var server *tracepb.Span
-		for _, s := range spans {
-			if s.Kind == tracepb.Span_SPAN_KIND_SERVER {
-				server = s
-			}
-		}
-		if server == nil {
-			t.Fatalf("no server span in the incoming trace (%d spans of it)", len(spans))
-		}
-		if server.Name != "POST /v1/oauth/token" || hex.EncodeToString(server.ParentSpanId) != parentID {
-			t.Fatalf("server span %q, parent %x", server.Name, server.ParentSpanId)
-		}
-		if got := attrValue(server.Attributes, "http.response.status_code"); got != "200" {
-			t.Errorf("status attribute %q", got)
-		}
-		sql := 0
-		for _, s := range spans {
-			if attrValue(s.Attributes, "db.query.text") == "" {
-				continue
-			}
-			sql++
-			if string(s.ParentSpanId) != string(server.SpanId) || s.Kind != tracepb.Span_SPAN_KIND_CLIENT {
-				t.Errorf("SQL span %q is not a client child of the request span", s.Name)
-			}
-		}
-		if sql == 0 {
-			t.Fatal("the token request has no SQL child spans")
-		}
-		secrets := []string{code, c.Secret, r.JSON()["access_token"].(string), r.JSON()["refresh_token"].(string)}
-		for _, s := range spans {
-			for _, kv := range s.Attributes {
-				for _, secret := range secrets {
-					if v := kv.Value.GetStringValue(); v != "" && strings.Contains(v, secret) {
-						t.Errorf("span %q attribute %s carries a secret", s.Name, kv.Key)
-					}
-				}
-			}
-		}
+		checkTokenTrace(t, collector.trace(tid), parentID,
+			[]string{code, c.Secret, r.JSON()["access_token"].(string), r.JSON()["refresh_token"].(string)})
 		collector.mu.Lock()
 		services := collector.services
 		collector.mu.Unlock()
@@ -180,6 +143,50 @@ func TestTracingExportsTokenRequest(t *testing.T) {
 			t.Errorf("service names %v, want hmid", services)
 		}
 	})
+}
+
+// checkTokenTrace checks the spans of a token request's trace: a server
+// span named by the route, child of the caller's span parentID, answering
+// 200; client SQL spans beneath it; no secret in any attribute.
+func checkTokenTrace(t *testing.T, spans []*tracepb.Span, parentID string, secrets []string) {
+	t.Helper()
+	var server *tracepb.Span
+	for _, s := range spans {
+		if s.Kind == tracepb.Span_SPAN_KIND_SERVER {
+			server = s
+		}
+	}
+	if server == nil {
+		t.Fatalf("no server span in the incoming trace (%d spans of it)", len(spans))
+	}
+	if server.Name != "POST /v1/oauth/token" || hex.EncodeToString(server.ParentSpanId) != parentID {
+		t.Fatalf("server span %q, parent %x", server.Name, server.ParentSpanId)
+	}
+	if got := attrValue(server.Attributes, "http.response.status_code"); got != "200" {
+		t.Errorf("status attribute %q", got)
+	}
+	sql := 0
+	for _, s := range spans {
+		if attrValue(s.Attributes, "db.query.text") == "" {
+			continue
+		}
+		sql++
+		if string(s.ParentSpanId) != string(server.SpanId) || s.Kind != tracepb.Span_SPAN_KIND_CLIENT {
+			t.Errorf("SQL span %q is not a client child of the request span", s.Name)
+		}
+	}
+	if sql == 0 {
+		t.Fatal("the token request has no SQL child spans")
+	}
+	for _, s := range spans {
+		for _, kv := range s.Attributes {
+			for _, secret := range secrets {
+				if v := kv.Value.GetStringValue(); v != "" && strings.Contains(v, secret) {
+					t.Errorf("span %q attribute %s carries a secret", s.Name, kv.Key)
+				}
+			}
+		}
+	}
 }
 
 // BenchmarkTracing measures the server's own cost (no sockets) of UserInfo

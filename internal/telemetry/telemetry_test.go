@@ -97,13 +97,13 @@ func TestOffInstallsNothing(t *testing.T) {
 	}
 }
 
-func TestHandlerSpan(t *testing.T) {
-	exp := record(t)
-	var inner trace.SpanContext
-	h := telemetry.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			inner = trace.SpanContextFromContext(r.Context())
-		}
+// testHandler traces a handler that names the principal an API key and
+// answers 503 to DELETE, 200 otherwise; the route of /v1/users/… is
+// /v1/users/{id}, other paths match none. inner receives the span context
+// the handler saw.
+func testHandler(inner *trace.SpanContext) http.Handler {
+	return telemetry.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		*inner = trace.SpanContextFromContext(r.Context())
 		telemetry.SetPrincipalKind(r.Context(), "api_key")
 		if r.Method == http.MethodDelete {
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -116,18 +116,20 @@ func TestHandlerSpan(t *testing.T) {
 		}
 		return ""
 	})
+}
 
+func TestHandlerSpan(t *testing.T) {
+	exp := record(t)
+	var inner trace.SpanContext
 	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	req := httptest.NewRequest("GET", "/v1/users/42?token=hm_secret", nil)
 	req.Header.Set("traceparent", parent)
 	req.Header.Set("Authorization", "Bearer hm_secret")
-	h.ServeHTTP(httptest.NewRecorder(), req)
-	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("DELETE", "/nowhere", nil))
-	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("BREW", "/nowhere", nil))
+	testHandler(&inner).ServeHTTP(httptest.NewRecorder(), req)
 
 	spans := exp.GetSpans()
-	if len(spans) != 3 {
-		t.Fatalf("%d spans, want 3", len(spans))
+	if len(spans) != 1 {
+		t.Fatalf("%d spans, want 1", len(spans))
 	}
 	s := spans[0]
 	if s.Name != "GET /v1/users/{id}" || s.SpanKind != trace.SpanKindServer {
@@ -152,13 +154,28 @@ func TestHandlerSpan(t *testing.T) {
 	if s.Status.Code == codes.Error {
 		t.Error("a 200 is marked failed")
 	}
-	if d := spans[1]; d.Name != "DELETE" || d.Status.Code != codes.Error || attr(d.Attributes, "http.response.status_code") != "503" || attr(d.Attributes, "hmid.principal.kind") != "api_key" {
+}
+
+// TestHandlerUnmatchedAndFailed checks the span of a request no route
+// matches (named by its method alone, a 5xx marking it failed) and of an
+// unknown method, and that a request without traceparent starts a trace.
+func TestHandlerUnmatchedAndFailed(t *testing.T) {
+	exp := record(t)
+	var inner trace.SpanContext
+	h := testHandler(&inner)
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("DELETE", "/nowhere", nil))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("BREW", "/nowhere", nil))
+	spans := exp.GetSpans()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans, want 2", len(spans))
+	}
+	if d := spans[0]; d.Name != "DELETE" || d.Status.Code != codes.Error || attr(d.Attributes, "http.response.status_code") != "503" || attr(d.Attributes, "hmid.principal.kind") != "api_key" {
 		t.Errorf("unmatched 503: %q %v %v", d.Name, d.Status, d.Attributes)
 	}
-	if o := spans[2]; o.Name != "_OTHER" || attr(o.Attributes, "http.request.method") != "_OTHER" {
+	if o := spans[1]; o.Name != "_OTHER" || attr(o.Attributes, "http.request.method") != "_OTHER" {
 		t.Errorf("unknown method named %q", o.Name)
 	}
-	if spans[1].Parent.IsValid() {
+	if spans[0].Parent.IsValid() {
 		t.Error("a request without traceparent has a parent")
 	}
 }
