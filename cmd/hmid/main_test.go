@@ -406,3 +406,24 @@ func get(t *testing.T, url string) (int, string) {
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
 }
+
+// TestLogFormat checks that HMID_LOG_FORMAT=text gives key=value lines and
+// that JSON stays the default.
+func TestLogFormat(t *testing.T) {
+	for format, want := range map[string]string{"": `"msg":"hello"`, "json": `"msg":"hello"`, "text": "level=INFO msg=hello"} {
+		var out bytes.Buffer
+		_, logger, err := configure(env{getenv: func(k string) string {
+			if k == "HMID_LOG_FORMAT" {
+				return format
+			}
+			return ""
+		}, stderr: &out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		logger.Info("hello")
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("HMID_LOG_FORMAT=%q: %q, want %q", format, out.String(), want)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	"hmid/internal/app"
 	"hmid/internal/config"
+	"hmid/internal/telemetry"
 )
 
 func serveCommand() *command {
@@ -67,12 +68,10 @@ func versionCommand() *command {
 // open reads the configuration and builds the server (migrating and seeding
 // the database). banner receives the first-start system-key message.
 func open(ctx context.Context, e env, banner io.Writer) (*app.Server, *slog.Logger, error) {
-	cfg, err := config.FromEnv(e.getenv)
+	cfg, logger, err := configure(e)
 	if err != nil {
 		return nil, nil, err
 	}
-	app.TuneRuntime(e.getenv)
-	logger := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: cfg.Level()}))
 	srv, err := app.New(ctx, cfg, app.Options{Logger: logger, Stdout: banner})
 	if err != nil {
 		return nil, nil, err
@@ -80,16 +79,44 @@ func open(ctx context.Context, e env, banner io.Writer) (*app.Server, *slog.Logg
 	return srv, logger, nil
 }
 
+// configure reads the configuration, tunes the runtime and makes the
+// logger: JSON lines, or key=value text with HMID_LOG_FORMAT=text.
+func configure(e env) (config.Config, *slog.Logger, error) {
+	cfg, err := config.FromEnv(e.getenv)
+	if err != nil {
+		return cfg, nil, err
+	}
+	app.TuneRuntime(e.getenv)
+	opts := &slog.HandlerOptions{Level: cfg.Level()}
+	var h slog.Handler = slog.NewJSONHandler(e.stderr, opts)
+	if cfg.LogFormat == "text" {
+		h = slog.NewTextHandler(e.stderr, opts)
+	}
+	return cfg, slog.New(h), nil
+}
+
 // serve builds the server, binds its listeners and serves until ctx ends.
 // "listening" is logged only once every port is bound, so a port in use is
-// an error before anything claims to be up.
+// an error before anything claims to be up. Traces are exported when the
+// OTEL_* variables ask for it (package telemetry): tracing starts before
+// the server is built, since the database, the cache and the outbound
+// clients add their spans only when it is on, and the spans still buffered
+// are exported after the server has closed.
 func serve(ctx context.Context, e env) error {
-	srv, logger, err := open(ctx, e, e.stdout)
+	cfg, logger, err := configure(e)
+	if err != nil {
+		return err
+	}
+	tracing, err := telemetry.Start(ctx, cfg.Telemetry, app.Version)
+	if err != nil {
+		return err
+	}
+	defer flushTraces(tracing, logger)
+	srv, err := app.New(ctx, cfg, app.Options{Logger: logger, Stdout: e.stdout})
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	cfg := srv.Config
 	ln, err := listen(cfg.Addr, "HMID_ADDR")
 	if err != nil {
 		return err
@@ -105,6 +132,9 @@ func serve(ctx context.Context, e env) error {
 	if mln != nil {
 		attrs = append(attrs, slog.String("metrics_addr", mln.Addr().String()))
 	}
+	if cfg.Telemetry.Enabled() {
+		attrs = append(attrs, slog.String("traces_endpoint", telemetry.Redacted(cfg.Telemetry.Endpoint)))
+	}
 	logger.Info("hmid listening", attrs...)
 
 	// Either server failing stops the other, so the process exits and its
@@ -115,6 +145,15 @@ func serve(ctx context.Context, e env) error {
 		g.Go(func() error { return serveMetrics(gctx, mln, srv.Metrics.Handler(), logger) })
 	}
 	return g.Wait()
+}
+
+// flushTraces exports the spans still buffered, within a few seconds.
+func flushTraces(t *telemetry.Tracing, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := t.Shutdown(ctx); err != nil {
+		logger.Warn("exporting the last traces failed", slog.String("error", err.Error()))
+	}
 }
 
 // listen binds addr and turns "address already in use" into a message that

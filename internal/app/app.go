@@ -33,8 +33,10 @@ import (
 	"hmid/internal/users"
 )
 
-// Version is the service version reported by health and info (<major>.<minor>.<patch>).
-const Version = "1.0.0"
+// Version is the service version reported by health and info
+// (<major>.<minor>.<patch>). A release build stamps it with
+// -ldflags "-X hmid/internal/app.Version=…" (the Dockerfile does).
+var Version = "1.0.0"
 
 // Options are the parts of a Server that tests replace.
 type Options struct {
@@ -193,6 +195,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 		AccessLog:      !cfg.DisableAccessLog,
 		Metrics:        s.Metrics,
 	}, s.limits.wrap(httpx.Boundary(s.router, "/v1/oauth/authorize", "/v1/oauth/token", "/v1/oauth/revoke", "/v1/oauth/userinfo", "/v1/oauth/introspect"))))
+	s.handler = s.traced(s.handler)
 	ok = true
 	return s, nil
 }

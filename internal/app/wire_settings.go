@@ -7,6 +7,7 @@ import (
 
 	"hmid/internal/pegel"
 	"hmid/internal/settings"
+	"hmid/internal/telemetry"
 )
 
 // settingsArea holds the settings, system config, statistics and water-level handlers.
@@ -25,7 +26,7 @@ func (s *Server) buildSettings(ctx context.Context) error {
 	s.settingHandler = settings.Handler{S: s.Settings, Cache: s.Cache}
 	s.pegelHandler = pegel.Handler{S: &pegel.Service{
 		BaseURL: s.Config.PegelURL,
-		HTTP:    &http.Client{Timeout: 15 * time.Second},
+		HTTP:    &http.Client{Timeout: 15 * time.Second, Transport: telemetry.Transport(http.DefaultTransport)},
 		Clock:   s.Clock,
 		TTL: func(ctx context.Context) time.Duration {
 			return s.Settings.Seconds(ctx, settings.KeyPegelCacheTTL, 5*time.Minute)

@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"hmid/internal/telemetry"
 )
 
 // Kind is the kind of credential a principal authenticated with.
@@ -144,8 +146,12 @@ func NewPrincipal(p Principal, perms PermSet) *Principal {
 
 type ctxKey struct{}
 
-// WithPrincipal returns ctx carrying p.
+// WithPrincipal returns ctx carrying p, and names p's kind on the
+// request's span when tracing is on.
 func WithPrincipal(ctx context.Context, p *Principal) context.Context {
+	if p != nil {
+		telemetry.SetPrincipalKind(ctx, string(p.Kind))
+	}
 	return context.WithValue(ctx, ctxKey{}, p)
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"hmid/internal/apperr"
+	"hmid/internal/telemetry"
 )
 
 // Redis is the Cache shared by every instance through one Redis server.
@@ -108,6 +109,9 @@ func NewRedisWith(ctx context.Context, url, prefix string, o RedisOptions) (*Red
 	opt.ContextTimeoutEnabled = true
 	c := redis.NewClient(opt)
 	c.AddHook(&guard{bound: bound, client: c})
+	if telemetry.On() {
+		c.AddHook(traceHook{})
+	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := c.Ping(pctx).Err(); err != nil {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"hmid/internal/outbound"
+	"hmid/internal/telemetry"
 )
 
 // Config is the validated service configuration.
@@ -72,6 +73,12 @@ type Config struct {
 	// use plain http (a receiver on a private network the operator trusts);
 	// off, only https is accepted.
 	WebhooksAllowHTTP bool
+	// LogFormat is HMID_LOG_FORMAT: json (default, one object a line) or
+	// text (key=value lines for a terminal).
+	LogFormat string
+	// Telemetry is what the standard OTEL_* variables say about exporting
+	// traces (package telemetry); off unless an OTLP endpoint is set.
+	Telemetry telemetry.Settings
 }
 
 // ProviderConfig holds the endpoints and credentials of an external OAuth provider.
@@ -212,6 +219,10 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if err := c.readOutbound(get, getenv); err != nil {
 		return c, err
 	}
+	c.LogFormat = strings.ToLower(get("HMID_LOG_FORMAT", "json"))
+	if c.Telemetry, err = telemetry.SettingsFromEnv(getenv); err != nil {
+		return c, err
+	}
 	return c, c.Validate()
 }
 
@@ -303,7 +314,7 @@ func (c Config) Validate() error {
 	if c.AdminPassword != "" && len(c.AdminPassword) < 8 {
 		return errors.New("HMID_ADMIN_PASSWORD must be at least 8 characters")
 	}
-	if _, err := parseLevel(c.LogLevel); err != nil {
+	if err := c.validateLogging(); err != nil {
 		return err
 	}
 	if err := c.validateSigning(); err != nil {
@@ -343,6 +354,17 @@ func (c Config) validateMetricsAddr() error {
 	}
 	if c.MetricsAddr == c.Addr && port != "0" { // port 0 picks a free port for each
 		return fmt.Errorf("HMID_METRICS_ADDR must differ from HMID_ADDR (%q); leave it empty to serve /metrics on the main listener", c.Addr)
+	}
+	return nil
+}
+
+// validateLogging checks HMID_LOG_LEVEL and HMID_LOG_FORMAT ("" is json).
+func (c Config) validateLogging() error {
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		return err
+	}
+	if c.LogFormat != "" && c.LogFormat != "json" && c.LogFormat != "text" {
+		return fmt.Errorf("HMID_LOG_FORMAT must be json or text, got %q", c.LogFormat)
 	}
 	return nil
 }

@@ -163,3 +163,24 @@ func TestWebhooksAllowHTTP(t *testing.T) {
 		t.Fatalf("a bad value: %v", err)
 	}
 }
+
+// TestLogFormatAndTelemetry checks HMID_LOG_FORMAT and that the OTEL_*
+// variables reach Config.Telemetry, a bad one failing the start by name.
+func TestLogFormatAndTelemetry(t *testing.T) {
+	c, err := FromEnv(env(nil))
+	if err != nil || c.LogFormat != "json" || c.Telemetry.Enabled() {
+		t.Fatalf("defaults: format %q, tracing %v, %v", c.LogFormat, c.Telemetry.Enabled(), err)
+	}
+	c, err = FromEnv(env(map[string]string{"HMID_LOG_FORMAT": "Text", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}))
+	if err != nil || c.LogFormat != "text" || c.Telemetry.Endpoint != "http://collector:4318/v1/traces" {
+		t.Fatalf("parsed: format %q, endpoint %q, %v", c.LogFormat, c.Telemetry.Endpoint, err)
+	}
+	for want, bad := range map[string]map[string]string{
+		"HMID_LOG_FORMAT":             {"HMID_LOG_FORMAT": "logfmt"},
+		"OTEL_EXPORTER_OTLP_PROTOCOL": {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317"},
+	} {
+		if _, err := FromEnv(env(bad)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: err = %v, want one naming %s", bad, err, want)
+		}
+	}
+}

@@ -64,12 +64,17 @@ var _ Querier = (*DB)(nil)
 // cache of rows never keeps a row older than a committed write.
 type Row struct {
 	*sql.Row
-	done func()
+	done   func()
+	traced func(error) // ends the statement's span (tracing on)
 }
 
 // Scan copies the row's columns into dest, as sql.Row.Scan does.
 func (r *Row) Scan(dest ...any) error {
 	err := r.Row.Scan(dest...)
+	if r.traced != nil {
+		r.traced(spanError(err))
+		r.traced = nil
+	}
 	if r.done != nil {
 		r.done()
 		r.done = nil
@@ -306,24 +311,30 @@ func (d *DB) Ping(ctx context.Context) error {
 }
 
 // ExecContext runs a writing statement on the writer.
-func (d *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+func (d *DB) ExecContext(ctx context.Context, query string, args ...any) (res sql.Result, err error) {
 	countStatement(ctx, query)
+	if end := d.traceStatement(ctx, query); end != nil {
+		defer func() { end(err) }()
+	}
 	defer d.versions.bump(d.versions.of(query))
 	if d.Flavor == SQLite {
 		if st := d.writeStmts.get(ctx, d.w, query); st != nil {
-			res, err := st.ExecContext(ctx, args...)
+			res, err = st.ExecContext(ctx, args...)
 			return res, d.observe(err)
 		}
 	}
-	res, err := d.w.ExecContext(ctx, query, args...)
+	res, err = d.w.ExecContext(ctx, query, args...)
 	return res, d.observe(err)
 }
 
 // QueryContext runs a reading query on the reader pool. A writing statement
 // is refused: its tables' Version could not advance when it completes, so
 // writes go through ExecContext, QueryRowContext or a transaction.
-func (d *DB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+func (d *DB) QueryContext(ctx context.Context, query string, args ...any) (rows *sql.Rows, err error) {
 	countStatement(ctx, query)
+	if end := d.traceStatement(ctx, query); end != nil {
+		defer func() { end(err) }()
+	}
 	if w := d.versions.of(query); len(w) > 0 {
 		return nil, fmt.Errorf("db: QueryContext is for reads; %v is written through ExecContext, QueryRowContext or Tx", w)
 	}
@@ -338,8 +349,11 @@ func (d *DB) QueryContext(ctx context.Context, query string, args ...any) (*sql.
 // QueryRowContext runs a single-row query: a read on the reader pool, a
 // writing statement (INSERT/UPDATE/DELETE … RETURNING) on the writer, whose
 // tables' Version advances once the row is scanned.
-func (d *DB) QueryRowContext(ctx context.Context, query string, args ...any) *Row {
+func (d *DB) QueryRowContext(ctx context.Context, query string, args ...any) (row *Row) {
 	countStatement(ctx, query)
+	if end := d.traceStatement(ctx, query); end != nil {
+		defer func() { row.traced = end }()
+	}
 	if w := d.versions.of(query); len(w) > 0 {
 		done := func() { d.versions.bump(w) }
 		if d.Flavor == SQLite {

@@ -54,8 +54,11 @@ func (t *Tx) stmtCtx(ctx context.Context) context.Context {
 }
 
 // ExecContext runs a statement in the transaction.
-func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (res sql.Result, err error) {
 	countStatement(ctx, query)
+	if end := t.d.traceStatement(ctx, query); end != nil {
+		defer func() { end(err) }()
+	}
 	t.wrote = append(t.wrote, t.d.versions.of(query)...)
 	ctx = t.stmtCtx(ctx)
 	if st := t.stmt(ctx, query); st != nil {
@@ -65,8 +68,11 @@ func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Re
 }
 
 // QueryContext runs a query in the transaction.
-func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (rows *sql.Rows, err error) {
 	countStatement(ctx, query)
+	if end := t.d.traceStatement(ctx, query); end != nil {
+		defer func() { end(err) }()
+	}
 	t.wrote = append(t.wrote, t.d.versions.of(query)...)
 	ctx = t.stmtCtx(ctx)
 	if st := t.stmt(ctx, query); st != nil {
@@ -76,8 +82,11 @@ func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.
 }
 
 // QueryRowContext runs a single-row query in the transaction.
-func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *Row {
+func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) (row *Row) {
 	countStatement(ctx, query)
+	if end := t.d.traceStatement(ctx, query); end != nil {
+		defer func() { row.traced = end }()
+	}
 	t.wrote = append(t.wrote, t.d.versions.of(query)...)
 	ctx = t.stmtCtx(ctx)
 	if st := t.stmt(ctx, query); st != nil {

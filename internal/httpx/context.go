@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/go-chi/chi/v5"
+	"hmid/internal/telemetry"
 )
 
 type ctxKey struct{}
@@ -62,8 +63,8 @@ func ClientIP(ctx context.Context) string {
 	return ""
 }
 
-// Logger returns the request-scoped logger (with the request id), or the
-// default logger. It is made on first use: most requests never log.
+// Logger returns the request-scoped logger (with the request id, and the
+// trace and span ids when the request is traced), or the default logger. It is made on first use: most requests never log.
 func Logger(ctx context.Context) *slog.Logger {
 	i := info(ctx)
 	if i == nil || i.root == nil {
@@ -73,6 +74,9 @@ func Logger(ctx context.Context) *slog.Logger {
 		return l
 	}
 	l := i.root.With(slog.String("request_id", i.id))
+	if ids := telemetry.LogAttrs(ctx); ids != nil {
+		l = l.With(ids...) // the request's trace_id and span_id (tracing on)
+	}
 	if !i.log.CompareAndSwap(nil, l) {
 		return i.log.Load()
 	}

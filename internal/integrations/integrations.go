@@ -37,6 +37,7 @@ import (
 	"hmid/internal/db"
 	"hmid/internal/httpx"
 	"hmid/internal/secretbox"
+	"hmid/internal/telemetry"
 )
 
 // Slug is the platform slug and path word of the streaming platform.
@@ -513,7 +514,7 @@ func (s *Service) client() *http.Client {
 	if s.HTTP != nil {
 		return s.HTTP
 	}
-	return &http.Client{Timeout: 10 * time.Second}
+	return &http.Client{Timeout: 10 * time.Second, Transport: telemetry.Transport(http.DefaultTransport)}
 }
 
 // token posts a grant to the provider's token endpoint.

@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/uuid"
 	gomail "github.com/wneessen/go-mail"
+
+	"hmid/internal/telemetry"
 )
 
 // Default ports when the URL names none: the submission port with STARTTLS
@@ -206,7 +208,12 @@ func (s *SMTPSender) Send(ctx context.Context, m Message) error {
 	if err != nil {
 		return fmt.Errorf("mail: SMTP client: %w", err)
 	}
-	if err := client.DialAndSendWithContext(ctx, msg); err != nil {
+	end := telemetry.StartCall(ctx, "SMTP send", s.host)
+	err = client.DialAndSendWithContext(ctx, msg)
+	if end != nil {
+		end(err)
+	}
+	if err != nil {
 		return fmt.Errorf("mail: send %s mail via %s: %w", m.Kind, s.addr, err)
 	}
 	return nil

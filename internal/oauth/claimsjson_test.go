@@ -28,7 +28,7 @@ func TestWriteClaimsMatchesEncodingJSON(t *testing.T) {
 		claims := map[string]any{
 			"sub": "u1", "name": s, "s" + s: true, "updated_at": int64(1_700_000_000), "n": 42,
 			"roles": []string{s, "admin"}, "empty_roles": []string{}, "nil_roles": []string(nil),
-			"address": map[string]any{"formatted": s, "zip": 5},
+			"address":        map[string]any{"formatted": s, "zip": 5},
 			"email_verified": false, "nothing": nil, "f": 1.5,
 		}
 		w := httptest.NewRecorder()

@@ -37,6 +37,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"hmid/internal/telemetry"
 )
 
 // EnvAllowCIDRs names the variable that lists the internal ranges outbound
@@ -237,7 +239,7 @@ func (p Policy) client(r *net.Resolver) *http.Client {
 		IdleConnTimeout:        30 * time.Second,
 	}
 	return &http.Client{
-		Transport: boundedTransport{t},
+		Transport: telemetry.Transport(boundedTransport{t}),
 		Timeout:   RequestTimeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"hmid/internal/telemetry"
 )
 
 // maxResponse caps every response body read from a provider. User objects,
@@ -48,7 +50,7 @@ func newNetwork() *network {
 
 func (n *network) setClient(base http.RoundTripper, timeout time.Duration) {
 	n.base = base
-	n.client = &http.Client{Transport: limitTransport{base: base}, Timeout: timeout}
+	n.client = &http.Client{Transport: telemetry.Transport(limitTransport{base: base}), Timeout: timeout}
 }
 
 // bound limits a whole provider operation (a token request and one or two
