@@ -199,6 +199,27 @@ func (s *Service) checkBackchannelTarget(c Client) error {
 
 // applyInput validates the set fields of in and applies them to c.
 func applyInput(c *Client, in ClientInput, creating bool) error {
+	for _, apply := range []func(*Client, ClientInput, bool) error{
+		applyTexts, applyURLs, applyRedirectURIs, applyScopes, applyClientType, applyIDTokenAlg,
+	} {
+		if err := apply(c, in, creating); err != nil {
+			return err
+		}
+	}
+	if err := applyLogoutInput(c, in); err != nil {
+		return err
+	}
+	if in.IsActive.Set {
+		if in.IsActive.Ptr() == nil {
+			return apperr.OnField("is_active", apperr.Invalid("is_active must be true or false"))
+		}
+		c.IsActive = in.IsActive.Value
+	}
+	return nil
+}
+
+// applyTexts applies name (required on creation) and description.
+func applyTexts(c *Client, in ClientInput, creating bool) error {
 	if in.Name.Set || creating {
 		name := strings.TrimSpace(in.Name.Value)
 		if name == "" || len(name) > 100 {
@@ -212,6 +233,12 @@ func applyInput(c *Client, in ClientInput, creating bool) error {
 		}
 		c.Description = in.Description.Value
 	}
+	return nil
+}
+
+// applyURLs applies the optional http(s) URLs shown on the consent screen;
+// an empty string clears one.
+func applyURLs(c *Client, in ClientInput, _ bool) error {
 	for _, f := range []struct {
 		name string
 		in   httpx.Opt[string]
@@ -234,75 +261,92 @@ func applyInput(c *Client, in ClientInput, creating bool) error {
 		}
 		*f.dst = v
 	}
-	if in.RedirectURIs.Set || creating {
-		uris := in.RedirectURIs.Value
-		if len(uris) == 0 || len(uris) > 20 {
-			return apperr.OnField("redirect_uris", apperr.Invalid("redirect_uris needs at least one and at most 20 URIs"))
-		}
-		var clean []string
-		for _, raw := range uris {
-			u, err := normalizeRedirectURI(raw)
-			if err != nil {
-				return apperr.OnField("redirect_uris", err)
-			}
-			if !slices.Contains(clean, u) {
-				clean = append(clean, u)
-			}
-		}
-		c.RedirectURIs = clean
+	return nil
+}
+
+// applyRedirectURIs applies 1 to 20 redirect URIs, normalized and without
+// duplicates (required on creation).
+func applyRedirectURIs(c *Client, in ClientInput, creating bool) error {
+	if !in.RedirectURIs.Set && !creating {
+		return nil
 	}
-	if in.AllowedScopes.Set || creating {
-		scopes := in.AllowedScopes.Value
-		if !in.AllowedScopes.Set || scopes == nil {
-			scopes = []string{"openid", "profile", "email"}
-		}
-		var clean []string
-		for _, sc := range scopes {
-			if _, ok := knownScope(sc); !ok {
-				return apperr.OnField("allowed_scopes", apperr.Invalid("scope %q is not known; known scopes are %s", sc, strings.Join(ScopeNames(), ", ")))
-			}
-			if !slices.Contains(clean, sc) {
-				clean = append(clean, sc)
-			}
-		}
-		if clean == nil {
-			clean = []string{}
-		}
-		c.AllowedScopes = clean
+	uris := in.RedirectURIs.Value
+	if len(uris) == 0 || len(uris) > 20 {
+		return apperr.OnField("redirect_uris", apperr.Invalid("redirect_uris needs at least one and at most 20 URIs"))
 	}
-	if creating {
-		c.ClientType = Confidential
-		if in.ClientType.Set && in.ClientType.Value != "" {
-			c.ClientType = in.ClientType.Value
+	var clean []string
+	for _, raw := range uris {
+		u, err := normalizeRedirectURI(raw)
+		if err != nil {
+			return apperr.OnField("redirect_uris", err)
 		}
-		if c.ClientType != Confidential && c.ClientType != Public {
-			return apperr.OnField("client_type", apperr.Invalid("client_type must be confidential or public"))
+		if !slices.Contains(clean, u) {
+			clean = append(clean, u)
 		}
-	} else if in.ClientType.Set && in.ClientType.Value != c.ClientType {
-		return apperr.OnField("client_type", apperr.Invalid("client_type cannot be changed after registration; register a new client"))
 	}
-	if in.IDTokenSignedResponseAlg.Set || creating {
-		alg := in.IDTokenSignedResponseAlg.Value
-		if alg == "" {
-			alg = AlgHS256
-			if creating { // the caller's default (HMID_ID_TOKEN_ALG)
-				alg = cmp.Or(c.IDTokenSignedResponseAlg, AlgHS256)
-			}
-		}
-		if alg != AlgHS256 && alg != AlgRS256 && alg != AlgES256 {
-			return apperr.OnField("id_token_signed_response_alg", apperr.Invalid("id_token_signed_response_alg must be HS256, RS256 or ES256"))
-		}
-		c.IDTokenSignedResponseAlg = alg
+	c.RedirectURIs = clean
+	return nil
+}
+
+// applyScopes applies allowed_scopes, known scopes only; a creation without
+// them gets openid, profile and email.
+func applyScopes(c *Client, in ClientInput, creating bool) error {
+	if !in.AllowedScopes.Set && !creating {
+		return nil
 	}
-	if err := applyLogoutInput(c, in); err != nil {
-		return err
+	scopes := in.AllowedScopes.Value
+	if !in.AllowedScopes.Set || scopes == nil {
+		scopes = []string{"openid", "profile", "email"}
 	}
-	if in.IsActive.Set {
-		if in.IsActive.Ptr() == nil {
-			return apperr.OnField("is_active", apperr.Invalid("is_active must be true or false"))
+	clean := []string{}
+	for _, sc := range scopes {
+		if _, ok := knownScope(sc); !ok {
+			return apperr.OnField("allowed_scopes", apperr.Invalid("scope %q is not known; known scopes are %s", sc, strings.Join(ScopeNames(), ", ")))
 		}
-		c.IsActive = in.IsActive.Value
+		if !slices.Contains(clean, sc) {
+			clean = append(clean, sc)
+		}
 	}
+	c.AllowedScopes = clean
+	return nil
+}
+
+// applyClientType sets the client type on creation (confidential unless
+// public is asked for); it cannot change afterwards.
+func applyClientType(c *Client, in ClientInput, creating bool) error {
+	if !creating {
+		if in.ClientType.Set && in.ClientType.Value != c.ClientType {
+			return apperr.OnField("client_type", apperr.Invalid("client_type cannot be changed after registration; register a new client"))
+		}
+		return nil
+	}
+	c.ClientType = Confidential
+	if in.ClientType.Set && in.ClientType.Value != "" {
+		c.ClientType = in.ClientType.Value
+	}
+	if c.ClientType != Confidential && c.ClientType != Public {
+		return apperr.OnField("client_type", apperr.Invalid("client_type must be confidential or public"))
+	}
+	return nil
+}
+
+// applyIDTokenAlg applies id_token_signed_response_alg; empty means HS256
+// on update and the caller's default (HMID_ID_TOKEN_ALG) on creation.
+func applyIDTokenAlg(c *Client, in ClientInput, creating bool) error {
+	if !in.IDTokenSignedResponseAlg.Set && !creating {
+		return nil
+	}
+	alg := in.IDTokenSignedResponseAlg.Value
+	if alg == "" {
+		alg = AlgHS256
+		if creating {
+			alg = cmp.Or(c.IDTokenSignedResponseAlg, AlgHS256)
+		}
+	}
+	if alg != AlgHS256 && alg != AlgRS256 && alg != AlgES256 {
+		return apperr.OnField("id_token_signed_response_alg", apperr.Invalid("id_token_signed_response_alg must be HS256, RS256 or ES256"))
+	}
+	c.IDTokenSignedResponseAlg = alg
 	return nil
 }
 
@@ -443,10 +487,7 @@ func itoa(n int) string {
 // making a client first-party needs a super admin or a system key.
 // Deactivating a client revokes its tokens.
 func (s *Service) UpdateClient(ctx context.Context, p *authn.Principal, id string, in ClientInput, m Meta) (Client, error) {
-	if !in.Name.Set && !in.Description.Set && !in.LogoURL.Set && !in.HomepageURL.Set && !in.PrivacyPolicyURL.Set &&
-		!in.TermsOfServiceURL.Set && !in.RedirectURIs.Set && !in.AllowedScopes.Set && !in.ClientType.Set &&
-		!in.IsFirstParty.Set && !in.IsActive.Set && !in.IDTokenSignedResponseAlg.Set &&
-		!in.PostLogoutRedirectURIs.Set && !in.BackchannelLogoutURI.Set && !in.BackchannelLogoutSessionRequired.Set {
+	if !in.anySet() {
 		return Client{}, apperr.Invalid("give at least one field to change")
 	}
 	c, err := s.manageableClient(ctx, p, id, "oauth_clients:update")
@@ -470,8 +511,26 @@ func (s *Service) UpdateClient(ctx context.Context, p *authn.Principal, id strin
 	if in.IsFirstParty.Set {
 		c.IsFirstParty = in.IsFirstParty.Value
 	}
+	if err := s.saveClient(ctx, p, c, m); err != nil {
+		return Client{}, err
+	}
+	s.clientsChanged()
+	return s.loadClient(ctx, s.DB, c.ID)
+}
+
+// anySet reports whether the input sets any field.
+func (in ClientInput) anySet() bool {
+	return slices.Contains([]bool{in.Name.Set, in.Description.Set, in.LogoURL.Set, in.HomepageURL.Set, in.PrivacyPolicyURL.Set,
+		in.TermsOfServiceURL.Set, in.RedirectURIs.Set, in.AllowedScopes.Set, in.ClientType.Set,
+		in.IsFirstParty.Set, in.IsActive.Set, in.IDTokenSignedResponseAlg.Set,
+		in.PostLogoutRedirectURIs.Set, in.BackchannelLogoutURI.Set, in.BackchannelLogoutSessionRequired.Set}, true)
+}
+
+// saveClient writes an updated client and audits it; deactivating a client
+// revokes its tokens in the same transaction.
+func (s *Service) saveClient(ctx context.Context, p *authn.Principal, c Client, m Meta) error {
 	now := s.Clock.Now()
-	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
+	return s.DB.Tx(ctx, func(tx *db.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE oauth_clients SET name = $1, description = $2, logo_url = $3, homepage_url = $4,
 			privacy_policy_url = $5, terms_of_service_url = $6, redirect_uris = $7, allowed_scopes = $8, is_first_party = $9,
 			is_active = $10, id_token_alg = $11, updated_at = $12,
@@ -493,11 +552,6 @@ func (s *Service) UpdateClient(ctx context.Context, p *authn.Principal, id strin
 		}))
 		return err
 	})
-	if err != nil {
-		return Client{}, err
-	}
-	s.clientsChanged()
-	return s.loadClient(ctx, s.DB, c.ID)
 }
 
 // MayRegenerateSecret reports whether p, who may manage c, may also replace
