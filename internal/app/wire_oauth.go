@@ -42,6 +42,8 @@ func (s *Server) buildOAuth(ctx context.Context) error {
 		DefaultIDTokenAlg:    s.Config.IDTokenAlg,
 		RefreshReuseInterval: s.Config.RefreshReuseInterval,
 		Outbound:             s.Outbound,
+		OutboundHTTP:         s.OutboundHTTP,
+		Cache:                s.Cache,
 	}
 	s.OAuth = svc
 	s.oauthHandler = &oauth.Handler{S: svc}

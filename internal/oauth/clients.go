@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"net/url"
 	"slices"
@@ -67,6 +68,13 @@ type Client struct {
 	// BackchannelLogoutSessionRequired: the client needs sid in logout
 	// tokens (hmid always sends it; kept as registered, §2.2).
 	BackchannelLogoutSessionRequired bool `json:"backchannel_logout_session_required"`
+
+	// TokenEndpointAuthMethod is how the client authenticates (RFC 7591 §2):
+	// none (public), client_secret_basic or client_secret_post (either is
+	// accepted), or private_key_jwt with the keys of JWKS or JWKSURI.
+	TokenEndpointAuthMethod string          `json:"token_endpoint_auth_method"`
+	JWKS                    json.RawMessage `json:"jwks"`
+	JWKSURI                 *string         `json:"jwks_uri"`
 }
 
 // ClientInput is the body of client creation and update; on update only the
@@ -88,20 +96,31 @@ type ClientInput struct {
 	PostLogoutRedirectURIs           httpx.Opt[[]string] `json:"post_logout_redirect_uris"`
 	BackchannelLogoutURI             httpx.Opt[string]   `json:"backchannel_logout_uri"`
 	BackchannelLogoutSessionRequired httpx.Opt[bool]     `json:"backchannel_logout_session_required"`
+	// Client authentication (RFC 7591 §2; private_key_jwt, RFC 7523).
+	TokenEndpointAuthMethod httpx.Opt[string]          `json:"token_endpoint_auth_method"`
+	JWKS                    httpx.Opt[json.RawMessage] `json:"jwks"`
+	JWKSURI                 httpx.Opt[string]          `json:"jwks_uri"`
 }
 
 const clientCols = `id, owner_id, name, description, logo_url, homepage_url, privacy_policy_url, terms_of_service_url,
 	redirect_uris, allowed_scopes, client_type, is_first_party, is_active, id_token_alg, secret_hash, created_at, updated_at,
-	post_logout_redirect_uris, backchannel_logout_uri, backchannel_logout_session_required`
+	post_logout_redirect_uris, backchannel_logout_uri, backchannel_logout_session_required,
+	token_endpoint_auth_method, jwks, jwks_uri`
 
 func scanClient(row interface{ Scan(...any) error }) (Client, error) {
 	var c Client
-	var owner, logo, home, privacy, tos, secret, bcl sql.NullString
+	var owner, logo, home, privacy, tos, secret, bcl, jwks, jwksURI sql.NullString
 	var redirects, scopes, postLogout db.Strings
 	var created, updated int64
 	err := row.Scan(&c.ID, &owner, &c.Name, &c.Description, &logo, &home, &privacy, &tos, &redirects, &scopes,
 		&c.ClientType, &c.IsFirstParty, &c.IsActive, &c.IDTokenSignedResponseAlg, &secret, &created, &updated,
-		&postLogout, &bcl, &c.BackchannelLogoutSessionRequired)
+		&postLogout, &bcl, &c.BackchannelLogoutSessionRequired,
+		&c.TokenEndpointAuthMethod, &jwks, &jwksURI)
+	c.TokenEndpointAuthMethod = effectiveAuthMethod(c.TokenEndpointAuthMethod, c.ClientType)
+	if jwks.Valid {
+		c.JWKS = json.RawMessage(jwks.String)
+	}
+	c.JWKSURI = db.StringPtr(jwksURI)
 	c.PostLogoutRedirectURIs, c.BackchannelLogoutURI = postLogout, db.StringPtr(bcl)
 	if c.PostLogoutRedirectURIs == nil {
 		c.PostLogoutRedirectURIs = []string{}
@@ -111,6 +130,14 @@ func scanClient(row interface{ Scan(...any) error }) (Client, error) {
 	c.secretHash = secret.String
 	c.CreatedAt, c.UpdatedAt = db.FromTS(created), db.FromTS(updated)
 	return c, err
+}
+
+// nullJSON stores raw JSON as text, NULL when absent.
+func nullJSON(b json.RawMessage) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
 }
 
 func nullStr(p *string) any {
@@ -197,10 +224,37 @@ func (s *Service) checkBackchannelTarget(c Client) error {
 	return apperr.OnField("backchannel_logout_uri", apperr.Invalid("backchannel_logout_uri: %s", err.Error()))
 }
 
+// checkOutboundTargets checks, at creation, the URLs hmid will call.
+func (s *Service) checkOutboundTargets(c Client) error {
+	if err := s.checkBackchannelTarget(c); err != nil {
+		return err
+	}
+	return s.checkJWKSTarget(c)
+}
+
+// checkJWKSTarget refuses a jwks_uri naming an internal address the
+// outbound rules do not allow, like checkBackchannelTarget.
+func (s *Service) checkJWKSTarget(c Client) error {
+	if c.JWKSURI == nil {
+		return nil
+	}
+	err := s.Outbound.CheckURL(*c.JWKSURI)
+	var refused *outbound.RefusedError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &refused):
+		return apperr.OnField("jwks_uri", apperr.Invalid(
+			"jwks_uri names an internal address, %s (%s): hmid fetches nothing there unless the operator allows its range in %s",
+			refused.Addr, refused.Range, outbound.EnvAllowCIDRs))
+	}
+	return apperr.OnField("jwks_uri", apperr.Invalid("jwks_uri: %s", err.Error()))
+}
+
 // applyInput validates the set fields of in and applies them to c.
 func applyInput(c *Client, in ClientInput, creating bool) error {
 	for _, apply := range []func(*Client, ClientInput, bool) error{
-		applyTexts, applyURLs, applyRedirectURIs, applyScopes, applyClientType, applyIDTokenAlg,
+		applyTexts, applyURLs, applyRedirectURIs, applyScopes, applyClientType, applyIDTokenAlg, applyAuthMethod,
 	} {
 		if err := apply(c, in, creating); err != nil {
 			return err
@@ -367,7 +421,7 @@ func (s *Service) CreateClient(ctx context.Context, p *authn.Principal, in Clien
 	if err := applyInput(&c, in, true); err != nil {
 		return Client{}, err
 	}
-	if err := s.checkBackchannelTarget(c); err != nil {
+	if err := s.checkOutboundTargets(c); err != nil {
 		return Client{}, err
 	}
 	if in.IsFirstParty.Value {
@@ -382,7 +436,7 @@ func (s *Service) CreateClient(ctx context.Context, p *authn.Principal, in Clien
 		c.OwnerID = &owner
 	}
 	var secretHash any
-	if c.ClientType == Confidential {
+	if c.ClientType == Confidential && c.TokenEndpointAuthMethod != AuthPrivateKeyJWT {
 		c.ClientSecret = token.New(token.PrefixClientSecret)
 		secretHash = token.Hash(c.ClientSecret)
 	}
@@ -390,11 +444,13 @@ func (s *Service) CreateClient(ctx context.Context, p *authn.Principal, in Clien
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO oauth_clients (id, owner_id, name, description, logo_url, homepage_url, privacy_policy_url, terms_of_service_url,
 			redirect_uris, allowed_scopes, client_type, is_first_party, is_active, id_token_alg, secret_hash, created_at, updated_at,
-			post_logout_redirect_uris, backchannel_logout_uri, backchannel_logout_session_required)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, $17, $18, $19)`,
+			post_logout_redirect_uris, backchannel_logout_uri, backchannel_logout_session_required,
+			token_endpoint_auth_method, jwks, jwks_uri)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, $17, $18, $19, $20, $21, $22)`,
 			c.ID, nullStr(c.OwnerID), c.Name, c.Description, nullStr(c.LogoURL), nullStr(c.HomepageURL), nullStr(c.PrivacyPolicyURL), nullStr(c.TermsOfServiceURL),
 			db.JSON(c.RedirectURIs), db.JSON(c.AllowedScopes), c.ClientType, c.IsFirstParty, c.IsActive, c.IDTokenSignedResponseAlg, secretHash, db.TS(now),
-			db.JSON(c.PostLogoutRedirectURIs), nullStr(c.BackchannelLogoutURI), c.BackchannelLogoutSessionRequired); err != nil {
+			db.JSON(c.PostLogoutRedirectURIs), nullStr(c.BackchannelLogoutURI), c.BackchannelLogoutSessionRequired,
+			c.TokenEndpointAuthMethod, nullJSON(c.JWKS), nullStr(c.JWKSURI)); err != nil {
 			return err
 		}
 		_, err := s.Audit.Record(ctx, tx, m.event(audit.Event{
@@ -500,22 +556,57 @@ func (s *Service) UpdateClient(ctx context.Context, p *authn.Principal, id strin
 	if in.IsFirstParty.Set && in.IsFirstParty.Value && !MaySetFirstParty(p) {
 		return Client{}, apperr.OnField("is_first_party", apperr.Forbiddenf("only super admins and system keys can make a client first-party"))
 	}
+	before := c.TokenEndpointAuthMethod
 	if err := applyInput(&c, in, false); err != nil {
 		return Client{}, err
 	}
-	if in.BackchannelLogoutURI.Set { // a stored URI stays usable whatever the allow list is now
-		if err := s.checkBackchannelTarget(c); err != nil {
-			return Client{}, err
-		}
+	if err := s.checkChangedTargets(c, in); err != nil {
+		return Client{}, err
 	}
 	if in.IsFirstParty.Set {
 		c.IsFirstParty = in.IsFirstParty.Value
 	}
+	secret := switchSecret(&c, before)
 	if err := s.saveClient(ctx, p, c, m); err != nil {
 		return Client{}, err
 	}
 	s.clientsChanged()
-	return s.loadClient(ctx, s.DB, c.ID)
+	s.forgetClientKeys(c.ID)
+	c, err = s.loadClient(ctx, s.DB, c.ID)
+	c.ClientSecret = secret
+	return c, err
+}
+
+// switchSecret follows a change of authentication method: a client that
+// moves to private_key_jwt loses its secret (it no longer authenticates
+// with one), and one that moves from private_key_jwt to a secret method
+// gets a new secret, returned once in the answer of the update.
+func switchSecret(c *Client, before string) string {
+	switch {
+	case before == c.TokenEndpointAuthMethod:
+		return ""
+	case c.TokenEndpointAuthMethod == AuthPrivateKeyJWT:
+		c.secretHash = ""
+	case before == AuthPrivateKeyJWT && c.ClientType == Confidential:
+		secret := token.New(token.PrefixClientSecret)
+		c.secretHash = token.Hash(secret)
+		return secret
+	}
+	return ""
+}
+
+// checkChangedTargets checks the outbound URLs an update sets (a stored URI
+// stays usable whatever the allow list is now).
+func (s *Service) checkChangedTargets(c Client, in ClientInput) error {
+	if in.BackchannelLogoutURI.Set {
+		if err := s.checkBackchannelTarget(c); err != nil {
+			return err
+		}
+	}
+	if in.JWKSURI.Set {
+		return s.checkJWKSTarget(c)
+	}
+	return nil
 }
 
 // anySet reports whether the input sets any field.
@@ -523,7 +614,8 @@ func (in ClientInput) anySet() bool {
 	return slices.Contains([]bool{in.Name.Set, in.Description.Set, in.LogoURL.Set, in.HomepageURL.Set, in.PrivacyPolicyURL.Set,
 		in.TermsOfServiceURL.Set, in.RedirectURIs.Set, in.AllowedScopes.Set, in.ClientType.Set,
 		in.IsFirstParty.Set, in.IsActive.Set, in.IDTokenSignedResponseAlg.Set,
-		in.PostLogoutRedirectURIs.Set, in.BackchannelLogoutURI.Set, in.BackchannelLogoutSessionRequired.Set}, true)
+		in.PostLogoutRedirectURIs.Set, in.BackchannelLogoutURI.Set, in.BackchannelLogoutSessionRequired.Set,
+		in.TokenEndpointAuthMethod.Set, in.JWKS.Set, in.JWKSURI.Set}, true)
 }
 
 // saveClient writes an updated client and audits it; deactivating a client
@@ -534,10 +626,12 @@ func (s *Service) saveClient(ctx context.Context, p *authn.Principal, c Client, 
 		if _, err := tx.ExecContext(ctx, `UPDATE oauth_clients SET name = $1, description = $2, logo_url = $3, homepage_url = $4,
 			privacy_policy_url = $5, terms_of_service_url = $6, redirect_uris = $7, allowed_scopes = $8, is_first_party = $9,
 			is_active = $10, id_token_alg = $11, updated_at = $12,
-			post_logout_redirect_uris = $14, backchannel_logout_uri = $15, backchannel_logout_session_required = $16 WHERE id = $13`,
+			post_logout_redirect_uris = $14, backchannel_logout_uri = $15, backchannel_logout_session_required = $16,
+			token_endpoint_auth_method = $17, jwks = $18, jwks_uri = $19, secret_hash = $20 WHERE id = $13`,
 			c.Name, c.Description, nullStr(c.LogoURL), nullStr(c.HomepageURL), nullStr(c.PrivacyPolicyURL), nullStr(c.TermsOfServiceURL),
 			db.JSON(c.RedirectURIs), db.JSON(c.AllowedScopes), c.IsFirstParty, c.IsActive, c.IDTokenSignedResponseAlg, db.TS(now), c.ID,
-			db.JSON(c.PostLogoutRedirectURIs), nullStr(c.BackchannelLogoutURI), c.BackchannelLogoutSessionRequired); err != nil {
+			db.JSON(c.PostLogoutRedirectURIs), nullStr(c.BackchannelLogoutURI), c.BackchannelLogoutSessionRequired,
+			c.TokenEndpointAuthMethod, nullJSON(c.JWKS), nullStr(c.JWKSURI), nullStr(&c.secretHash)); err != nil {
 			return err
 		}
 		if !c.IsActive {
@@ -579,6 +673,9 @@ func (s *Service) RegenerateSecret(ctx context.Context, p *authn.Principal, id s
 	if c.ClientType != Confidential {
 		return "", apperr.Bad("public clients have no secret")
 	}
+	if c.TokenEndpointAuthMethod == AuthPrivateKeyJWT {
+		return "", apperr.Bad("private_key_jwt clients authenticate with their keys and have no secret")
+	}
 	secret := token.New(token.PrefixClientSecret)
 	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE oauth_clients SET secret_hash = $1, updated_at = $2 WHERE id = $3`,
@@ -606,6 +703,7 @@ func (s *Service) DeleteClient(ctx context.Context, p *authn.Principal, id strin
 		return apperr.Forbiddenf("first-party clients cannot be deleted")
 	}
 	defer s.clientsChanged()
+	defer s.forgetClientKeys(c.ID)
 	return s.DB.Tx(ctx, func(tx *db.Tx) error {
 		// The tokens go with the client (ON DELETE CASCADE): a token of an
 		// unknown client never resolves again.

@@ -29,7 +29,7 @@ func (h *Handler) AuthServerMetadata(w http.ResponseWriter, r *http.Request) {
 // Connect discovery and RFC 8414 authorization server metadata.
 func (s *Service) Metadata() map[string]any {
 	base := s.Issuer
-	authMethods := []string{"client_secret_post", "client_secret_basic", "none"}
+	authMethods := []string{AuthSecretPost, AuthSecretBasic, AuthPrivateKeyJWT, AuthNone}
 	return map[string]any{
 		"issuer":                                     base,
 		"authorization_endpoint":                     base + "/v1/oauth/authorize",
@@ -64,5 +64,9 @@ func (s *Service) Metadata() map[string]any {
 		"backchannel_logout_session_supported":          true,
 		"introspection_endpoint":                        base + "/v1/oauth/introspect",
 		"introspection_endpoint_auth_methods_supported": slices.Clone(IntrospectionAuthMethods),
+		// private_key_jwt (RFC 7523, OpenID Connect Core §9; RFC 8414 §2).
+		"token_endpoint_auth_signing_alg_values_supported":         slices.Clone(AssertionAlgs),
+		"revocation_endpoint_auth_signing_alg_values_supported":    slices.Clone(AssertionAlgs),
+		"introspection_endpoint_auth_signing_alg_values_supported": slices.Clone(AssertionAlgs),
 	}
 }

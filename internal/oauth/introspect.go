@@ -18,7 +18,7 @@ import (
 // introspection endpoint (RFC 8414 §2, introspection_endpoint_auth_methods_supported).
 // System API keys are accepted too, as a bearer token; RFC 8414 has no
 // registered name for that, so discovery does not list it.
-var IntrospectionAuthMethods = []string{"client_secret_post", "client_secret_basic"}
+var IntrospectionAuthMethods = []string{AuthSecretPost, AuthSecretBasic, AuthPrivateKeyJWT}
 
 // Introspection is the answer of the introspection endpoint (RFC 7662 §2.2).
 // An inactive token is only {"active": false}: nothing else is said about it.

@@ -49,12 +49,17 @@ func parseForm(r *http.Request) (url.Values, *Error) {
 	return r.PostForm, nil
 }
 
-// authenticateClient authenticates the client of a token or revocation
-// request: client_secret_basic (RFC 6749 §2.3.1, id and secret
-// form-urlencoded inside the header), client_secret_post, or none for public
-// clients (which then rely on PKCE). It returns the client and the secret it
-// presented (the HS256 key of its ID tokens).
+// authenticateClient authenticates the client of a token, revocation or
+// introspection request: with a client assertion (private_key_jwt, RFC 7523
+// §2.2; clientassertion.go), client_secret_basic (RFC 6749 §2.3.1, id and
+// secret form-urlencoded inside the header), client_secret_post, or none for
+// public clients (which then rely on PKCE). It returns the client and the
+// secret it presented (the HS256 key of its ID tokens; "" for the others).
 func (s *Service) authenticateClient(ctx context.Context, r *http.Request, form url.Values) (Client, string, *Error) {
+	if usesAssertion(form) {
+		c, oe := s.authenticateAssertion(ctx, r, form)
+		return c, "", oe
+	}
 	id, secret, basic := r.BasicAuth()
 	fail := func(desc string) *Error {
 		e := oerr(ErrInvalidClient, desc)
@@ -88,13 +93,21 @@ func (s *Service) authenticateClient(ctx context.Context, r *http.Request, form 
 		token.Equal(token.Hash(secret), dummySecretHash)
 		return Client{}, "", fail("unknown or inactive client")
 	}
-	if c.ClientType == Public {
-		if secret != "" {
-			return Client{}, "", fail("public clients have no secret")
-		}
+	return checkSecret(c, secret, fail)
+}
+
+// checkSecret checks the secret a client presented: none for a public
+// client, its own for a secret client. A private_key_jwt client has no
+// secret and must send an assertion.
+func checkSecret(c Client, secret string, fail func(string) *Error) (Client, string, *Error) {
+	switch {
+	case c.ClientType == Public && secret != "":
+		return Client{}, "", fail("public clients have no secret")
+	case c.ClientType == Public:
 		return c, "", nil
-	}
-	if secret == "" || !token.Equal(token.Hash(secret), c.secretHash) {
+	case c.TokenEndpointAuthMethod == AuthPrivateKeyJWT:
+		return Client{}, "", fail("this client authenticates with private_key_jwt: send client_assertion")
+	case secret == "" || !token.Equal(token.Hash(secret), c.secretHash):
 		return Client{}, "", fail("client authentication failed")
 	}
 	return c, secret, nil
