@@ -105,7 +105,7 @@ func TestPrivateKeyJWT(t *testing.T) {
 		u := e.NewUser(t, apptest.UserSpec{Username: "jwt_user"})
 		es, rs, ed := newJWTKey(t, "es", jose.ES256), newJWTKey(t, "rs", jose.RS256), newJWTKey(t, "ed", jose.EdDSA)
 		d := data(t, e.Call(t, "POST", "/v1/oauth/clients", u.Token, map[string]any{"name": "Key App", "redirect_uris": []string{cb},
-			"allowed_scopes": []string{"openid", "profile", "offline_access"},
+			"allowed_scopes":             []string{"openid", "profile", "offline_access"},
 			"token_endpoint_auth_method": "private_key_jwt", "jwks": jwks(es, rs, ed)}, http.StatusCreated))
 		id := d["id"].(string)
 		if _, has := d["client_secret"]; has || d["token_endpoint_auth_method"] != "private_key_jwt" || d["id_token_signed_response_alg"] != "RS256" || d["jwks"] == nil {

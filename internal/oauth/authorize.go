@@ -56,6 +56,7 @@ type authzRequest struct {
 	loginAfter time.Time
 	params     url.Values
 	oidc       oidcRequest
+	resources  []string // resource indicators (RFC 8707), granted with the code
 }
 
 // Authorize serves GET and POST /v1/oauth/authorize (spec 1, Authorization;
@@ -102,6 +103,7 @@ func (h *Handler) Authorize(w http.ResponseWriter, r *http.Request) {
 	ar.grant.AuthTime = user.AuthTime
 	ac.Claims = ar.oidc.claims
 	ac.ClaimScopes = ar.oidc.claims.claimScopes(ar.grant.Scopes, ar.client.AllowedScopes)
+	ac.Resources = ar.resources
 	ar.grant.Context = ac
 	ar.grant.SessionID = user.SessionID
 	consentScopes := union(ar.grant.Scopes, ac.ClaimScopes)
@@ -211,7 +213,7 @@ const (
 // fills ar's grant, prompt and max_age from them, in the order the errors
 // are reported.
 func (s *Service) checkAuthorizeParams(ar *authzRequest, q url.Values) *Error {
-	for _, check := range []func(*authzRequest, url.Values) *Error{checkRequestShape, checkRequestScopes, checkPKCE, checkPrompt} {
+	for _, check := range []func(*authzRequest, url.Values) *Error{checkRequestShape, checkRequestScopes, checkPKCE, checkPrompt, checkAuthorizeResources} {
 		if e := check(ar, q); e != nil {
 			return e
 		}
@@ -227,9 +229,9 @@ func (s *Service) checkAuthorizeParams(ar *authzRequest, q url.Values) *Error {
 // checkRequestShape refuses repeated parameters, oversized state and nonce,
 // request objects and any response type or mode but code and query.
 func checkRequestShape(ar *authzRequest, q url.Values) *Error {
-	// RFC 6749 §3.1: parameters must not be repeated.
+	// RFC 6749 §3.1: parameters must not be repeated; resource may be (RFC 8707 §2).
 	for k, v := range q {
-		if len(v) > 1 {
+		if len(v) > 1 && k != "resource" {
 			return oerr(ErrInvalidRequest, k+" is given more than once")
 		}
 	}

@@ -75,6 +75,11 @@ type Client struct {
 	TokenEndpointAuthMethod string          `json:"token_endpoint_auth_method"`
 	JWKS                    json.RawMessage `json:"jwks"`
 	JWKSURI                 *string         `json:"jwks_uri"`
+
+	// Resources are the absolute URIs the client may ask access tokens for
+	// (RFC 8707; empty: any); AccessTokenFormat is opaque or jwt (RFC 9068).
+	Resources         []string `json:"resources"`
+	AccessTokenFormat string   `json:"access_token_format"`
 }
 
 // ClientInput is the body of client creation and update; on update only the
@@ -100,22 +105,29 @@ type ClientInput struct {
 	TokenEndpointAuthMethod httpx.Opt[string]          `json:"token_endpoint_auth_method"`
 	JWKS                    httpx.Opt[json.RawMessage] `json:"jwks"`
 	JWKSURI                 httpx.Opt[string]          `json:"jwks_uri"`
+	// Resource indicators (RFC 8707) and the access token format (RFC 9068).
+	Resources         httpx.Opt[[]string] `json:"resources"`
+	AccessTokenFormat httpx.Opt[string]   `json:"access_token_format"`
 }
 
 const clientCols = `id, owner_id, name, description, logo_url, homepage_url, privacy_policy_url, terms_of_service_url,
 	redirect_uris, allowed_scopes, client_type, is_first_party, is_active, id_token_alg, secret_hash, created_at, updated_at,
 	post_logout_redirect_uris, backchannel_logout_uri, backchannel_logout_session_required,
-	token_endpoint_auth_method, jwks, jwks_uri`
+	token_endpoint_auth_method, jwks, jwks_uri, resources, access_token_format`
 
 func scanClient(row interface{ Scan(...any) error }) (Client, error) {
 	var c Client
 	var owner, logo, home, privacy, tos, secret, bcl, jwks, jwksURI sql.NullString
-	var redirects, scopes, postLogout db.Strings
+	var redirects, scopes, postLogout, resources db.Strings
 	var created, updated int64
 	err := row.Scan(&c.ID, &owner, &c.Name, &c.Description, &logo, &home, &privacy, &tos, &redirects, &scopes,
 		&c.ClientType, &c.IsFirstParty, &c.IsActive, &c.IDTokenSignedResponseAlg, &secret, &created, &updated,
 		&postLogout, &bcl, &c.BackchannelLogoutSessionRequired,
-		&c.TokenEndpointAuthMethod, &jwks, &jwksURI)
+		&c.TokenEndpointAuthMethod, &jwks, &jwksURI, &resources, &c.AccessTokenFormat)
+	c.Resources = resources
+	if c.Resources == nil {
+		c.Resources = []string{}
+	}
 	c.TokenEndpointAuthMethod = effectiveAuthMethod(c.TokenEndpointAuthMethod, c.ClientType)
 	if jwks.Valid {
 		c.JWKS = json.RawMessage(jwks.String)
@@ -254,7 +266,7 @@ func (s *Service) checkJWKSTarget(c Client) error {
 // applyInput validates the set fields of in and applies them to c.
 func applyInput(c *Client, in ClientInput, creating bool) error {
 	for _, apply := range []func(*Client, ClientInput, bool) error{
-		applyTexts, applyURLs, applyRedirectURIs, applyScopes, applyClientType, applyIDTokenAlg, applyAuthMethod,
+		applyTexts, applyURLs, applyRedirectURIs, applyScopes, applyClientType, applyIDTokenAlg, applyAuthMethod, applyResources,
 	} {
 		if err := apply(c, in, creating); err != nil {
 			return err
@@ -445,12 +457,12 @@ func (s *Service) CreateClient(ctx context.Context, p *authn.Principal, in Clien
 		if _, err := tx.ExecContext(ctx, `INSERT INTO oauth_clients (id, owner_id, name, description, logo_url, homepage_url, privacy_policy_url, terms_of_service_url,
 			redirect_uris, allowed_scopes, client_type, is_first_party, is_active, id_token_alg, secret_hash, created_at, updated_at,
 			post_logout_redirect_uris, backchannel_logout_uri, backchannel_logout_session_required,
-			token_endpoint_auth_method, jwks, jwks_uri)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, $17, $18, $19, $20, $21, $22)`,
+			token_endpoint_auth_method, jwks, jwks_uri, resources, access_token_format)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, $17, $18, $19, $20, $21, $22, $23, $24)`,
 			c.ID, nullStr(c.OwnerID), c.Name, c.Description, nullStr(c.LogoURL), nullStr(c.HomepageURL), nullStr(c.PrivacyPolicyURL), nullStr(c.TermsOfServiceURL),
 			db.JSON(c.RedirectURIs), db.JSON(c.AllowedScopes), c.ClientType, c.IsFirstParty, c.IsActive, c.IDTokenSignedResponseAlg, secretHash, db.TS(now),
 			db.JSON(c.PostLogoutRedirectURIs), nullStr(c.BackchannelLogoutURI), c.BackchannelLogoutSessionRequired,
-			c.TokenEndpointAuthMethod, nullJSON(c.JWKS), nullStr(c.JWKSURI)); err != nil {
+			c.TokenEndpointAuthMethod, nullJSON(c.JWKS), nullStr(c.JWKSURI), db.JSON(c.Resources), c.AccessTokenFormat); err != nil {
 			return err
 		}
 		_, err := s.Audit.Record(ctx, tx, m.event(audit.Event{
@@ -615,7 +627,7 @@ func (in ClientInput) anySet() bool {
 		in.TermsOfServiceURL.Set, in.RedirectURIs.Set, in.AllowedScopes.Set, in.ClientType.Set,
 		in.IsFirstParty.Set, in.IsActive.Set, in.IDTokenSignedResponseAlg.Set,
 		in.PostLogoutRedirectURIs.Set, in.BackchannelLogoutURI.Set, in.BackchannelLogoutSessionRequired.Set,
-		in.TokenEndpointAuthMethod.Set, in.JWKS.Set, in.JWKSURI.Set}, true)
+		in.TokenEndpointAuthMethod.Set, in.JWKS.Set, in.JWKSURI.Set, in.resourceFieldsSet()}, true)
 }
 
 // saveClient writes an updated client and audits it; deactivating a client
@@ -627,11 +639,13 @@ func (s *Service) saveClient(ctx context.Context, p *authn.Principal, c Client, 
 			privacy_policy_url = $5, terms_of_service_url = $6, redirect_uris = $7, allowed_scopes = $8, is_first_party = $9,
 			is_active = $10, id_token_alg = $11, updated_at = $12,
 			post_logout_redirect_uris = $14, backchannel_logout_uri = $15, backchannel_logout_session_required = $16,
-			token_endpoint_auth_method = $17, jwks = $18, jwks_uri = $19, secret_hash = $20 WHERE id = $13`,
+			token_endpoint_auth_method = $17, jwks = $18, jwks_uri = $19, secret_hash = $20,
+			resources = $21, access_token_format = $22 WHERE id = $13`,
 			c.Name, c.Description, nullStr(c.LogoURL), nullStr(c.HomepageURL), nullStr(c.PrivacyPolicyURL), nullStr(c.TermsOfServiceURL),
 			db.JSON(c.RedirectURIs), db.JSON(c.AllowedScopes), c.IsFirstParty, c.IsActive, c.IDTokenSignedResponseAlg, db.TS(now), c.ID,
 			db.JSON(c.PostLogoutRedirectURIs), nullStr(c.BackchannelLogoutURI), c.BackchannelLogoutSessionRequired,
-			c.TokenEndpointAuthMethod, nullJSON(c.JWKS), nullStr(c.JWKSURI), nullStr(&c.secretHash)); err != nil {
+			c.TokenEndpointAuthMethod, nullJSON(c.JWKS), nullStr(c.JWKSURI), nullStr(&c.secretHash),
+			db.JSON(c.Resources), c.AccessTokenFormat); err != nil {
 			return err
 		}
 		if !c.IsActive {
