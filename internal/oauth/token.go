@@ -305,13 +305,9 @@ func (s *Service) refresh(ctx context.Context, c Client, secret string, form url
 	case (revoked.Valid && !rotated.Valid) || !now.Before(db.FromTS(expires)):
 		return TokenResponse{}, oerr(ErrInvalidGrant, "the refresh token is expired or revoked")
 	}
-	accessScopes := []string(old.scopes)
-	if form.Has("scope") {
-		req := parseScope(form.Get("scope"))
-		if len(req) == 0 || !subset(req, old.scopes) {
-			return TokenResponse{}, oerr(ErrInvalidScope, "the scope may only narrow the scope originally granted")
-		}
-		accessScopes = req
+	accessScopes, oe := narrowScope(old.scopes, form)
+	if oe != nil {
+		return TokenResponse{}, oe
 	}
 	if !usable {
 		return TokenResponse{}, oerr(ErrInvalidGrant, "the user can no longer authorize this client")
@@ -341,6 +337,19 @@ func (s *Service) refresh(ctx context.Context, c Client, secret string, form url
 	}
 	// OpenID Connect Core §12.2: the refreshed ID token carries no nonce.
 	return s.respond(ctx, c, secret, old.userID, issued, db.FromTS(old.authTime), "", old.sessionID.String, decodeContext(old.context), &claims, now)
+}
+
+// narrowScope is the scope of a refreshed access token: the granted one, or
+// the scope parameter's, which may only narrow it (RFC 6749 §6).
+func narrowScope(granted []string, form url.Values) ([]string, *Error) {
+	if !form.Has("scope") {
+		return granted, nil
+	}
+	req := parseScope(form.Get("scope"))
+	if len(req) == 0 || !subset(req, granted) {
+		return nil, oerr(ErrInvalidScope, "the scope may only narrow the scope originally granted")
+	}
+	return req, nil
 }
 
 // refreshSQL reads a refresh token with what its answer needs: whether its
