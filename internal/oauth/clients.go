@@ -80,6 +80,8 @@ type Client struct {
 	// (RFC 8707; empty: any); AccessTokenFormat is opaque or jwt (RFC 9068).
 	Resources         []string `json:"resources"`
 	AccessTokenFormat string   `json:"access_token_format"`
+	// GrantTypes are the grants the client may use (RFC 7591 §2; granttypes.go).
+	GrantTypes []string `json:"grant_types"`
 }
 
 // ClientInput is the body of client creation and update; on update only the
@@ -108,22 +110,25 @@ type ClientInput struct {
 	// Resource indicators (RFC 8707) and the access token format (RFC 9068).
 	Resources         httpx.Opt[[]string] `json:"resources"`
 	AccessTokenFormat httpx.Opt[string]   `json:"access_token_format"`
+	// GrantTypes (RFC 7591 §2): DefaultGrantTypes when not given on creation.
+	GrantTypes httpx.Opt[[]string] `json:"grant_types"`
 }
 
 const clientCols = `id, owner_id, name, description, logo_url, homepage_url, privacy_policy_url, terms_of_service_url,
 	redirect_uris, allowed_scopes, client_type, is_first_party, is_active, id_token_alg, secret_hash, created_at, updated_at,
 	post_logout_redirect_uris, backchannel_logout_uri, backchannel_logout_session_required,
-	token_endpoint_auth_method, jwks, jwks_uri, resources, access_token_format`
+	token_endpoint_auth_method, jwks, jwks_uri, resources, access_token_format, grant_types`
 
 func scanClient(row interface{ Scan(...any) error }) (Client, error) {
 	var c Client
 	var owner, logo, home, privacy, tos, secret, bcl, jwks, jwksURI sql.NullString
-	var redirects, scopes, postLogout, resources db.Strings
+	var redirects, scopes, postLogout, resources, grants db.Strings
 	var created, updated int64
 	err := row.Scan(&c.ID, &owner, &c.Name, &c.Description, &logo, &home, &privacy, &tos, &redirects, &scopes,
 		&c.ClientType, &c.IsFirstParty, &c.IsActive, &c.IDTokenSignedResponseAlg, &secret, &created, &updated,
 		&postLogout, &bcl, &c.BackchannelLogoutSessionRequired,
-		&c.TokenEndpointAuthMethod, &jwks, &jwksURI, &resources, &c.AccessTokenFormat)
+		&c.TokenEndpointAuthMethod, &jwks, &jwksURI, &resources, &c.AccessTokenFormat, &grants)
+	c.GrantTypes = grants
 	c.Resources = resources
 	if c.Resources == nil {
 		c.Resources = []string{}
@@ -273,6 +278,9 @@ func applyInput(c *Client, in ClientInput, creating bool) error {
 		}
 	}
 	if err := applyLogoutInput(c, in); err != nil {
+		return err
+	}
+	if err := applyGrantTypes(c, in, creating); err != nil {
 		return err
 	}
 	if in.IsActive.Set {
@@ -457,12 +465,12 @@ func (s *Service) CreateClient(ctx context.Context, p *authn.Principal, in Clien
 		if _, err := tx.ExecContext(ctx, `INSERT INTO oauth_clients (id, owner_id, name, description, logo_url, homepage_url, privacy_policy_url, terms_of_service_url,
 			redirect_uris, allowed_scopes, client_type, is_first_party, is_active, id_token_alg, secret_hash, created_at, updated_at,
 			post_logout_redirect_uris, backchannel_logout_uri, backchannel_logout_session_required,
-			token_endpoint_auth_method, jwks, jwks_uri, resources, access_token_format)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, $17, $18, $19, $20, $21, $22, $23, $24)`,
+			token_endpoint_auth_method, jwks, jwks_uri, resources, access_token_format, grant_types)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)`,
 			c.ID, nullStr(c.OwnerID), c.Name, c.Description, nullStr(c.LogoURL), nullStr(c.HomepageURL), nullStr(c.PrivacyPolicyURL), nullStr(c.TermsOfServiceURL),
 			db.JSON(c.RedirectURIs), db.JSON(c.AllowedScopes), c.ClientType, c.IsFirstParty, c.IsActive, c.IDTokenSignedResponseAlg, secretHash, db.TS(now),
 			db.JSON(c.PostLogoutRedirectURIs), nullStr(c.BackchannelLogoutURI), c.BackchannelLogoutSessionRequired,
-			c.TokenEndpointAuthMethod, nullJSON(c.JWKS), nullStr(c.JWKSURI), db.JSON(c.Resources), c.AccessTokenFormat); err != nil {
+			c.TokenEndpointAuthMethod, nullJSON(c.JWKS), nullStr(c.JWKSURI), db.JSON(c.Resources), c.AccessTokenFormat, db.JSON(c.GrantTypes)); err != nil {
 			return err
 		}
 		_, err := s.Audit.Record(ctx, tx, m.event(audit.Event{
@@ -627,7 +635,7 @@ func (in ClientInput) anySet() bool {
 		in.TermsOfServiceURL.Set, in.RedirectURIs.Set, in.AllowedScopes.Set, in.ClientType.Set,
 		in.IsFirstParty.Set, in.IsActive.Set, in.IDTokenSignedResponseAlg.Set,
 		in.PostLogoutRedirectURIs.Set, in.BackchannelLogoutURI.Set, in.BackchannelLogoutSessionRequired.Set,
-		in.TokenEndpointAuthMethod.Set, in.JWKS.Set, in.JWKSURI.Set, in.resourceFieldsSet()}, true)
+		in.TokenEndpointAuthMethod.Set, in.JWKS.Set, in.JWKSURI.Set, in.resourceFieldsSet(), in.GrantTypes.Set}, true)
 }
 
 // saveClient writes an updated client and audits it; deactivating a client
@@ -640,12 +648,12 @@ func (s *Service) saveClient(ctx context.Context, p *authn.Principal, c Client, 
 			is_active = $10, id_token_alg = $11, updated_at = $12,
 			post_logout_redirect_uris = $14, backchannel_logout_uri = $15, backchannel_logout_session_required = $16,
 			token_endpoint_auth_method = $17, jwks = $18, jwks_uri = $19, secret_hash = $20,
-			resources = $21, access_token_format = $22 WHERE id = $13`,
+			resources = $21, access_token_format = $22, grant_types = $23 WHERE id = $13`,
 			c.Name, c.Description, nullStr(c.LogoURL), nullStr(c.HomepageURL), nullStr(c.PrivacyPolicyURL), nullStr(c.TermsOfServiceURL),
 			db.JSON(c.RedirectURIs), db.JSON(c.AllowedScopes), c.IsFirstParty, c.IsActive, c.IDTokenSignedResponseAlg, db.TS(now), c.ID,
 			db.JSON(c.PostLogoutRedirectURIs), nullStr(c.BackchannelLogoutURI), c.BackchannelLogoutSessionRequired,
 			c.TokenEndpointAuthMethod, nullJSON(c.JWKS), nullStr(c.JWKSURI), nullStr(&c.secretHash),
-			db.JSON(c.Resources), c.AccessTokenFormat); err != nil {
+			db.JSON(c.Resources), c.AccessTokenFormat, db.JSON(c.GrantTypes)); err != nil {
 			return err
 		}
 		if !c.IsActive {
