@@ -44,6 +44,8 @@ func (s *Server) buildOAuth(ctx context.Context) error {
 		Outbound:             s.Outbound,
 		OutboundHTTP:         s.OutboundHTTP,
 		Cache:                s.Cache,
+		Registration:         s.Config.DynamicRegistration,
+		RegistrationExpiry:   s.Config.DynamicRegistrationExpiry,
 	}
 	s.OAuth = svc
 	s.oauthHandler = &oauth.Handler{S: svc}

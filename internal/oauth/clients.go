@@ -82,6 +82,16 @@ type Client struct {
 	AccessTokenFormat string   `json:"access_token_format"`
 	// GrantTypes are the grants the client may use (RFC 7591 §2; granttypes.go).
 	GrantTypes []string `json:"grant_types"`
+
+	// DynamicRegistration says how a dynamically registered client came in
+	// (RFC 7591; "token" or "open"), nil for one registered through the API.
+	DynamicRegistration *string `json:"dynamic_registration"`
+	// LastUsedAt is when a token was last issued to a dynamically registered
+	// client, as of the hourly purge (nil: never, or not tracked).
+	LastUsedAt *time.Time `json:"last_used_at"`
+
+	registrationHash string // hash of the registration access token (RFC 7592)
+	initialTokenID   string // the initial access token that registered it
 }
 
 // ClientInput is the body of client creation and update; on update only the
@@ -117,17 +127,25 @@ type ClientInput struct {
 const clientCols = `id, owner_id, name, description, logo_url, homepage_url, privacy_policy_url, terms_of_service_url,
 	redirect_uris, allowed_scopes, client_type, is_first_party, is_active, id_token_alg, secret_hash, created_at, updated_at,
 	post_logout_redirect_uris, backchannel_logout_uri, backchannel_logout_session_required,
-	token_endpoint_auth_method, jwks, jwks_uri, resources, access_token_format, grant_types`
+	token_endpoint_auth_method, jwks, jwks_uri, resources, access_token_format, grant_types,
+	registration_kind, registration_token_hash, last_used_at, initial_token_id`
 
 func scanClient(row interface{ Scan(...any) error }) (Client, error) {
 	var c Client
-	var owner, logo, home, privacy, tos, secret, bcl, jwks, jwksURI sql.NullString
+	var owner, logo, home, privacy, tos, secret, bcl, jwks, jwksURI, regKind, regHash, iat sql.NullString
+	var lastUsed sql.NullInt64
 	var redirects, scopes, postLogout, resources, grants db.Strings
 	var created, updated int64
 	err := row.Scan(&c.ID, &owner, &c.Name, &c.Description, &logo, &home, &privacy, &tos, &redirects, &scopes,
 		&c.ClientType, &c.IsFirstParty, &c.IsActive, &c.IDTokenSignedResponseAlg, &secret, &created, &updated,
 		&postLogout, &bcl, &c.BackchannelLogoutSessionRequired,
-		&c.TokenEndpointAuthMethod, &jwks, &jwksURI, &resources, &c.AccessTokenFormat, &grants)
+		&c.TokenEndpointAuthMethod, &jwks, &jwksURI, &resources, &c.AccessTokenFormat, &grants,
+		&regKind, &regHash, &lastUsed, &iat)
+	c.DynamicRegistration, c.registrationHash, c.initialTokenID = db.StringPtr(regKind), regHash.String, iat.String
+	if lastUsed.Valid {
+		t := db.FromTS(lastUsed.Int64)
+		c.LastUsedAt = &t
+	}
 	c.GrantTypes = grants
 	c.Resources = resources
 	if c.Resources == nil {
@@ -455,22 +473,10 @@ func (s *Service) CreateClient(ctx context.Context, p *authn.Principal, in Clien
 		owner := p.UserID
 		c.OwnerID = &owner
 	}
-	var secretHash any
-	if c.ClientType == Confidential && c.TokenEndpointAuthMethod != AuthPrivateKeyJWT {
-		c.ClientSecret = token.New(token.PrefixClientSecret)
-		secretHash = token.Hash(c.ClientSecret)
-	}
+	c.newSecret()
 	now := s.Clock.Now()
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO oauth_clients (id, owner_id, name, description, logo_url, homepage_url, privacy_policy_url, terms_of_service_url,
-			redirect_uris, allowed_scopes, client_type, is_first_party, is_active, id_token_alg, secret_hash, created_at, updated_at,
-			post_logout_redirect_uris, backchannel_logout_uri, backchannel_logout_session_required,
-			token_endpoint_auth_method, jwks, jwks_uri, resources, access_token_format, grant_types)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)`,
-			c.ID, nullStr(c.OwnerID), c.Name, c.Description, nullStr(c.LogoURL), nullStr(c.HomepageURL), nullStr(c.PrivacyPolicyURL), nullStr(c.TermsOfServiceURL),
-			db.JSON(c.RedirectURIs), db.JSON(c.AllowedScopes), c.ClientType, c.IsFirstParty, c.IsActive, c.IDTokenSignedResponseAlg, secretHash, db.TS(now),
-			db.JSON(c.PostLogoutRedirectURIs), nullStr(c.BackchannelLogoutURI), c.BackchannelLogoutSessionRequired,
-			c.TokenEndpointAuthMethod, nullJSON(c.JWKS), nullStr(c.JWKSURI), db.JSON(c.Resources), c.AccessTokenFormat, db.JSON(c.GrantTypes)); err != nil {
+		if err := insertClient(ctx, tx, c, now); err != nil {
 			return err
 		}
 		_, err := s.Audit.Record(ctx, tx, m.event(audit.Event{
@@ -488,6 +494,32 @@ func (s *Service) CreateClient(ctx context.Context, p *authn.Principal, in Clien
 	c, err = s.loadClient(ctx, s.DB, c.ID)
 	c.ClientSecret = secret
 	return c, err
+}
+
+// newSecret gives a confidential client that authenticates with a secret
+// its first one, shown once in the answer; hmid keeps only the hash.
+func (c *Client) newSecret() {
+	if c.ClientType == Confidential && c.TokenEndpointAuthMethod != AuthPrivateKeyJWT {
+		c.ClientSecret = token.New(token.PrefixClientSecret)
+		c.secretHash = token.Hash(c.ClientSecret)
+	}
+}
+
+// insertClient stores a new client, with its registration columns when it
+// was registered dynamically (registration.go).
+func insertClient(ctx context.Context, tx *db.Tx, c Client, now time.Time) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO oauth_clients (id, owner_id, name, description, logo_url, homepage_url, privacy_policy_url, terms_of_service_url,
+		redirect_uris, allowed_scopes, client_type, is_first_party, is_active, id_token_alg, secret_hash, created_at, updated_at,
+		post_logout_redirect_uris, backchannel_logout_uri, backchannel_logout_session_required,
+		token_endpoint_auth_method, jwks, jwks_uri, resources, access_token_format, grant_types,
+		registration_kind, registration_token_hash, initial_token_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)`,
+		c.ID, nullStr(c.OwnerID), c.Name, c.Description, nullStr(c.LogoURL), nullStr(c.HomepageURL), nullStr(c.PrivacyPolicyURL), nullStr(c.TermsOfServiceURL),
+		db.JSON(c.RedirectURIs), db.JSON(c.AllowedScopes), c.ClientType, c.IsFirstParty, c.IsActive, c.IDTokenSignedResponseAlg, nullStr(&c.secretHash), db.TS(now),
+		db.JSON(c.PostLogoutRedirectURIs), nullStr(c.BackchannelLogoutURI), c.BackchannelLogoutSessionRequired,
+		c.TokenEndpointAuthMethod, nullJSON(c.JWKS), nullStr(c.JWKSURI), db.JSON(c.Resources), c.AccessTokenFormat, db.JSON(c.GrantTypes),
+		nullStr(c.DynamicRegistration), nullStr(&c.registrationHash), nullStr(&c.initialTokenID))
+	return err
 }
 
 // actorKey names an ownerless system key as the actor of an audit event.

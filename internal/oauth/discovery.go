@@ -30,7 +30,7 @@ func (h *Handler) AuthServerMetadata(w http.ResponseWriter, r *http.Request) {
 func (s *Service) Metadata() map[string]any {
 	base := s.Issuer
 	authMethods := []string{AuthSecretPost, AuthSecretBasic, AuthPrivateKeyJWT, AuthNone}
-	return map[string]any{
+	md := map[string]any{
 		"issuer":                                     base,
 		"authorization_endpoint":                     base + "/v1/oauth/authorize",
 		"token_endpoint":                             base + "/v1/oauth/token",
@@ -69,4 +69,8 @@ func (s *Service) Metadata() map[string]any {
 		"revocation_endpoint_auth_signing_alg_values_supported":    slices.Clone(AssertionAlgs),
 		"introspection_endpoint_auth_signing_alg_values_supported": slices.Clone(AssertionAlgs),
 	}
+	if s.RegistrationMode() != RegistrationOff {
+		md["registration_endpoint"] = base + "/v1/oauth/register" // RFC 8414 §2, RFC 7591 §3
+	}
+	return md
 }

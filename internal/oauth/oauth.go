@@ -76,6 +76,13 @@ type Service struct {
 	// jwks_uri), under Outbound; nil builds a client from Outbound.
 	OutboundHTTP *http.Client
 
+	// Registration is the mode of dynamic client registration
+	// (HMID_DYNAMIC_REGISTRATION: off, token or open; "" is off), and
+	// RegistrationExpiry how long an open registration lives without a
+	// token issued to it (HMID_DYNAMIC_REGISTRATION_EXPIRY; 0: the default).
+	Registration       string
+	RegistrationExpiry time.Duration
+
 	// Cache is shared by the instances (Redis, or in-process alone): it
 	// remembers the jti of client assertions until they expire.
 	Cache cache.Cache
