@@ -371,3 +371,12 @@ func scopesWithin(scopes, allowed []string) *Error {
 	}
 	return nil
 }
+
+// Registration is how a dynamically registered client came in ("token" or
+// "open"), "" for one registered through the API or a console.
+func (c Client) Registration() string {
+	if c.DynamicRegistration == nil {
+		return ""
+	}
+	return *c.DynamicRegistration
+}

@@ -151,6 +151,10 @@ type clientPage struct {
 	Scopes                       []scopeChoice
 	// Grants are the grant type checkboxes (RFC 7591 grant_types).
 	Grants []scopeChoice
+	// AuthMethods are the choices of token_endpoint_auth_method;
+	// JWKSText and ResourcesText the texts of the key set and resources.
+	AuthMethods             []string
+	JWKSText, ResourcesText string
 	// FirstParty shows the first-party field; FirstPartyLocked says the
 	// reader may not set it (the admin console shows it to every reader).
 	FirstParty       bool
@@ -217,6 +221,8 @@ func (cp *CredentialPages) renderClient(w http.ResponseWriter, r *http.Request, 
 	v.FirstParty, v.FirstPartyLocked = may || cp.Site.Admin, !may
 	v.Scopes = cp.clientScopes(r, v.Form.AllowedScopes)
 	v.Grants = cp.clientGrants(r, v.Form.GrantTypes)
+	v.AuthMethods = authMethods(v.Form.ClientType)
+	v.JWKSText, v.ResourcesText = jwksText(v.Form.JWKS), strings.Join(v.Form.Resources, "\n")
 	v.RedirectURIs = strings.Join(v.Form.RedirectURIs, "\n")
 	v.PostLogoutURIs = strings.Join(v.Form.PostLogoutRedirectURIs, "\n")
 	title := cp.Site.ClientTitle
@@ -282,6 +288,7 @@ func clientInput(r *http.Request, creating bool) oauth.ClientInput {
 		BackchannelLogoutURI:     str("backchannel_logout_uri"),
 	}
 	in.GrantTypes = grantTypesInput(r)
+	clientAuthInput(r, &in)
 	if creating {
 		in.ClientType = str("client_type")
 	} else {
@@ -309,6 +316,7 @@ func entered(c oauth.Client, in oauth.ClientInput) *oauth.Client {
 	if in.GrantTypes.Set {
 		c.GrantTypes = in.GrantTypes.Value
 	}
+	enteredAuth(&c, in)
 	c.PostLogoutRedirectURIs, c.BackchannelLogoutURI = in.PostLogoutRedirectURIs.Value, ptr(in.BackchannelLogoutURI)
 	if in.ClientType.Set {
 		c.ClientType = in.ClientType.Value
