@@ -346,6 +346,12 @@ func (s *Server) routes() chi.Router {
 	page("POST", "/admin/api-keys/{id}/delete", Perm("api_keys:delete"), crp.DeleteKey)                    // DELETE /v1/api-keys/{id}
 	page("POST", "/admin/api-keys/{id}/roles", Perm("api_keys:write"), crp.AddKeyRole)                     // POST /v1/api-keys/{id}/roles
 	page("POST", "/admin/api-keys/{id}/roles/{role_id}/remove", Perm("api_keys:write"), crp.RemoveKeyRole) // DELETE /v1/api-keys/{id}/roles/{role_id}
+
+	// Initial access tokens for dynamic registration (RFC 7591) on
+	// /admin/clients, with the rule of /v1/oauth/initial-access-tokens.
+	page("POST", "/admin/clients/initial-tokens", Perm("*:*"), crp.CreateInitialToken)             // POST /v1/oauth/initial-access-tokens
+	page("POST", "/admin/clients/initial-tokens/{id}/revoke", Perm("*:*"), crp.RevokeInitialToken) // DELETE /v1/oauth/initial-access-tokens/{id}
+
 	// (admin: audit log and reports)
 	aa := s.adminAuditPages
 	page("GET", "/admin/audit", Perm("audit:read"), aa.List) // GET /v1/admin/audit

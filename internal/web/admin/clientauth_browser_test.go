@@ -63,6 +63,28 @@ func TestBrowserAdminDynamicAndKeyClients(t *testing.T) {
 		}
 		webtest.Screenshots(t, ctx, "admin-clients-dynamic")
 
+		// An initial access token is made on the list page and shown once, then revoked.
+		webtest.Do(t, ctx, "make an initial access token",
+			chromedp.SendKeys(css(`#iat-name`), "MCP gateway"),
+			chromedp.SetValue(css(`#iat-max`), "3"),
+			chromedp.Click(css(`form[action="/admin/clients/initial-tokens"] input[value=openid]`)),
+			chromedp.Click(css(`form[action="/admin/clients/initial-tokens"] button`)), chromedp.WaitVisible(css(`#iat-token`)))
+		iat := webtest.Read(t, ctx, "the token", chromedp.Text(css(`#iat-token`)))
+		if !strings.HasPrefix(iat, "hm_iat_") {
+			t.Fatalf("token %q", iat)
+		}
+		webtest.Axe(t, ctx, "")
+		webtest.Do(t, ctx, "to the token panel", chromedp.ScrollIntoView(css(`#iat-h`)))
+		webtest.Screenshot(t, ctx, "admin-clients-initial-tokens-desktop", webtest.DesktopWidth, webtest.DesktopHeight)
+		toks := e.Call(t, "GET", "/v1/oauth/initial-access-tokens", e.SystemKey, nil, http.StatusOK).JSON()["data"].([]any)
+		if len(toks) != 1 || toks[0].(map[string]any)["max_clients"] != float64(3) {
+			t.Fatalf("tokens %v", toks)
+		}
+		webtest.Do(t, ctx, "revoke it", chromedp.Click(css(`form[action$="/revoke"] button`)), chromedp.WaitNotPresent(css(`#iat-token`)), chromedp.WaitVisible(css(`#iat-h`)))
+		if text := webtest.Read(t, ctx, "after revoking", chromedp.Text(css(`main`))); !strings.Contains(text, "revoked") || strings.Contains(text, iat) {
+			t.Errorf("after revoking: %q", text)
+		}
+
 		webtest.Axe(t, ctx, e.URL+"/admin/clients/"+id)
 		page := webtest.Read(t, ctx, "client page", chromedp.Text(css(`main`)))
 		if !strings.Contains(page, "Registered dynamically") || !strings.Contains(page, "by open registration") {
