@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
+
 	"hmid/internal/apptest"
 	"hmid/internal/config"
 )
@@ -227,4 +229,36 @@ func TestDynamicRegistrationOff(t *testing.T) {
 			t.Fatalf("register while off: %d %s", r.Status, r.Body)
 		}
 	})
+}
+
+// TestDynamicRegistrationPrivateKeyJWT: an agent registers itself with its
+// public keys (no secret is issued), authenticates with a signed assertion,
+// and replaces its registration (RFC 7592) without naming the ID-token
+// algorithm, which stays one it can use without a secret.
+func TestDynamicRegistrationPrivateKeyJWT(t *testing.T) {
+	t.Parallel()
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		u := e.NewUser(t, apptest.UserSpec{Username: "agent_owner"})
+		k := newJWTKey(t, "agent-1", jose.ES256)
+		body := map[string]any{"client_name": "Build agent", "redirect_uris": []string{cb}, "token_endpoint_auth_method": "private_key_jwt",
+			"jwks": jwks(k), "grant_types": []string{"authorization_code", "refresh_token"}, "scope": "openid offline_access"}
+		r := register(t, e, "", body)
+		if r.Status != http.StatusCreated {
+			t.Fatalf("register: %d %s", r.Status, r.Body)
+		}
+		reg := r.JSON()
+		id, rat := reg["client_id"].(string), reg["registration_access_token"].(string)
+		if _, has := reg["client_secret"]; has || reg["id_token_signed_response_alg"] != "RS256" {
+			t.Fatalf("registration %v", reg)
+		}
+		code := getCode(t, e, u.Token, authzParams(id, "scope", "openid offline_access"))
+		if r := tokenReq(t, e, withAssertion(codeForm(code), assertion(t, e, k, id, nil)), nil); r.Status != http.StatusOK {
+			t.Fatalf("exchange: %d %s", r.Status, r.Body)
+		}
+		body["client_id"], body["client_name"] = id, "Build agent 2"
+		got := e.Do(t, apptest.Req{Method: "PUT", Path: "/v1/oauth/register/" + id, Token: rat, Body: body})
+		if got.Status != http.StatusOK || got.JSON()["id_token_signed_response_alg"] != "RS256" || got.JSON()["client_name"] != "Build agent 2" {
+			t.Fatalf("update: %d %s", got.Status, got.Body)
+		}
+	}, registrationMode("open"))
 }

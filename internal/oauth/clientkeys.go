@@ -225,8 +225,10 @@ func applyAuthMethod(c *Client, in ClientInput, creating bool) error {
 		return err
 	}
 	m := c.TokenEndpointAuthMethod
-	if creating && m == AuthPrivateKeyJWT && in.IDTokenSignedResponseAlg.Value == "" {
-		c.IDTokenSignedResponseAlg = AlgRS256 // the default HS256 would need a secret
+	if m == AuthPrivateKeyJWT && c.IDTokenSignedResponseAlg == AlgHS256 && in.IDTokenSignedResponseAlg.Value == "" {
+		// Not asked for HS256: its default would need a secret, which a
+		// private_key_jwt client lacks (RFC 7591 updates omit the field).
+		c.IDTokenSignedResponseAlg = AlgRS256
 	}
 	switch {
 	case c.ClientType == Public && m != AuthNone:
