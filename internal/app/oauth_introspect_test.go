@@ -88,7 +88,7 @@ func TestOAuthIntrospectActiveTokens(t *testing.T) {
 		// Discovery names the endpoint and its client authentication methods.
 		d := e.Call(t, "GET", "/.well-known/openid-configuration", "", nil, http.StatusOK).JSON()
 		if d["introspection_endpoint"] != e.URL+"/v1/oauth/introspect" ||
-			!reflect.DeepEqual(d["introspection_endpoint_auth_methods_supported"], []any{"client_secret_post", "client_secret_basic"}) {
+			!reflect.DeepEqual(d["introspection_endpoint_auth_methods_supported"], []any{"client_secret_post", "client_secret_basic", "private_key_jwt"}) {
 			t.Fatalf("discovery: %v %v", d["introspection_endpoint"], d["introspection_endpoint_auth_methods_supported"])
 		}
 	})

@@ -161,6 +161,19 @@ func (s *Server) routes() chi.Router {
 	route("PATCH", "/v1/oauth/clients/{id}", Authenticated(), oa.UpdateClient)
 	route("DELETE", "/v1/oauth/clients/{id}", Authenticated(), oa.DeleteClient)
 	route("POST", "/v1/oauth/clients/{id}/regenerate-secret", Authenticated(), oa.RegenerateSecret)
+	// Dynamic client registration (RFC 7591) and management (RFC 7592):
+	// the registration endpoint checks the initial access token itself (in
+	// HMID_DYNAMIC_REGISTRATION=token mode; anyone in open mode; 404 when
+	// off), the management endpoints the client's registration access
+	// token. Initial access tokens are for super admins and system keys
+	// (Perm("*:*") admits only them and holders of the wildcard).
+	route("POST", "/v1/oauth/register", Public(), oa.Register)
+	route("GET", "/v1/oauth/register/{id}", Public(), oa.ReadRegistration)
+	route("PUT", "/v1/oauth/register/{id}", Public(), oa.UpdateRegistration)
+	route("DELETE", "/v1/oauth/register/{id}", Public(), oa.DeleteRegistration)
+	route("GET", "/v1/oauth/initial-access-tokens", Perm("*:*"), oa.ListInitialTokens)
+	route("POST", "/v1/oauth/initial-access-tokens", Perm("*:*"), oa.CreateInitialToken)
+	route("DELETE", "/v1/oauth/initial-access-tokens/{id}", Perm("*:*"), oa.RevokeInitialToken)
 	// REST twins of GraphQL myOauthConsents and revokeOauthConsent (extension).
 	route("GET", "/v1/users/me/consents", Authenticated(), oa.ListMyConsents)
 	route("DELETE", "/v1/users/me/consents/{client_id}", Authenticated(), oa.RevokeMyConsent)
@@ -333,6 +346,12 @@ func (s *Server) routes() chi.Router {
 	page("POST", "/admin/api-keys/{id}/delete", Perm("api_keys:delete"), crp.DeleteKey)                    // DELETE /v1/api-keys/{id}
 	page("POST", "/admin/api-keys/{id}/roles", Perm("api_keys:write"), crp.AddKeyRole)                     // POST /v1/api-keys/{id}/roles
 	page("POST", "/admin/api-keys/{id}/roles/{role_id}/remove", Perm("api_keys:write"), crp.RemoveKeyRole) // DELETE /v1/api-keys/{id}/roles/{role_id}
+
+	// Initial access tokens for dynamic registration (RFC 7591) on
+	// /admin/clients, with the rule of /v1/oauth/initial-access-tokens.
+	page("POST", "/admin/clients/initial-tokens", Perm("*:*"), crp.CreateInitialToken)             // POST /v1/oauth/initial-access-tokens
+	page("POST", "/admin/clients/initial-tokens/{id}/revoke", Perm("*:*"), crp.RevokeInitialToken) // DELETE /v1/oauth/initial-access-tokens/{id}
+
 	// (admin: audit log and reports)
 	aa := s.adminAuditPages
 	page("GET", "/admin/audit", Perm("audit:read"), aa.List) // GET /v1/admin/audit

@@ -42,6 +42,10 @@ func (s *Server) buildOAuth(ctx context.Context) error {
 		DefaultIDTokenAlg:    s.Config.IDTokenAlg,
 		RefreshReuseInterval: s.Config.RefreshReuseInterval,
 		Outbound:             s.Outbound,
+		OutboundHTTP:         s.OutboundHTTP,
+		Cache:                s.Cache,
+		Registration:         s.Config.DynamicRegistration,
+		RegistrationExpiry:   s.Config.DynamicRegistrationExpiry,
 	}
 	s.OAuth = svc
 	s.oauthHandler = &oauth.Handler{S: svc}

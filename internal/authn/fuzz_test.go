@@ -6,7 +6,7 @@ import (
 )
 
 // FuzzParseBearer checks that no Authorization header makes ParseBearer
-// panic, and that an accepted token is non-empty, at most 512 bytes and made
+// panic, and that an accepted token is non-empty, at most MaxBearerLen bytes and made
 // only of b64token characters (RFC 6750 §2.1), so never holds a space.
 func FuzzParseBearer(f *testing.F) {
 	for _, s := range []string{
@@ -24,7 +24,7 @@ func FuzzParseBearer(f *testing.F) {
 			}
 			return
 		}
-		if tok == "" || len(tok) > 512 || strings.ContainsAny(tok, " \t\r\n\x00") {
+		if tok == "" || len(tok) > MaxBearerLen || strings.ContainsAny(tok, " \t\r\n\x00") {
 			t.Fatalf("accepted %q as %q", header, tok)
 		}
 		for i := 0; i < len(tok); i++ {

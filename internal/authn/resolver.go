@@ -65,7 +65,7 @@ var ErrInvalidToken = errInvalid
 
 // Resolve returns the principal for tok, or an Unauthorized error.
 func (r *Resolver) Resolve(ctx context.Context, tok string) (*Principal, error) {
-	if strings.HasPrefix(tok, token.PrefixAccessToken) {
+	if strings.HasPrefix(tok, token.PrefixAccessToken) || LooksLikeJWT(tok) {
 		if r.OAuth == nil {
 			return nil, errInvalid
 		}

@@ -60,6 +60,13 @@ type Config struct {
 	// new pair instead of revoking its family; 0 is strict reuse detection.
 	RefreshReuseInterval time.Duration
 
+	// DynamicRegistration is HMID_DYNAMIC_REGISTRATION: off (default), token
+	// (an initial access token is needed) or open (RFC 7591 §3); and
+	// DynamicRegistrationExpiry HMID_DYNAMIC_REGISTRATION_EXPIRY, how long
+	// an open registration lives without a token issued to it.
+	DynamicRegistration       string
+	DynamicRegistrationExpiry time.Duration
+
 	// LoginEnv reads the HMID_LOGIN_* variables of the upstream sign-in
 	// providers (package upstream validates them); nil means none is set.
 	LoginEnv func(string) string
@@ -193,6 +200,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if c.RefreshReuseInterval, err = reuseInterval(get("HMID_REFRESH_REUSE_INTERVAL", "0")); err != nil {
 		return c, err
 	}
+	if c.DynamicRegistration, c.DynamicRegistrationExpiry, err = dynamicRegistration(get); err != nil {
+		return c, err
+	}
 	if c.MailFrom == "" {
 		host := "localhost"
 		if u, err := url.Parse(c.PublicURL); err == nil && u.Hostname() != "" {
@@ -267,6 +277,21 @@ func positiveDuration(get func(string, string) string, name string, def time.Dur
 		return 0, fmt.Errorf("%s must be a positive duration such as 30s, got %q", name, v)
 	}
 	return d, nil
+}
+
+// dynamicRegistration reads HMID_DYNAMIC_REGISTRATION and
+// HMID_DYNAMIC_REGISTRATION_EXPIRY (at least an hour; default 720h).
+func dynamicRegistration(get func(string, string) string) (string, time.Duration, error) {
+	mode := strings.ToLower(get("HMID_DYNAMIC_REGISTRATION", "off"))
+	if mode != "off" && mode != "token" && mode != "open" {
+		return "", 0, fmt.Errorf("HMID_DYNAMIC_REGISTRATION must be off, token or open, got %q", mode)
+	}
+	v := get("HMID_DYNAMIC_REGISTRATION_EXPIRY", "720h")
+	d, err := time.ParseDuration(v)
+	if err != nil || d < time.Hour {
+		return "", 0, fmt.Errorf("HMID_DYNAMIC_REGISTRATION_EXPIRY must be a duration of at least 1h such as 720h, got %q", v)
+	}
+	return mode, d, nil
 }
 
 // MaxRefreshReuseInterval bounds HMID_REFRESH_REUSE_INTERVAL: the window

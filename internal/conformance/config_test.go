@@ -69,7 +69,7 @@ func TestConfigOP(t *testing.T) {
 				r.require(g == "authorization_code" || g == "refresh_token", "CheckDiscEndpointGrantTypesSupported", g)
 			}
 			for _, m := range c.discList("token_endpoint_auth_methods_supported") {
-				r.require(slices.Contains([]string{"client_secret_basic", "client_secret_post", "none"}, m), "CheckDiscEndpointTokenEndpointAuthMethodsSupported", m)
+				r.require(slices.Contains([]string{"client_secret_basic", "client_secret_post", "private_key_jwt", "none"}, m), "CheckDiscEndpointTokenEndpointAuthMethodsSupported", m)
 			}
 			r.require(slices.Contains(c.discList("response_modes_supported"), "query"), "CheckDiscEndpointResponseModesSupported")
 			for _, k := range []string{"claims_parameter_supported", "request_parameter_supported", "request_uri_parameter_supported"} {

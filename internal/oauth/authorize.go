@@ -56,6 +56,7 @@ type authzRequest struct {
 	loginAfter time.Time
 	params     url.Values
 	oidc       oidcRequest
+	resources  []string // resource indicators (RFC 8707), granted with the code
 }
 
 // Authorize serves GET and POST /v1/oauth/authorize (spec 1, Authorization;
@@ -102,6 +103,7 @@ func (h *Handler) Authorize(w http.ResponseWriter, r *http.Request) {
 	ar.grant.AuthTime = user.AuthTime
 	ac.Claims = ar.oidc.claims
 	ac.ClaimScopes = ar.oidc.claims.claimScopes(ar.grant.Scopes, ar.client.AllowedScopes)
+	ac.Resources = ar.resources
 	ar.grant.Context = ac
 	ar.grant.SessionID = user.SessionID
 	consentScopes := union(ar.grant.Scopes, ac.ClaimScopes)
@@ -197,6 +199,9 @@ func (s *Service) parseAuthorize(r *http.Request) (ar authzRequest, oe *Error, o
 	if oe := s.checkAuthorizeParams(&ar, q); oe != nil {
 		return ar, oe, true
 	}
+	if oe := checkGrant(c, GrantAuthorizationCode); oe != nil { // RFC 6749 §4.1.2.1
+		return ar, oe, true
+	}
 	return ar, s.checkOIDCParams(r.Context(), &ar, q), true
 }
 
@@ -207,10 +212,29 @@ const (
 	MaxNonce = 512
 )
 
+// checkAuthorizeParams checks an authorization request's parameters and
+// fills ar's grant, prompt and max_age from them, in the order the errors
+// are reported.
 func (s *Service) checkAuthorizeParams(ar *authzRequest, q url.Values) *Error {
-	// RFC 6749 §3.1: parameters must not be repeated.
+	for _, check := range []func(*authzRequest, url.Values) *Error{checkRequestShape, checkRequestScopes, checkPKCE, checkPrompt, checkAuthorizeResources} {
+		if e := check(ar, q); e != nil {
+			return e
+		}
+	}
+	if v := q.Get(loginAfterParam); v != "" {
+		if t, ok := s.verifyLoginAfter(v); ok {
+			ar.loginAfter = t
+		}
+	}
+	return nil
+}
+
+// checkRequestShape refuses repeated parameters, oversized state and nonce,
+// request objects and any response type or mode but code and query.
+func checkRequestShape(ar *authzRequest, q url.Values) *Error {
+	// RFC 6749 §3.1: parameters must not be repeated; resource may be (RFC 8707 §2).
 	for k, v := range q {
-		if len(v) > 1 {
+		if len(v) > 1 && k != "resource" {
 			return oerr(ErrInvalidRequest, k+" is given more than once")
 		}
 	}
@@ -239,6 +263,11 @@ func (s *Service) checkAuthorizeParams(ar *authzRequest, q url.Values) *Error {
 	if rm := q.Get("response_mode"); rm != "" && rm != "query" {
 		return oerr(ErrInvalidRequest, "response_mode must be query")
 	}
+	return nil
+}
+
+// checkRequestScopes requires a scope of known names the client may ask for.
+func checkRequestScopes(ar *authzRequest, q url.Values) *Error {
 	scopes := parseScope(q.Get("scope"))
 	if len(scopes) == 0 {
 		return oerr(ErrInvalidRequest, "scope is required")
@@ -252,8 +281,11 @@ func (s *Service) checkAuthorizeParams(ar *authzRequest, q url.Values) *Error {
 		}
 	}
 	ar.grant.Scopes = scopes
+	return nil
+}
 
-	// PKCE (RFC 7636; RFC 9700 §2.1.1): S256 only; mandatory for public clients.
+// checkPKCE: S256 only; mandatory for public clients (RFC 7636; RFC 9700 §2.1.1).
+func checkPKCE(ar *authzRequest, q url.Values) *Error {
 	challenge, method := q.Get("code_challenge"), q.Get("code_challenge_method")
 	switch {
 	case challenge == "" && method != "":
@@ -268,8 +300,11 @@ func (s *Service) checkAuthorizeParams(ar *authzRequest, q url.Values) *Error {
 		return oerr(ErrInvalidRequest, "public clients must use PKCE: code_challenge with code_challenge_method=S256")
 	}
 	ar.grant.Challenge = challenge
+	return nil
+}
 
-	// OpenID Connect Core §3.1.2.1: prompt and max_age.
+// checkPrompt reads prompt and max_age (OpenID Connect Core §3.1.2.1).
+func checkPrompt(ar *authzRequest, q url.Values) *Error {
 	for _, p := range strings.Split(q.Get("prompt"), " ") {
 		switch p {
 		case "":
@@ -290,11 +325,6 @@ func (s *Service) checkAuthorizeParams(ar *authzRequest, q url.Values) *Error {
 			return oerr(ErrInvalidRequest, "max_age must be a non-negative integer")
 		}
 		ar.maxAge = n
-	}
-	if v := q.Get(loginAfterParam); v != "" {
-		if t, ok := s.verifyLoginAfter(v); ok {
-			ar.loginAfter = t
-		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"net/url"
 	"slices"
@@ -67,6 +68,30 @@ type Client struct {
 	// BackchannelLogoutSessionRequired: the client needs sid in logout
 	// tokens (hmid always sends it; kept as registered, §2.2).
 	BackchannelLogoutSessionRequired bool `json:"backchannel_logout_session_required"`
+
+	// TokenEndpointAuthMethod is how the client authenticates (RFC 7591 §2):
+	// none (public), client_secret_basic or client_secret_post (either is
+	// accepted), or private_key_jwt with the keys of JWKS or JWKSURI.
+	TokenEndpointAuthMethod string          `json:"token_endpoint_auth_method"`
+	JWKS                    json.RawMessage `json:"jwks"`
+	JWKSURI                 *string         `json:"jwks_uri"`
+
+	// Resources are the absolute URIs the client may ask access tokens for
+	// (RFC 8707; empty: any); AccessTokenFormat is opaque or jwt (RFC 9068).
+	Resources         []string `json:"resources"`
+	AccessTokenFormat string   `json:"access_token_format"`
+	// GrantTypes are the grants the client may use (RFC 7591 §2; granttypes.go).
+	GrantTypes []string `json:"grant_types"`
+
+	// DynamicRegistration says how a dynamically registered client came in
+	// (RFC 7591; "token" or "open"), nil for one registered through the API.
+	DynamicRegistration *string `json:"dynamic_registration"`
+	// LastUsedAt is when a token was last issued to a dynamically registered
+	// client, as of the hourly purge (nil: never, or not tracked).
+	LastUsedAt *time.Time `json:"last_used_at"`
+
+	registrationHash string // hash of the registration access token (RFC 7592)
+	initialTokenID   string // the initial access token that registered it
 }
 
 // ClientInput is the body of client creation and update; on update only the
@@ -88,20 +113,49 @@ type ClientInput struct {
 	PostLogoutRedirectURIs           httpx.Opt[[]string] `json:"post_logout_redirect_uris"`
 	BackchannelLogoutURI             httpx.Opt[string]   `json:"backchannel_logout_uri"`
 	BackchannelLogoutSessionRequired httpx.Opt[bool]     `json:"backchannel_logout_session_required"`
+	// Client authentication (RFC 7591 §2; private_key_jwt, RFC 7523).
+	TokenEndpointAuthMethod httpx.Opt[string]          `json:"token_endpoint_auth_method"`
+	JWKS                    httpx.Opt[json.RawMessage] `json:"jwks"`
+	JWKSURI                 httpx.Opt[string]          `json:"jwks_uri"`
+	// Resource indicators (RFC 8707) and the access token format (RFC 9068).
+	Resources         httpx.Opt[[]string] `json:"resources"`
+	AccessTokenFormat httpx.Opt[string]   `json:"access_token_format"`
+	// GrantTypes (RFC 7591 §2): DefaultGrantTypes when not given on creation.
+	GrantTypes httpx.Opt[[]string] `json:"grant_types"`
 }
 
 const clientCols = `id, owner_id, name, description, logo_url, homepage_url, privacy_policy_url, terms_of_service_url,
 	redirect_uris, allowed_scopes, client_type, is_first_party, is_active, id_token_alg, secret_hash, created_at, updated_at,
-	post_logout_redirect_uris, backchannel_logout_uri, backchannel_logout_session_required`
+	post_logout_redirect_uris, backchannel_logout_uri, backchannel_logout_session_required,
+	token_endpoint_auth_method, jwks, jwks_uri, resources, access_token_format, grant_types,
+	registration_kind, registration_token_hash, last_used_at, initial_token_id`
 
 func scanClient(row interface{ Scan(...any) error }) (Client, error) {
 	var c Client
-	var owner, logo, home, privacy, tos, secret, bcl sql.NullString
-	var redirects, scopes, postLogout db.Strings
+	var owner, logo, home, privacy, tos, secret, bcl, jwks, jwksURI, regKind, regHash, iat sql.NullString
+	var lastUsed sql.NullInt64
+	var redirects, scopes, postLogout, resources, grants db.Strings
 	var created, updated int64
 	err := row.Scan(&c.ID, &owner, &c.Name, &c.Description, &logo, &home, &privacy, &tos, &redirects, &scopes,
 		&c.ClientType, &c.IsFirstParty, &c.IsActive, &c.IDTokenSignedResponseAlg, &secret, &created, &updated,
-		&postLogout, &bcl, &c.BackchannelLogoutSessionRequired)
+		&postLogout, &bcl, &c.BackchannelLogoutSessionRequired,
+		&c.TokenEndpointAuthMethod, &jwks, &jwksURI, &resources, &c.AccessTokenFormat, &grants,
+		&regKind, &regHash, &lastUsed, &iat)
+	c.DynamicRegistration, c.registrationHash, c.initialTokenID = db.StringPtr(regKind), regHash.String, iat.String
+	if lastUsed.Valid {
+		t := db.FromTS(lastUsed.Int64)
+		c.LastUsedAt = &t
+	}
+	c.GrantTypes = grants
+	c.Resources = resources
+	if c.Resources == nil {
+		c.Resources = []string{}
+	}
+	c.TokenEndpointAuthMethod = effectiveAuthMethod(c.TokenEndpointAuthMethod, c.ClientType)
+	if jwks.Valid {
+		c.JWKS = json.RawMessage(jwks.String)
+	}
+	c.JWKSURI = db.StringPtr(jwksURI)
 	c.PostLogoutRedirectURIs, c.BackchannelLogoutURI = postLogout, db.StringPtr(bcl)
 	if c.PostLogoutRedirectURIs == nil {
 		c.PostLogoutRedirectURIs = []string{}
@@ -111,6 +165,14 @@ func scanClient(row interface{ Scan(...any) error }) (Client, error) {
 	c.secretHash = secret.String
 	c.CreatedAt, c.UpdatedAt = db.FromTS(created), db.FromTS(updated)
 	return c, err
+}
+
+// nullJSON stores raw JSON as text, NULL when absent.
+func nullJSON(b json.RawMessage) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
 }
 
 func nullStr(p *string) any {
@@ -197,8 +259,59 @@ func (s *Service) checkBackchannelTarget(c Client) error {
 	return apperr.OnField("backchannel_logout_uri", apperr.Invalid("backchannel_logout_uri: %s", err.Error()))
 }
 
+// checkOutboundTargets checks, at creation, the URLs hmid will call.
+func (s *Service) checkOutboundTargets(c Client) error {
+	if err := s.checkBackchannelTarget(c); err != nil {
+		return err
+	}
+	return s.checkJWKSTarget(c)
+}
+
+// checkJWKSTarget refuses a jwks_uri naming an internal address the
+// outbound rules do not allow, like checkBackchannelTarget.
+func (s *Service) checkJWKSTarget(c Client) error {
+	if c.JWKSURI == nil {
+		return nil
+	}
+	err := s.Outbound.CheckURL(*c.JWKSURI)
+	var refused *outbound.RefusedError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &refused):
+		return apperr.OnField("jwks_uri", apperr.Invalid(
+			"jwks_uri names an internal address, %s (%s): hmid fetches nothing there unless the operator allows its range in %s",
+			refused.Addr, refused.Range, outbound.EnvAllowCIDRs))
+	}
+	return apperr.OnField("jwks_uri", apperr.Invalid("jwks_uri: %s", err.Error()))
+}
+
 // applyInput validates the set fields of in and applies them to c.
 func applyInput(c *Client, in ClientInput, creating bool) error {
+	for _, apply := range []func(*Client, ClientInput, bool) error{
+		applyTexts, applyURLs, applyRedirectURIs, applyScopes, applyClientType, applyIDTokenAlg, applyAuthMethod, applyResources,
+	} {
+		if err := apply(c, in, creating); err != nil {
+			return err
+		}
+	}
+	if err := applyLogoutInput(c, in); err != nil {
+		return err
+	}
+	if err := applyGrantTypes(c, in, creating); err != nil {
+		return err
+	}
+	if in.IsActive.Set {
+		if in.IsActive.Ptr() == nil {
+			return apperr.OnField("is_active", apperr.Invalid("is_active must be true or false"))
+		}
+		c.IsActive = in.IsActive.Value
+	}
+	return nil
+}
+
+// applyTexts applies name (required on creation) and description.
+func applyTexts(c *Client, in ClientInput, creating bool) error {
 	if in.Name.Set || creating {
 		name := strings.TrimSpace(in.Name.Value)
 		if name == "" || len(name) > 100 {
@@ -212,6 +325,12 @@ func applyInput(c *Client, in ClientInput, creating bool) error {
 		}
 		c.Description = in.Description.Value
 	}
+	return nil
+}
+
+// applyURLs applies the optional http(s) URLs shown on the consent screen;
+// an empty string clears one.
+func applyURLs(c *Client, in ClientInput, _ bool) error {
 	for _, f := range []struct {
 		name string
 		in   httpx.Opt[string]
@@ -234,75 +353,92 @@ func applyInput(c *Client, in ClientInput, creating bool) error {
 		}
 		*f.dst = v
 	}
-	if in.RedirectURIs.Set || creating {
-		uris := in.RedirectURIs.Value
-		if len(uris) == 0 || len(uris) > 20 {
-			return apperr.OnField("redirect_uris", apperr.Invalid("redirect_uris needs at least one and at most 20 URIs"))
-		}
-		var clean []string
-		for _, raw := range uris {
-			u, err := normalizeRedirectURI(raw)
-			if err != nil {
-				return apperr.OnField("redirect_uris", err)
-			}
-			if !slices.Contains(clean, u) {
-				clean = append(clean, u)
-			}
-		}
-		c.RedirectURIs = clean
+	return nil
+}
+
+// applyRedirectURIs applies 1 to 20 redirect URIs, normalized and without
+// duplicates (required on creation).
+func applyRedirectURIs(c *Client, in ClientInput, creating bool) error {
+	if !in.RedirectURIs.Set && !creating {
+		return nil
 	}
-	if in.AllowedScopes.Set || creating {
-		scopes := in.AllowedScopes.Value
-		if !in.AllowedScopes.Set || scopes == nil {
-			scopes = []string{"openid", "profile", "email"}
-		}
-		var clean []string
-		for _, sc := range scopes {
-			if _, ok := knownScope(sc); !ok {
-				return apperr.OnField("allowed_scopes", apperr.Invalid("scope %q is not known; known scopes are %s", sc, strings.Join(ScopeNames(), ", ")))
-			}
-			if !slices.Contains(clean, sc) {
-				clean = append(clean, sc)
-			}
-		}
-		if clean == nil {
-			clean = []string{}
-		}
-		c.AllowedScopes = clean
+	uris := in.RedirectURIs.Value
+	if len(uris) == 0 || len(uris) > 20 {
+		return apperr.OnField("redirect_uris", apperr.Invalid("redirect_uris needs at least one and at most 20 URIs"))
 	}
-	if creating {
-		c.ClientType = Confidential
-		if in.ClientType.Set && in.ClientType.Value != "" {
-			c.ClientType = in.ClientType.Value
+	var clean []string
+	for _, raw := range uris {
+		u, err := normalizeRedirectURI(raw)
+		if err != nil {
+			return apperr.OnField("redirect_uris", err)
 		}
-		if c.ClientType != Confidential && c.ClientType != Public {
-			return apperr.OnField("client_type", apperr.Invalid("client_type must be confidential or public"))
+		if !slices.Contains(clean, u) {
+			clean = append(clean, u)
 		}
-	} else if in.ClientType.Set && in.ClientType.Value != c.ClientType {
-		return apperr.OnField("client_type", apperr.Invalid("client_type cannot be changed after registration; register a new client"))
 	}
-	if in.IDTokenSignedResponseAlg.Set || creating {
-		alg := in.IDTokenSignedResponseAlg.Value
-		if alg == "" {
-			alg = AlgHS256
-			if creating { // the caller's default (HMID_ID_TOKEN_ALG)
-				alg = cmp.Or(c.IDTokenSignedResponseAlg, AlgHS256)
-			}
-		}
-		if alg != AlgHS256 && alg != AlgRS256 && alg != AlgES256 {
-			return apperr.OnField("id_token_signed_response_alg", apperr.Invalid("id_token_signed_response_alg must be HS256, RS256 or ES256"))
-		}
-		c.IDTokenSignedResponseAlg = alg
+	c.RedirectURIs = clean
+	return nil
+}
+
+// applyScopes applies allowed_scopes, known scopes only; a creation without
+// them gets openid, profile and email.
+func applyScopes(c *Client, in ClientInput, creating bool) error {
+	if !in.AllowedScopes.Set && !creating {
+		return nil
 	}
-	if err := applyLogoutInput(c, in); err != nil {
-		return err
+	scopes := in.AllowedScopes.Value
+	if !in.AllowedScopes.Set || scopes == nil {
+		scopes = []string{"openid", "profile", "email"}
 	}
-	if in.IsActive.Set {
-		if in.IsActive.Ptr() == nil {
-			return apperr.OnField("is_active", apperr.Invalid("is_active must be true or false"))
+	clean := []string{}
+	for _, sc := range scopes {
+		if _, ok := knownScope(sc); !ok {
+			return apperr.OnField("allowed_scopes", apperr.Invalid("scope %q is not known; known scopes are %s", sc, strings.Join(ScopeNames(), ", ")))
 		}
-		c.IsActive = in.IsActive.Value
+		if !slices.Contains(clean, sc) {
+			clean = append(clean, sc)
+		}
 	}
+	c.AllowedScopes = clean
+	return nil
+}
+
+// applyClientType sets the client type on creation (confidential unless
+// public is asked for); it cannot change afterwards.
+func applyClientType(c *Client, in ClientInput, creating bool) error {
+	if !creating {
+		if in.ClientType.Set && in.ClientType.Value != c.ClientType {
+			return apperr.OnField("client_type", apperr.Invalid("client_type cannot be changed after registration; register a new client"))
+		}
+		return nil
+	}
+	c.ClientType = Confidential
+	if in.ClientType.Set && in.ClientType.Value != "" {
+		c.ClientType = in.ClientType.Value
+	}
+	if c.ClientType != Confidential && c.ClientType != Public {
+		return apperr.OnField("client_type", apperr.Invalid("client_type must be confidential or public"))
+	}
+	return nil
+}
+
+// applyIDTokenAlg applies id_token_signed_response_alg; empty means HS256
+// on update and the caller's default (HMID_ID_TOKEN_ALG) on creation.
+func applyIDTokenAlg(c *Client, in ClientInput, creating bool) error {
+	if !in.IDTokenSignedResponseAlg.Set && !creating {
+		return nil
+	}
+	alg := in.IDTokenSignedResponseAlg.Value
+	if alg == "" {
+		alg = AlgHS256
+		if creating {
+			alg = cmp.Or(c.IDTokenSignedResponseAlg, AlgHS256)
+		}
+	}
+	if alg != AlgHS256 && alg != AlgRS256 && alg != AlgES256 {
+		return apperr.OnField("id_token_signed_response_alg", apperr.Invalid("id_token_signed_response_alg must be HS256, RS256 or ES256"))
+	}
+	c.IDTokenSignedResponseAlg = alg
 	return nil
 }
 
@@ -323,7 +459,7 @@ func (s *Service) CreateClient(ctx context.Context, p *authn.Principal, in Clien
 	if err := applyInput(&c, in, true); err != nil {
 		return Client{}, err
 	}
-	if err := s.checkBackchannelTarget(c); err != nil {
+	if err := s.checkOutboundTargets(c); err != nil {
 		return Client{}, err
 	}
 	if in.IsFirstParty.Value {
@@ -337,20 +473,10 @@ func (s *Service) CreateClient(ctx context.Context, p *authn.Principal, in Clien
 		owner := p.UserID
 		c.OwnerID = &owner
 	}
-	var secretHash any
-	if c.ClientType == Confidential {
-		c.ClientSecret = token.New(token.PrefixClientSecret)
-		secretHash = token.Hash(c.ClientSecret)
-	}
+	c.newSecret()
 	now := s.Clock.Now()
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO oauth_clients (id, owner_id, name, description, logo_url, homepage_url, privacy_policy_url, terms_of_service_url,
-			redirect_uris, allowed_scopes, client_type, is_first_party, is_active, id_token_alg, secret_hash, created_at, updated_at,
-			post_logout_redirect_uris, backchannel_logout_uri, backchannel_logout_session_required)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, $17, $18, $19)`,
-			c.ID, nullStr(c.OwnerID), c.Name, c.Description, nullStr(c.LogoURL), nullStr(c.HomepageURL), nullStr(c.PrivacyPolicyURL), nullStr(c.TermsOfServiceURL),
-			db.JSON(c.RedirectURIs), db.JSON(c.AllowedScopes), c.ClientType, c.IsFirstParty, c.IsActive, c.IDTokenSignedResponseAlg, secretHash, db.TS(now),
-			db.JSON(c.PostLogoutRedirectURIs), nullStr(c.BackchannelLogoutURI), c.BackchannelLogoutSessionRequired); err != nil {
+		if err := insertClient(ctx, tx, c, now); err != nil {
 			return err
 		}
 		_, err := s.Audit.Record(ctx, tx, m.event(audit.Event{
@@ -368,6 +494,32 @@ func (s *Service) CreateClient(ctx context.Context, p *authn.Principal, in Clien
 	c, err = s.loadClient(ctx, s.DB, c.ID)
 	c.ClientSecret = secret
 	return c, err
+}
+
+// newSecret gives a confidential client that authenticates with a secret
+// its first one, shown once in the answer; hmid keeps only the hash.
+func (c *Client) newSecret() {
+	if c.ClientType == Confidential && c.TokenEndpointAuthMethod != AuthPrivateKeyJWT {
+		c.ClientSecret = token.New(token.PrefixClientSecret)
+		c.secretHash = token.Hash(c.ClientSecret)
+	}
+}
+
+// insertClient stores a new client, with its registration columns when it
+// was registered dynamically (registration.go).
+func insertClient(ctx context.Context, tx *db.Tx, c Client, now time.Time) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO oauth_clients (id, owner_id, name, description, logo_url, homepage_url, privacy_policy_url, terms_of_service_url,
+		redirect_uris, allowed_scopes, client_type, is_first_party, is_active, id_token_alg, secret_hash, created_at, updated_at,
+		post_logout_redirect_uris, backchannel_logout_uri, backchannel_logout_session_required,
+		token_endpoint_auth_method, jwks, jwks_uri, resources, access_token_format, grant_types,
+		registration_kind, registration_token_hash, initial_token_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)`,
+		c.ID, nullStr(c.OwnerID), c.Name, c.Description, nullStr(c.LogoURL), nullStr(c.HomepageURL), nullStr(c.PrivacyPolicyURL), nullStr(c.TermsOfServiceURL),
+		db.JSON(c.RedirectURIs), db.JSON(c.AllowedScopes), c.ClientType, c.IsFirstParty, c.IsActive, c.IDTokenSignedResponseAlg, nullStr(&c.secretHash), db.TS(now),
+		db.JSON(c.PostLogoutRedirectURIs), nullStr(c.BackchannelLogoutURI), c.BackchannelLogoutSessionRequired,
+		c.TokenEndpointAuthMethod, nullJSON(c.JWKS), nullStr(c.JWKSURI), db.JSON(c.Resources), c.AccessTokenFormat, db.JSON(c.GrantTypes),
+		nullStr(c.DynamicRegistration), nullStr(&c.registrationHash), nullStr(&c.initialTokenID))
+	return err
 }
 
 // actorKey names an ownerless system key as the actor of an audit event.
@@ -443,10 +595,7 @@ func itoa(n int) string {
 // making a client first-party needs a super admin or a system key.
 // Deactivating a client revokes its tokens.
 func (s *Service) UpdateClient(ctx context.Context, p *authn.Principal, id string, in ClientInput, m Meta) (Client, error) {
-	if !in.Name.Set && !in.Description.Set && !in.LogoURL.Set && !in.HomepageURL.Set && !in.PrivacyPolicyURL.Set &&
-		!in.TermsOfServiceURL.Set && !in.RedirectURIs.Set && !in.AllowedScopes.Set && !in.ClientType.Set &&
-		!in.IsFirstParty.Set && !in.IsActive.Set && !in.IDTokenSignedResponseAlg.Set &&
-		!in.PostLogoutRedirectURIs.Set && !in.BackchannelLogoutURI.Set && !in.BackchannelLogoutSessionRequired.Set {
+	if !in.anySet() {
 		return Client{}, apperr.Invalid("give at least one field to change")
 	}
 	c, err := s.manageableClient(ctx, p, id, "oauth_clients:update")
@@ -459,26 +608,84 @@ func (s *Service) UpdateClient(ctx context.Context, p *authn.Principal, id strin
 	if in.IsFirstParty.Set && in.IsFirstParty.Value && !MaySetFirstParty(p) {
 		return Client{}, apperr.OnField("is_first_party", apperr.Forbiddenf("only super admins and system keys can make a client first-party"))
 	}
+	before := c.TokenEndpointAuthMethod
 	if err := applyInput(&c, in, false); err != nil {
 		return Client{}, err
 	}
-	if in.BackchannelLogoutURI.Set { // a stored URI stays usable whatever the allow list is now
-		if err := s.checkBackchannelTarget(c); err != nil {
-			return Client{}, err
-		}
+	if err := s.checkChangedTargets(c, in); err != nil {
+		return Client{}, err
 	}
 	if in.IsFirstParty.Set {
 		c.IsFirstParty = in.IsFirstParty.Value
 	}
+	secret := switchSecret(&c, before)
+	if err := s.saveClient(ctx, p, c, m); err != nil {
+		return Client{}, err
+	}
+	s.clientsChanged()
+	s.forgetClientKeys(c.ID)
+	c, err = s.loadClient(ctx, s.DB, c.ID)
+	c.ClientSecret = secret
+	return c, err
+}
+
+// switchSecret follows a change of authentication method: a client that
+// moves to private_key_jwt loses its secret (it no longer authenticates
+// with one), and one that moves from private_key_jwt to a secret method
+// gets a new secret, returned once in the answer of the update.
+func switchSecret(c *Client, before string) string {
+	switch {
+	case before == c.TokenEndpointAuthMethod:
+		return ""
+	case c.TokenEndpointAuthMethod == AuthPrivateKeyJWT:
+		c.secretHash = ""
+	case before == AuthPrivateKeyJWT && c.ClientType == Confidential:
+		secret := token.New(token.PrefixClientSecret)
+		c.secretHash = token.Hash(secret)
+		return secret
+	}
+	return ""
+}
+
+// checkChangedTargets checks the outbound URLs an update sets (a stored URI
+// stays usable whatever the allow list is now).
+func (s *Service) checkChangedTargets(c Client, in ClientInput) error {
+	if in.BackchannelLogoutURI.Set {
+		if err := s.checkBackchannelTarget(c); err != nil {
+			return err
+		}
+	}
+	if in.JWKSURI.Set {
+		return s.checkJWKSTarget(c)
+	}
+	return nil
+}
+
+// anySet reports whether the input sets any field.
+func (in ClientInput) anySet() bool {
+	return slices.Contains([]bool{in.Name.Set, in.Description.Set, in.LogoURL.Set, in.HomepageURL.Set, in.PrivacyPolicyURL.Set,
+		in.TermsOfServiceURL.Set, in.RedirectURIs.Set, in.AllowedScopes.Set, in.ClientType.Set,
+		in.IsFirstParty.Set, in.IsActive.Set, in.IDTokenSignedResponseAlg.Set,
+		in.PostLogoutRedirectURIs.Set, in.BackchannelLogoutURI.Set, in.BackchannelLogoutSessionRequired.Set,
+		in.TokenEndpointAuthMethod.Set, in.JWKS.Set, in.JWKSURI.Set, in.resourceFieldsSet(), in.GrantTypes.Set}, true)
+}
+
+// saveClient writes an updated client and audits it; deactivating a client
+// revokes its tokens in the same transaction.
+func (s *Service) saveClient(ctx context.Context, p *authn.Principal, c Client, m Meta) error {
 	now := s.Clock.Now()
-	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
+	return s.DB.Tx(ctx, func(tx *db.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE oauth_clients SET name = $1, description = $2, logo_url = $3, homepage_url = $4,
 			privacy_policy_url = $5, terms_of_service_url = $6, redirect_uris = $7, allowed_scopes = $8, is_first_party = $9,
 			is_active = $10, id_token_alg = $11, updated_at = $12,
-			post_logout_redirect_uris = $14, backchannel_logout_uri = $15, backchannel_logout_session_required = $16 WHERE id = $13`,
+			post_logout_redirect_uris = $14, backchannel_logout_uri = $15, backchannel_logout_session_required = $16,
+			token_endpoint_auth_method = $17, jwks = $18, jwks_uri = $19, secret_hash = $20,
+			resources = $21, access_token_format = $22, grant_types = $23 WHERE id = $13`,
 			c.Name, c.Description, nullStr(c.LogoURL), nullStr(c.HomepageURL), nullStr(c.PrivacyPolicyURL), nullStr(c.TermsOfServiceURL),
 			db.JSON(c.RedirectURIs), db.JSON(c.AllowedScopes), c.IsFirstParty, c.IsActive, c.IDTokenSignedResponseAlg, db.TS(now), c.ID,
-			db.JSON(c.PostLogoutRedirectURIs), nullStr(c.BackchannelLogoutURI), c.BackchannelLogoutSessionRequired); err != nil {
+			db.JSON(c.PostLogoutRedirectURIs), nullStr(c.BackchannelLogoutURI), c.BackchannelLogoutSessionRequired,
+			c.TokenEndpointAuthMethod, nullJSON(c.JWKS), nullStr(c.JWKSURI), nullStr(&c.secretHash),
+			db.JSON(c.Resources), c.AccessTokenFormat, db.JSON(c.GrantTypes)); err != nil {
 			return err
 		}
 		if !c.IsActive {
@@ -493,11 +700,6 @@ func (s *Service) UpdateClient(ctx context.Context, p *authn.Principal, id strin
 		}))
 		return err
 	})
-	if err != nil {
-		return Client{}, err
-	}
-	s.clientsChanged()
-	return s.loadClient(ctx, s.DB, c.ID)
 }
 
 // MayRegenerateSecret reports whether p, who may manage c, may also replace
@@ -524,6 +726,9 @@ func (s *Service) RegenerateSecret(ctx context.Context, p *authn.Principal, id s
 	}
 	if c.ClientType != Confidential {
 		return "", apperr.Bad("public clients have no secret")
+	}
+	if c.TokenEndpointAuthMethod == AuthPrivateKeyJWT {
+		return "", apperr.Bad("private_key_jwt clients authenticate with their keys and have no secret")
 	}
 	secret := token.New(token.PrefixClientSecret)
 	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
@@ -552,6 +757,7 @@ func (s *Service) DeleteClient(ctx context.Context, p *authn.Principal, id strin
 		return apperr.Forbiddenf("first-party clients cannot be deleted")
 	}
 	defer s.clientsChanged()
+	defer s.forgetClientKeys(c.ID)
 	return s.DB.Tx(ctx, func(tx *db.Tx) error {
 		// The tokens go with the client (ON DELETE CASCADE): a token of an
 		// unknown client never resolves again.

@@ -29,8 +29,8 @@ func (h *Handler) AuthServerMetadata(w http.ResponseWriter, r *http.Request) {
 // Connect discovery and RFC 8414 authorization server metadata.
 func (s *Service) Metadata() map[string]any {
 	base := s.Issuer
-	authMethods := []string{"client_secret_post", "client_secret_basic", "none"}
-	return map[string]any{
+	authMethods := []string{AuthSecretPost, AuthSecretBasic, AuthPrivateKeyJWT, AuthNone}
+	md := map[string]any{
 		"issuer":                                     base,
 		"authorization_endpoint":                     base + "/v1/oauth/authorize",
 		"token_endpoint":                             base + "/v1/oauth/token",
@@ -64,5 +64,13 @@ func (s *Service) Metadata() map[string]any {
 		"backchannel_logout_session_supported":          true,
 		"introspection_endpoint":                        base + "/v1/oauth/introspect",
 		"introspection_endpoint_auth_methods_supported": slices.Clone(IntrospectionAuthMethods),
+		// private_key_jwt (RFC 7523, OpenID Connect Core §9; RFC 8414 §2).
+		"token_endpoint_auth_signing_alg_values_supported":         slices.Clone(AssertionAlgs),
+		"revocation_endpoint_auth_signing_alg_values_supported":    slices.Clone(AssertionAlgs),
+		"introspection_endpoint_auth_signing_alg_values_supported": slices.Clone(AssertionAlgs),
 	}
+	if s.RegistrationMode() != RegistrationOff {
+		md["registration_endpoint"] = base + "/v1/oauth/register" // RFC 8414 §2, RFC 7591 §3
+	}
+	return md
 }

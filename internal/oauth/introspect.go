@@ -18,7 +18,7 @@ import (
 // introspection endpoint (RFC 8414 §2, introspection_endpoint_auth_methods_supported).
 // System API keys are accepted too, as a bearer token; RFC 8414 has no
 // registered name for that, so discovery does not list it.
-var IntrospectionAuthMethods = []string{"client_secret_post", "client_secret_basic"}
+var IntrospectionAuthMethods = []string{AuthSecretPost, AuthSecretBasic, AuthPrivateKeyJWT}
 
 // Introspection is the answer of the introspection endpoint (RFC 7662 §2.2).
 // An inactive token is only {"active": false}: nothing else is said about it.
@@ -31,7 +31,7 @@ type Introspection struct {
 	Exp       int64  `json:"exp,omitempty"`
 	Iat       int64  `json:"iat,omitempty"`
 	Sub       string `json:"sub,omitempty"`
-	Aud       string `json:"aud,omitempty"`
+	Aud       any    `json:"aud,omitempty"` // the client id, or the token's resources (RFC 8707)
 	Iss       string `json:"iss,omitempty"`
 	JTI       string `json:"jti,omitempty"`
 }
@@ -110,7 +110,7 @@ func (s *Service) introspectionCaller(r *http.Request, form url.Values) (string,
 // introspectSQL reads a token with what decides whether it is active: its
 // own state, its client's, and its user's (the same rules as ResolveAccessToken).
 const introspectSQL = `SELECT t.id, t.kind, t.client_id, t.user_id, t.scopes, t.created_at, t.expires_at, t.revoked_at, t.rotated_at,
-	c.is_active, u.username, u.deleted_at IS NOT NULL, ` + db.UserBannedSQL + `
+	c.is_active, u.username, u.deleted_at IS NOT NULL, ` + db.UserBannedSQL + `, t.audience
 	FROM oauth_tokens t JOIN oauth_clients c ON c.id = t.client_id JOIN users u ON u.id = t.user_id
 	WHERE t.token_hash = $1`
 
@@ -121,7 +121,7 @@ func (s *Service) introspect(ctx context.Context, tok, clientID string) (Introsp
 	inactive := Introspection{}
 	kind := ""
 	switch {
-	case token.HasShape(tok, token.PrefixAccessToken):
+	case token.HasShape(tok, token.PrefixAccessToken), authn.LooksLikeJWT(tok):
 		kind = "access"
 	case token.HasShape(tok, token.PrefixRefreshToken):
 		kind = "refresh"
@@ -135,9 +135,10 @@ func (s *Service) introspect(ctx context.Context, tok, clientID string) (Introsp
 		created, expires                    int64
 		revoked, rotated                    db.NullTime
 		clientActive, deleted, banned       bool
+		audience                            sql.NullString
 	)
 	err := s.DB.QueryRowContext(ctx, introspectSQL, token.Hash(tok), db.TS(now)).
-		Scan(&id, &rowKind, &client, &user, &scopes, &created, &expires, &revoked, &rotated, &clientActive, &username, &deleted, &banned)
+		Scan(&id, &rowKind, &client, &user, &scopes, &created, &expires, &revoked, &rotated, &clientActive, &username, &deleted, &banned, &audience)
 	if errors.Is(err, sql.ErrNoRows) {
 		return inactive, nil
 	}
@@ -151,7 +152,7 @@ func (s *Service) introspect(ctx context.Context, tok, clientID string) (Introsp
 	out := Introspection{
 		Active: true, Scope: strings.Join(scopes, " "), ClientID: client, Username: username,
 		TokenType: "Bearer", Exp: db.FromTS(expires).Unix(), Iat: db.FromTS(created).Unix(),
-		Sub: user, Aud: client, Iss: s.Issuer, JTI: id,
+		Sub: user, Aud: audienceClaim(decodeAudience(db.StringPtr(audience)), client), Iss: s.Issuer, JTI: id,
 	}
 	if kind == "refresh" {
 		out.TokenType = "refresh_token"

@@ -27,6 +27,7 @@ import (
 	"hmid/internal/audit"
 	"hmid/internal/authflow"
 	"hmid/internal/authn"
+	"hmid/internal/cache"
 	"hmid/internal/clock"
 	"hmid/internal/db"
 	"hmid/internal/outbound"
@@ -71,11 +72,26 @@ type Service struct {
 	// name at registration (HMID_OUTBOUND_ALLOW_CIDRS); the zero value
 	// refuses literal internal addresses. Delivery checks again at dial time.
 	Outbound outbound.Policy
+	// OutboundHTTP sends requests to URLs clients registered (their
+	// jwks_uri), under Outbound; nil builds a client from Outbound.
+	OutboundHTTP *http.Client
+
+	// Registration is the mode of dynamic client registration
+	// (HMID_DYNAMIC_REGISTRATION: off, token or open; "" is off), and
+	// RegistrationExpiry how long an open registration lives without a
+	// token issued to it (HMID_DYNAMIC_REGISTRATION_EXPIRY; 0: the default).
+	Registration       string
+	RegistrationExpiry time.Duration
+
+	// Cache is shared by the instances (Redis, or in-process alone): it
+	// remembers the jti of client assertions until they expire.
+	Cache cache.Cache
 
 	keyMu sync.Mutex              // serializes reading and creating signing keys
 	ring  atomic.Pointer[keyring] // the signing keys as last loaded; nil before first use
 
 	origins originCache // web origins of the clients, for CORS (cors.go)
+	jwks    jwksCache   // key sets fetched from clients' jwks_uri (clientkeys.go)
 }
 
 var (

@@ -41,6 +41,9 @@ type authContext struct {
 	// ClaimScopes are the scopes, beyond the granted ones, whose claims the
 	// claims parameter asked for; consent covered them (see claimScopes).
 	ClaimScopes []string `json:"claim_scopes,omitempty"`
+	// Resources are the resource indicators the authorization request
+	// named (RFC 8707 §2.1): the most a token of the family may be for.
+	Resources []string `json:"resources,omitempty"`
 }
 
 // oidcRequest holds the OpenID Connect parameters of an authorization

@@ -40,6 +40,10 @@ const DefaultPurgePause = 20 * time.Millisecond
 // idempotent and safe to run on several instances.
 func (s *Service) Purge(ctx context.Context) error {
 	now := s.Clock.Now()
+	// Before tokens go: their times are the last use of dynamic clients.
+	if err := s.expireRegistrations(ctx, now); err != nil {
+		return err
+	}
 	short := db.TS(now.Add(-shortRetention))
 	for _, q := range []string{
 		`DELETE FROM oauth_codes WHERE code_hash IN (SELECT code_hash FROM oauth_codes WHERE expires_at < $1 LIMIT ` + strconv.Itoa(PurgeBatch) + `)`,
@@ -178,4 +182,31 @@ func (s *Service) every(ctx context.Context, interval time.Duration, lock string
 		}
 		release()
 	}
+}
+
+// expireRegistrations records when a token was last issued to each
+// dynamically registered client (last_used_at, for the admin console),
+// then deletes the open registrations with no token issued for
+// RegistrationExpiry (RFC 7591 leaves the life of a registration to the
+// server; an unused open registration is only clutter, or abuse).
+func (s *Service) expireRegistrations(ctx context.Context, now time.Time) error {
+	if _, err := s.DB.ExecContext(ctx, `UPDATE oauth_clients SET last_used_at = (SELECT MAX(t.created_at) FROM oauth_tokens t WHERE t.client_id = oauth_clients.id)
+		WHERE registration_kind IS NOT NULL AND EXISTS (SELECT 1 FROM oauth_tokens t WHERE t.client_id = oauth_clients.id
+			AND t.created_at > COALESCE(oauth_clients.last_used_at, 0))`); err != nil {
+		return err
+	}
+	expiry := s.RegistrationExpiry
+	if expiry <= 0 {
+		expiry = DefaultRegistrationExpiry
+	}
+	cutoff := db.TS(now.Add(-expiry))
+	res, err := s.DB.ExecContext(ctx, `DELETE FROM oauth_clients WHERE registration_kind = 'open' AND COALESCE(last_used_at, created_at) < $1
+		AND NOT EXISTS (SELECT 1 FROM oauth_tokens t WHERE t.client_id = oauth_clients.id AND t.created_at >= $1)`, cutoff)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		s.clientsChanged()
+	}
+	return nil
 }

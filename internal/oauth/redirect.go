@@ -43,16 +43,8 @@ const maxRedirectURI = 2000
 // schemes of blockedSchemes, whitespace, backslashes and control characters,
 // and a query carrying a response parameter.
 func normalizeRedirectURI(raw string) (string, error) {
-	if raw == "" || len(raw) > maxRedirectURI {
-		return "", apperr.Invalid("redirect URIs must be 1 to %d characters", maxRedirectURI)
-	}
-	for i := 0; i < len(raw); i++ {
-		if c := raw[i]; c <= ' ' || c == 0x7f || c == '\\' {
-			return "", apperr.Invalid("redirect URI %q contains whitespace, a control character or a backslash", raw)
-		}
-	}
-	if strings.Contains(raw, "#") {
-		return "", apperr.Invalid("redirect URI %q must not contain a fragment (RFC 6749 §3.1.2)", raw)
+	if err := checkRedirectChars(raw); err != nil {
+		return "", err
 	}
 	colon := strings.IndexByte(raw, ':')
 	if colon < 1 || !schemeRE.MatchString(raw[:colon]) {
@@ -70,21 +62,8 @@ func normalizeRedirectURI(raw string) (string, error) {
 		return "", apperr.Invalid("redirect URI %q is not a valid URI", raw)
 	}
 	hasAuthority := strings.HasPrefix(rest, "//")
-	switch {
-	case scheme == "http" || scheme == "https":
-		if !hasAuthority || u.Host == "" {
-			return "", apperr.Invalid("redirect URI %q needs a host", raw)
-		}
-	case hasAuthority:
-		if len(rest) == 2 {
-			return "", apperr.Invalid("redirect URI %q has nothing after %s://", raw, scheme)
-		}
-	case strings.HasPrefix(rest, "/") && strings.Contains(scheme, "."):
-		// RFC 8252 §7.1: com.example.app:/oauth2redirect.
-	case strings.HasPrefix(rest, "/"):
-		return "", apperr.Invalid("redirect URI %q: the form <scheme>:/path needs a reverse-domain scheme such as com.example.app (RFC 8252 §7.1)", raw)
-	default:
-		return "", apperr.Invalid("redirect URI %q must have the form <scheme>://… or, with a reverse-domain scheme, <scheme>:/path", raw)
+	if err := checkRedirectForm(raw, scheme, rest, u); err != nil {
+		return "", err
 	}
 	if hasAuthority {
 		if err := checkAuthority(raw, rest[2:], u); err != nil {
@@ -95,6 +74,47 @@ func normalizeRedirectURI(raw string) (string, error) {
 		return "", apperr.Invalid("redirect URI %q must not carry the response parameter %s in its query", raw, name)
 	}
 	return norm, nil
+}
+
+// checkRedirectChars refuses an empty or overlong redirect URI, whitespace,
+// control characters, backslashes and fragments (RFC 6749 §3.1.2).
+func checkRedirectChars(raw string) error {
+	if raw == "" || len(raw) > maxRedirectURI {
+		return apperr.Invalid("redirect URIs must be 1 to %d characters", maxRedirectURI)
+	}
+	for i := 0; i < len(raw); i++ {
+		if c := raw[i]; c <= ' ' || c == 0x7f || c == '\\' {
+			return apperr.Invalid("redirect URI %q contains whitespace, a control character or a backslash", raw)
+		}
+	}
+	if strings.Contains(raw, "#") {
+		return apperr.Invalid("redirect URI %q must not contain a fragment (RFC 6749 §3.1.2)", raw)
+	}
+	return nil
+}
+
+// checkRedirectForm checks the shape after the scheme: http(s) needs a host
+// (RFC 6749 §3.1.2), a private-use scheme is <scheme>://… or, when
+// reverse-domain, <scheme>:/path (RFC 8252 §7.1). rest follows the colon.
+func checkRedirectForm(raw, scheme, rest string, u *url.URL) error {
+	hasAuthority := strings.HasPrefix(rest, "//")
+	switch {
+	case scheme == "http" || scheme == "https":
+		if !hasAuthority || u.Host == "" {
+			return apperr.Invalid("redirect URI %q needs a host", raw)
+		}
+	case hasAuthority:
+		if len(rest) == 2 {
+			return apperr.Invalid("redirect URI %q has nothing after %s://", raw, scheme)
+		}
+	case strings.HasPrefix(rest, "/") && strings.Contains(scheme, "."):
+		// RFC 8252 §7.1: com.example.app:/oauth2redirect.
+	case strings.HasPrefix(rest, "/"):
+		return apperr.Invalid("redirect URI %q: the form <scheme>:/path needs a reverse-domain scheme such as com.example.app (RFC 8252 §7.1)", raw)
+	default:
+		return apperr.Invalid("redirect URI %q must have the form <scheme>://… or, with a reverse-domain scheme, <scheme>:/path", raw)
+	}
+	return nil
 }
 
 // checkAuthority refuses user information, wildcard hosts and bad ports in

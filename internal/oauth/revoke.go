@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"hmid/internal/authn"
 	"hmid/internal/db"
 	"hmid/internal/token"
 )
@@ -35,7 +36,7 @@ func (h *Handler) Revoke(w http.ResponseWriter, r *http.Request) {
 	}
 	// The hint only speeds up a lookup (RFC 7009 §2.1); tokens are found by
 	// hash whatever the hint, and the prefix tells the kind.
-	if !strings.HasPrefix(tok, token.PrefixAccessToken) && !strings.HasPrefix(tok, token.PrefixRefreshToken) {
+	if !strings.HasPrefix(tok, token.PrefixAccessToken) && !strings.HasPrefix(tok, token.PrefixRefreshToken) && !authn.LooksLikeJWT(tok) {
 		securityHeaders(w)
 		w.WriteHeader(http.StatusOK)
 		return

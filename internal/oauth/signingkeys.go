@@ -55,6 +55,7 @@ type signingKey struct {
 	priv       crypto.Signer // *rsa.PrivateKey (with CRT values precomputed) or *ecdsa.PrivateKey
 	method     jwt.SigningMethod
 	header     string // the base64url JOSE header {"alg","kid","typ"}, encoded once
+	atHeader   string // the same with typ at+jwt, for JWT access tokens (RFC 9068 §2.1)
 	jwk        JWK
 	created    time.Time
 	activated  time.Time
@@ -64,11 +65,16 @@ type signingKey struct {
 // sign returns the compact JWS (RFC 7515 §7.1) of claims under k. The header
 // is encoded once per key; the signature is golang-jwt's.
 func (k *signingKey) sign(claims map[string]any) (string, error) {
+	return k.signTyped(claims, k.header)
+}
+
+// signTyped is sign with another of k's encoded headers.
+func (k *signingKey) signTyped(claims map[string]any, header string) (string, error) {
 	payload, err := json.Marshal(claims)
 	if err != nil {
 		return "", err
 	}
-	input := k.header + "." + b64(payload)
+	input := header + "." + b64(payload)
 	sig, err := k.method.Sign(input, k.priv)
 	if err != nil {
 		return "", err
@@ -259,6 +265,11 @@ func newSigningKey(kid, alg string, key any) (*signingKey, error) {
 		return nil, err
 	}
 	k.header = b64(header)
+	atHeader, err := json.Marshal(map[string]string{"alg": alg, "kid": kid, "typ": "at+jwt"})
+	if err != nil {
+		return nil, err
+	}
+	k.atHeader = b64(atHeader)
 	return k, nil
 }
 

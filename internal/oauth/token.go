@@ -42,19 +42,24 @@ func parseForm(r *http.Request) (url.Values, *Error) {
 		return nil, oerr(ErrInvalidRequest, "the form body could not be parsed")
 	}
 	for k, v := range r.PostForm {
-		if len(v) > 1 {
+		if len(v) > 1 && k != "resource" { // resource may be repeated (RFC 8707 §2)
 			return nil, oerr(ErrInvalidRequest, k+" is given more than once")
 		}
 	}
 	return r.PostForm, nil
 }
 
-// authenticateClient authenticates the client of a token or revocation
-// request: client_secret_basic (RFC 6749 §2.3.1, id and secret
-// form-urlencoded inside the header), client_secret_post, or none for public
-// clients (which then rely on PKCE). It returns the client and the secret it
-// presented (the HS256 key of its ID tokens).
+// authenticateClient authenticates the client of a token, revocation or
+// introspection request: with a client assertion (private_key_jwt, RFC 7523
+// §2.2; clientassertion.go), client_secret_basic (RFC 6749 §2.3.1, id and
+// secret form-urlencoded inside the header), client_secret_post, or none for
+// public clients (which then rely on PKCE). It returns the client and the
+// secret it presented (the HS256 key of its ID tokens; "" for the others).
 func (s *Service) authenticateClient(ctx context.Context, r *http.Request, form url.Values) (Client, string, *Error) {
+	if usesAssertion(form) {
+		c, oe := s.authenticateAssertion(ctx, r, form)
+		return c, "", oe
+	}
 	id, secret, basic := r.BasicAuth()
 	fail := func(desc string) *Error {
 		e := oerr(ErrInvalidClient, desc)
@@ -88,13 +93,21 @@ func (s *Service) authenticateClient(ctx context.Context, r *http.Request, form 
 		token.Equal(token.Hash(secret), dummySecretHash)
 		return Client{}, "", fail("unknown or inactive client")
 	}
-	if c.ClientType == Public {
-		if secret != "" {
-			return Client{}, "", fail("public clients have no secret")
-		}
+	return checkSecret(c, secret, fail)
+}
+
+// checkSecret checks the secret a client presented: none for a public
+// client, its own for a secret client. A private_key_jwt client has no
+// secret and must send an assertion.
+func checkSecret(c Client, secret string, fail func(string) *Error) (Client, string, *Error) {
+	switch {
+	case c.ClientType == Public && secret != "":
+		return Client{}, "", fail("public clients have no secret")
+	case c.ClientType == Public:
 		return c, "", nil
-	}
-	if secret == "" || !token.Equal(token.Hash(secret), c.secretHash) {
+	case c.TokenEndpointAuthMethod == AuthPrivateKeyJWT:
+		return Client{}, "", fail("this client authenticates with private_key_jwt: send client_assertion")
+	case secret == "" || !token.Equal(token.Hash(secret), c.secretHash):
 		return Client{}, "", fail("client authentication failed")
 	}
 	return c, secret, nil
@@ -115,6 +128,10 @@ func (h *Handler) Token(w http.ResponseWriter, r *http.Request) {
 	}
 	c, secret, oe := s.authenticateClient(r.Context(), r, form)
 	if oe != nil {
+		writeOAuthError(w, logged(r, oe))
+		return
+	}
+	if oe := checkGrant(c, gt); oe != nil {
 		writeOAuthError(w, logged(r, oe))
 		return
 	}
@@ -162,6 +179,15 @@ func (s *Service) exchangeCode(ctx context.Context, c Client, secret string, for
 	if redirect == "" {
 		return TokenResponse{}, oerr(ErrInvalidRequest, "redirect_uri is required")
 	}
+	// Resources the client may not ask for are refused before the code is
+	// touched; whether they were granted is known once it is read.
+	if _, oe := tokenAudience(c, nil, form); oe != nil {
+		return TokenResponse{}, oe
+	}
+	signer, oe := s.accessSigner(ctx, c)
+	if oe != nil {
+		return TokenResponse{}, oe
+	}
 	now := s.Clock.Now()
 	var (
 		fail   *Error
@@ -202,6 +228,9 @@ func (s *Service) exchangeCode(ctx context.Context, c Client, secret string, for
 			return nil
 		}
 		issued = newIssuedTokens(row.scopes)
+		if fail = s.finishAccess(signer, c, row.userID, &issued, row.authTime, decodeContext(row.context), form, now); fail != nil {
+			return nil // commit: the code stays burnt
+		}
 		f := tokenFamily{family: row.family, clientID: c.ID, userID: row.userID, refreshScopes: row.scopes, authTime: row.authTime,
 			sessionID: row.sessionID.String, context: row.context, offlineRefresh: slices.Contains(row.scopes, "offline_access")}
 		if err := s.storeTokens(ctx, tx, issued, f, now); err != nil {
@@ -280,18 +309,17 @@ func (s *Service) refresh(ctx context.Context, c Client, secret string, form url
 	case (revoked.Valid && !rotated.Valid) || !now.Before(db.FromTS(expires)):
 		return TokenResponse{}, oerr(ErrInvalidGrant, "the refresh token is expired or revoked")
 	}
-	accessScopes := []string(old.scopes)
-	if form.Has("scope") {
-		req := parseScope(form.Get("scope"))
-		if len(req) == 0 || !subset(req, old.scopes) {
-			return TokenResponse{}, oerr(ErrInvalidScope, "the scope may only narrow the scope originally granted")
-		}
-		accessScopes = req
+	accessScopes, oe := narrowScope(old.scopes, form)
+	if oe != nil {
+		return TokenResponse{}, oe
 	}
 	if !usable {
 		return TokenResponse{}, oerr(ErrInvalidGrant, "the user can no longer authorize this client")
 	}
-	issued := newIssuedTokens(accessScopes)
+	issued, oe := s.refreshedTokens(ctx, c, old, accessScopes, form, now)
+	if oe != nil {
+		return TokenResponse{}, oe
+	}
 	won := false
 	if !rotated.Valid {
 		if won, err = s.rotate(ctx, old, issued, now); err != nil {
@@ -313,6 +341,19 @@ func (s *Service) refresh(ctx context.Context, c Client, secret string, form url
 	}
 	// OpenID Connect Core §12.2: the refreshed ID token carries no nonce.
 	return s.respond(ctx, c, secret, old.userID, issued, db.FromTS(old.authTime), "", old.sessionID.String, decodeContext(old.context), &claims, now)
+}
+
+// narrowScope is the scope of a refreshed access token: the granted one, or
+// the scope parameter's, which may only narrow it (RFC 6749 §6).
+func narrowScope(granted []string, form url.Values) ([]string, *Error) {
+	if !form.Has("scope") {
+		return granted, nil
+	}
+	req := parseScope(form.Get("scope"))
+	if len(req) == 0 || !subset(req, granted) {
+		return nil, oerr(ErrInvalidScope, "the scope may only narrow the scope originally granted")
+	}
+	return req, nil
 }
 
 // refreshSQL reads a refresh token with what its answer needs: whether its
@@ -463,10 +504,10 @@ const rotatePGSQL = `WITH r AS (
 		WHERE pair_id = $3 AND kind = 'access' AND revoked_at IS NULL AND EXISTS (SELECT 1 FROM r)
 	), i AS (
 		INSERT INTO oauth_tokens (id, kind, token_hash, family_id, pair_id, client_id, user_id, scopes, auth_time, created_at, expires_at,
-			session_id, auth_context, offline)
-		SELECT v.id, v.kind, v.hash, $4, $5, $6, $7, v.scopes, $8, $1, v.expires, r.session_id, r.auth_context, r.offline
-		FROM r, (VALUES ($9::text, 'access', $10::text, $11::text, $12::bigint), ($13::text, 'refresh', $14::text, $15::text, $16::bigint))
-			AS v (id, kind, hash, scopes, expires)
+			session_id, auth_context, offline, audience)
+		SELECT v.id, v.kind, v.hash, $4, $5, $6, $7, v.scopes, $8, $1, v.expires, r.session_id, r.auth_context, r.offline, v.audience
+		FROM r, (VALUES ($9::text, 'access', $10::text, $11::text, $12::bigint, $17::text), ($13::text, 'refresh', $14::text, $15::text, $16::bigint, NULL))
+			AS v (id, kind, hash, scopes, expires, audience)
 	)
 	SELECT COUNT(*) FROM r`
 
@@ -487,8 +528,8 @@ func (s *Service) rotate(ctx context.Context, old spentToken, t issuedTokens, no
 		var n int
 		err := s.DB.QueryRowContext(ctx, rotatePGSQL, db.TS(now), old.id, old.pair,
 			old.family, db.NewID(), old.clientID, old.userID, old.authTime,
-			db.NewID(), token.Hash(t.access), db.JSON(t.accessScopes), db.TS(now.Add(AccessTokenTTL)),
-			db.NewID(), token.Hash(t.refresh), db.JSON(old.scopes), db.TS(now.Add(RefreshTokenTTL))).Scan(&n)
+			t.accessID, token.Hash(t.access), db.JSON(t.accessScopes), db.TS(now.Add(AccessTokenTTL)),
+			db.NewID(), token.Hash(t.refresh), db.JSON(old.scopes), db.TS(now.Add(RefreshTokenTTL)), t.audienceJSON()).Scan(&n)
 		return n == 1, err
 	}
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
@@ -513,12 +554,67 @@ func (s *Service) rotate(ctx context.Context, old spentToken, t issuedTokens, no
 // issuedTokens is an access token and its refresh token, issued together.
 type issuedTokens struct {
 	access, refresh string
+	accessID        string // the access token's row id (its jti)
 	accessScopes    []string
+	audience        []string // the access token's resources (RFC 8707); nil: the client
 }
 
 // newIssuedTokens draws a new access and refresh token pair.
 func newIssuedTokens(accessScopes []string) issuedTokens {
-	return issuedTokens{access: token.New(token.PrefixAccessToken), refresh: token.New(token.PrefixRefreshToken), accessScopes: accessScopes}
+	return issuedTokens{access: token.New(token.PrefixAccessToken), refresh: token.New(token.PrefixRefreshToken),
+		accessID: db.NewID(), accessScopes: accessScopes}
+}
+
+// accessSigner returns the key that signs c's JWT access tokens (RFC 9068),
+// nil for a client with opaque ones. It is taken before any transaction: the
+// first use of an algorithm creates its key.
+func (s *Service) accessSigner(ctx context.Context, c Client) (*signingKey, *Error) {
+	if c.AccessTokenFormat != FormatJWT {
+		return nil, nil
+	}
+	k, err := s.signer(ctx, accessTokenAlg(c))
+	if err != nil {
+		return nil, asOAuthErr(err)
+	}
+	return k, nil
+}
+
+// finishAccess gives t the audience the request asks for within the
+// grant's resources, and makes its access token a JWT when k is set.
+func (s *Service) finishAccess(k *signingKey, c Client, userID string, t *issuedTokens, authTime int64, ac authContext, form url.Values, now time.Time) *Error {
+	aud, oe := tokenAudience(c, ac.Resources, form)
+	if oe != nil {
+		return oe
+	}
+	t.audience = aud
+	if k == nil {
+		return nil
+	}
+	jwt, err := s.accessJWT(k, c, userID, *t, authTime, ac, now)
+	if err != nil {
+		return asOAuthErr(err)
+	}
+	t.access = jwt
+	return nil
+}
+
+// refreshedTokens draws the pair a refresh issues, its access token for
+// the resources asked (RFC 8707 §2.2: a refresh may narrow them).
+func (s *Service) refreshedTokens(ctx context.Context, c Client, old spentToken, scopes []string, form url.Values, now time.Time) (issuedTokens, *Error) {
+	signer, oe := s.accessSigner(ctx, c)
+	if oe != nil {
+		return issuedTokens{}, oe
+	}
+	t := newIssuedTokens(scopes)
+	return t, s.finishAccess(signer, c, old.userID, &t, old.authTime, decodeContext(old.context), form, now)
+}
+
+// audienceJSON is the stored audience column of the access token.
+func (t issuedTokens) audienceJSON() any {
+	if len(t.audience) == 0 {
+		return nil
+	}
+	return db.JSON(t.audience)
 }
 
 // tokenFamily is what every token of one authorization carries.
@@ -536,9 +632,9 @@ type tokenFamily struct {
 
 // storeTokensSQL inserts an access and a refresh token of one pair.
 const storeTokensSQL = `INSERT INTO oauth_tokens (id, kind, token_hash, family_id, pair_id, client_id, user_id, scopes, auth_time, created_at, expires_at,
-		session_id, auth_context, offline)
-	VALUES ($1, 'access', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13),
-		($14, 'refresh', $15, $3, $4, $5, $6, $16, $8, $9, $17, $11, $12, $18)`
+		session_id, auth_context, offline, audience)
+	VALUES ($1, 'access', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $19),
+		($14, 'refresh', $15, $3, $4, $5, $6, $16, $8, $9, $17, $11, $12, $18, NULL)`
 
 // storeTokens stores t, hashed, as a new pair of family f, in one
 // statement. The refresh token is always issued (spec 1, Token: the
@@ -552,9 +648,9 @@ func (s *Service) storeTokens(ctx context.Context, tx *db.Tx, t issuedTokens, f 
 		f.context = "{}"
 	}
 	_, err := tx.ExecContext(ctx, storeTokensSQL,
-		db.NewID(), token.Hash(t.access), f.family, db.NewID(), f.clientID, f.userID, db.JSON(t.accessScopes), f.authTime, db.TS(now),
+		t.accessID, token.Hash(t.access), f.family, db.NewID(), f.clientID, f.userID, db.JSON(t.accessScopes), f.authTime, db.TS(now),
 		db.TS(now.Add(AccessTokenTTL)), session, f.context, f.offlineAccess,
-		db.NewID(), token.Hash(t.refresh), db.JSON(f.refreshScopes), db.TS(now.Add(RefreshTokenTTL)), f.offlineRefresh)
+		db.NewID(), token.Hash(t.refresh), db.JSON(f.refreshScopes), db.TS(now.Add(RefreshTokenTTL)), f.offlineRefresh, t.audienceJSON())
 	return err
 }
 

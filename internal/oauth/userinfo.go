@@ -49,7 +49,7 @@ type accessRow struct {
 // resolveAccess resolves an access token; with claims set it also reads the
 // user's claim columns into it.
 func (s *Service) resolveAccess(ctx context.Context, tok string, claims *claimRow) (*authn.Principal, error) {
-	if !token.HasShape(tok, token.PrefixAccessToken) {
+	if !token.HasShape(tok, token.PrefixAccessToken) && !authn.LooksLikeJWT(tok) {
 		return nil, authn.ErrInvalidToken
 	}
 	now := s.Clock.Now()

@@ -111,11 +111,19 @@ type adminClientRow struct {
 type adminClientList struct {
 	Clients []adminClientRow
 	Pager   adminPager
+	// Tokens is the panel of initial access tokens (initialtokens.go).
+	Tokens initialTokens
 }
 
 // ListClients is GET /admin/clients: every client, newest first, paged by
 // ?page= and ?limit= as GET /v1/oauth/clients/all.
 func (ap *CredentialPages) ListClients(w http.ResponseWriter, r *http.Request) {
+	ap.renderList(w, r, http.StatusOK, "", nil)
+}
+
+// renderList renders /admin/clients with status and errText above it;
+// edit, when set, changes the initial-access-token panel (a form's answer).
+func (ap *CredentialPages) renderList(w http.ResponseWriter, r *http.Request, status int, errText string, edit func(*initialTokens)) {
 	pg := httpx.ParsePage(r, adminListLimit)
 	clients, total, err := ap.OAuth.ListClients(r.Context(), authn.From(r.Context()), true, pg)
 	if err != nil {
@@ -127,7 +135,14 @@ func (ap *CredentialPages) ListClients(w http.ResponseWriter, r *http.Request) {
 	for _, c := range clients {
 		v.Clients = append(v.Clients, adminClientRow{Client: c, Owner: o.of(c.OwnerID)})
 	}
-	ap.H.Console(w, r, http.StatusOK, "admin_clients", web.ConsoleView{Title: "admin.clients.title", Section: "clients", Data: v})
+	if v.Tokens, err = ap.initialTokensPanel(r); err != nil {
+		ap.H.Fail(w, r, err)
+		return
+	}
+	if edit != nil {
+		edit(&v.Tokens)
+	}
+	ap.H.Console(w, r, status, "admin_clients", web.ConsoleView{Title: "admin.clients.title", Section: "clients", Error: errText, Data: v})
 }
 
 // adminKeyRow is one key of the list.
