@@ -72,6 +72,7 @@ type oauthClient struct {
 	IsFirstParty  bool
 	IsActive      bool
 	CreatedAt     string
+	GrantTypes    []string
 }
 
 func clientView(c oauth.Client) oauthClient {
@@ -79,6 +80,7 @@ func clientView(c oauth.Client) oauthClient {
 		ID: gql.ID(c.ID), Name: c.Name, Description: c.Description, LogoURL: c.LogoURL, ClientType: c.ClientType,
 		AllowedScopes: nonNil(c.AllowedScopes), RedirectURIs: nonNil(c.RedirectURIs),
 		IsFirstParty: c.IsFirstParty, IsActive: c.IsActive, CreatedAt: timestamp(c.CreatedAt),
+		GrantTypes: nonNil(c.GrantTypes),
 	}
 }
 
@@ -118,6 +120,7 @@ type createClientInput struct {
 	AllowedScopes     []string
 	ClientType        *string
 	IsFirstParty      *bool
+	GrantTypes        *[]string
 }
 
 func opt[T any](v *T) httpx.Opt[T] {
@@ -141,6 +144,7 @@ func (in createClientInput) clientInput() oauth.ClientInput {
 		AllowedScopes:     httpx.Opt[[]string]{Set: true, Value: nonNil(in.AllowedScopes)},
 		ClientType:        opt(in.ClientType),
 		IsFirstParty:      opt(in.IsFirstParty),
+		GrantTypes:        opt(in.GrantTypes),
 	}
 }
 

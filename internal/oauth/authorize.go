@@ -197,6 +197,9 @@ func (s *Service) parseAuthorize(r *http.Request) (ar authzRequest, oe *Error, o
 	if oe := s.checkAuthorizeParams(&ar, q); oe != nil {
 		return ar, oe, true
 	}
+	if oe := checkGrant(c, GrantAuthorizationCode); oe != nil { // RFC 6749 §4.1.2.1
+		return ar, oe, true
+	}
 	return ar, s.checkOIDCParams(r.Context(), &ar, q), true
 }
 

@@ -118,6 +118,10 @@ func (h *Handler) Token(w http.ResponseWriter, r *http.Request) {
 		writeOAuthError(w, logged(r, oe))
 		return
 	}
+	if oe := checkGrant(c, gt); oe != nil {
+		writeOAuthError(w, logged(r, oe))
+		return
+	}
 	var resp TokenResponse
 	switch gt {
 	case "authorization_code":

@@ -149,6 +149,8 @@ type clientPage struct {
 	// per line.
 	RedirectURIs, PostLogoutURIs string
 	Scopes                       []scopeChoice
+	// Grants are the grant type checkboxes (RFC 7591 grant_types).
+	Grants []scopeChoice
 	// FirstParty shows the first-party field; FirstPartyLocked says the
 	// reader may not set it (the admin console shows it to every reader).
 	FirstParty       bool
@@ -214,6 +216,7 @@ func (cp *CredentialPages) renderClient(w http.ResponseWriter, r *http.Request, 
 	may := oauth.MaySetFirstParty(authn.From(r.Context()))
 	v.FirstParty, v.FirstPartyLocked = may || cp.Site.Admin, !may
 	v.Scopes = cp.clientScopes(r, v.Form.AllowedScopes)
+	v.Grants = cp.clientGrants(r, v.Form.GrantTypes)
 	v.RedirectURIs = strings.Join(v.Form.RedirectURIs, "\n")
 	v.PostLogoutURIs = strings.Join(v.Form.PostLogoutRedirectURIs, "\n")
 	title := cp.Site.ClientTitle
@@ -278,6 +281,7 @@ func clientInput(r *http.Request, creating bool) oauth.ClientInput {
 		PostLogoutRedirectURIs:   httpx.Opt[[]string]{Set: true, Value: redirectLines(r.PostFormValue("post_logout_redirect_uris"))},
 		BackchannelLogoutURI:     str("backchannel_logout_uri"),
 	}
+	in.GrantTypes = grantTypesInput(r)
 	if creating {
 		in.ClientType = str("client_type")
 	} else {
@@ -302,6 +306,9 @@ func entered(c oauth.Client, in oauth.ClientInput) *oauth.Client {
 	c.LogoURL, c.HomepageURL, c.PrivacyPolicyURL, c.TermsOfServiceURL = ptr(in.LogoURL), ptr(in.HomepageURL), ptr(in.PrivacyPolicyURL), ptr(in.TermsOfServiceURL)
 	c.RedirectURIs, c.AllowedScopes = in.RedirectURIs.Value, in.AllowedScopes.Value
 	c.IDTokenSignedResponseAlg = in.IDTokenSignedResponseAlg.Value
+	if in.GrantTypes.Set {
+		c.GrantTypes = in.GrantTypes.Value
+	}
 	c.PostLogoutRedirectURIs, c.BackchannelLogoutURI = in.PostLogoutRedirectURIs.Value, ptr(in.BackchannelLogoutURI)
 	if in.ClientType.Set {
 		c.ClientType = in.ClientType.Value
@@ -319,7 +326,7 @@ func entered(c oauth.Client, in oauth.ClientInput) *oauth.Client {
 func (cp *CredentialPages) NewClient(w http.ResponseWriter, r *http.Request) {
 	cp.renderClient(w, r, http.StatusOK, clientPage{New: true, Client: oauth.Client{
 		ClientType: oauth.Confidential, IDTokenSignedResponseAlg: cmp.Or(cp.OAuth.DefaultIDTokenAlg, oauth.AlgHS256), IsActive: true,
-		AllowedScopes: []string{"openid", "profile", "email"},
+		AllowedScopes: []string{"openid", "profile", "email"}, GrantTypes: oauth.DefaultGrantTypes(),
 	}}, "")
 }
 
