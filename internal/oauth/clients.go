@@ -263,8 +263,8 @@ func applyInput(c *Client, in ClientInput, creating bool) error {
 		}
 		var clean []string
 		for _, sc := range scopes {
-			if _, ok := knownScope(sc); !ok {
-				return apperr.OnField("allowed_scopes", apperr.Invalid("scope %q is not known; known scopes are %s", sc, strings.Join(ScopeNames(), ", ")))
+			if !validClientScope(sc) {
+				return apperr.OnField("allowed_scopes", apperr.Invalid("scope %q is not known; known scopes are %s, and permission strings (resource:action) for the client credentials grant", sc, strings.Join(ScopeNames(), ", ")))
 			}
 			if !slices.Contains(clean, sc) {
 				clean = append(clean, sc)
@@ -334,6 +334,9 @@ func (s *Service) CreateClient(ctx context.Context, p *authn.Principal, in Clien
 	if err := s.checkBackchannelTarget(c); err != nil {
 		return Client{}, err
 	}
+	if err := s.checkPermissionScopes(ctx, p, c, nil); err != nil {
+		return Client{}, err
+	}
 	if in.IsFirstParty.Value {
 		if !MaySetFirstParty(p) {
 			return Client{}, apperr.OnField("is_first_party", apperr.Forbiddenf("only super admins and system keys can register first-party clients"))
@@ -378,10 +381,11 @@ func (s *Service) CreateClient(ctx context.Context, p *authn.Principal, in Clien
 	return c, err
 }
 
-// actorKey names an ownerless system key as the actor of an audit event.
+// actorKey names an ownerless credential (a system key, a client
+// credentials token) as the actor of an audit event.
 func actorKey(p *authn.Principal) string {
 	if p.UserID == "" {
-		return p.APIKeyID
+		return p.Actor()
 	}
 	return ""
 }
@@ -395,10 +399,7 @@ func auditUser(c Client) string {
 
 func actorIfOther(p *authn.Principal, owner string) string {
 	if p.UserID != owner {
-		if p.UserID != "" {
-			return p.UserID
-		}
-		return p.APIKeyID
+		return p.Actor()
 	}
 	return ""
 }
@@ -467,7 +468,11 @@ func (s *Service) UpdateClient(ctx context.Context, p *authn.Principal, id strin
 	if in.IsFirstParty.Set && in.IsFirstParty.Value && !MaySetFirstParty(p) {
 		return Client{}, apperr.OnField("is_first_party", apperr.Forbiddenf("only super admins and system keys can make a client first-party"))
 	}
+	before := c.AllowedScopes
 	if err := applyInput(&c, in, false); err != nil {
+		return Client{}, err
+	}
+	if err := s.checkPermissionScopes(ctx, p, c, before); err != nil {
 		return Client{}, err
 	}
 	if in.BackchannelLogoutURI.Set { // a stored URI stays usable whatever the allow list is now

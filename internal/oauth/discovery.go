@@ -40,7 +40,7 @@ func (s *Service) Metadata() map[string]any {
 		"scopes_supported":                           ScopeNames(),
 		"response_types_supported":                   []string{"code"},
 		"response_modes_supported":                   []string{"query"},
-		"grant_types_supported":                      []string{"authorization_code", "refresh_token"},
+		"grant_types_supported":                      []string{GrantAuthorizationCode, GrantRefreshToken, GrantClientCredentials},
 		"token_endpoint_auth_methods_supported":      authMethods,
 		"revocation_endpoint_auth_methods_supported": authMethods,
 		"code_challenge_methods_supported":           []string{"S256"},

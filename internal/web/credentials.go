@@ -151,6 +151,9 @@ type clientPage struct {
 	Scopes                       []scopeChoice
 	// Grants are the grant type checkboxes (RFC 7591 grant_types).
 	Grants []scopeChoice
+	// PermissionScopes is the text of the permission scope field, one
+	// permission string per line (for the client credentials grant).
+	PermissionScopes string
 	// FirstParty shows the first-party field; FirstPartyLocked says the
 	// reader may not set it (the admin console shows it to every reader).
 	FirstParty       bool
@@ -217,6 +220,7 @@ func (cp *CredentialPages) renderClient(w http.ResponseWriter, r *http.Request, 
 	v.FirstParty, v.FirstPartyLocked = may || cp.Site.Admin, !may
 	v.Scopes = cp.clientScopes(r, v.Form.AllowedScopes)
 	v.Grants = cp.clientGrants(r, v.Form.GrantTypes)
+	v.PermissionScopes = strings.Join(oauth.PermissionScopes(v.Form.AllowedScopes), "\n")
 	v.RedirectURIs = strings.Join(v.Form.RedirectURIs, "\n")
 	v.PostLogoutURIs = strings.Join(v.Form.PostLogoutRedirectURIs, "\n")
 	title := cp.Site.ClientTitle
@@ -264,7 +268,7 @@ func clientInput(r *http.Request, creating bool) oauth.ClientInput {
 	str := func(name string) httpx.Opt[string] {
 		return httpx.Opt[string]{Set: true, Value: strings.TrimSpace(r.PostFormValue(name))}
 	}
-	scopes := r.PostForm["allowed_scopes"]
+	scopes := append(r.PostForm["allowed_scopes"], strings.Fields(r.PostFormValue("permission_scopes"))...)
 	if scopes == nil {
 		scopes = []string{}
 	}
