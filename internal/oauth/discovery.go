@@ -40,7 +40,7 @@ func (s *Service) Metadata() map[string]any {
 		"scopes_supported":                           ScopeNames(),
 		"response_types_supported":                   []string{"code"},
 		"response_modes_supported":                   []string{"query"},
-		"grant_types_supported":                      []string{GrantAuthorizationCode, GrantRefreshToken, GrantClientCredentials},
+		"grant_types_supported":                      GrantTypeNames(),
 		"token_endpoint_auth_methods_supported":      authMethods,
 		"revocation_endpoint_auth_methods_supported": authMethods,
 		"code_challenge_methods_supported":           []string{"S256"},
@@ -64,5 +64,7 @@ func (s *Service) Metadata() map[string]any {
 		"backchannel_logout_session_supported":          true,
 		"introspection_endpoint":                        base + "/v1/oauth/introspect",
 		"introspection_endpoint_auth_methods_supported": slices.Clone(IntrospectionAuthMethods),
+		// RFC 8628 §4: the device authorization grant.
+		"device_authorization_endpoint": base + "/v1/oauth/device_authorization",
 	}
 }

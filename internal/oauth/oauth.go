@@ -27,6 +27,7 @@ import (
 	"hmid/internal/audit"
 	"hmid/internal/authflow"
 	"hmid/internal/authn"
+	"hmid/internal/cache"
 	"hmid/internal/clock"
 	"hmid/internal/db"
 	"hmid/internal/outbound"
@@ -76,6 +77,10 @@ type Service struct {
 	ring  atomic.Pointer[keyring] // the signing keys as last loaded; nil before first use
 
 	origins originCache // web origins of the clients, for CORS (cors.go)
+
+	// Limiter throttles guesses of device user codes across instances
+	// (device.go); nil leaves them unthrottled.
+	Limiter cache.Limiter
 }
 
 var (

@@ -130,6 +130,8 @@ func (h *Handler) Token(w http.ResponseWriter, r *http.Request) {
 		resp, oe = s.refresh(r.Context(), c, secret, form, MetaFrom(r))
 	case GrantClientCredentials:
 		resp, oe = s.clientCredentials(r.Context(), c, form)
+	case GrantDeviceCode:
+		resp, oe = s.deviceToken(r.Context(), c, secret, form)
 	default:
 		oe = oerr(ErrUnsupportedGrantType, "grant_type must be one of "+strings.Join(grantCatalogue, ", "))
 	}
