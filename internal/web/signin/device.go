@@ -133,7 +133,7 @@ func (h *Pages) DeviceSubmit(w http.ResponseWriter, r *http.Request) {
 		h.Message(w, r, http.StatusOK, "title.device.done", strings.Replace(t("device.approved"), "%s", req.ClientName, 1))
 		return
 	}
-	h.Message(w, r, http.StatusOK, "title.device.done", t("device.denied"))
+	h.Message(w, r, http.StatusOK, "title.device.denied", t("device.denied"))
 }
 
 // deviceError is the text of a refused code: the page's own for a wrong

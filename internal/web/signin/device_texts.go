@@ -8,7 +8,8 @@ func init() {
 		"en": {
 			"title.device":         "Connect a device",
 			"title.device.confirm": "Sign in on a device?",
-			"title.device.done":    "Device",
+			"title.device.done":    "Device signed in",
+			"title.device.denied":  "Request denied",
 			"device.warning.title": "Only continue with a code shown on your own device.",
 			"device.warning":       "If someone sent you this code or link, stop: approving it would give them access to your account.",
 			"device.field":         "Code shown on your device",
@@ -28,7 +29,8 @@ func init() {
 		"de": {
 			"title.device":         "Gerät verbinden",
 			"title.device.confirm": "Auf einem Gerät anmelden?",
-			"title.device.done":    "Gerät",
+			"title.device.done":    "Gerät angemeldet",
+			"title.device.denied":  "Anfrage abgelehnt",
 			"device.warning.title": "Fahren Sie nur mit einem Code fort, den Ihr eigenes Gerät anzeigt.",
 			"device.warning":       "Wenn Ihnen jemand diesen Code oder Link geschickt hat, brechen Sie ab: Mit der Freigabe erhielte diese Person Zugriff auf Ihr Konto.",
 			"device.field":         "Code auf Ihrem Gerät",
