@@ -228,6 +228,18 @@ func TestDeviceGrantPolling(t *testing.T) {
 			t.Fatal("consent asked again for covered scopes")
 		}
 
+		// A client that keeps polling too fast: slow_down every time, the
+		// interval grows by 5 s each time up to the code's lifetime, never
+		// a server error.
+		dFast := startDevice(t, e, c, "openid")
+		pollDevice(t, e, c, dFast["device_code"].(string))
+		for range 125 {
+			oauthErr(t, pollDevice(t, e, c, dFast["device_code"].(string)), http.StatusBadRequest, "slow_down")
+		}
+		if n := count(t, e, `SELECT interval_seconds FROM oauth_device_authorizations WHERE device_code_hash = $1`, token.Hash(dFast["device_code"].(string))); n != 600 {
+			t.Fatalf("interval after 125 slow_downs: %d", n)
+		}
+
 		// Denied: access_denied, and it stays so.
 		d3 := startDevice(t, e, c, "openid")
 		if p := devicePage(t, b, d3["user_code"].(string), "deny"); p.status != http.StatusOK || !strings.Contains(p.body, "denied") {

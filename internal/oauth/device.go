@@ -204,9 +204,9 @@ func (s *Service) startDevice(ctx context.Context, c Client, scopes []string) (D
 // update, RETURNING those after. $1 is the device code hash, $2 now, $3
 // the grace in microseconds, $4 the step in seconds.
 const devicePollSQL = `UPDATE oauth_device_authorizations SET
-	slowed = (status = 'pending' AND last_polled_at IS NOT NULL AND $2 < last_polled_at + interval_seconds * 1000000 - $3),
-	interval_seconds = interval_seconds + CASE WHEN status = 'pending' AND last_polled_at IS NOT NULL
-		AND $2 < last_polled_at + interval_seconds * 1000000 - $3 THEN $4 ELSE 0 END,
+	slowed = (status = 'pending' AND last_polled_at IS NOT NULL AND $2 < last_polled_at + CAST(interval_seconds AS BIGINT) * 1000000 - $3),
+	interval_seconds = interval_seconds + CASE WHEN status = 'pending' AND last_polled_at IS NOT NULL AND interval_seconds < $5
+		AND $2 < last_polled_at + CAST(interval_seconds AS BIGINT) * 1000000 - $3 THEN $4 ELSE 0 END,
 	last_polled_at = $2
 	WHERE device_code_hash = $1
 	RETURNING id, client_id, status, expires_at, slowed, user_id, scopes, auth_time, auth_context`
@@ -236,7 +236,8 @@ func (s *Service) deviceToken(ctx context.Context, c Client, secret string, form
 	}
 	now := s.Clock.Now()
 	var d devicePoll
-	err := s.DB.QueryRowContext(ctx, devicePollSQL, token.Hash(code), db.TS(now), pollGrace.Microseconds(), int(slowDownStep/time.Second)).
+	err := s.DB.QueryRowContext(ctx, devicePollSQL, token.Hash(code), db.TS(now), pollGrace.Microseconds(), int(slowDownStep/time.Second),
+		int(DeviceCodeTTL/time.Second)).
 		Scan(&d.id, &d.clientID, &d.status, &d.expires, &d.slowed, &d.userID, &d.scopes, &d.authTime, &d.context)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
