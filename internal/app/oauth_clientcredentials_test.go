@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
@@ -201,6 +202,43 @@ func TestClientPermissionScopes(t *testing.T) {
 		ban(t, e, dev.ID)
 		if _, err := ccConfig(e, c).Token(ctx); !errors.As(err, &re) || re.ErrorCode != "unauthorized_client" {
 			t.Fatalf("client of a banned owner: %v", err)
+		}
+	})
+}
+
+// TestMachinePurge: the purge deletes dead client credentials tokens and
+// device authorizations a day past their expiry, and keeps live ones.
+func TestMachinePurge(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		ctx := context.Background()
+		admin := e.Admin(t)
+		c := mkClient(t, e, admin.Token, map[string]any{"grant_types": []string{"client_credentials"}, "allowed_scopes": []string{"devices:read"}})
+		dc := mkClient(t, e, admin.Token, map[string]any{"client_type": "public", "grant_types": []string{deviceGrant}, "allowed_scopes": []string{"openid"}})
+		if _, err := ccConfig(e, c).Token(ctx); err != nil {
+			t.Fatal(err)
+		}
+		startDevice(t, e, dc, "openid")
+		purge := func() {
+			if err := e.Server.OAuth.Purge(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		purge()
+		if count(t, e, `SELECT COUNT(*) FROM oauth_client_tokens`) != 1 || count(t, e, `SELECT COUNT(*) FROM oauth_device_authorizations`) != 1 {
+			t.Fatal("purge removed live rows")
+		}
+		e.Advance(t, 2*time.Hour)
+		if _, err := ccConfig(e, c).Token(ctx); err != nil {
+			t.Fatal(err)
+		}
+		purge()
+		if count(t, e, `SELECT COUNT(*) FROM oauth_client_tokens`) != 1 || count(t, e, `SELECT COUNT(*) FROM oauth_device_authorizations`) != 1 {
+			t.Fatal("expired token not purged, or the live one purged, or the device authorization purged before its day")
+		}
+		e.Advance(t, 24*time.Hour)
+		purge()
+		if count(t, e, `SELECT COUNT(*) FROM oauth_device_authorizations`) != 0 {
+			t.Fatal("device authorization a day past expiry not purged")
 		}
 	})
 }

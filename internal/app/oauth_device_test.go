@@ -364,3 +364,24 @@ func TestDeviceGrantAcrossInstances(t *testing.T) {
 		t.Fatalf("guesses on b did not count on a: %d", p.status)
 	}
 }
+
+// TestDeviceGrantEndsWithCredential: a password change ends the grants made
+// with the old credential, so a device authorization approved but not yet
+// redeemed gets access_denied; tokens already issued to a device end too.
+func TestDeviceGrantEndsWithCredential(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		u := e.NewUser(t, apptest.UserSpec{Password: "old-password-1"})
+		c := mkDeviceClient(t, e, u.Token, nil)
+		b := signedInBrowser(t, e, u)
+		issued := startDevice(t, e, c, "openid")
+		devicePage(t, b, issued["user_code"].(string), "approve")
+		tok := pollDevice(t, e, c, issued["device_code"].(string)).JSON()
+		waiting := startDevice(t, e, c, "openid")
+		devicePage(t, b, waiting["user_code"].(string), "approve")
+		e.Call(t, "POST", "/v1/users/me/password", u.Token, map[string]any{"current_password": "old-password-1", "new_password": "new-password-2"}, http.StatusOK)
+		oauthErr(t, pollDevice(t, e, c, waiting["device_code"].(string)), http.StatusBadRequest, "access_denied")
+		if r := e.Do(t, apptest.Req{Method: "GET", Path: "/v1/oauth/userinfo", Token: tok["access_token"].(string)}); r.Status != http.StatusUnauthorized {
+			t.Fatalf("device token after a password change: %d", r.Status)
+		}
+	})
+}
