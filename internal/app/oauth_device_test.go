@@ -385,3 +385,26 @@ func TestDeviceGrantEndsWithCredential(t *testing.T) {
 		}
 	})
 }
+
+// TestDeviceGrantFirstParty: a first-party client skips consent on the
+// verification page (no scope list, no consent stored), but the person
+// still confirms the code.
+func TestDeviceGrantFirstParty(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		u := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery"})
+		c := mkDeviceClient(t, e, e.Admin(t).Token, map[string]any{"is_first_party": true})
+		d := startDevice(t, e, c, "openid profile")
+		b := signedInBrowser(t, e, u)
+		p := devicePage(t, b, d["user_code"].(string), "")
+		if p.status != http.StatusOK || strings.Contains(p.body, `class="scopes"`) || !strings.Contains(p.body, `value="approve"`) {
+			t.Fatalf("first-party lookup: %d %s", p.status, p.body)
+		}
+		devicePage(t, b, d["user_code"].(string), "approve")
+		if n := count(t, e, `SELECT COUNT(*) FROM oauth_consents WHERE client_id = $1`, c.ID); n != 0 {
+			t.Fatalf("consents stored for a first-party client: %d", n)
+		}
+		if r := pollDevice(t, e, c, d["device_code"].(string)); r.Status != http.StatusOK {
+			t.Fatalf("tokens: %d %s", r.Status, r.Body)
+		}
+	})
+}
