@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -240,5 +241,26 @@ func TestMachinePurge(t *testing.T) {
 		if count(t, e, `SELECT COUNT(*) FROM oauth_device_authorizations`) != 0 {
 			t.Fatal("device authorization a day past expiry not purged")
 		}
+	})
+}
+
+// TestClientCredentialsStatements: a client credentials token costs the
+// client's row and one INSERT, and resolving it one SELECT (its own table,
+// chosen by the token's length, so user tokens never pay a second lookup).
+func TestClientCredentialsStatements(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		c := mkClient(t, e, e.SystemKey, map[string]any{"grant_types": []string{"client_credentials"}, "allowed_scopes": []string{"devices:read"}})
+		w, grant := countedReq(t, e, "POST", "/v1/oauth/token", "", url.Values{"grant_type": {"client_credentials"}, "client_id": {c.ID}, "client_secret": {c.Secret}})
+		if w.Code != http.StatusOK {
+			t.Fatalf("grant: %d %s", w.Code, w.Body)
+		}
+		wantStatements(t, "client credentials grant", grant, []string{"SELECT id, owner_id, name, description", "INSERT INTO oauth_client_tokens"})
+		var tr map[string]any
+		_ = json.Unmarshal(w.Body.Bytes(), &tr)
+		w, me := countedReq(t, e, "GET", "/v1/users/me", tr["access_token"].(string), nil)
+		if w.Code != http.StatusNotFound {
+			t.Fatalf("users/me: %d %s", w.Code, w.Body)
+		}
+		wantStatements(t, "resolve a client credentials token", me, []string{"SELECT t.id, t.client_id, t.scopes"})
 	})
 }
