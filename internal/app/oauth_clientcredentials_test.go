@@ -149,6 +149,20 @@ func TestClientCredentialsRefusals(t *testing.T) {
 		if n := stored(); n != before {
 			t.Fatalf("tokens stored by refused requests: %d", n-before)
 		}
+		// The token follows the client's registration at once: a permission
+		// scope taken away is gone, and so is everything once the grant is.
+		both := mkClient(t, e, admin.Token, map[string]any{"grant_types": []string{"client_credentials"}, "allowed_scopes": []string{"devices:read", "users:read"}})
+		bt, err := ccConfig(e, both).Token(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Call(t, "GET", "/v1/users/"+admin.ID, bt.AccessToken, nil, http.StatusOK)
+		e.Call(t, "PATCH", "/v1/oauth/clients/"+both.ID, admin.Token, map[string]any{"allowed_scopes": []string{"devices:read"}}, http.StatusOK)
+		e.Call(t, "GET", "/v1/users/"+admin.ID, bt.AccessToken, nil, http.StatusForbidden)
+		e.Call(t, "GET", "/v1/devices", bt.AccessToken, nil, http.StatusOK)
+		e.Call(t, "PATCH", "/v1/oauth/clients/"+both.ID, admin.Token, map[string]any{"grant_types": []string{"authorization_code"}}, http.StatusOK)
+		e.Call(t, "GET", "/v1/devices", bt.AccessToken, nil, http.StatusUnauthorized)
+
 		// A deactivated client's token stops working.
 		tok, err := ccConfig(e, c, "devices:read").Token(ctx)
 		if err != nil {

@@ -193,27 +193,34 @@ func (s *Service) ownerCeiling(ctx context.Context, c Client, now time.Time) (au
 	return perms, nil
 }
 
-// clientTokenRow is a stored client credentials token with its client's state.
+// clientTokenRow is a stored client credentials token with its client's
+// state: whether it is active, and its registration now, which the token
+// follows at once (a grant or a permission scope taken from the client ends
+// with it, not an hour later).
 type clientTokenRow struct {
-	id, clientID     string
-	scopes           db.Strings
-	created, expires int64
-	revoked          db.NullTime
-	active           bool
+	id, clientID          string
+	scopes                db.Strings
+	created, expires      int64
+	revoked               db.NullTime
+	active                bool
+	grants, allowedScopes db.Strings
 }
 
 // lookupClientToken reads a client credentials token by its hash.
 func (s *Service) lookupClientToken(ctx context.Context, tok string) (clientTokenRow, error) {
 	var row clientTokenRow
-	err := s.DB.QueryRowContext(ctx, `SELECT t.id, t.client_id, t.scopes, t.created_at, t.expires_at, t.revoked_at, c.is_active
+	err := s.DB.QueryRowContext(ctx, `SELECT t.id, t.client_id, t.scopes, t.created_at, t.expires_at, t.revoked_at, c.is_active, c.grant_types, c.allowed_scopes
 		FROM oauth_client_tokens t JOIN oauth_clients c ON c.id = t.client_id WHERE t.token_hash = $1`, token.Hash(tok)).
-		Scan(&row.id, &row.clientID, &row.scopes, &row.created, &row.expires, &row.revoked, &row.active)
+		Scan(&row.id, &row.clientID, &row.scopes, &row.created, &row.expires, &row.revoked, &row.active, &row.grants, &row.allowedScopes)
+	if err == nil {
+		row.scopes = slices.DeleteFunc(row.scopes, func(sc string) bool { return !slices.Contains(row.allowedScopes, sc) })
+	}
 	return row, err
 }
 
 // live reports whether the token may be used at now.
 func (row clientTokenRow) live(now time.Time) bool {
-	return !row.revoked.Valid && row.active && now.Before(db.FromTS(row.expires))
+	return !row.revoked.Valid && row.active && slices.Contains(row.grants, GrantClientCredentials) && now.Before(db.FromTS(row.expires))
 }
 
 // resolveClientToken turns a client credentials token into its service
