@@ -64,11 +64,13 @@ func TestOAuthTokenErrorsTable(t *testing.T) {
 		oauthErr(t, exchange(t, e, c, old), 400, "invalid_grant")
 		oauthErr(t, refreshReq(t, e, c, "hm_rt_unknown"), 400, "invalid_grant")
 
-		// unsupported_grant_type.
-		for _, gt := range []string{"password", "client_credentials", "implicit"} {
+		// unsupported_grant_type; a grant hmid knows but the client is not
+		// registered for is unauthorized_client (its grant_types).
+		for _, gt := range []string{"password", "implicit"} {
 			f := url.Values{"grant_type": {gt}, "client_id": {c.ID}, "client_secret": {c.Secret}, "username": {"u"}, "password": {"p"}}
 			oauthErr(t, tokenReq(t, e, f, nil), 400, "unsupported_grant_type")
 		}
+		oauthErr(t, tokenReq(t, e, url.Values{"grant_type": {"client_credentials"}, "client_id": {c.ID}, "client_secret": {c.Secret}}, nil), 400, "unauthorized_client")
 
 		// invalid_scope: a refresh may not widen the scope.
 		tok := tokens(t, e, user.Token, c, authzParams(c.ID, "scope", "openid"))
