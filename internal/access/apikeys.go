@@ -446,10 +446,7 @@ func (h *Handler) DeleteKey(w http.ResponseWriter, r *http.Request) {
 
 func actorIfOther(p *authn.Principal, userID string) string {
 	if p.UserID != userID {
-		if p.UserID != "" {
-			return p.UserID
-		}
-		return p.APIKeyID
+		return p.Actor()
 	}
 	return ""
 }

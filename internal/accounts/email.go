@@ -161,7 +161,7 @@ func actor(p *authn.Principal, userID string) string {
 	if p == nil || p.UserID == userID {
 		return ""
 	}
-	return p.UserID
+	return p.Actor()
 }
 
 func nullable(s string) any {

@@ -216,7 +216,7 @@ func TestOAuthDiscovery(t *testing.T) {
 				"scopes_supported":                           "openid profile email roles permissions offline_access",
 				"response_types_supported":                   "code",
 				"response_modes_supported":                   "query",
-				"grant_types_supported":                      "authorization_code refresh_token",
+				"grant_types_supported":                      "authorization_code refresh_token client_credentials urn:ietf:params:oauth:grant-type:device_code",
 				"token_endpoint_auth_methods_supported":      "client_secret_post client_secret_basic private_key_jwt none",
 				"revocation_endpoint_auth_methods_supported": "client_secret_post client_secret_basic private_key_jwt none",
 				"code_challenge_methods_supported":           "S256",

@@ -154,6 +154,13 @@ func (s *Server) routes() chi.Router {
 	// ask the person to confirm), so the web kit serves it.
 	route("GET", "/v1/oauth/logout", Public(), s.signinPages.EndSession)
 	route("POST", "/v1/oauth/logout", Public(), s.signinPages.EndSession)
+	// Device authorization grant (RFC 8628, issue 21): the device asks for
+	// its codes here and polls the token endpoint; the person enters the
+	// code on /device, a page that reads the session cookie itself and sends
+	// the signed-out to the login page first (like /consent).
+	route("POST", "/v1/oauth/device_authorization", Public(), oa.DeviceAuthorization)
+	route("GET", "/device", Public(), s.signinPages.DeviceForm)
+	route("POST", "/device", Public(), s.signinPages.DeviceSubmit)
 	route("GET", "/v1/oauth/clients", Authenticated(), oa.ListClients)
 	route("POST", "/v1/oauth/clients", Authenticated(), oa.CreateClient)
 	route("GET", "/v1/oauth/clients/all", Perm("oauth_clients:read"), oa.ListAllClients)

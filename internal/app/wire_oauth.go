@@ -46,6 +46,7 @@ func (s *Server) buildOAuth(ctx context.Context) error {
 		Cache:                s.Cache,
 		Registration:         s.Config.DynamicRegistration,
 		RegistrationExpiry:   s.Config.DynamicRegistrationExpiry,
+		Limiter:              s.Limiter,
 	}
 	s.OAuth = svc
 	s.oauthHandler = &oauth.Handler{S: svc}

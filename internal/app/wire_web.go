@@ -65,7 +65,12 @@ func (s *Server) buildWeb(ctx context.Context) error {
 		Flow: &upstream.Flow{Cache: s.Cache, PublicURL: s.Config.PublicURL, Secure: secure,
 			Now: s.Clock.Now},
 	}
-	s.signinPages = &signin.Pages{Handler: s.webPages}
+	s.signinPages = &signin.Pages{Handler: s.webPages, Devices: func() authflow.Devices {
+		if s.OAuth == nil {
+			return nil
+		}
+		return s.OAuth
+	}}
 	return nil
 }
 

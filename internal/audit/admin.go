@@ -187,11 +187,8 @@ func (s *Service) Review(ctx context.Context, p *authn.Principal, id string, in 
 // reviewer is who reviewed: the acting user, or for an ownerless system key
 // the key id, so the record always names the credential that changed it.
 func reviewer(p *authn.Principal) any {
-	if p.UserID != "" {
-		return p.UserID
-	}
-	if p.APIKeyID != "" {
-		return p.APIKeyID
+	if a := p.Actor(); a != "" {
+		return a
 	}
 	return nil
 }

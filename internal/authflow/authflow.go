@@ -72,3 +72,34 @@ type Logouts interface {
 	// must then see an error and never be redirected.
 	CheckEndSession(ctx context.Context, params map[string][]string, sessionID, userID string) (EndSession, error)
 }
+
+// DeviceRequest is a device authorization awaiting a person on the
+// verification page (RFC 8628 §3.3): which app asks for what, under which
+// user code.
+type DeviceRequest struct {
+	UserCode   string // as shown on the device: ABCD-EFGH
+	ClientID   string
+	ClientName string
+	LogoURL    string
+	Scopes     []Scope
+	// NeedsConsent: the scopes must be shown for consent (the client is not
+	// first party and the person's stored consent does not cover them).
+	NeedsConsent bool
+	ExpiresAt    time.Time
+}
+
+// Approver is the signed-in person deciding a device authorization: the
+// tokens the device gets act for them, with their session's authentication.
+type Approver struct {
+	UserID   string
+	AuthTime time.Time
+	AMR      []string
+}
+
+// Devices is implemented by the OAuth provider for the device verification
+// page. A wrong, expired or decided user code is an apperr NotFound; too
+// many attempts are an apperr TooManyRequests.
+type Devices interface {
+	FindDevice(ctx context.Context, who Approver, userCode, ip string) (DeviceRequest, error)
+	DecideDevice(ctx context.Context, who Approver, userCode string, approved bool, ip, userAgent string) (DeviceRequest, error)
+}

@@ -27,6 +27,10 @@ const (
 	KindSession Kind = "session"
 	KindAPIKey  Kind = "api_key"
 	KindOAuth   Kind = "oauth"
+	// KindClient is an access token of the client credentials grant (RFC
+	// 6749 §4.4): a service principal acting for no user, holding exactly
+	// the permission strings the token was granted, like a scoped API key.
+	KindClient Kind = "oauth_client"
 )
 
 // Principal is the authenticated caller.
@@ -108,6 +112,21 @@ func (p *Principal) Can(perm string) bool {
 // IsAdmin reports whether the principal is a super admin or a system key,
 // the callers exempt from the scope-escalation rule (Authentication 7).
 func (p *Principal) IsAdmin() bool { return p != nil && (p.SuperAdmin || p.SystemKey) }
+
+// Actor is the id the audit log names as the actor of what p does: the
+// acting user, else the API key, else the OAuth client of a client
+// credentials token.
+func (p *Principal) Actor() string {
+	switch {
+	case p == nil:
+		return ""
+	case p.UserID != "":
+		return p.UserID
+	case p.APIKeyID != "":
+		return p.APIKeyID
+	}
+	return p.OAuthClientID
+}
 
 // IsSelf reports whether the principal acts for the user with id userID.
 func (p *Principal) IsSelf(userID string) bool {

@@ -241,7 +241,7 @@ func (s *Service) Create(ctx context.Context, ev audit.Event, userID string, in 
 		if duration > 0 {
 			meta["duration_seconds"] = int64(duration / time.Second)
 		}
-		ev.UserID, ev.ActorID, ev.EventType, ev.ResourceType, ev.ResourceID = userID, p.UserID, EventBanned, "ban", id
+		ev.UserID, ev.ActorID, ev.EventType, ev.ResourceType, ev.ResourceID = userID, p.Actor(), EventBanned, "ban", id
 		ev.Description, ev.Metadata = "User banned", meta
 		_, err = s.Audit.Record(ctx, tx, ev)
 		return err
@@ -282,7 +282,7 @@ func (s *Service) Lift(ctx context.Context, ev audit.Event, userID string) error
 		if n, _ := res.RowsAffected(); n == 0 {
 			return apperr.NotFoundf("user is not banned")
 		}
-		ev.UserID, ev.ActorID, ev.EventType, ev.ResourceType = userID, p.UserID, EventUnbanned, "ban"
+		ev.UserID, ev.ActorID, ev.EventType, ev.ResourceType = userID, p.Actor(), EventUnbanned, "ban"
 		ev.Description = "User unbanned"
 		_, err = s.Audit.Record(ctx, tx, ev)
 		return err

@@ -66,7 +66,8 @@ func TestConfigOP(t *testing.T) {
 				r.require(slices.Contains(claims, k), "claims_supported / "+k)
 			}
 			for _, g := range c.discList("grant_types_supported") {
-				r.require(g == "authorization_code" || g == "refresh_token", "CheckDiscEndpointGrantTypesSupported", g)
+				r.require(slices.Contains([]string{"authorization_code", "refresh_token", "client_credentials", "urn:ietf:params:oauth:grant-type:device_code"}, g),
+					"CheckDiscEndpointGrantTypesSupported", g)
 			}
 			for _, m := range c.discList("token_endpoint_auth_methods_supported") {
 				r.require(slices.Contains([]string{"client_secret_basic", "client_secret_post", "private_key_jwt", "none"}, m), "CheckDiscEndpointTokenEndpointAuthMethodsSupported", m)

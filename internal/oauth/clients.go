@@ -392,8 +392,8 @@ func applyScopes(c *Client, in ClientInput, creating bool) error {
 	}
 	clean := []string{}
 	for _, sc := range scopes {
-		if _, ok := knownScope(sc); !ok {
-			return apperr.OnField("allowed_scopes", apperr.Invalid("scope %q is not known; known scopes are %s", sc, strings.Join(ScopeNames(), ", ")))
+		if !validClientScope(sc) {
+			return apperr.OnField("allowed_scopes", apperr.Invalid("scope %q is not known; known scopes are %s, and permission strings (resource:action) for the client credentials grant", sc, strings.Join(ScopeNames(), ", ")))
 		}
 		if !slices.Contains(clean, sc) {
 			clean = append(clean, sc)
@@ -462,6 +462,9 @@ func (s *Service) CreateClient(ctx context.Context, p *authn.Principal, in Clien
 	if err := s.checkOutboundTargets(c); err != nil {
 		return Client{}, err
 	}
+	if err := s.checkPermissionScopes(ctx, p, c, nil); err != nil {
+		return Client{}, err
+	}
 	if in.IsFirstParty.Value {
 		if !MaySetFirstParty(p) {
 			return Client{}, apperr.OnField("is_first_party", apperr.Forbiddenf("only super admins and system keys can register first-party clients"))
@@ -522,10 +525,11 @@ func insertClient(ctx context.Context, tx *db.Tx, c Client, now time.Time) error
 	return err
 }
 
-// actorKey names an ownerless system key as the actor of an audit event.
+// actorKey names an ownerless credential (a system key, a client
+// credentials token) as the actor of an audit event.
 func actorKey(p *authn.Principal) string {
 	if p.UserID == "" {
-		return p.APIKeyID
+		return p.Actor()
 	}
 	return ""
 }
@@ -539,10 +543,7 @@ func auditUser(c Client) string {
 
 func actorIfOther(p *authn.Principal, owner string) string {
 	if p.UserID != owner {
-		if p.UserID != "" {
-			return p.UserID
-		}
-		return p.APIKeyID
+		return p.Actor()
 	}
 	return ""
 }
@@ -608,11 +609,14 @@ func (s *Service) UpdateClient(ctx context.Context, p *authn.Principal, id strin
 	if in.IsFirstParty.Set && in.IsFirstParty.Value && !MaySetFirstParty(p) {
 		return Client{}, apperr.OnField("is_first_party", apperr.Forbiddenf("only super admins and system keys can make a client first-party"))
 	}
-	before := c.TokenEndpointAuthMethod
+	before, scopesBefore := c.TokenEndpointAuthMethod, c.AllowedScopes
 	if err := applyInput(&c, in, false); err != nil {
 		return Client{}, err
 	}
 	if err := s.checkChangedTargets(c, in); err != nil {
+		return Client{}, err
+	}
+	if err := s.checkPermissionScopes(ctx, p, c, scopesBefore); err != nil {
 		return Client{}, err
 	}
 	if in.IsFirstParty.Set {

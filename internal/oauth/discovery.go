@@ -40,7 +40,7 @@ func (s *Service) Metadata() map[string]any {
 		"scopes_supported":                           ScopeNames(),
 		"response_types_supported":                   []string{"code"},
 		"response_modes_supported":                   []string{"query"},
-		"grant_types_supported":                      []string{"authorization_code", "refresh_token"},
+		"grant_types_supported":                      GrantTypeNames(),
 		"token_endpoint_auth_methods_supported":      authMethods,
 		"revocation_endpoint_auth_methods_supported": authMethods,
 		"code_challenge_methods_supported":           []string{"S256"},
@@ -68,6 +68,8 @@ func (s *Service) Metadata() map[string]any {
 		"token_endpoint_auth_signing_alg_values_supported":         slices.Clone(AssertionAlgs),
 		"revocation_endpoint_auth_signing_alg_values_supported":    slices.Clone(AssertionAlgs),
 		"introspection_endpoint_auth_signing_alg_values_supported": slices.Clone(AssertionAlgs),
+		// RFC 8628 §4: the device authorization grant.
+		"device_authorization_endpoint": base + "/v1/oauth/device_authorization",
 	}
 	if s.RegistrationMode() != RegistrationOff {
 		md["registration_endpoint"] = base + "/v1/oauth/register" // RFC 8414 §2, RFC 7591 §3

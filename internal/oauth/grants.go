@@ -165,6 +165,11 @@ func EndUserTokens(ctx context.Context, q db.Querier, userID string, at time.Tim
 	if _, err := q.ExecContext(ctx, `UPDATE oauth_codes SET used_at = $1 WHERE user_id = $2 AND used_at IS NULL`, now, userID); err != nil {
 		return err
 	}
-	_, err := q.ExecContext(ctx, `UPDATE oauth_pending_authorizations SET decided_at = $1 WHERE user_id = $2 AND decided_at IS NULL`, now, userID)
+	if _, err := q.ExecContext(ctx, `UPDATE oauth_pending_authorizations SET decided_at = $1 WHERE user_id = $2 AND decided_at IS NULL`, now, userID); err != nil {
+		return err
+	}
+	// A device authorization approved but not yet redeemed is a grant made
+	// with the same credential (RFC 8628): its device gets access_denied.
+	_, err := q.ExecContext(ctx, `UPDATE oauth_device_authorizations SET status = 'denied' WHERE user_id = $1 AND status = 'approved'`, userID)
 	return err
 }

@@ -119,6 +119,9 @@ const introspectSQL = `SELECT t.id, t.kind, t.client_id, t.user_id, t.scopes, t.
 // meets the presented token in a comparison that could leak by timing.
 func (s *Service) introspect(ctx context.Context, tok, clientID string) (Introspection, error) {
 	inactive := Introspection{}
+	if isClientToken(tok) {
+		return s.introspectClientToken(ctx, tok, clientID)
+	}
 	kind := ""
 	switch {
 	case token.HasShape(tok, token.PrefixAccessToken), authn.LooksLikeJWT(tok):

@@ -10,7 +10,7 @@ import (
 )
 
 // purgedTables are the tables Purge keeps small, reported by TableSizes.
-var purgedTables = []string{"oauth_tokens", "oauth_codes", "oauth_pending_authorizations"}
+var purgedTables = []string{"oauth_tokens", "oauth_codes", "oauth_pending_authorizations", "oauth_client_tokens", "oauth_device_authorizations"}
 
 // TableSizes returns a Prometheus collector of the row counts of the token
 // tables, as the gauge hmid_oauth_table_rows{table}, read at each scrape:

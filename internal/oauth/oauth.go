@@ -92,6 +92,10 @@ type Service struct {
 
 	origins originCache // web origins of the clients, for CORS (cors.go)
 	jwks    jwksCache   // key sets fetched from clients' jwks_uri (clientkeys.go)
+
+	// Limiter throttles guesses of device user codes across instances
+	// (device.go); nil leaves them unthrottled.
+	Limiter cache.Limiter
 }
 
 var (

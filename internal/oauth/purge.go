@@ -56,6 +56,9 @@ func (s *Service) Purge(ctx context.Context) error {
 	if err := s.purgeTokens(ctx, db.TS(now)); err != nil {
 		return err
 	}
+	if err := s.purgeMachine(ctx, now); err != nil {
+		return err
+	}
 	// The authentication context of a family goes with its last token.
 	return s.purgeBatches(ctx, `DELETE FROM oauth_auth_context WHERE family_id IN (SELECT c.family_id FROM oauth_auth_context c
 		WHERE c.created_at < $1 AND NOT EXISTS (SELECT 1 FROM oauth_tokens t WHERE t.family_id = c.family_id) LIMIT `+strconv.Itoa(PurgeBatch)+`)`, short)

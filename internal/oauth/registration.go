@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -134,6 +135,13 @@ func (md RegistrationMetadata) input() (ClientInput, *Error) {
 	scopes := parseScope(md.Scope)
 	if md.Scope == "" {
 		scopes = []string{"openid", "profile", "email"}
+	}
+	for _, sc := range scopes {
+		// The API's clients may hold permission strings for the client
+		// credentials grant; a registered client gets the catalogue's only.
+		if _, ok := knownScope(sc); !ok {
+			return ClientInput{}, registrationError(ErrInvalidClientMetadata, "scope "+strconv.Quote(sc)+" is not offered to dynamically registered clients; known scopes are "+strings.Join(ScopeNames(), " "))
+		}
 	}
 	name := strings.TrimSpace(md.ClientName)
 	if name == "" {

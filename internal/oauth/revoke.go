@@ -42,6 +42,15 @@ func (h *Handler) Revoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
+	if isClientToken(tok) {
+		if err := s.revokeClientToken(ctx, tok, c.ID); err != nil {
+			writeOAuthError(w, asOAuth(r, err))
+			return
+		}
+		securityHeaders(w)
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 	now := db.TS(s.Clock.Now())
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
 		var kind, clientID, family, pair string

@@ -135,14 +135,18 @@ func (h *Handler) Token(w http.ResponseWriter, r *http.Request) {
 		writeOAuthError(w, logged(r, oe))
 		return
 	}
-	var resp TokenResponse
+	var resp any
 	switch gt {
 	case "authorization_code":
 		resp, oe = s.exchangeCode(r.Context(), c, secret, form)
 	case "refresh_token":
 		resp, oe = s.refresh(r.Context(), c, secret, form, MetaFrom(r))
+	case GrantClientCredentials:
+		resp, oe = s.clientCredentials(r.Context(), c, form)
+	case GrantDeviceCode:
+		resp, oe = s.deviceToken(r.Context(), c, secret, form)
 	default:
-		oe = oerr(ErrUnsupportedGrantType, "grant_type must be authorization_code or refresh_token")
+		oe = oerr(ErrUnsupportedGrantType, "grant_type must be one of "+strings.Join(grantCatalogue, ", "))
 	}
 	if oe != nil {
 		writeOAuthError(w, logged(r, oe))

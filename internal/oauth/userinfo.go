@@ -18,6 +18,9 @@ import (
 // (authn.OAuthTokens). Unknown, expired or revoked tokens, tokens of inactive
 // clients and tokens of deleted or banned users are authn.ErrInvalidToken.
 func (s *Service) ResolveAccessToken(ctx context.Context, tok string) (*authn.Principal, error) {
+	if isClientToken(tok) {
+		return s.resolveClientToken(ctx, tok)
+	}
 	return s.resolveAccess(ctx, tok, nil)
 }
 

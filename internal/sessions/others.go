@@ -104,8 +104,5 @@ func actorOf(p *authn.Principal, userID string) string {
 	if p.UserID == userID {
 		return ""
 	}
-	if p.UserID != "" {
-		return p.UserID
-	}
-	return p.APIKeyID
+	return p.Actor()
 }

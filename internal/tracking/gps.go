@@ -160,6 +160,9 @@ func rateKey(p *authn.Principal) string {
 	if p.APIKeyID != "" {
 		return "gps:key:" + p.APIKeyID
 	}
+	if p.UserID == "" && p.OAuthClientID != "" { // a client credentials token
+		return "gps:client:" + p.OAuthClientID
+	}
 	return "gps:user:" + p.UserID
 }
 

@@ -32,10 +32,7 @@ func actorOf(p *authn.Principal, userID string) string {
 	if p == nil || p.UserID == userID {
 		return ""
 	}
-	if p.UserID != "" {
-		return p.UserID
-	}
-	return p.APIKeyID
+	return p.Actor()
 }
 
 // platform is a login platform as two-factor setup needs it.

@@ -207,10 +207,7 @@ func actorIfOther(p *authn.Principal, userID string) string {
 	if p == nil || p.UserID == userID {
 		return ""
 	}
-	if p.UserID != "" {
-		return p.UserID
-	}
-	return p.APIKeyID
+	return p.Actor()
 }
 
 // validEmail is a deliberately loose check (one @, something on each side,

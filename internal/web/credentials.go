@@ -155,6 +155,9 @@ type clientPage struct {
 	// JWKSText and ResourcesText the texts of the key set and resources.
 	AuthMethods             []string
 	JWKSText, ResourcesText string
+	// PermissionScopes is the text of the permission scope field, one
+	// permission string per line (for the client credentials grant).
+	PermissionScopes string
 	// FirstParty shows the first-party field; FirstPartyLocked says the
 	// reader may not set it (the admin console shows it to every reader).
 	FirstParty       bool
@@ -223,6 +226,7 @@ func (cp *CredentialPages) renderClient(w http.ResponseWriter, r *http.Request, 
 	v.Grants = cp.clientGrants(r, v.Form.GrantTypes)
 	v.AuthMethods = authMethods(v.Form.ClientType)
 	v.JWKSText, v.ResourcesText = jwksText(v.Form.JWKS), strings.Join(v.Form.Resources, "\n")
+	v.PermissionScopes = strings.Join(oauth.PermissionScopes(v.Form.AllowedScopes), "\n")
 	v.RedirectURIs = strings.Join(v.Form.RedirectURIs, "\n")
 	v.PostLogoutURIs = strings.Join(v.Form.PostLogoutRedirectURIs, "\n")
 	title := cp.Site.ClientTitle
@@ -270,7 +274,7 @@ func clientInput(r *http.Request, creating bool) oauth.ClientInput {
 	str := func(name string) httpx.Opt[string] {
 		return httpx.Opt[string]{Set: true, Value: strings.TrimSpace(r.PostFormValue(name))}
 	}
-	scopes := r.PostForm["allowed_scopes"]
+	scopes := append(r.PostForm["allowed_scopes"], strings.Fields(r.PostFormValue("permission_scopes"))...)
 	if scopes == nil {
 		scopes = []string{}
 	}

@@ -41,6 +41,8 @@ func grantTypesInput(r *http.Request) httpx.Opt[[]string] {
 func init() {
 	AddMessages(map[string]map[string]string{
 		"en": {
+			"dev.client.permscopes":                                  "Permissions for the client credentials grant",
+			"dev.client.permscopes.help":                             "Permission strings such as devices:read or gps:write, one per line, that a token of the client credentials grant may hold; you can only give permissions you hold yourself.",
 			"dev.client.grants":                                      "How the client gets tokens",
 			"dev.client.grants.help":                                 "The grants this client may use at the token endpoint; any other is refused as unauthorized_client.",
 			"dev.grant.authorization_code":                           "Authorization code: people sign in through the browser",
@@ -49,6 +51,8 @@ func init() {
 			"dev.grant.urn:ietf:params:oauth:grant-type:device_code": "Device code: sign in on a TV, console or command line with a code",
 		},
 		"de": {
+			"dev.client.permscopes":                                  "Berechtigungen für den Client-Credentials-Grant",
+			"dev.client.permscopes.help":                             "Berechtigungen wie devices:read oder gps:write, eine pro Zeile, die ein Token des Client-Credentials-Grants haben darf; Sie können nur Berechtigungen vergeben, die Sie selbst haben.",
 			"dev.client.grants":                                      "Wie der Client Tokens erhält",
 			"dev.client.grants.help":                                 "Die Grants, die dieser Client am Token-Endpunkt nutzen darf; jeder andere wird mit unauthorized_client abgelehnt.",
 			"dev.grant.authorization_code":                           "Autorisierungscode: Anmeldung im Browser",

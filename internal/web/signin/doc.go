@@ -12,6 +12,7 @@ package signin
 import (
 	"embed"
 
+	"hmid/internal/authflow"
 	"hmid/internal/web"
 )
 
@@ -19,6 +20,9 @@ import (
 // Auth, Consents, Logouts, Providers, Flow, Emails, Cache).
 type Pages struct {
 	*web.Handler
+	// Devices returns the OAuth provider's side of the device verification
+	// page at request time (nil while none is wired: the page answers 503).
+	Devices func() authflow.Devices
 }
 
 // templates are the sign-in pages, each drawn in the kit's layout.

@@ -1,0 +1,298 @@
+package oauth
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"errors"
+	"math/big"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"hmid/internal/db"
+	"hmid/internal/token"
+)
+
+// The device authorization grant (RFC 8628). A device without a browser (a
+// TV, a console, a command-line tool) asks the device authorization
+// endpoint for a device code and a short user code, shows the user code,
+// and polls the token endpoint while a person enters the code on the
+// verification page (/device, internal/web/signin) and approves or denies.
+// Every step reads and writes oauth_device_authorizations, so the device
+// may poll one instance while the person approves on another.
+
+// Lifetimes and polling of RFC 8628 §3.2 and §3.5.
+const (
+	DeviceCodeTTL  = 10 * time.Minute
+	DeviceInterval = 5 * time.Second
+	// slowDownStep is what each slow_down adds to the interval (§3.5).
+	slowDownStep = 5 * time.Second
+	// pollGrace is how much earlier than the interval a poll may come
+	// without counting as too fast: network delays bunch up the requests
+	// of a client that keeps the interval exactly.
+	pollGrace = 500 * time.Millisecond
+)
+
+// ErrAuthorizationPending, ErrSlowDown and ErrExpiredToken are the token
+// endpoint's answers while a device authorization is not decided (RFC 8628 §3.5).
+const (
+	ErrAuthorizationPending = "authorization_pending"
+	ErrSlowDown             = "slow_down"
+	ErrExpiredToken         = "expired_token"
+)
+
+// PrefixDeviceCode is the prefix of device codes (hm_ like every hmid secret).
+const PrefixDeviceCode = "hm_dc_"
+
+// userCodeAlphabet are the characters of user codes: consonants only, so no
+// word is spelled and nothing is mistaken for a digit (RFC 8628 §6.1: 20
+// characters, 8 of them give 34.5 bits).
+const userCodeAlphabet = "BCDFGHJKLMNPQRSTVWXZ"
+
+// userCodeLen is the length of a user code, shown as two groups of four.
+const userCodeLen = 8
+
+// Throttling of user code guesses on the verification page (RFC 8628 §5.1):
+// a failed lookup counts against the person and their address; a match is
+// given back.
+const (
+	userCodeGuessesPerUser = 10
+	userCodeGuessesPerIP   = 30
+	userCodeGuessWindow    = 10 * time.Minute
+)
+
+// DeviceAuthorizationResponse is the answer of the device authorization
+// endpoint (RFC 8628 §3.2).
+type DeviceAuthorizationResponse struct {
+	DeviceCode              string `json:"device_code"`
+	UserCode                string `json:"user_code"`
+	VerificationURI         string `json:"verification_uri"`
+	VerificationURIComplete string `json:"verification_uri_complete"`
+	ExpiresIn               int    `json:"expires_in"`
+	Interval                int    `json:"interval"`
+}
+
+// DeviceVerificationPath is the verification page (internal/web/signin).
+const DeviceVerificationPath = "/device"
+
+// UserCodeParam is the form and query field of the user code on the
+// verification page, as verification_uri_complete carries it.
+const UserCodeParam = "user_code"
+
+// newUserCode draws a user code (without its hyphen).
+func newUserCode() string {
+	b := make([]byte, userCodeLen)
+	max := big.NewInt(int64(len(userCodeAlphabet)))
+	for i := range b {
+		n, err := rand.Int(rand.Reader, max)
+		if err != nil {
+			panic("oauth: crypto/rand failed: " + err.Error())
+		}
+		b[i] = userCodeAlphabet[n.Int64()]
+	}
+	return string(b)
+}
+
+// FormatUserCode shows a normalized user code as ABCD-EFGH.
+func FormatUserCode(code string) string {
+	if len(code) != userCodeLen {
+		return code
+	}
+	return code[:4] + "-" + code[4:]
+}
+
+// normalizeUserCode turns what a person typed into the stored form:
+// upper case, without hyphens and spaces (RFC 8628 §6.1). It reports false
+// for anything that cannot be a user code.
+func normalizeUserCode(in string) (string, bool) {
+	var b strings.Builder
+	for _, r := range strings.ToUpper(in) {
+		switch {
+		case r == '-' || r == ' ':
+		case strings.ContainsRune(userCodeAlphabet, r) && b.Len() < userCodeLen:
+			b.WriteRune(r)
+		default:
+			return "", false
+		}
+	}
+	return b.String(), b.Len() == userCodeLen
+}
+
+// DeviceAuthorization serves POST /v1/oauth/device_authorization (RFC 8628
+// §3.1). The client authenticates as at the token endpoint (public clients
+// with their client_id alone) and must be registered for the device grant.
+func (h *Handler) DeviceAuthorization(w http.ResponseWriter, r *http.Request) {
+	s := h.S
+	form, oe := parseForm(r)
+	if oe != nil {
+		writeOAuthError(w, oe)
+		return
+	}
+	c, _, oe := s.authenticateClient(r.Context(), r, form)
+	if oe == nil {
+		oe = checkGrant(c, GrantDeviceCode)
+	}
+	var scopes []string
+	if oe == nil {
+		scopes, oe = deviceScopes(c, form)
+	}
+	if oe != nil {
+		writeOAuthError(w, logged(r, oe))
+		return
+	}
+	resp, err := s.startDevice(r.Context(), c, scopes)
+	if err != nil {
+		writeOAuthError(w, asOAuth(r, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// deviceScopes checks the scope of a device authorization request: OpenID
+// Connect scopes of the client, as at the authorization endpoint (a device
+// acts for a person; permission scopes are for the client credentials grant).
+func deviceScopes(c Client, form url.Values) ([]string, *Error) {
+	scopes := parseScope(form.Get("scope"))
+	if len(scopes) == 0 {
+		return nil, oerr(ErrInvalidScope, "scope is required")
+	}
+	for _, sc := range scopes {
+		if _, ok := knownScope(sc); !ok {
+			return nil, oerr(ErrInvalidScope, "unknown scope "+sc)
+		}
+		if !slices.Contains(c.AllowedScopes, sc) {
+			return nil, oerr(ErrInvalidScope, "the client may not request scope "+sc)
+		}
+	}
+	return scopes, nil
+}
+
+// startDevice stores a new device authorization and returns its codes. A
+// user code that happens to equal a stored one is drawn again.
+func (s *Service) startDevice(ctx context.Context, c Client, scopes []string) (DeviceAuthorizationResponse, error) {
+	now := s.Clock.Now()
+	deviceCode := token.New(PrefixDeviceCode)
+	for attempt := 0; ; attempt++ {
+		userCode := newUserCode()
+		_, err := s.DB.ExecContext(ctx, `INSERT INTO oauth_device_authorizations (id, device_code_hash, user_code_hash, client_id, scopes,
+			interval_seconds, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			db.NewID(), token.Hash(deviceCode), token.Hash(userCode), c.ID, db.JSON(scopes), int(DeviceInterval/time.Second),
+			db.TS(now), db.TS(now.Add(DeviceCodeTTL)))
+		if err != nil && db.IsUniqueViolation(err) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			return DeviceAuthorizationResponse{}, err
+		}
+		verify := s.Issuer + DeviceVerificationPath
+		shown := FormatUserCode(userCode)
+		return DeviceAuthorizationResponse{
+			DeviceCode: deviceCode, UserCode: shown, VerificationURI: verify,
+			VerificationURIComplete: verify + "?" + url.Values{UserCodeParam: {shown}}.Encode(),
+			ExpiresIn:               int(DeviceCodeTTL / time.Second), Interval: int(DeviceInterval / time.Second),
+		}, nil
+	}
+}
+
+// devicePollSQL records a poll and returns the authorization's state, in
+// one statement. A poll of a pending authorization that comes before the
+// interval has passed since the previous poll is slowed (RFC 8628 §3.5),
+// and the interval grows by slowDownStep; SET reads the values before the
+// update, RETURNING those after. $1 is the device code hash, $2 now, $3
+// the grace in microseconds, $4 the step in seconds.
+const devicePollSQL = `UPDATE oauth_device_authorizations SET
+	slowed = (status = 'pending' AND last_polled_at IS NOT NULL AND $2 < last_polled_at + CAST(interval_seconds AS BIGINT) * 1000000 - $3),
+	interval_seconds = interval_seconds + CASE WHEN status = 'pending' AND last_polled_at IS NOT NULL AND interval_seconds < $5
+		AND $2 < last_polled_at + CAST(interval_seconds AS BIGINT) * 1000000 - $3 THEN $4 ELSE 0 END,
+	last_polled_at = $2
+	WHERE device_code_hash = $1
+	RETURNING id, client_id, status, expires_at, slowed, user_id, scopes, auth_time, auth_context`
+
+// devicePoll is one poll's view of a device authorization.
+type devicePoll struct {
+	id, clientID, status string
+	expires              int64
+	slowed               bool
+	userID               sql.NullString
+	scopes               db.Strings
+	authTime             sql.NullInt64
+	context              string
+}
+
+// deviceToken serves grant_type=urn:ietf:params:oauth:grant-type:device_code
+// (RFC 8628 §3.4, §3.5): authorization_pending or slow_down while the
+// person has not decided, access_denied after a denial, expired_token after
+// the ten minutes, and the tokens once after an approval.
+func (s *Service) deviceToken(ctx context.Context, c Client, secret string, form url.Values) (TokenResponse, *Error) {
+	code := form.Get("device_code")
+	if code == "" {
+		return TokenResponse{}, oerr(ErrInvalidRequest, "device_code is required")
+	}
+	if !token.HasShape(code, PrefixDeviceCode) {
+		return TokenResponse{}, oerr(ErrInvalidGrant, "invalid device_code")
+	}
+	now := s.Clock.Now()
+	var d devicePoll
+	err := s.DB.QueryRowContext(ctx, devicePollSQL, token.Hash(code), db.TS(now), pollGrace.Microseconds(), int(slowDownStep/time.Second),
+		int(DeviceCodeTTL/time.Second)).
+		Scan(&d.id, &d.clientID, &d.status, &d.expires, &d.slowed, &d.userID, &d.scopes, &d.authTime, &d.context)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return TokenResponse{}, oerr(ErrInvalidGrant, "invalid device_code")
+	case err != nil:
+		return TokenResponse{}, asOAuthErr(err)
+	case d.clientID != c.ID:
+		return TokenResponse{}, oerr(ErrInvalidGrant, "the device_code was issued to another client")
+	case !now.Before(db.FromTS(d.expires)):
+		return TokenResponse{}, oerr(ErrExpiredToken, "the device_code has expired; start again")
+	}
+	switch d.status {
+	case "pending":
+		if d.slowed {
+			return TokenResponse{}, oerr(ErrSlowDown, "polling too fast: wait 5 seconds longer between requests")
+		}
+		return TokenResponse{}, oerr(ErrAuthorizationPending, "the user has not yet approved or denied the request")
+	case "denied":
+		return TokenResponse{}, oerr(ErrAccessDenied, "the user denied the request")
+	case "approved":
+		return s.redeemDevice(ctx, c, secret, d, now)
+	}
+	return TokenResponse{}, oerr(ErrInvalidGrant, "the device_code was already used")
+}
+
+// redeemDevice issues the tokens of an approved device authorization,
+// once: the conditional UPDATE lets exactly one of racing polls through.
+// The tokens belong to no browser session: the device is not the browser
+// the person approved in, and signing out there must not sign the TV out.
+func (s *Service) redeemDevice(ctx context.Context, c Client, secret string, d devicePoll, now time.Time) (TokenResponse, *Error) {
+	var issued issuedTokens
+	fail := oerr(ErrInvalidGrant, "the device_code was already used")
+	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE oauth_device_authorizations SET status = 'redeemed' WHERE id = $1 AND status = 'approved'`, d.id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return nil
+		}
+		usable, err := userUsable(ctx, tx, d.userID.String, now)
+		if err != nil || !usable {
+			fail = oerr(ErrInvalidGrant, "the user can no longer authorize this client")
+			return err
+		}
+		fail = nil
+		issued = newIssuedTokens(d.scopes)
+		return s.storeTokens(ctx, tx, issued, tokenFamily{family: db.NewID(), clientID: c.ID, userID: d.userID.String,
+			refreshScopes: d.scopes, authTime: d.authTime.Int64, context: d.context, offlineRefresh: slices.Contains(d.scopes, "offline_access")}, now)
+	})
+	if err != nil {
+		return TokenResponse{}, asOAuthErr(err)
+	}
+	if fail != nil {
+		return TokenResponse{}, fail
+	}
+	return s.respond(ctx, c, secret, d.userID.String, issued, db.FromTS(d.authTime.Int64), "", "", decodeContext(d.context), nil, now)
+}

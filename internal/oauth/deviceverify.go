@@ -1,0 +1,208 @@
+package oauth
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"hmid/internal/apperr"
+	"hmid/internal/audit"
+	"hmid/internal/authflow"
+	"hmid/internal/cache"
+	"hmid/internal/db"
+	"hmid/internal/token"
+)
+
+var _ authflow.Devices = (*Service)(nil)
+
+// errNoDevice is the one answer for a user code that is wrong, expired,
+// already decided or of an inactive client: telling them apart would help
+// whoever guesses codes.
+var errNoDevice = apperr.NotFoundf("this code is not valid: it may be mistyped, expired or already used")
+
+// deviceRow is a pending device authorization found by its user code.
+type deviceRow struct {
+	id, userCode string
+	client       Client
+	scopes       db.Strings
+	expires      int64
+}
+
+// guessLimit is the allowance of failed user code lookups per key.
+var guessLimit = map[string]cache.Limit{
+	"user": cache.PerPeriod(userCodeGuessesPerUser, userCodeGuessWindow),
+	"ip":   cache.PerPeriod(userCodeGuessesPerIP, userCodeGuessWindow),
+}
+
+// takeGuess counts a user code lookup against the person and their address
+// (RFC 8628 §5.1: user codes are short, so guessing must be throttled). It
+// returns the keys it took from, to give back when the code matched.
+func (s *Service) takeGuess(ctx context.Context, userID, ip string) (map[string]string, error) {
+	keys := map[string]string{"user": "device:guess:user:" + userID, "ip": "device:guess:ip:" + ip}
+	if s.Limiter == nil {
+		return nil, nil
+	}
+	for kind, key := range keys {
+		d, err := cache.Allow(ctx, s.Limiter, key, guessLimit[kind])
+		if err != nil {
+			return nil, err
+		}
+		if !d.Allowed {
+			return nil, apperr.RateLimited(d.RetryAfter, "too many wrong codes; try again later")
+		}
+	}
+	return keys, nil
+}
+
+// giveBackGuess returns a lookup that found its code to the allowances.
+func (s *Service) giveBackGuess(ctx context.Context, keys map[string]string) {
+	for kind, key := range keys {
+		_, _ = s.Limiter.Refund(ctx, key, guessLimit[kind], 1)
+	}
+}
+
+// findDevice looks a pending device authorization up by its user code,
+// throttled.
+func (s *Service) findDevice(ctx context.Context, who authflow.Approver, userCode, ip string) (deviceRow, error) {
+	keys, err := s.takeGuess(ctx, who.UserID, ip)
+	if err != nil {
+		return deviceRow{}, err
+	}
+	code, ok := normalizeUserCode(userCode)
+	if !ok {
+		return deviceRow{}, errNoDevice
+	}
+	var d deviceRow
+	var clientID string
+	err = s.DB.QueryRowContext(ctx, `SELECT id, client_id, scopes, expires_at FROM oauth_device_authorizations
+		WHERE user_code_hash = $1 AND status = 'pending' AND expires_at > $2`, token.Hash(code), db.TS(s.Clock.Now())).
+		Scan(&d.id, &clientID, &d.scopes, &d.expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return deviceRow{}, errNoDevice
+	}
+	if err != nil {
+		return deviceRow{}, err
+	}
+	if d.client, err = s.loadClient(ctx, s.DB, clientID); err != nil {
+		return deviceRow{}, err
+	}
+	if !d.client.IsActive {
+		return deviceRow{}, errNoDevice
+	}
+	s.giveBackGuess(ctx, keys)
+	d.userCode = FormatUserCode(code)
+	return d, nil
+}
+
+// request is what the verification page shows of d to the person.
+func (s *Service) request(ctx context.Context, who authflow.Approver, d deviceRow) (authflow.DeviceRequest, error) {
+	out := authflow.DeviceRequest{UserCode: d.userCode, ClientID: d.client.ID, ClientName: d.client.Name, ExpiresAt: db.FromTS(d.expires)}
+	if d.client.LogoURL != nil {
+		out.LogoURL = *d.client.LogoURL
+	}
+	for _, sc := range d.scopes {
+		desc, _ := knownScope(sc)
+		out.Scopes = append(out.Scopes, desc)
+	}
+	if !d.client.IsFirstParty {
+		covered, err := s.consentCovers(ctx, who.UserID, d.client.ID, d.scopes)
+		if err != nil {
+			return out, err
+		}
+		out.NeedsConsent = !covered
+	}
+	return out, nil
+}
+
+// FindDevice returns the pending device authorization of a user code for
+// the verification page (authflow.Devices).
+func (s *Service) FindDevice(ctx context.Context, who authflow.Approver, userCode, ip string) (authflow.DeviceRequest, error) {
+	d, err := s.findDevice(ctx, who, userCode, ip)
+	if err != nil {
+		return authflow.DeviceRequest{}, err
+	}
+	return s.request(ctx, who, d)
+}
+
+// DecideDevice approves or denies the device authorization of a user code,
+// once (authflow.Devices). Approval binds it to the person and records
+// their consent for a client that is not first party (consent_granted),
+// as the consent page does; the device's next poll gets the tokens.
+func (s *Service) DecideDevice(ctx context.Context, who authflow.Approver, userCode string, approved bool, ip, userAgent string) (authflow.DeviceRequest, error) {
+	d, err := s.findDevice(ctx, who, userCode, ip)
+	if err != nil {
+		return authflow.DeviceRequest{}, err
+	}
+	req, err := s.request(ctx, who, d)
+	if err != nil {
+		return req, err
+	}
+	now := s.Clock.Now()
+	status := "denied"
+	if approved {
+		status = "approved"
+	}
+	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
+		if approved {
+			usable, err := userUsable(ctx, tx, who.UserID, now)
+			if err != nil {
+				return err
+			}
+			if !usable {
+				return apperr.Forbiddenf("your account cannot authorize apps")
+			}
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE oauth_device_authorizations SET status = $1, user_id = $2, auth_time = $3, auth_context = $4, decided_at = $5
+			WHERE id = $6 AND status = 'pending' AND expires_at > $5`,
+			status, who.UserID, db.TS(who.AuthTime), db.JSON(approverContext(who)), db.TS(now), d.id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return errNoDevice // decided meanwhile, or expired
+		}
+		if !approved || d.client.IsFirstParty {
+			return nil
+		}
+		return s.grantConsent(ctx, tx, who.UserID, d.client, d.scopes, Meta{IP: ip, UserAgent: userAgent}, now)
+	})
+	return req, err
+}
+
+// approverContext is the authentication context the device's tokens carry:
+// that of the session the person approved in.
+func approverContext(who authflow.Approver) authContext {
+	ac := authContext{ACR: ACRSingleFactor, AMR: who.AMR}
+	for _, m := range who.AMR {
+		if m == "otp" {
+			ac.ACR = ACRTwoFactor
+		}
+	}
+	return ac
+}
+
+// grantConsent adds scopes to the person's stored consent for c and
+// audits it, as the consent page's approval does.
+func (s *Service) grantConsent(ctx context.Context, tx *db.Tx, userID string, c Client, scopes []string, m Meta, now time.Time) error {
+	var prev db.Strings
+	err := tx.QueryRowContext(ctx, `SELECT scopes FROM oauth_consents WHERE user_id = $1 AND client_id = $2`, userID, c.ID).Scan(&prev)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO oauth_consents (user_id, client_id, scopes, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
+		ON CONFLICT (user_id, client_id) DO UPDATE SET scopes = excluded.scopes, updated_at = excluded.updated_at`,
+		userID, c.ID, db.JSON(union(prev, scopes)), db.TS(now)); err != nil {
+		return err
+	}
+	_, err = s.Audit.Record(ctx, tx, m.event(auditEvent(userID, audit.ConsentGranted, c,
+		"consent granted to "+c.Name+" on a device", map[string]any{"client_name": c.Name, "scopes": scopes, "grant_type": GrantDeviceCode})))
+	return err
+}
+
+// purgeDevices deletes device authorizations a day past their expiry (until
+// then a late poll still hears expired_token rather than invalid_grant).
+func (s *Service) purgeDevices(ctx context.Context, now time.Time) error {
+	return s.purgeBatches(ctx, `DELETE FROM oauth_device_authorizations WHERE id IN (SELECT id FROM oauth_device_authorizations
+		WHERE expires_at < $1 LIMIT `+itoa(PurgeBatch)+`)`, db.TS(now.Add(-shortRetention)))
+}
