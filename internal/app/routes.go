@@ -415,6 +415,18 @@ func (s *Server) routes() chi.Router {
 	// An administrator's reset for a user who lost their authenticator (extension).
 	route("POST", "/v1/users/{id}/2fa/reset", Perm("two_factor:manage"), tf.Reset)
 
+	// ---- Passkeys (issue 20) ----
+	// REST twins (extensions): the caller's own passkeys, and an
+	// operator's view of a user's. The ceremony endpoints the pages' script
+	// calls answer JSON but are bound to the browser (CSRF token and cookie),
+	// like the pages they belong to (docs/decisions.md, "Passkeys").
+	pk := s.passkeyHandler
+	route("GET", "/v1/users/me/passkeys", Authenticated(), pk.ListMine)
+	route("PATCH", "/v1/users/me/passkeys/{id}", Authenticated(), pk.RenameMine)
+	route("DELETE", "/v1/users/me/passkeys/{id}", Authenticated(), pk.RemoveMine)
+	route("GET", "/v1/users/{id}/passkeys", PermOrSelf("users:read", "id"), pk.ListUser)
+	route("DELETE", "/v1/users/{id}/passkeys/{passkey_id}", Perm("users:write"), pk.RemoveUser)
+
 	// ---- Audit log, reports, internal audit, data export (spec 2) ----
 	ad, ex := s.auditHandler, s.exportHandler
 	route("GET", "/v1/users/me/audit", Authenticated(), ad.ListMine)

@@ -34,6 +34,7 @@ var EventTypes = []string{
 	BotCommandExecuted, BotGuildConfigured,
 	UserBanned, UserUnbanned, PlatformUpdated,
 	RefreshTokenReused,
+	PasskeyAdded, PasskeyRemoved, PasskeyLogin,
 }
 
 // SourceServices lists the source_service values of spec 2 (Events).

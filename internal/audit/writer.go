@@ -57,6 +57,12 @@ const (
 	// success when the reuse interval let it through, a failure when its
 	// family was revoked.
 	RefreshTokenReused = "refresh_token_reused"
+	// PasskeyAdded, PasskeyRemoved and PasskeyLogin record passkeys
+	// (issue 20): registered, removed (by the user or an operator), and a
+	// sign-in or second factor with one (a failure for a refused assertion).
+	PasskeyAdded   = "passkey_added"
+	PasskeyRemoved = "passkey_removed"
+	PasskeyLogin   = "passkey_login"
 )
 
 // Event is one audit record to write.
