@@ -19,7 +19,9 @@ import (
 
 // onLocalhost serves the test instance as http://localhost:PORT: a
 // relying-party id is a domain, never an IP address.
-func onLocalhost(c *config.Config) { c.PublicURL = strings.Replace(c.PublicURL, "127.0.0.1", "localhost", 1) }
+func onLocalhost(c *config.Config) {
+	c.PublicURL = strings.Replace(c.PublicURL, "127.0.0.1", "localhost", 1)
+}
 
 // pkClient is the audit origin of the service calls of these tests.
 var pkClient = passkey.Client{IPAddress: "192.0.2.1", UserAgent: "test", SourceService: "id"}

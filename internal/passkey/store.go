@@ -63,7 +63,7 @@ func scanRecord(row db.Scanner) (record, error) {
 func (r record) credential() webauthn.Credential {
 	c := webauthn.Credential{
 		ID: r.credentialID, PublicKey: r.publicKey, AttestationFormat: r.format,
-		Flags: webauthn.CredentialFlags{UserPresent: true, UserVerified: r.userVerified, BackupEligible: r.BackupEligible, BackupState: r.BackupState},
+		Flags:         webauthn.CredentialFlags{UserPresent: true, UserVerified: r.userVerified, BackupEligible: r.BackupEligible, BackupState: r.BackupState},
 		Authenticator: webauthn.Authenticator{SignCount: r.signCount, Attachment: protocol.AuthenticatorAttachment(r.attachment)},
 	}
 	if id, err := uuid.Parse(r.AAGUID); err == nil {
