@@ -12,6 +12,7 @@ import (
 	. "hmid/internal/authn" //nolint:staticcheck // the rule names read as a table: Perm("roles:read"), PermOrSelf(…)
 	"hmid/internal/httpx"
 	"hmid/internal/oauth"
+	"hmid/internal/passkey"
 	"hmid/internal/web"
 )
 
@@ -426,6 +427,13 @@ func (s *Server) routes() chi.Router {
 	route("DELETE", "/v1/users/me/passkeys/{id}", Authenticated(), pk.RemoveMine)
 	route("GET", "/v1/users/{id}/passkeys", PermOrSelf("users:read", "id"), pk.ListUser)
 	route("DELETE", "/v1/users/{id}/passkeys/{passkey_id}", Perm("users:write"), pk.RemoveUser)
+	route("GET", "/assets/passkey.js", Public(), passkey.Script)
+	route("POST", "/login/passkey/options", Public(), wp.PasskeyOptions)
+	route("POST", "/login/passkey", Public(), wp.PasskeyLogin)
+	page("POST", "/account/security/passkeys/options", Session(), sec.PasskeyOptions)
+	page("POST", "/account/security/passkeys", Session(), sec.AddPasskey)
+	page("POST", "/account/security/passkeys/{id}/rename", Session(), sec.RenamePasskey) // PATCH /v1/users/me/passkeys/{id}
+	page("POST", "/account/security/passkeys/{id}/remove", Session(), sec.RemovePasskey) // DELETE /v1/users/me/passkeys/{id}
 
 	// ---- Audit log, reports, internal audit, data export (spec 2) ----
 	ad, ex := s.auditHandler, s.exportHandler

@@ -52,7 +52,7 @@ func (s *Server) buildConsole() {
 	s.profilePages = &account.ProfilePages{H: s.webPages, Users: s.users.S, Accounts: s.accountsHandler.S}
 	s.linkedPages = &account.LinkedPages{H: s.webPages, Accounts: s.accountsHandler.S}
 	// (security: password and two-factor)
-	s.securityPages = &account.SecurityPages{H: s.webPages, TwoFactor: s.twoFactorSvc, Platforms: s.PlatformService}
+	s.securityPages = &account.SecurityPages{H: s.webPages, TwoFactor: s.twoFactorSvc, Platforms: s.PlatformService, Passkeys: s.Passkeys}
 	// (connected apps and your data)
 	// A self-requested deletion is confirmed with the password (the login
 	// service) or, without one, the second factor; REST and the page share

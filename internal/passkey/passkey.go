@@ -134,3 +134,7 @@ func (s *Service) RPID() string { return s.rpID }
 func (s *Service) Origin() string { return s.origin }
 
 func (s *Service) now() time.Time { return s.Clock.Now() }
+
+// Available reports whether passkeys can work at all here (HMID_PUBLIC_URL
+// names a domain).
+func (s *Service) Available() bool { return s.rp != nil }

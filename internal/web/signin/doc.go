@@ -10,7 +10,10 @@
 package signin
 
 import (
+	"context"
 	"embed"
+
+	"hmid/internal/passkey"
 
 	"hmid/internal/web"
 )
@@ -19,6 +22,11 @@ import (
 // Auth, Consents, Logouts, Providers, Flow, Emails, Cache).
 type Pages struct {
 	*web.Handler
+	// Passkeys signs in with passkeys (passkey.go); nil: not offered.
+	Passkeys *passkey.Service
+	// TOTPEnabled reports whether a user has TOTP on, so the two-factor
+	// step asks for a code only then.
+	TOTPEnabled func(ctx context.Context, userID string) (bool, error)
 }
 
 // templates are the sign-in pages, each drawn in the kit's layout.
