@@ -1,8 +1,12 @@
 package app_test
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -380,4 +384,60 @@ func TestPasskeyTwoInstances(t *testing.T) {
 			t.Fatalf("the same answer again: %v", err)
 		}
 	}
+}
+
+// TestPasskeyLifecycleHooks: the data export lists passkeys without key
+// material; an administrator's second-factor reset removes them (also for a
+// user whose only second factor is a passkey); deleting the account for
+// good deletes them.
+func TestPasskeyLifecycleHooks(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		admin := e.Admin(t)
+		u := e.NewUser(t, apptest.UserSpec{})
+		a := newAuthenticator(e)
+		registerPasskey(t, e, u.ID, a)
+		e.Call(t, "PATCH", "/v1/users/me/passkeys/"+passkeyID(t, e, u.ID), u.Token, map[string]any{"name": "Blue key"}, 200)
+
+		r := e.Call(t, "GET", "/v1/user/export", u.Token, nil, 200)
+		zr, err := zip.NewReader(bytes.NewReader(r.Body), int64(len(r.Body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := zr.Open("data.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(f)
+		var data struct {
+			Passkeys []map[string]any `json:"passkeys"`
+		}
+		if err := json.Unmarshal(raw, &data); err != nil || len(data.Passkeys) != 1 || data.Passkeys[0]["name"] != "Blue key" {
+			t.Fatalf("export passkeys = %+v (%v)", data.Passkeys, err)
+		}
+		cid := base64.RawURLEncoding.EncodeToString(a.CredentialID())
+		if strings.Contains(string(raw), cid) || strings.Contains(string(raw), "publicKey") {
+			t.Fatalf("the export holds key material")
+		}
+
+		e.Call(t, "POST", "/v1/users/"+u.ID+"/2fa/reset", admin.Token, map[string]any{"reason": "lost the key"}, 200)
+		if n := countRows(t, e, `SELECT COUNT(*) FROM passkeys WHERE user_id = $1`, u.ID); n != 0 {
+			t.Fatalf("%d passkeys left after the reset", n)
+		}
+		e.Call(t, "POST", "/v1/users/"+u.ID+"/2fa/reset", admin.Token, map[string]any{"reason": "again"}, 400)
+
+		registerPasskey(t, e, u.ID, newAuthenticator(e))
+		e.Call(t, "POST", "/v1/admin/users/"+u.ID+"/force-delete", admin.Token, map[string]any{"reason": "asked"}, 200)
+		if n := countRows(t, e, `SELECT COUNT(*) FROM passkeys WHERE user_id = $1`, u.ID); n != 0 {
+			t.Fatalf("%d passkeys left after deletion", n)
+		}
+	}, onLocalhost)
+}
+
+func passkeyID(t *testing.T, e *apptest.Env, userID string) string {
+	t.Helper()
+	var id string
+	if err := e.Server.DB.QueryRowContext(context.Background(), `SELECT id FROM passkeys WHERE user_id = $1`, userID).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

@@ -434,6 +434,7 @@ func (s *Server) routes() chi.Router {
 	page("POST", "/account/security/passkeys", Session(), sec.AddPasskey)
 	page("POST", "/account/security/passkeys/{id}/rename", Session(), sec.RenamePasskey) // PATCH /v1/users/me/passkeys/{id}
 	page("POST", "/account/security/passkeys/{id}/remove", Session(), sec.RemovePasskey) // DELETE /v1/users/me/passkeys/{id}
+	page("POST", "/admin/users/{id}/passkeys/{passkey_id}/remove", Perm("users:write"), aup.RemovePasskey) // DELETE /v1/users/{id}/passkeys/{passkey_id}
 
 	// ---- Audit log, reports, internal audit, data export (spec 2) ----
 	ad, ex := s.auditHandler, s.exportHandler

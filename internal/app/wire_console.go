@@ -73,6 +73,7 @@ func (s *Server) buildConsole() {
 	// (admin: one user)
 	s.adminUserPages = &admin.UserPages{H: s.webPages, Users: s.users.S, Accounts: s.accountsHandler.S, Access: s.Access,
 		Sessions: s.sessions.S, TwoFactor: s.twoFactorSvc, Bans: s.BanService, Deletion: s.DeletionService, Audit: s.auditHandler.S}
+	s.adminUserPages.Passkeys = s.Passkeys // the passkey section (issue 20)
 	// (admin: roles and permissions)
 	s.adminRolesPages = &admin.RolesPages{H: s.webPages, Access: s.Access}
 	// (admin: OAuth clients and API keys)
