@@ -432,8 +432,8 @@ func (s *Server) routes() chi.Router {
 	route("POST", "/login/passkey", Public(), wp.PasskeyLogin)
 	page("POST", "/account/security/passkeys/options", Session(), sec.PasskeyOptions)
 	page("POST", "/account/security/passkeys", Session(), sec.AddPasskey)
-	page("POST", "/account/security/passkeys/{id}/rename", Session(), sec.RenamePasskey) // PATCH /v1/users/me/passkeys/{id}
-	page("POST", "/account/security/passkeys/{id}/remove", Session(), sec.RemovePasskey) // DELETE /v1/users/me/passkeys/{id}
+	page("POST", "/account/security/passkeys/{id}/rename", Session(), sec.RenamePasskey)                   // PATCH /v1/users/me/passkeys/{id}
+	page("POST", "/account/security/passkeys/{id}/remove", Session(), sec.RemovePasskey)                   // DELETE /v1/users/me/passkeys/{id}
 	page("POST", "/admin/users/{id}/passkeys/{passkey_id}/remove", Perm("users:write"), aup.RemovePasskey) // DELETE /v1/users/{id}/passkeys/{passkey_id}
 
 	// ---- Audit log, reports, internal audit, data export (spec 2) ----

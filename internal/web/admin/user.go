@@ -17,9 +17,9 @@ import (
 	"hmid/internal/bans"
 	"hmid/internal/deletion"
 	"hmid/internal/httpx"
+	"hmid/internal/passkey"
 	"hmid/internal/sessions"
 	"hmid/internal/twofactor"
-	"hmid/internal/passkey"
 	"hmid/internal/users"
 	"hmid/internal/web"
 )
