@@ -441,3 +441,37 @@ func passkeyID(t *testing.T, e *apptest.Env, userID string) string {
 	}
 	return id
 }
+
+// TestPasskeyGraphQL: myPasskeys, renamePasskey and removePasskey are the
+// twins of the REST routes.
+func TestPasskeyGraphQL(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		u := e.NewUser(t, apptest.UserSpec{})
+		other := e.NewUser(t, apptest.UserSpec{})
+		pk := registerPasskey(t, e, u.ID, newAuthenticator(e))
+		gql := func(tok, q string) map[string]any {
+			t.Helper()
+			return e.Call(t, "POST", "/v1/graphql", tok, map[string]any{"query": q}, 200).JSON()
+		}
+		r := gql(u.Token, `{ myPasskeys { id name backupEligible lastUsedAt transports } }`)
+		list, _ := r["data"].(map[string]any)["myPasskeys"].([]any)
+		if len(list) != 1 || list[0].(map[string]any)["id"] != pk.ID {
+			t.Fatalf("myPasskeys = %v", r)
+		}
+		r = gql(other.Token, `mutation { renamePasskey(id: "`+pk.ID+`", name: "mine") { id } }`)
+		if r["errors"] == nil {
+			t.Fatalf("another user renamed the passkey: %v", r)
+		}
+		r = gql(u.Token, `mutation { renamePasskey(id: "`+pk.ID+`", name: "Desk key") { name } }`)
+		if r["data"].(map[string]any)["renamePasskey"].(map[string]any)["name"] != "Desk key" {
+			t.Fatalf("renamePasskey = %v", r)
+		}
+		r = gql(u.Token, `mutation { removePasskey(id: "`+pk.ID+`") { success } }`)
+		if r["data"].(map[string]any)["removePasskey"].(map[string]any)["success"] != true {
+			t.Fatalf("removePasskey = %v", r)
+		}
+		if n := countRows(t, e, `SELECT COUNT(*) FROM passkeys`); n != 0 {
+			t.Fatalf("%d passkeys after removePasskey", n)
+		}
+	}, onLocalhost)
+}
