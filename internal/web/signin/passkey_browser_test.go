@@ -89,6 +89,16 @@ func assertPasskeySession(t *testing.T, e *apptest.Env, userID string) {
 	}
 }
 
+// axeBoth runs axe-core on the page shown now at desktop and at phone
+// width, each in the light and the dark theme.
+func axeBoth(t *testing.T, ctx context.Context) {
+	t.Helper()
+	webtest.Axe(t, ctx, "")
+	webtest.Viewport(t, ctx, webtest.PhoneWidth, webtest.PhoneHeight)
+	webtest.Axe(t, ctx, "")
+	webtest.ResetViewport(t, ctx)
+}
+
 // logout signs the browser out on the logout page.
 func logout(t *testing.T, ctx context.Context, base string) {
 	t.Helper()
@@ -150,7 +160,7 @@ func TestBrowserPasskeys(t *testing.T) {
 	webtest.Login(t, a, base, u.Email, pw)
 	webtest.Do(t, a, "open the security page", chromedp.Navigate(base+"/account/security"), chromedp.WaitVisible(css(`#pk-title`)))
 	webtest.Do(t, a, "the script shows the add button", chromedp.WaitVisible(css(`#passkey-add button[type=submit]`)))
-	webtest.Axe(t, a, "")
+	axeBoth(t, a)
 	webtest.Screenshots(t, a, "passkeys-none")
 	webtest.Submit(t, a, "add a passkey",
 		chromedp.SendKeys(css(`#pk-name`), "Laptop"),
@@ -160,7 +170,7 @@ func TestBrowserPasskeys(t *testing.T) {
 	if n := len(credentials(t, a, authA)); n != 1 {
 		t.Fatalf("the authenticator holds %d credentials", n)
 	}
-	webtest.Axe(t, a, "")
+	axeBoth(t, a)
 	webtest.Screenshots(t, a, "passkeys-one")
 
 	// The second factor after the password. The login page's autofill
@@ -178,7 +188,7 @@ func TestBrowserPasskeys(t *testing.T) {
 	if n := webtest.Read(t, a, "code field", chromedp.Evaluate[int](`document.querySelectorAll("#code").length`)); n != 0 {
 		t.Fatalf("the two-factor step asks for a TOTP code the user does not have")
 	}
-	webtest.Axe(t, a, "")
+	axeBoth(t, a)
 	webtest.Screenshots(t, a, "passkeys-second-factor")
 	webtest.Submit(t, a, "use the passkey", chromedp.Click(css(`#passkey-second`)))
 	waitPath(t, a, base, "/account", "after the second factor")
@@ -214,7 +224,7 @@ func TestBrowserPasskeys(t *testing.T) {
 	if ac := webtest.Read(t, b, "autocomplete", chromedp.Evaluate[string](`document.querySelector("#email").getAttribute("autocomplete")`)); ac != "username webauthn" {
 		t.Fatalf("email autocomplete = %q", ac)
 	}
-	webtest.Axe(t, b, "")
+	axeBoth(t, b)
 	webtest.Screenshots(t, b, "passkeys-login")
 	presence(t, b, authB, true)
 	webtest.Submit(t, b, "sign in with the passkey", chromedp.Click(css(`#passkey-login`)))
@@ -229,6 +239,14 @@ func TestBrowserPasskeys(t *testing.T) {
 	if loc := webtest.Read(t, c, "location", chromedp.Location()); !strings.HasPrefix(loc, base+"/login") {
 		t.Fatalf("the clone left the login page for %s", loc)
 	}
+
+	// An operator sees it on the admin user page.
+	op := e.NewUser(t, apptest.UserSpec{Password: pw, SuperAdmin: true, Roles: []string{"role_admin", "role_user"}})
+	webtest.Login(t, c, base, op.Email, pw)
+	webtest.Do(t, c, "open the admin user page", chromedp.Navigate(base+"/admin/users/"+u.ID), chromedp.WaitVisible(css(`#passkeys-title`)))
+	waitText(t, c, `#passkeys`, "Work laptop", "the admin user page")
+	axeBoth(t, c)
+	webtest.Screenshots(t, c, "passkeys-admin-user")
 
 	// Remove it; then it signs nobody in.
 	webtest.Do(t, a, "open the security page", chromedp.Navigate(base+"/account/security"), chromedp.WaitVisible(css(`ul.passkeys`)))
