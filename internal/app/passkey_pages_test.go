@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -122,6 +123,30 @@ func TestPasskeyPages(t *testing.T) {
 		}
 		if status, _ := b.do("GET", "/account", nil); status != 200 {
 			t.Fatalf("account after the passkey sign-in: %d", status)
+		}
+		// The session's ID tokens say two factors: acr 2, amr hwk user mfa.
+		u0, _ := url.Parse(b.base)
+		var sessionTok string
+		for _, c := range b.c.Jar.Cookies(u0) {
+			if c.Name == "hmid_session" {
+				sessionTok = c.Value
+			}
+		}
+		client := rsClient(t, e, u.Token, nil)
+		// (The issuer is the localhost URL, so the claims are read as they
+		// are; the OIDC tests verify the signature.)
+		raw, _ := tokens(t, e, sessionTok, client, authzParams(client.ID))["id_token"].(string)
+		parts := strings.Split(raw, ".")
+		var claims map[string]any
+		if len(parts) != 3 {
+			t.Fatalf("id_token %q", raw)
+		}
+		payload, _ := base64.RawURLEncoding.DecodeString(parts[1])
+		if err := json.Unmarshal(payload, &claims); err != nil {
+			t.Fatal(err)
+		}
+		if claims["acr"] != "2" || strings.Join(toStrings(claims["amr"]), " ") != "hwk user mfa" {
+			t.Fatalf("ID token of a passkey session: acr %v amr %v", claims["acr"], claims["amr"])
 		}
 		// Without the CSRF token: refused.
 		if status, _ := b.do("POST", "/login/passkey/options", url.Values{}); status != 403 {
