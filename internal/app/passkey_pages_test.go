@@ -11,8 +11,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"hmid/internal/apptest"
+	"hmid/internal/web/signin"
 )
 
 // pageBrowser is an HTTP client with cookies, speaking to the pages as a
@@ -151,6 +153,28 @@ func TestPasskeyPages(t *testing.T) {
 		// Without the CSRF token: refused.
 		if status, _ := b.do("POST", "/login/passkey/options", url.Values{}); status != 403 {
 			t.Fatalf("options without CSRF: %d", status)
+		}
+	}, onLocalhost)
+}
+
+// TestPasskeyBeginThrottled: one address may begin a bounded number of
+// passkey sign-ins per minute (each stores a challenge).
+func TestPasskeyBeginThrottled(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		b := newPageBrowser(t, e)
+		_, page := b.do("GET", "/login", nil)
+		f := fields(page)
+		for i := range signin.BeginsPerMinute {
+			if status, body := b.do("POST", "/login/passkey/options", f); status != 200 {
+				t.Fatalf("begin %d: %d %s", i, status, body)
+			}
+		}
+		if status, _ := b.do("POST", "/login/passkey/options", f); status != 429 {
+			t.Fatalf("begin past the allowance: %d", status)
+		}
+		e.Advance(t, time.Minute)
+		if status, _ := b.do("POST", "/login/passkey/options", f); status != 200 {
+			t.Fatalf("begin a minute later: %d", status)
 		}
 	}, onLocalhost)
 }

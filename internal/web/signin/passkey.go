@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"time"
 
 	"hmid/internal/apperr"
 	"hmid/internal/auth"
@@ -42,6 +43,10 @@ func (h *Pages) PasskeyOptions(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if err := h.beginAllowed(r); err != nil {
+		h.jsonError(w, r, err)
+		return
+	}
 	opts, err := h.Passkeys.BeginLogin(r.Context(), binding, st.UserID)
 	if err != nil {
 		h.jsonError(w, r, err)
@@ -49,6 +54,28 @@ func (h *Pages) PasskeyOptions(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	httpx.JSON(w, http.StatusOK, opts)
+}
+
+// BeginsPerMinute bounds the passkey sign-ins one client address may
+// begin per minute: each stores a challenge in the shared cache for five
+// minutes, so an unbounded stream would fill it. A person needs a few.
+const BeginsPerMinute = 30
+
+// beginAllowed takes one begun sign-in from the client address's
+// allowance (429 with Retry-After past it; 503 without the limiter's store).
+func (h *Pages) beginAllowed(r *http.Request) error {
+	if h.Auth.Limiter == nil {
+		return nil
+	}
+	m := auth.MetaFrom(r, web.Source)
+	d, err := cache.Allow(r.Context(), h.Auth.Limiter, "passkey:begin:ip:"+m.IP, cache.PerPeriod(BeginsPerMinute, time.Minute))
+	if err != nil {
+		return apperr.Unavailablef("passkeys are unavailable right now; try again later")
+	}
+	if !d.Allowed {
+		return apperr.RateLimited(d.RetryAfter, "too many passkey sign-ins from this address; try again later")
+	}
+	return nil
 }
 
 // PasskeyLogin is POST /login/passkey.
