@@ -125,9 +125,9 @@
     var ctl = new AbortController();
     pending = ctl;
     var renew = setTimeout(function () { if (pending === ctl) { autofill(form); } }, 4 * 60 * 1000);
-    signIn(form, "conditional", ctl.signal).catch(function (err) {
-      if (pending === ctl && !quiet(err)) { say(form.querySelector("[data-passkey-status]"), err.message, true); }
-    }).then(function () { clearTimeout(renew); });
+    // The autofill request fails silently (a refused passkey included):
+    // nobody asked for it, and the password form and the button stay.
+    signIn(form, "conditional", ctl.signal).catch(function () {}).then(function () { clearTimeout(renew); });
   }
 
   document.querySelectorAll("[data-passkey=login], [data-passkey=second]").forEach(function (btn) {

@@ -58,8 +58,10 @@ func (h *Pages) PasskeyOptions(w http.ResponseWriter, r *http.Request) {
 
 // BeginsPerMinute bounds the passkey sign-ins one client address may
 // begin per minute: each stores a challenge in the shared cache for five
-// minutes, so an unbounded stream would fill it. A person needs a few.
-const BeginsPerMinute = 30
+// minutes, so an unbounded stream would fill it. Every view of the login
+// page begins one (its autofill request), and many people may share an
+// address behind a NAT, so the bound is generous.
+const BeginsPerMinute = 120
 
 // beginAllowed takes one begun sign-in from the client address's
 // allowance (429 with Retry-After past it; 503 without the limiter's store).
