@@ -25,6 +25,7 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -252,7 +253,9 @@ func startServer(ctx context.Context, dbURL, redisURL string) (srv *app.Server, 
 	if err != nil {
 		return nil, "", "", nil, err
 	}
-	base = "http://" + ln.Addr().String()
+	// localhost, not 127.0.0.1: a passkey's relying-party id is a domain
+	// (the passkey-login scenario); the client dials it over IPv4.
+	base = "http://localhost:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	// provider-login signs in at a fake Discord the server is configured for.
 	discord, err := startFakeDiscord(base + "/login/discord/callback")
 	if err != nil {

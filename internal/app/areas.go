@@ -17,6 +17,7 @@ type areaHandlers struct {
 	webArea
 	accountsArea
 	twofactorArea
+	passkeyArea
 	auditArea
 	trackingArea
 	settingsArea
@@ -50,6 +51,9 @@ func (s *Server) buildAreas(ctx context.Context) error {
 		return err
 	}
 	if err := s.buildTwoFactor(ctx); err != nil {
+		return err
+	}
+	if err := s.buildPasskeys(ctx); err != nil {
 		return err
 	}
 

@@ -12,6 +12,7 @@ import (
 	. "hmid/internal/authn" //nolint:staticcheck // the rule names read as a table: Perm("roles:read"), PermOrSelf(…)
 	"hmid/internal/httpx"
 	"hmid/internal/oauth"
+	"hmid/internal/passkey"
 	"hmid/internal/web"
 )
 
@@ -464,6 +465,25 @@ func (s *Server) routes() chi.Router {
 	page("POST", "/admin/webhooks/{id}/delete", Perm("webhooks:write"), awp.Delete)                          // DELETE /v1/webhooks/{id}
 	page("POST", "/admin/webhooks/{id}/test", Perm("webhooks:write"), awp.Test)                              // POST /v1/webhooks/{id}/test
 	page("POST", "/admin/webhooks/{id}/deliveries/{delivery_id}/resend", Perm("webhooks:write"), awp.Resend) // POST …/resend
+	// ---- Passkeys (issue 20) ----
+	// REST twins (extensions): the caller's own passkeys, and an
+	// operator's view of a user's. The ceremony endpoints the pages' script
+	// calls answer JSON but are bound to the browser (CSRF token and cookie),
+	// like the pages they belong to (docs/decisions.md, "Passkeys").
+	pk := s.passkeyHandler
+	route("GET", "/v1/users/me/passkeys", Authenticated(), pk.ListMine)
+	route("PATCH", "/v1/users/me/passkeys/{id}", Authenticated(), pk.RenameMine)
+	route("DELETE", "/v1/users/me/passkeys/{id}", Authenticated(), pk.RemoveMine)
+	route("GET", "/v1/users/{id}/passkeys", PermOrSelf("users:read", "id"), pk.ListUser)
+	route("DELETE", "/v1/users/{id}/passkeys/{passkey_id}", Perm("users:write"), pk.RemoveUser)
+	route("GET", "/assets/passkey.js", Public(), passkey.Script)
+	route("POST", "/login/passkey/options", Public(), wp.PasskeyOptions)
+	route("POST", "/login/passkey", Public(), wp.PasskeyLogin)
+	page("POST", "/account/security/passkeys/options", Session(), sec.PasskeyOptions)
+	page("POST", "/account/security/passkeys", Session(), sec.AddPasskey)
+	page("POST", "/account/security/passkeys/{id}/rename", Session(), sec.RenamePasskey)                   // PATCH /v1/users/me/passkeys/{id}
+	page("POST", "/account/security/passkeys/{id}/remove", Session(), sec.RemovePasskey)                   // DELETE /v1/users/me/passkeys/{id}
+	page("POST", "/admin/users/{id}/passkeys/{passkey_id}/remove", Perm("users:write"), aup.RemovePasskey) // DELETE /v1/users/{id}/passkeys/{passkey_id}
 
 	// ---- Audit log, reports, internal audit, data export (spec 2) ----
 	ad, ex := s.auditHandler, s.exportHandler

@@ -53,7 +53,7 @@ func (s *Server) buildConsole() {
 	s.profilePages = &account.ProfilePages{H: s.webPages, Users: s.users.S, Accounts: s.accountsHandler.S}
 	s.linkedPages = &account.LinkedPages{H: s.webPages, Accounts: s.accountsHandler.S}
 	// (security: password and two-factor)
-	s.securityPages = &account.SecurityPages{H: s.webPages, TwoFactor: s.twoFactorSvc, Platforms: s.PlatformService}
+	s.securityPages = &account.SecurityPages{H: s.webPages, TwoFactor: s.twoFactorSvc, Platforms: s.PlatformService, Passkeys: s.Passkeys}
 	// (connected apps and your data)
 	// A self-requested deletion is confirmed with the password (the login
 	// service) or, without one, the second factor; REST and the page share
@@ -74,6 +74,7 @@ func (s *Server) buildConsole() {
 	// (admin: one user)
 	s.adminUserPages = &admin.UserPages{H: s.webPages, Users: s.users.S, Accounts: s.accountsHandler.S, Access: s.Access,
 		Sessions: s.sessions.S, TwoFactor: s.twoFactorSvc, Bans: s.BanService, Deletion: s.DeletionService, Audit: s.auditHandler.S}
+	s.adminUserPages.Passkeys = s.Passkeys // the passkey section (issue 20)
 	// (admin: roles and permissions)
 	s.adminRolesPages = &admin.RolesPages{H: s.webPages, Access: s.Access}
 	// (admin: OAuth clients and API keys)

@@ -19,6 +19,7 @@ func (s *Server) buildGraphQL(ctx context.Context) error {
 		TwoFactor: s.twoFactorSvc,
 		Platforms: s.PlatformService,
 		Access:    s.Access,
+		Passkeys:  s.Passkeys,
 		Log:       s.Log,
 	})
 	if err != nil {

@@ -65,7 +65,7 @@ func (s *Server) buildWeb(ctx context.Context) error {
 		Flow: &upstream.Flow{Cache: s.Cache, PublicURL: s.Config.PublicURL, Secure: secure,
 			Now: s.Clock.Now},
 	}
-	s.signinPages = &signin.Pages{Handler: s.webPages, Devices: func() authflow.Devices {
+	s.signinPages = &signin.Pages{Handler: s.webPages, Passkeys: s.Passkeys, TOTPEnabled: s.twoFactorSvc.Enabled, Devices: func() authflow.Devices {
 		if s.OAuth == nil {
 			return nil
 		}

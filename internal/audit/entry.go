@@ -35,6 +35,7 @@ var EventTypes = []string{
 	UserBanned, UserUnbanned, PlatformUpdated,
 	RefreshTokenReused,
 	WebhookCreated, WebhookUpdated, WebhookDeleted, WebhookSecretRotated, WebhookDisabled,
+	PasskeyAdded, PasskeyRemoved, PasskeyLogin,
 }
 
 // SourceServices lists the source_service values of spec 2 (Events).

@@ -64,6 +64,12 @@ const (
 	WebhookDeleted       = "webhook_deleted"
 	WebhookSecretRotated = "webhook_secret_rotated"
 	WebhookDisabled      = "webhook_disabled"
+	// PasskeyAdded, PasskeyRemoved and PasskeyLogin record passkeys
+	// (issue 20): registered, removed (by the user or an operator), and a
+	// sign-in or second factor with one (a failure for a refused assertion).
+	PasskeyAdded   = "passkey_added"
+	PasskeyRemoved = "passkey_removed"
+	PasskeyLogin   = "passkey_login"
 )
 
 // Event is one audit record to write.

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/mail"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -473,8 +474,13 @@ func (s *Service) secondStep(ctx context.Context, a account, code string, m Meta
 // user and audits login and session_created, inside tx. mfa tells that a
 // second factor was verified in this login.
 func (s *Service) startSession(ctx context.Context, tx *db.Tx, userID, provider string, mfa bool, now time.Time, m Meta) (sessions.Created, error) {
+	return s.startSessionAMR(ctx, tx, userID, provider, sessions.AMR(provider == Platform, mfa), now, m)
+}
+
+// startSessionAMR is startSession with the session's amr given.
+func (s *Service) startSessionAMR(ctx context.Context, tx *db.Tx, userID, provider string, amr []string, now time.Time, m Meta) (sessions.Created, error) {
 	c, err := sessions.Create(ctx, tx, now, sessions.New{UserID: userID, Provider: provider, IPAddress: m.IP, UserAgent: m.UserAgent,
-		AMR: sessions.AMR(provider == Platform, mfa)})
+		AMR: amr})
 	if err != nil {
 		return c, err
 	}
@@ -484,6 +490,12 @@ func (s *Service) startSession(ctx context.Context, tx *db.Tx, userID, provider 
 	how := "email and password"
 	if provider != Platform {
 		how = provider
+	}
+	if slices.Contains(amr, "hwk") || slices.Contains(amr, "swk") {
+		how += " and a passkey"
+		if provider == PasskeyProvider {
+			how = "a passkey"
+		}
 	}
 	for _, e := range []audit.Event{
 		{EventType: audit.Login, Description: "Logged in with " + how},

@@ -44,6 +44,7 @@ func (h *Handler) Gather(ctx context.Context, userID string, now time.Time) (arc
 		func() (err error) { d.APIKeys, err = h.apiKeys(ctx, userID); return },
 		func() (err error) { d.Roles, err = h.roles(ctx, userID); return },
 		func() (err error) { d.ExportLogs, err = h.exportLogs(ctx, userID); return },
+		func() (err error) { d.Passkeys, err = h.passkeys(ctx, userID); return },
 	}
 	if h.Apps != nil {
 		steps = append(steps,
@@ -133,4 +134,19 @@ func (h *Handler) exportLogs(ctx context.Context, userID string) ([]archive.Expo
 			return l, err
 		},
 		`SELECT exported_at, export_format FROM export_logs WHERE user_id = $1 ORDER BY exported_at DESC, id DESC`, userID)
+}
+
+// passkeys lists the user's passkeys by name and dates (issue 20); the
+// credential id and public key stay out of the export.
+func (h *Handler) passkeys(ctx context.Context, userID string) ([]archive.Passkey, error) {
+	return db.All(ctx, h.DB,
+		func(row db.Scanner) (archive.Passkey, error) {
+			var p archive.Passkey
+			var created int64
+			var used db.NullTime
+			err := row.Scan(&p.Name, &p.Synced, &created, &used)
+			p.CreatedAt, p.LastUsedAt = db.FromTS(created), used.Ptr()
+			return p, err
+		},
+		`SELECT name, backup_eligible, created_at, last_used_at FROM passkeys WHERE user_id = $1 ORDER BY created_at, id`, userID)
 }

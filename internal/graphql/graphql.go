@@ -26,6 +26,7 @@ import (
 
 	"hmid/internal/access"
 	"hmid/internal/oauth"
+	"hmid/internal/passkey"
 	"hmid/internal/platforms"
 	"hmid/internal/twofactor"
 )
@@ -58,6 +59,7 @@ type Deps struct {
 	TwoFactor *twofactor.Service
 	Platforms *platforms.Service
 	Access    *access.Service
+	Passkeys  *passkey.Service
 	Log       *slog.Logger
 }
 

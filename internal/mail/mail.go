@@ -37,6 +37,10 @@ const (
 	KindPasswordReset = "password_reset"
 	// KindPasswordChanged tells the user that their password was changed.
 	KindPasswordChanged = "password_changed"
+	// KindPasskeyAdded tells the user that a passkey was added to their account.
+	KindPasskeyAdded = "passkey_added"
+	// KindPasskeyRemoved tells the user that a passkey was removed from their account.
+	KindPasskeyRemoved = "passkey_removed"
 )
 
 // Message is one mail ready to be sent: Render fills everything but To.

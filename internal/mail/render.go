@@ -31,6 +31,8 @@ type Data struct {
 	Name string
 	// PlatformName is the platform on which two-factor authentication changed.
 	PlatformName string
+	// PasskeyName is the name of the passkey added or removed.
+	PasskeyName string
 	// Time is when the reported event happened.
 	Time time.Time
 	// ReportID identifies the audit report whose status changed.
@@ -96,6 +98,8 @@ var kinds = []string{
 	KindEmailVerify,
 	KindPasswordReset,
 	KindPasswordChanged,
+	KindPasskeyAdded,
+	KindPasskeyRemoved,
 }
 
 // errZeroTime stops a render whose data lacks a time the mail shows; a mail

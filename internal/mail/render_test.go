@@ -28,6 +28,7 @@ func fullData() Data {
 		Link:            "https://id.example.org/verify?token=tok123",
 		Token:           "tok123",
 		ExpiresAt:       expiry,
+		PasskeyName:     "Anna's phone",
 	}
 }
 
@@ -170,6 +171,32 @@ func TestRenderEveryKindAndLocale(t *testing.T) {
 				subject: "Ihr Passwort wurde geändert",
 				text:    []string{"am 5. März 2026 14:07 UTC geändert", "Falls Sie das nicht waren, wählen Sie sofort ein neues Passwort:\nhttps://id.example.org/verify?token=tok123\n"},
 				html:    []string{"Falls Sie das nicht waren, sichern Sie Ihr Konto sofort", `href="https://id.example.org/verify?token=tok123"`},
+			},
+		},
+		{
+			kind: KindPasskeyAdded,
+			en: want{
+				subject: "A passkey was added to your account",
+				text:    []string{`The passkey "Anna's phone" was added to your account on 5 March 2026 14:07 UTC`},
+				html:    []string{"<strong>Anna&#39;s phone</strong> was added"},
+			},
+			de: want{
+				subject: "Ein Passkey wurde zu Ihrem Konto hinzugefügt",
+				text:    []string{"der Passkey „Anna's phone“ wurde am 5. März 2026 14:07 UTC zu Ihrem Konto hinzugefügt"},
+				html:    []string{"<strong>Anna&#39;s phone</strong> wurde am 5. März 2026 14:07 UTC"},
+			},
+		},
+		{
+			kind: KindPasskeyRemoved,
+			en: want{
+				subject: "A passkey was removed from your account",
+				text:    []string{`The passkey "Anna's phone" was removed from your account on 5 March 2026 14:07 UTC`},
+				html:    []string{"<strong>Anna&#39;s phone</strong> was removed"},
+			},
+			de: want{
+				subject: "Ein Passkey wurde aus Ihrem Konto entfernt",
+				text:    []string{"der Passkey „Anna's phone“ wurde am 5. März 2026 14:07 UTC aus Ihrem Konto entfernt"},
+				html:    []string{"<strong>Anna&#39;s phone</strong> wurde am 5. März 2026 14:07 UTC"},
 			},
 		},
 	}

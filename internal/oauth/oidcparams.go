@@ -13,7 +13,8 @@ import (
 
 // The authentication context class references hmid issues in the acr claim
 // (OpenID Connect Core §2): "1" for a single factor (a password or an
-// upstream provider), "2" when a second factor was verified in the session.
+// upstream provider), "2" when a second factor was verified in the session
+// or a passkey verified its user.
 const (
 	ACRSingleFactor = "1"
 	ACRTwoFactor    = "2"
@@ -87,7 +88,9 @@ func sessionContext(p *authn.Principal) authContext {
 	if len(p.AMR) > 0 {
 		ac.AMR = slices.Clone(p.AMR)
 	}
-	if slices.Contains(p.AMR, "otp") {
+	// "otp": a TOTP or backup code after the first factor; "mfa": a passkey
+	// that verified its user (possession and PIN or biometric, RFC 8176 §2).
+	if slices.Contains(p.AMR, "otp") || slices.Contains(p.AMR, "mfa") {
 		ac.ACR = ACRTwoFactor
 	}
 	return ac

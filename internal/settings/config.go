@@ -31,6 +31,14 @@ const (
 	KeyStatsCacheTTL    = "stats.cache_ttl_seconds"
 )
 
+// Passkey policy keys (issue 20; read by package passkey).
+const (
+	KeyPasskeyEnabled          = "passkey.enabled"
+	KeyPasskeyPasswordless     = "passkey.passwordless"
+	KeyPasskeyRefuseSynced     = "passkey.refuse_synced_for_required"
+	KeyPasskeyUserVerification = "passkey.user_verification"
+)
+
 // Defaults are the pre-seeded system config entries with their first values.
 var Defaults = []struct {
 	Key, Description string
@@ -39,6 +47,10 @@ var Defaults = []struct {
 	{KeySupportedLocales, "Locales users may choose for mails and pages", []string{"en", "de"}},
 	{KeyPegelCacheTTL, "How long water-level stations are cached, in seconds", 300},
 	{KeyStatsCacheTTL, "How long public statistics are cached, in seconds", 60},
+	{KeyPasskeyEnabled, "Passkeys may be added and used", true},
+	{KeyPasskeyPasswordless, "A passkey alone signs in (without a password)", true},
+	{KeyPasskeyRefuseSynced, "Synced (backup-eligible) passkeys are refused for users whose roles require two-factor authentication", false},
+	{KeyPasskeyUserVerification, "User verification asked of passkeys: required, preferred or discouraged", "preferred"},
 }
 
 // SeedConfig inserts missing default entries; existing values are kept.
@@ -207,6 +219,11 @@ func checkConfigValue(key string, raw json.RawMessage) error {
 			if err := httpx.CheckLen(key+"[]", l, 35); err != nil { // BCP 47 tags fit in 35 characters (RFC 5646 §4.4.1)
 				return err
 			}
+		}
+	case KeyPasskeyUserVerification:
+		var v string
+		if err := json.Unmarshal(raw, &v); err != nil || (v != "required" && v != "preferred" && v != "discouraged") {
+			return apperr.Invalid("%s must be required, preferred or discouraged", key)
 		}
 	case KeyPegelCacheTTL, KeyStatsCacheTTL:
 		var n int64

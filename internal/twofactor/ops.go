@@ -382,11 +382,17 @@ func (s *Service) requirement(ctx context.Context, userID, platformSlug string) 
 	if out.Enabled, err = s.Enabled(ctx, userID); err != nil {
 		return out, err
 	}
+	totp := out.Enabled
+	if !out.Enabled && s.Others != nil {
+		if out.Enabled, err = s.Others(ctx, userID); err != nil {
+			return out, err
+		}
+	}
 	var supported int
 	if err := s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM platforms WHERE enabled AND two_factor_supported`).Scan(&supported); err != nil {
 		return out, err
 	}
-	out.CanEnable = !out.Enabled && supported > 0
+	out.CanEnable = !totp && supported > 0
 	var reasons []string
 	if len(out.RequiredByRoles) > 0 {
 		reasons = append(reasons, "required by role "+strings.Join(out.RequiredByRoles, ", "))

@@ -50,15 +50,25 @@ func (s *Service) Reset(ctx context.Context, p *authn.Principal, userID, reason 
 	if super && !p.IsAdmin() {
 		return DisableResult{}, apperr.Forbiddenf("only a super admin can reset the two-factor authentication of a super admin")
 	}
-	st, err := s.loadEnabled(ctx, uid)
+	st, err := s.resetTarget(ctx, uid)
 	if err != nil {
 		return DisableResult{}, err
 	}
 	at := &attempt{userID: uid, actorID: actorOf(p, uid), client: c, operation: methodAdminReset}
 	now := s.Clock.Now()
 	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
-		if err := removeEnabled(ctx, tx, uid); err != nil {
-			return err
+		if st.Status == stateEnabled {
+			if err := removeEnabled(ctx, tx, uid); err != nil {
+				return err
+			}
+		}
+		// The user's passkeys are second factors too: the reset removes them.
+		var others int64
+		if s.ResetOthers != nil {
+			var err error
+			if others, err = s.ResetOthers(ctx, tx, uid); err != nil {
+				return err
+			}
 		}
 		// Grants made while the second factor guarded the account end,
 		// offline ones too: whoever reset it may not be its owner.
@@ -66,11 +76,34 @@ func (s *Service) Reset(ctx context.Context, p *authn.Principal, userID, reason 
 			return err
 		}
 		return s.record(ctx, tx, at, event{audit.TwoFADisabled, "Two-factor authentication reset by an administrator",
-			map[string]any{"platform": st.PlatformSlug, "method": methodAdminReset, "reason": reason}})
+			map[string]any{"platform": st.PlatformSlug, "method": methodAdminReset, "reason": reason, "passkeys_removed": others}})
 	})
 	if err != nil {
 		return DisableResult{}, err
 	}
 	s.notify(ctx, uid, mail.KindTwoFactorReset, st.PlatformName, now)
 	return DisableResult{Success: true, Message: "Two-factor authentication is reset; the user signs in with their password and can set it up again."}, nil
+}
+
+// resetTarget is the two-factor row an administrator's reset removes: the
+// enabled TOTP, or for a user whose only second factor is a passkey, a row
+// naming the email platform (nothing of TOTP to remove). Errors: 400 when
+// the user has no second factor at all.
+func (s *Service) resetTarget(ctx context.Context, uid string) (*state, error) {
+	st, err := s.loadEnabled(ctx, uid)
+	if err == nil || s.Others == nil || !apperr.Is(err, apperr.Validation) {
+		return st, err
+	}
+	on, oerr := s.Others(ctx, uid)
+	if oerr != nil {
+		return nil, oerr
+	}
+	if !on {
+		return nil, err
+	}
+	var name string
+	if err := s.DB.QueryRowContext(ctx, `SELECT name FROM platforms WHERE slug = 'email'`).Scan(&name); err != nil {
+		return nil, err
+	}
+	return &state{UserID: uid, PlatformSlug: "email", PlatformName: name}, nil
 }

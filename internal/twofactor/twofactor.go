@@ -57,6 +57,13 @@ type Service struct {
 	Limiter cache.Limiter
 	Mail    mail.Sender
 	Log     *slog.Logger
+	// Others reports whether the user holds another second factor that
+	// counts (a passkey); nil: none. It makes Requirement's enabled true and
+	// lifts SetupRequired.
+	Others func(ctx context.Context, userID string) (bool, error)
+	// ResetOthers removes the user's other second factors (their passkeys)
+	// inside an administrator's reset; nil: none.
+	ResetOthers func(ctx context.Context, q db.Querier, userID string) (int64, error)
 }
 
 var _ authflow.SecondFactor = (*Service)(nil)

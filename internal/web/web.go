@@ -211,6 +211,10 @@ type View struct {
 	RequestID string
 	// Hidden are the request parameters a confirmation form carries on.
 	Hidden []HiddenField
+	// Passkey offers sign-in with a passkey (the login page, the two-factor
+	// step); NoCode says the two-factor step has no TOTP to ask for (the
+	// user's second factor is a passkey only).
+	Passkey, NoCode bool
 }
 
 // HiddenField is one hidden input of a form.

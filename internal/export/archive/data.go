@@ -63,6 +63,22 @@ type Data struct {
 	ExportLogs []ExportLog `json:"exportLogs"`
 	// Sessions are the user's login sessions.
 	Sessions []Session `json:"sessions"`
+	// Passkeys are the user's passkeys: names and dates, never key material.
+	Passkeys []Passkey `json:"passkeys"`
+}
+
+// Passkey is one entry of data.json's passkeys array (issue 20). The
+// credential id and public key are deliberately absent.
+type Passkey struct {
+	// Name is the name the user gave it, or the authenticator's model.
+	Name string `json:"name"`
+	// Synced reports a passkey that may live on several devices (backup
+	// eligible); false is one bound to its device.
+	Synced bool `json:"synced"`
+	// CreatedAt is when it was added.
+	CreatedAt time.Time `json:"createdAt"`
+	// LastUsedAt is when it last signed the user in, nil when never.
+	LastUsedAt *time.Time `json:"lastUsedAt"`
 }
 
 // ExportInfo is data.json's exportInfo object.
@@ -295,6 +311,11 @@ func (d Data) normalized() Data {
 		s.ExpiresAt = utc(s.ExpiresAt)
 		s.LastActivityAt = utc(s.LastActivityAt)
 		return s
+	})
+	d.Passkeys = mapEach(d.Passkeys, func(p Passkey) Passkey {
+		p.CreatedAt = utc(p.CreatedAt)
+		p.LastUsedAt = utcPtr(p.LastUsedAt)
+		return p
 	})
 	return d
 }

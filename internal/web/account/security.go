@@ -11,6 +11,7 @@ import (
 
 	"hmid/internal/auth"
 	"hmid/internal/authn"
+	"hmid/internal/passkey"
 	"hmid/internal/platforms"
 	"hmid/internal/twofactor"
 	"hmid/internal/web"
@@ -31,6 +32,8 @@ type SecurityPages struct {
 	TwoFactor *twofactor.Service
 	// Platforms lists the login platforms a setup may be tied to.
 	Platforms *platforms.Service
+	// Passkeys are the user's passkeys (passkeys.go); nil: not offered.
+	Passkeys *passkey.Service
 }
 
 // The code forms of an enabled two-factor authentication, to show a code's
@@ -68,6 +71,11 @@ type securityData struct {
 	// CodeErr is the error of a code; CodeForm names its form when two-factor
 	// authentication is on (with Pending, it is the verification's).
 	CodeForm, CodeErr string
+
+	// Passkeys is the passkey section; PasskeyErr the error of the rename
+	// form of passkey PasskeyErrID.
+	Passkeys                 passkeysView
+	PasskeyErrID, PasskeyErr string
 
 	// flash is the message key of the confirmation of a page rendered in
 	// the answer of its POST (no redirect carries a flash there).
@@ -128,6 +136,10 @@ func (sp *SecurityPages) render(w http.ResponseWriter, r *http.Request, status i
 		if pl.TwoFactorSupported {
 			d.Platforms = append(d.Platforms, pl)
 		}
+	}
+	if err := sp.passkeys(r, d); err != nil {
+		sp.H.Fail(w, r, err)
+		return
 	}
 	d.MinPassword = auth.MinPassword
 	v := web.ConsoleView{Title: "title.security", Section: "security", Error: errText, Data: d}
@@ -352,6 +364,33 @@ func init() {
 			"security.pw.rules":           "Choose a password of at least %d characters.",
 			"security.pw.same":            "Choose a password different from your current one.",
 			"security.pw.none":            "Your account has no password to change. Link an email address and a password on your profile first.",
+			"security.pk.title":           "Passkeys",
+			"security.2fa.bypasskey":      "Your passkey is your second factor: signing in with your password asks for it. An authenticator app adds a second way.",
+			"security.pk.off":             "Passkeys are turned off on this server.",
+			"security.pk.intro":           "A passkey signs you in with your phone, a security key or this device's screen lock, without a password. It cannot be phished, and it also serves as your second factor.",
+			"security.pk.synced":          "Synced",
+			"security.pk.device":          "This device only",
+			"security.pk.added":           "Added",
+			"security.pk.lastused":        "Last used",
+			"security.pk.never":           "Never",
+			"security.pk.newname":         "New name",
+			"security.pk.rename":          "Rename",
+			"security.pk.remove":          "Remove",
+			"security.pk.removeconfirm":   "Remove this passkey? It will no longer sign you in.",
+			"security.pk.none":            "You have no passkey yet.",
+			"security.pk.addtitle":        "Add a passkey",
+			"security.pk.confirm":         "For your security, confirm it's you first.",
+			"security.pk.orcode":          "Or a code from your authenticator app",
+			"security.pk.name":            "Name (optional)",
+			"security.pk.namehelp":        "For example \"Work laptop\". Without a name, the kind of device is used.",
+			"security.pk.add":             "Add a passkey",
+			"security.pk.nojs":            "Adding a passkey needs JavaScript in this browser.",
+			"security.pk.wait":            "Follow your browser's prompt to create the passkey…",
+			"security.pk.cancelled":       "No passkey was added. You can try again.",
+			"security.pk.signinagain":     "Sign out and in again, then add the passkey within ten minutes.",
+			"security.pk.done":            "The passkey was added. You can now sign in with it.",
+			"security.pk.renamed":         "The passkey was renamed.",
+			"security.pk.removed":         "The passkey was removed.",
 		},
 		"de": {
 			"title.security":              "Sicherheit",
@@ -423,6 +462,33 @@ func init() {
 			"security.pw.rules":           "Wählen Sie ein Passwort mit mindestens %d Zeichen.",
 			"security.pw.same":            "Wählen Sie ein anderes Passwort als Ihr aktuelles.",
 			"security.pw.none":            "Ihr Konto hat kein Passwort, das geändert werden könnte. Verknüpfen Sie zuerst in Ihrem Profil eine E-Mail-Adresse und ein Passwort.",
+			"security.pk.title":           "Passkeys",
+			"security.2fa.bypasskey":      "Ihr Passkey ist Ihr zweiter Faktor: Bei der Anmeldung mit Passwort wird er verlangt. Eine Authenticator-App ist ein zweiter Weg.",
+			"security.pk.off":             "Passkeys sind auf diesem Server abgeschaltet.",
+			"security.pk.intro":           "Ein Passkey meldet Sie mit Ihrem Smartphone, einem Sicherheitsschlüssel oder der Bildschirmsperre dieses Geräts an, ohne Passwort. Er kann nicht abgefischt werden und dient auch als Ihr zweiter Faktor.",
+			"security.pk.synced":          "Synchronisiert",
+			"security.pk.device":          "Nur dieses Gerät",
+			"security.pk.added":           "Hinzugefügt",
+			"security.pk.lastused":        "Zuletzt verwendet",
+			"security.pk.never":           "Nie",
+			"security.pk.newname":         "Neuer Name",
+			"security.pk.rename":          "Umbenennen",
+			"security.pk.remove":          "Entfernen",
+			"security.pk.removeconfirm":   "Diesen Passkey entfernen? Er kann Sie dann nicht mehr anmelden.",
+			"security.pk.none":            "Sie haben noch keinen Passkey.",
+			"security.pk.addtitle":        "Passkey hinzufügen",
+			"security.pk.confirm":         "Bestätigen Sie zu Ihrer Sicherheit zuerst, dass Sie es sind.",
+			"security.pk.orcode":          "Oder ein Code aus Ihrer Authenticator-App",
+			"security.pk.name":            "Name (optional)",
+			"security.pk.namehelp":        "Zum Beispiel „Arbeitslaptop“. Ohne Namen wird die Art des Geräts verwendet.",
+			"security.pk.add":             "Passkey hinzufügen",
+			"security.pk.nojs":            "Zum Hinzufügen eines Passkeys braucht dieser Browser JavaScript.",
+			"security.pk.wait":            "Folgen Sie der Aufforderung Ihres Browsers, um den Passkey zu erstellen …",
+			"security.pk.cancelled":       "Es wurde kein Passkey hinzugefügt. Sie können es erneut versuchen.",
+			"security.pk.signinagain":     "Melden Sie sich ab und wieder an und fügen Sie den Passkey dann innerhalb von zehn Minuten hinzu.",
+			"security.pk.done":            "Der Passkey wurde hinzugefügt. Sie können sich jetzt damit anmelden.",
+			"security.pk.renamed":         "Der Passkey wurde umbenannt.",
+			"security.pk.removed":         "Der Passkey wurde entfernt.",
 		},
 	})
 }

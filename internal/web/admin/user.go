@@ -17,6 +17,7 @@ import (
 	"hmid/internal/bans"
 	"hmid/internal/deletion"
 	"hmid/internal/httpx"
+	"hmid/internal/passkey"
 	"hmid/internal/sessions"
 	"hmid/internal/twofactor"
 	"hmid/internal/users"
@@ -43,6 +44,9 @@ type UserPages struct {
 	Bans      *bans.Service
 	Deletion  *deletion.Service
 	Audit     *audit.Service
+	// Passkeys lists and removes the user's passkeys (user_passkeys.go);
+	// nil: the section is left out.
+	Passkeys *passkey.Service
 }
 
 // The permissions of the REST routes the page's forms post to. The routes
@@ -115,6 +119,8 @@ type adminUserView struct {
 	Durations   []web.Choice
 	GraceDays   int
 	Form        userForm
+	// Passkeys are the user's passkeys (user_passkeys.go).
+	Passkeys []passkey.Passkey
 }
 
 // FieldErr is the error of field in the refused form named form, "" for none
@@ -220,6 +226,10 @@ func (ap *UserPages) render(w http.ResponseWriter, r *http.Request, status int, 
 		v.Bans = append(v.Bans, banRow{Ban: b, By: ap.name(r, b.BannedBy), LiftedBy: ap.name(r, b.UnbannedBy)})
 	}
 	if v.Deletion, err = ap.Deletion.GetStatus(ctx, ap.Deletion.DB, u.ID); err != nil {
+		ap.H.Fail(w, r, err)
+		return
+	}
+	if err := ap.passkeys(r, &v); err != nil {
 		ap.H.Fail(w, r, err)
 		return
 	}

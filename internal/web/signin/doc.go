@@ -10,9 +10,12 @@
 package signin
 
 import (
+	"context"
 	"embed"
 
 	"hmid/internal/authflow"
+	"hmid/internal/passkey"
+
 	"hmid/internal/web"
 )
 
@@ -23,6 +26,11 @@ type Pages struct {
 	// Devices returns the OAuth provider's side of the device verification
 	// page at request time (nil while none is wired: the page answers 503).
 	Devices func() authflow.Devices
+	// Passkeys signs in with passkeys (passkey.go); nil: not offered.
+	Passkeys *passkey.Service
+	// TOTPEnabled reports whether a user has TOTP on, so the two-factor
+	// step asks for a code only then.
+	TOTPEnabled func(ctx context.Context, userID string) (bool, error)
 }
 
 // templates are the sign-in pages, each drawn in the kit's layout.

@@ -67,6 +67,7 @@ func (h *Pages) LoginForm(w http.ResponseWriter, r *http.Request) {
 	h.Render(w, r, http.StatusOK, "login", web.View{
 		Title: "title.login", CSRF: h.CSRFToken(w, r, "login", ""), Email: web.LoginHint(r),
 		ReturnTo: returnTo, Register: h.registrationOpen(r.Context()), Providers: h.Buttons(r, returnTo),
+		Passkey: h.passkeyOffered(r),
 	})
 }
 
@@ -85,7 +86,7 @@ func (h *Pages) LoginSubmit(w http.ResponseWriter, r *http.Request) {
 		h.Render(w, r, status, "login", web.View{
 			Title: "title.login", CSRF: h.CSRFToken(w, r, "login", ""), Error: msg,
 			ReturnTo: returnTo, Email: r.PostFormValue("email"), Register: h.registrationOpen(r.Context()),
-			Providers: h.Buttons(r, returnTo),
+			Providers: h.Buttons(r, returnTo), Passkey: h.passkeyOffered(r),
 		})
 	}
 	if err := h.CheckCSRF(r, "login", ""); err != nil {
@@ -118,7 +119,7 @@ func (h *Pages) finishLogin(w http.ResponseWriter, r *http.Request, res auth.Res
 		h.Fail(w, r, err)
 		return
 	}
-	h.Render(w, r, http.StatusOK, "code", web.View{Title: "title.code", CSRF: h.CSRFToken(w, r, "login", ""), State: handle, ReturnTo: returnTo})
+	h.Render(w, r, http.StatusOK, "code", h.codeView(w, r, res.User.ID, handle, returnTo))
 }
 
 // codeStep is the second login step of the page.
@@ -144,8 +145,9 @@ func (h *Pages) codeStep(w http.ResponseWriter, r *http.Request, handle string, 
 		code := h.Status(w, err)
 		if code == http.StatusBadRequest || code == http.StatusTooManyRequests {
 			// A wrong code (or too many): ask again within the same state.
-			h.Render(w, r, code, "code", web.View{Title: "title.code", CSRF: h.CSRFToken(w, r, "login", ""), State: handle, ReturnTo: st.ReturnTo,
-				Error: h.ErrorTextIn(r.Context(), lang, err)})
+			v := h.codeView(w, r, st.UserID, handle, st.ReturnTo)
+			v.Error = h.ErrorTextIn(r.Context(), lang, err)
+			h.Render(w, r, code, "code", v)
 			return
 		}
 		_ = h.Cache.Delete(r.Context(), stateKey(handle))
