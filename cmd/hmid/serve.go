@@ -40,7 +40,7 @@ func migrateCommand() *command {
 			if err := noArgs(fs); err != nil {
 				return err
 			}
-			srv, _, err := open(ctx, e, e.stdout)
+			srv, _, err := open(ctx, e, e.stdout, true)
 			if err != nil {
 				return err
 			}
@@ -66,10 +66,17 @@ func versionCommand() *command {
 
 // open reads the configuration and builds the server (migrating and seeding
 // the database). banner receives the first-start system-key message.
-func open(ctx context.Context, e env, banner io.Writer) (*app.Server, *slog.Logger, error) {
+// Without create, a database that does not exist yet is refused (a command
+// run from the wrong directory must not start an empty second one).
+func open(ctx context.Context, e env, banner io.Writer, create bool) (*app.Server, *slog.Logger, error) {
 	cfg, err := config.FromEnv(e.getenv)
 	if err != nil {
 		return nil, nil, err
+	}
+	if !create {
+		if err := requireDatabase(ctx, cfg); err != nil {
+			return nil, nil, err
+		}
 	}
 	app.TuneRuntime(e.getenv)
 	logger := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: cfg.Level()}))
@@ -84,7 +91,7 @@ func open(ctx context.Context, e env, banner io.Writer) (*app.Server, *slog.Logg
 // "listening" is logged only once every port is bound, so a port in use is
 // an error before anything claims to be up.
 func serve(ctx context.Context, e env) error {
-	srv, logger, err := open(ctx, e, e.stdout)
+	srv, logger, err := open(ctx, e, e.stdout, true)
 	if err != nil {
 		return err
 	}
@@ -106,6 +113,13 @@ func serve(ctx context.Context, e env) error {
 		attrs = append(attrs, slog.String("metrics_addr", mln.Addr().String()))
 	}
 	logger.Info("hmid listening", attrs...)
+	if err := announceSetup(ctx, srv, e.stdout, logger); err != nil {
+		ln.Close()
+		if mln != nil {
+			mln.Close()
+		}
+		return err
+	}
 
 	// Either server failing stops the other, so the process exits and its
 	// supervisor restarts it whole.

@@ -202,6 +202,9 @@ func (s *Server) routes() chi.Router {
 	route("POST", "/account/email/verify", Public(), wp.VerifyEmailSubmit)
 	route("GET", "/account/email-link/verify", Public(), wp.VerifyLinkForm)
 	route("POST", "/account/email-link/verify", Public(), wp.VerifyLinkSubmit)
+	// (first administrator) The setup token in the link is the credential.
+	route("GET", "/setup", Public(), wp.SetupForm)
+	route("POST", "/setup", Public(), wp.SetupSubmit)
 
 	// ---- Account console (/account/*): each page has the rule of the REST
 	// route that does the same, taken from the hmid_session cookie ----

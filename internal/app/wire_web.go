@@ -65,7 +65,7 @@ func (s *Server) buildWeb(ctx context.Context) error {
 		Flow: &upstream.Flow{Cache: s.Cache, PublicURL: s.Config.PublicURL, Secure: secure,
 			Now: s.Clock.Now},
 	}
-	s.signinPages = &signin.Pages{Handler: s.webPages}
+	s.signinPages = &signin.Pages{Handler: s.webPages, Setup: s.Setup}
 	return nil
 }
 

@@ -12,6 +12,7 @@ package signin
 import (
 	"embed"
 
+	"hmid/internal/setup"
 	"hmid/internal/web"
 )
 
@@ -19,6 +20,8 @@ import (
 // Auth, Consents, Logouts, Providers, Flow, Emails, Cache).
 type Pages struct {
 	*web.Handler
+	// Setup creates the first administrator (the /setup page).
+	Setup *setup.Service
 }
 
 // templates are the sign-in pages, each drawn in the kit's layout.
