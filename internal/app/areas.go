@@ -22,6 +22,7 @@ type areaHandlers struct {
 	realtimeArea
 	graphqlArea
 	consoleArea
+	userAdminArea
 }
 
 // buildAreas constructs each area's services and handlers with explicit
@@ -59,6 +60,7 @@ func (s *Server) buildAreas(ctx context.Context) error {
 	if err := s.buildWeb(ctx); err != nil {
 		return err
 	}
+	s.buildUserAdmin()
 
 	// ---- Audit and export ----
 	if err := s.buildAuditExport(ctx); err != nil {

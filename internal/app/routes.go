@@ -202,9 +202,6 @@ func (s *Server) routes() chi.Router {
 	route("POST", "/account/email/verify", Public(), wp.VerifyEmailSubmit)
 	route("GET", "/account/email-link/verify", Public(), wp.VerifyLinkForm)
 	route("POST", "/account/email-link/verify", Public(), wp.VerifyLinkSubmit)
-	// (first administrator) The setup token in the link is the credential.
-	route("GET", "/setup", Public(), wp.SetupForm)
-	route("POST", "/setup", Public(), wp.SetupSubmit)
 
 	// ---- Account console (/account/*): each page has the rule of the REST
 	// route that does the same, taken from the hmid_session cookie ----
@@ -297,6 +294,19 @@ func (s *Server) routes() chi.Router {
 	page("POST", "/admin/users/{id}/deletion/cancel", Perm("users:write"), aup.CancelDeletion) // POST /v1/admin/users/{id}/cancel-deletion
 	page("POST", "/admin/users/{id}/deletion/force", Perm("users:delete"), aup.ForceDelete)    // POST /v1/admin/users/{id}/force-delete
 	page("GET", "/admin/users/{id}/audit", Perm("audit:read"), aup.AuditLog)                   // GET /v1/admin/audit?user_id={id}
+	// (issue 22: first administrator and operators' user management) The
+	// setup token in the link is the credential of /setup; each console
+	// action has the rule of its REST twin under /v1/admin/users.
+	route("GET", "/setup", Public(), wp.SetupForm)
+	route("POST", "/setup", Public(), wp.SetupSubmit)
+	ua := s.userAdmin
+	route("POST", "/v1/admin/users", Perm("users:write"), ua.Create)
+	route("PATCH", "/v1/admin/users/{id}", Perm("users:write"), ua.Update)
+	route("POST", "/v1/admin/users/{id}/password", Perm("users:write"), ua.SetPassword)
+	route("POST", "/v1/admin/users/{id}/password-reset", Perm("users:write"), ua.SendReset)
+	route("POST", "/v1/admin/users/{id}/email/verified", Perm("users:write"), ua.MarkVerified)
+	route("POST", "/v1/admin/users/{id}/email/verification", Perm("users:write"), ua.ResendVerification)
+	route("DELETE", "/v1/admin/users/{id}/sessions", Perm("users:write"), ua.SignOut)
 	// (admin: roles and permissions) Each page and action has the rule of
 	// the /v1/roles or /v1/permissions route doing the same; the escalation
 	// rule of a role's permissions is the service's, as for REST.

@@ -37,6 +37,9 @@ const (
 	KindPasswordReset = "password_reset"
 	// KindPasswordChanged tells the user that their password was changed.
 	KindPasswordChanged = "password_changed"
+	// KindInvitation invites a user an operator created to choose their
+	// password.
+	KindInvitation = "invitation"
 )
 
 // Message is one mail ready to be sent: Render fills everything but To.
