@@ -307,6 +307,13 @@ func (s *Server) routes() chi.Router {
 	route("POST", "/v1/admin/users/{id}/email/verified", Perm("users:write"), ua.MarkVerified)
 	route("POST", "/v1/admin/users/{id}/email/verification", Perm("users:write"), ua.ResendVerification)
 	route("DELETE", "/v1/admin/users/{id}/sessions", Perm("users:write"), ua.SignOut)
+	page("GET", "/admin/users/new", Perm("users:write"), aup.NewUser)                                 // POST /v1/admin/users
+	page("POST", "/admin/users", Perm("users:write"), aup.CreateUser)                                 // POST /v1/admin/users
+	page("POST", "/admin/users/{id}/profile", Perm("users:write"), aup.SaveProfile)                   // PATCH /v1/admin/users/{id}
+	page("POST", "/admin/users/{id}/password", Perm("users:write"), aup.SetPassword)                  // POST /v1/admin/users/{id}/password
+	page("POST", "/admin/users/{id}/password-reset", Perm("users:write"), aup.SendReset)              // POST /v1/admin/users/{id}/password-reset
+	page("POST", "/admin/users/{id}/email/verified", Perm("users:write"), aup.MarkVerified)           // POST /v1/admin/users/{id}/email/verified
+	page("POST", "/admin/users/{id}/email/verification", Perm("users:write"), aup.ResendVerification) // POST /v1/admin/users/{id}/email/verification
 	// (admin: roles and permissions) Each page and action has the rule of
 	// the /v1/roles or /v1/permissions route doing the same; the escalation
 	// rule of a role's permissions is the service's, as for REST.

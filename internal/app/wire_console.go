@@ -69,10 +69,11 @@ func (s *Server) buildConsole() {
 	// (admin: overview and users list)
 	s.adminOverviewPages = &admin.OverviewPages{H: s.webPages, Health: s.health, Users: s.users.S, Sessions: s.sessions.S,
 		OAuth: s.OAuth, Access: s.Access, Audit: s.auditHandler.S}
-	s.adminUserListPages = &admin.UserListPages{H: s.webPages, Users: s.users.S, Bans: s.BanService, TwoFactor: s.twoFactorSvc}
+	s.adminUserListPages = &admin.UserListPages{H: s.webPages, Users: s.users.S, Bans: s.BanService, TwoFactor: s.twoFactorSvc, Access: s.Access}
 	// (admin: one user)
 	s.adminUserPages = &admin.UserPages{H: s.webPages, Users: s.users.S, Accounts: s.accountsHandler.S, Access: s.Access,
-		Sessions: s.sessions.S, TwoFactor: s.twoFactorSvc, Bans: s.BanService, Deletion: s.DeletionService, Audit: s.auditHandler.S}
+		Sessions: s.sessions.S, TwoFactor: s.twoFactorSvc, Bans: s.BanService, Deletion: s.DeletionService, Audit: s.auditHandler.S,
+		Manage: s.userAdmin.S}
 	// (admin: roles and permissions)
 	s.adminRolesPages = &admin.RolesPages{H: s.webPages, Access: s.Access}
 	// (admin: OAuth clients and API keys)

@@ -170,3 +170,17 @@ func (s *Service) SignOut(ctx context.Context, p *authn.Principal, id string, ev
 	}
 	return s.Sessions.RevokeAllOf(ctx, p, id, ev)
 }
+
+// EmailSignIn is the state of a user's email sign-in as the admin console
+// shows it.
+type EmailSignIn struct {
+	Address     string
+	Verified    bool
+	HasPassword bool
+}
+
+// EmailSignInOf reads user id's email sign-in; ok is false without one.
+func (s *Service) EmailSignInOf(ctx context.Context, id string) (EmailSignIn, bool, error) {
+	a, ok, err := emailLogin(ctx, s.DB, id)
+	return EmailSignIn{Address: a.addr, Verified: a.verified, HasPassword: a.hasPass}, ok, err
+}

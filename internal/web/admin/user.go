@@ -19,6 +19,7 @@ import (
 	"hmid/internal/httpx"
 	"hmid/internal/sessions"
 	"hmid/internal/twofactor"
+	"hmid/internal/useradmin"
 	"hmid/internal/users"
 	"hmid/internal/web"
 )
@@ -43,6 +44,8 @@ type UserPages struct {
 	Bans      *bans.Service
 	Deletion  *deletion.Service
 	Audit     *audit.Service
+	// Manage is the operators' user management (usermanage.go).
+	Manage *useradmin.Service
 }
 
 // The permissions of the REST routes the page's forms post to. The routes
@@ -115,6 +118,8 @@ type adminUserView struct {
 	Durations   []web.Choice
 	GraceDays   int
 	Form        userForm
+	// Manage is the panel "Sign-in and email" (usermanage.go).
+	Manage manageView
 }
 
 // FieldErr is the error of field in the refused form named form, "" for none
@@ -220,6 +225,15 @@ func (ap *UserPages) render(w http.ResponseWriter, r *http.Request, status int, 
 		v.Bans = append(v.Bans, banRow{Ban: b, By: ap.name(r, b.BannedBy), LiftedBy: ap.name(r, b.UnbannedBy)})
 	}
 	if v.Deletion, err = ap.Deletion.GetStatus(ctx, ap.Deletion.DB, u.ID); err != nil {
+		ap.H.Fail(w, r, err)
+		return
+	}
+	// (issue 22) the panel of the operators' user management
+	locale := web.Deref(u.PreferredLocale)
+	if f.Name == "profile" {
+		locale = v.Value("profile", "locale")
+	}
+	if v.Manage, err = ap.manageData(ctx, t, u.ID, locale); err != nil {
 		ap.H.Fail(w, r, err)
 		return
 	}

@@ -1,0 +1,19 @@
+-- The users list's search finds a part of the username, email or name
+-- anywhere (issue 22), not only their start: an FTS5 table with the
+-- trigram tokenizer holds the three texts of every user, and a phrase query
+-- of three characters or more finds the users containing it, any case
+-- (db.UserSubstring). Triggers keep it in step with users. Its rows are
+-- found by the user id (an unindexed column), not by rowid: a users row's
+-- rowid is no stable key (VACUUM may renumber a table without an INTEGER
+-- PRIMARY KEY), so a change of a user's texts or a purge finds the row by
+-- scanning the table's ids, which these rare writes can afford.
+CREATE VIRTUAL TABLE users_search USING fts5(id UNINDEXED, username, email, name, tokenize = 'trigram');
+INSERT INTO users_search (id, username, email, name) SELECT id, username, COALESCE(email, ''), name FROM users;
+CREATE TRIGGER users_search_insert AFTER INSERT ON users BEGIN INSERT INTO users_search (id, username, email, name) VALUES (new.id, new.username, COALESCE(new.email, ''), new.name); END;
+CREATE TRIGGER users_search_update AFTER UPDATE OF username, email, name ON users BEGIN UPDATE users_search SET username = new.username, email = COALESCE(new.email, ''), name = new.name WHERE id = old.id; END;
+CREATE TRIGGER users_search_delete AFTER DELETE ON users BEGIN DELETE FROM users_search WHERE id = old.id; END;
+
+-- The list sorts by the email and the last sign-in too; SQLite orders NULLs
+-- as the least, which users.ListQuery.orderBy asks of both engines.
+CREATE INDEX users_last_login ON users (last_login_at, id);
+CREATE INDEX users_email_order ON users (LOWER(email), id);
