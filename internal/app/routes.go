@@ -314,6 +314,10 @@ func (s *Server) routes() chi.Router {
 	page("POST", "/admin/users/{id}/password-reset", Perm("users:write"), aup.SendReset)              // POST /v1/admin/users/{id}/password-reset
 	page("POST", "/admin/users/{id}/email/verified", Perm("users:write"), aup.MarkVerified)           // POST /v1/admin/users/{id}/email/verified
 	page("POST", "/admin/users/{id}/email/verification", Perm("users:write"), aup.ResendVerification) // POST /v1/admin/users/{id}/email/verification
+	page("POST", "/account/email/verification", Session(), s.profilePages.ResendVerification)         // POST /v1/auth/verify-email/resend
+	if s.Config.SMTPURL == "" {
+		page("GET", "/admin/mail", SuperAdmin(), s.adminMailPages.List) // the outbox exists only without SMTP
+	}
 	// (admin: roles and permissions) Each page and action has the rule of
 	// the /v1/roles or /v1/permissions route doing the same; the escalation
 	// rule of a role's permissions is the service's, as for REST.
