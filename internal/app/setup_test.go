@@ -33,6 +33,11 @@ func TestSetupFirstAdministrator(t *testing.T) {
 		if p.status != http.StatusOK || !strings.Contains(p.body, `action="/setup"`) || !strings.Contains(p.body, `autocomplete="new-password"`) {
 			t.Fatalf("form: %d %s", p.status, p.body)
 		}
+		de := newBrowser(t, e)
+		de.lang = "de"
+		if q := de.get(u.RequestURI()); q.status != http.StatusOK || !strings.Contains(q.body, "Ersten Administrator anlegen") || !strings.Contains(q.body, "Passwort wiederholen") {
+			t.Fatalf("German form: %d %s", q.status, q.body)
+		}
 		submit := func(email, pw, again string) page {
 			return b.post(t, p.body, "/setup", url.Values{"token": {tok}, "email": {email}, "password": {pw}, "password_confirm": {again}})
 		}

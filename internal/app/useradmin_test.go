@@ -4,9 +4,12 @@ import (
 	"context"
 	"net/http"
 	"regexp"
+	"strings"
 	"testing"
 
 	"hmid/internal/apptest"
+	"hmid/internal/config"
+	"hmid/internal/dbtest"
 	"hmid/internal/mail/mailtest"
 )
 
@@ -173,4 +176,34 @@ func TestAdminManageUser(t *testing.T) {
 			t.Fatalf("audit events of the operator: %d", n)
 		}
 	})
+}
+
+// TestAdminMailOutbox: /admin/mail shows super admins the kept mails; an
+// operator holding every permission but not a super admin gets 403; with
+// SMTP the page does not exist.
+func TestAdminMailOutbox(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		boss := e.NewUser(t, apptest.UserSpec{SuperAdmin: true, Roles: []string{"role_admin", "role_user"}, Password: "boss-password-1"})
+		op := roleUserWith(t, e, apptest.UserSpec{Password: "op-password-1"}, "users:read", "users:write", "audit:read", "settings:read")
+		e.Call(t, "POST", "/v1/admin/users", op.Token, map[string]any{"email": "kept@example.test", "invite": true}, http.StatusCreated)
+		b := signedInBrowser(t, e, boss)
+		if p := b.get("/admin/mail"); p.status != http.StatusOK || !strings.Contains(p.body, "kept@example.test") || !strings.Contains(p.body, "reset-password?token=hm_pr_") {
+			t.Fatalf("outbox for a super admin: %d %s", p.status, p.body)
+		}
+		if p := b.get("/admin"); !strings.Contains(p.body, `href="/admin/mail"`) {
+			t.Fatal("the overview does not link the outbox")
+		}
+		if p := signedInBrowser(t, e, op).get("/admin/mail"); p.status != http.StatusForbidden {
+			t.Fatalf("outbox for an operator: %d", p.status)
+		}
+	})
+	withSMTP := apptest.New(t, dbtest.Engine{Name: "sqlite", URL: dbtest.SQLite(t)}, func(c *config.Config) { c.SMTPURL = "smtp://127.0.0.1:1" })
+	boss := withSMTP.NewUser(t, apptest.UserSpec{SuperAdmin: true, Roles: []string{"role_admin", "role_user"}, Password: "boss-password-1"})
+	b := signedInBrowser(t, withSMTP, boss)
+	if p := b.get("/admin/mail"); p.status != http.StatusNotFound {
+		t.Fatalf("outbox with SMTP: %d", p.status)
+	}
+	if p := b.get("/admin"); strings.Contains(p.body, `href="/admin/mail"`) {
+		t.Fatal("the overview links the outbox with SMTP")
+	}
 }
