@@ -118,21 +118,28 @@ func (lq ListQuery) matches(f db.Flavor) (string, []any) {
 	return db.UserSubstring(f, lq.Search, 1)
 }
 
-// orderBy is the ORDER BY clause of lq: its column, then the id. Users
-// without an email or a sign-in count as the least (first ascending, last
-// descending) on both engines.
-func (lq ListQuery) orderBy() string {
+// orderBy is the ORDER BY clause of lq on f: its column, then the id.
+// Users without an email or a sign-in count as the least (first ascending,
+// last descending) on both engines: SQLite orders NULLs so by itself, and
+// is told nothing, since an explicit NULLS clause keeps it from walking an
+// index; PostgreSQL is told. The id runs the column's way, so one index of
+// (column, id) serves both directions, but for the default order, newest
+// first with the ids ascending, which users_active_created holds.
+func (lq ListQuery) orderBy(f db.Flavor) string {
 	dir, nulls := " DESC", " NULLS LAST"
 	if lq.Asc {
 		dir, nulls = " ASC", " NULLS FIRST"
 	}
+	if f != db.Postgres {
+		nulls = ""
+	}
 	switch lq.Sort {
 	case "username":
-		return "LOWER(username)" + dir + ", id"
+		return "LOWER(username)" + dir + ", id" + dir
 	case "email":
-		return "LOWER(email)" + dir + nulls + ", id"
+		return "LOWER(email)" + dir + nulls + ", id" + dir
 	case "last_login_at":
-		return "last_login_at" + dir + nulls + ", id"
+		return "last_login_at" + dir + nulls + ", id" + dir
 	}
 	return "created_at" + dir + ", id"
 }
@@ -150,19 +157,23 @@ var MaxSearchMatches = 20_000
 // and the number of all of them (of a search: at most MaxSearchMatches).
 // GET /v1/users and the admin console's users list call it.
 //
-// A search finds its users through the indexes of the compared texts and
-// the id. One that finds at most MaxSearchMatches users is answered from
-// that one read (searchOnce): counting the matches and then walking the
+// A search (or a filter) finds its users through the indexes of the
+// compared texts and the id (or the filter's table). One that finds at most
+// MaxSearchMatches users is answered from that one read (searchOnce): counting the matches and then walking the
 // list's order for the page would read them twice, the walk fetching row
 // after row to meet the few matches late. A broader search is paged by
 // that walk (broadSearch), where its matches are dense.
 func (s *Service) List(ctx context.Context, lq ListQuery) ([]User, int, error) {
-	if lq.Search != "" {
+	if lq.Search != "" || lq.filtered() {
 		out, total, ok, err := s.searchOnce(ctx, lq)
 		if ok || err != nil {
 			return out, total, err
 		}
-		return s.broadSearch(ctx, lq)
+		if lq.Search != "" {
+			return s.broadSearch(ctx, lq)
+		}
+		// A filter matching more users than a search lists is counted
+		// exactly and paged in the list's order, as the whole list is.
 	}
 	cond, args := lq.where(s.DB.Flavor, s.now())
 	var total int
@@ -213,7 +224,7 @@ func (s *Service) page(ctx context.Context, lq ListQuery, total, limit int, hint
 	// the index of the order alone, and only the rows shown are read.
 	cond, args := lq.where(s.DB.Flavor, s.now())
 	n := len(args)
-	order := lq.orderBy()
+	order := lq.orderBy(s.DB.Flavor)
 	out, err := s.load(ctx, `SELECT `+userCols+` FROM users WHERE id IN (SELECT id FROM users`+hint+` WHERE `+cond+
 		` ORDER BY `+order+` LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2)+`) ORDER BY `+order,
 		append(args, limit, lq.Page.Offset())...)
@@ -261,7 +272,7 @@ func (lq ListQuery) sortKeys() string {
 }
 
 // compare orders two matches as orderBy orders their rows: by the sort's
-// key (absent ones the least), then the id ascending.
+// key (absent ones the least), then the id.
 func (lq ListQuery) compare(a, b match) int {
 	c := 0
 	switch lq.Sort {
@@ -273,10 +284,14 @@ func (lq ListQuery) compare(a, b match) int {
 	default:
 		c = cmp.Compare(a.created, b.created)
 	}
+	ids := strings.Compare(a.id, b.id)
 	if !lq.Asc {
 		c = -c
+		if lq.Sort == "username" || lq.Sort == "email" || lq.Sort == "last_login_at" {
+			ids = -ids
+		}
 	}
-	return cmp.Or(c, strings.Compare(a.id, b.id))
+	return cmp.Or(c, ids)
 }
 
 func boolInt(b bool) int {

@@ -97,10 +97,14 @@ func TestListSortsAndFilters(t *testing.T) {
 			default:
 				c = cmp.Compare(a.created, b.created)
 			}
+			ids := strings.Compare(a.id, b.id)
 			if !lq.Asc {
 				c = -c
+				if lq.Sort != "" && lq.Sort != "created_at" {
+					ids = -ids
+				}
 			}
-			return cmp.Or(c, strings.Compare(a.id, b.id))
+			return cmp.Or(c, ids)
 		}
 		for _, search := range []string{"", "usr", "us", "@x.te"} {
 			for _, sort := range append([]string{""}, SortFields...) {

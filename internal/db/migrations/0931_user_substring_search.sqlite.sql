@@ -13,7 +13,11 @@ CREATE TRIGGER users_search_insert AFTER INSERT ON users BEGIN INSERT INTO users
 CREATE TRIGGER users_search_update AFTER UPDATE OF username, email, name ON users BEGIN UPDATE users_search SET username = new.username, email = COALESCE(new.email, ''), name = new.name WHERE id = old.id; END;
 CREATE TRIGGER users_search_delete AFTER DELETE ON users BEGIN DELETE FROM users_search WHERE id = old.id; END;
 
--- The list sorts by the email and the last sign-in too; SQLite orders NULLs
--- as the least, which users.ListQuery.orderBy asks of both engines.
-CREATE INDEX users_last_login ON users (last_login_at, id);
-CREATE INDEX users_email_order ON users (LOWER(email), id);
+-- The list sorts by the username, the email and the last sign-in too. Like
+-- users_active_created (0720) for the default order, each index holds the
+-- users that are not deleted in its order with deleted_at, so a deep page
+-- is skipped in the index alone. SQLite orders NULLs as the least, which
+-- users.ListQuery.orderBy asks of both engines.
+CREATE INDEX users_active_username ON users (LOWER(username), id, deleted_at) WHERE deleted_at IS NULL;
+CREATE INDEX users_active_email ON users (LOWER(email), id, deleted_at) WHERE deleted_at IS NULL;
+CREATE INDEX users_active_login ON users (last_login_at, id, deleted_at) WHERE deleted_at IS NULL;
