@@ -27,12 +27,7 @@ func UserSubstring(f Flavor, search string, first int) (string, []any) {
 	}
 	exact, part := "$"+strconv.Itoa(first), "$"+strconv.Itoa(first+1)
 	if f == Postgres {
-		like := "%" + likeEscaper.Replace(FoldCase(f, search)) + "%"
-		conds := []string{"id = " + exact}
-		for _, c := range []string{"username", "email", "name"} {
-			conds = append(conds, "LOWER("+c+") LIKE "+part+` ESCAPE '\'`)
-		}
-		return "(" + strings.Join(conds, " OR ") + ")", []any{search, like}
+		return UserSubstringRow(f, search, first)
 	}
 	phrase := `"` + strings.ReplaceAll(search, `"`, `""`) + `"`
 	return "(id = " + exact + " OR id IN (SELECT id FROM users_search WHERE users_search MATCH " + part + "))", []any{search, phrase}
@@ -41,3 +36,22 @@ func UserSubstring(f Flavor, search string, first int) (string, []any) {
 // likeEscaper escapes the characters LIKE gives a meaning, with the escape
 // character \.
 var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
+// UserSubstringRow is UserSubstring tested on each row by LIKE: for a walk
+// of the users in an order that stops at its page, where the index of a
+// trigram search would hand over every match first. It is UserSubstring's
+// own form on PostgreSQL, whose trigram indexes serve LIKE; on SQLite it
+// folds ASCII letters only (SQLite's LOWER), where the FTS5 table folds
+// every letter.
+func UserSubstringRow(f Flavor, search string, first int) (string, []any) {
+	if utf8.RuneCountInString(search) < SubstringMin {
+		return UserMatch(f, search, first, "username", "email", "name")
+	}
+	exact, part := "$"+strconv.Itoa(first), "$"+strconv.Itoa(first+1)
+	like := "%" + likeEscaper.Replace(FoldCase(f, search)) + "%"
+	conds := []string{"id = " + exact}
+	for _, c := range []string{"username", "email", "name"} {
+		conds = append(conds, "LOWER("+c+") LIKE "+part+` ESCAPE '\'`)
+	}
+	return "(" + strings.Join(conds, " OR ") + ")", []any{search, like}
+}
