@@ -152,3 +152,43 @@ func TestListQueryCheck(t *testing.T) {
 		t.Errorf("valid query refused: %+v", lq)
 	}
 }
+
+// TestSearchFollowsChanges checks that the search index follows a user's
+// rename, a new address and a purge (the FTS5 triggers on SQLite).
+func TestSearchFollowsChanges(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
+		ctx := context.Background()
+		d := eng.Open(t)
+		s := &Service{DB: d, Clock: clock.System{}}
+		find := func(search string) int {
+			t.Helper()
+			_, n, err := s.List(ctx, ListQuery{Search: search, Page: httpx.Page{Page: 1, Limit: 10}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		exec := func(q string, args ...any) {
+			t.Helper()
+			if _, err := d.ExecContext(ctx, q, args...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, name := range []string{"ada_lovelace", "grace_hopper"} {
+			exec(`INSERT INTO users (id, username, email, name, created_at, updated_at) VALUES ($1, $2, $3, $2, $4, $4)`,
+				fmt.Sprint("u", i), name, name+"@example.test", i+1)
+		}
+		if find("lovelace") != 1 || find("HOPPER@EX") != 1 {
+			t.Fatal("the seeded users are not found")
+		}
+		exec(`UPDATE users SET username = 'countess_ada', name = 'Ada', email = 'ada@analytical.test' WHERE id = 'u0'`)
+		if find("lovelace") != 0 || find("countess") != 1 || find("analytical") != 1 || find("hopper") != 1 {
+			t.Fatal("the search did not follow the rename")
+		}
+		exec(`DELETE FROM users WHERE id = 'u0'`)
+		exec(`INSERT INTO users (id, username, email, name, created_at, updated_at) VALUES ('u2', 'third_one', NULL, 'Third', 3, 3)`)
+		if find("countess") != 0 || find("hopper") != 1 || find("third_o") != 1 {
+			t.Fatal("the search did not follow the purge")
+		}
+	})
+}
