@@ -65,7 +65,7 @@ func keysRotateCommand() *command {
 				}
 				algs = []string{a}
 			}
-			srv, _, err := open(ctx, e, e.stderr)
+			srv, _, err := open(ctx, e, e.stderr, false)
 			if err != nil {
 				return err
 			}
@@ -116,7 +116,7 @@ func keysCreateCommand() *command {
 			if !system {
 				return usageError{"keys create needs --system: only system keys can be created from the command line"}
 			}
-			srv, _, err := open(ctx, e, e.stderr)
+			srv, _, err := open(ctx, e, e.stderr, false)
 			if err != nil {
 				return err
 			}

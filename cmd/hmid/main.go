@@ -6,6 +6,8 @@
 //	hmid migrate                            apply database migrations and seed, then exit
 //	hmid keys create --system [--name N]    create a system API key and print it alone on stdout
 //	hmid keys rotate [--alg RS256|ES256]    rotate the ID-token signing keys
+//	hmid admin create --email E [--password-stdin]
+//	                                        create a super admin or make a user one
 //	hmid healthcheck [--timeout D]          exit 0 when the local instance is ready (container probes)
 //	hmid version                            print the version
 //
@@ -28,7 +30,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	err := runWithInput(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	if err == nil {
 		return
 	}
@@ -43,6 +45,7 @@ func main() {
 // env is what a command may use of the process, so tests drive run without globals.
 type env struct {
 	getenv         func(string) string
+	stdin          io.Reader
 	stdout, stderr io.Writer
 }
 
@@ -59,7 +62,7 @@ type command struct {
 
 // commands lists every subcommand; the first is the default.
 func commands() []*command {
-	return []*command{serveCommand(), migrateCommand(), keysCommand(), healthcheckCommand(), versionCommand()}
+	return []*command{serveCommand(), migrateCommand(), keysCommand(), adminCommand(), healthcheckCommand(), versionCommand()}
 }
 
 // usageError is a mistake on the command line; main exits with status 2.
@@ -67,9 +70,15 @@ type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
 
-// run is main without globals, so tests can drive it.
+// run is main without globals and with nothing on standard input, so tests
+// can drive it.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	e := env{getenv: getenv, stdout: stdout, stderr: stderr}
+	return runWithInput(ctx, args, getenv, strings.NewReader(""), stdout, stderr)
+}
+
+// runWithInput is run with standard input (hmid admin create --password-stdin).
+func runWithInput(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	e := env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
 	cmds := commands()
 	if len(args) > 0 {
 		switch {

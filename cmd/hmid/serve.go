@@ -41,7 +41,7 @@ func migrateCommand() *command {
 			if err := noArgs(fs); err != nil {
 				return err
 			}
-			srv, _, err := open(ctx, e, e.stdout)
+			srv, _, err := open(ctx, e, e.stdout, true)
 			if err != nil {
 				return err
 			}
@@ -67,10 +67,17 @@ func versionCommand() *command {
 
 // open reads the configuration and builds the server (migrating and seeding
 // the database). banner receives the first-start system-key message.
-func open(ctx context.Context, e env, banner io.Writer) (*app.Server, *slog.Logger, error) {
+// Without create, a database that does not exist yet is refused (a command
+// run from the wrong directory must not start an empty second one).
+func open(ctx context.Context, e env, banner io.Writer, create bool) (*app.Server, *slog.Logger, error) {
 	cfg, logger, err := configure(e)
 	if err != nil {
 		return nil, nil, err
+	}
+	if !create {
+		if err := requireDatabase(ctx, cfg); err != nil {
+			return nil, nil, err
+		}
 	}
 	srv, err := app.New(ctx, cfg, app.Options{Logger: logger, Stdout: banner})
 	if err != nil {
@@ -136,6 +143,13 @@ func serve(ctx context.Context, e env) error {
 		attrs = append(attrs, slog.String("traces_endpoint", telemetry.Redacted(cfg.Telemetry.Endpoint)))
 	}
 	logger.Info("hmid listening", attrs...)
+	if err := announceSetup(ctx, srv, e.stdout, logger); err != nil {
+		ln.Close()
+		if mln != nil {
+			mln.Close()
+		}
+		return err
+	}
 
 	// Either server failing stops the other, so the process exits and its
 	// supervisor restarts it whole.

@@ -29,6 +29,7 @@ import (
 	"hmid/internal/httpx"
 	"hmid/internal/mail"
 	"hmid/internal/secretbox"
+	"hmid/internal/setup"
 	"hmid/internal/upstream"
 	"hmid/internal/users"
 )
@@ -78,6 +79,10 @@ type Server struct {
 
 	// SystemKey is the system API key created at this start, if one was ("" otherwise).
 	SystemKey string
+
+	// Setup issues the setup link of the first administrator and creates
+	// administrators (hmid admin create).
+	Setup *setup.Service
 
 	handler http.Handler
 	router  chi.Router
@@ -176,6 +181,15 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 	s.Metrics = httpx.NewMetrics()
 
 	s.Access = &access.Service{DB: database, Clock: s.Clock, Epoch: s.Epoch, Audit: s.Audit}
+	// The password rule is the login service's, read when a password is
+	// checked (that service is built with the areas, after the seeding).
+	s.Setup = &setup.Service{DB: database, Clock: s.Clock, Audit: s.Audit, Epoch: s.Epoch,
+		CheckPassword: func(ctx context.Context, pw string) error {
+			if s.authAPI == nil {
+				return nil
+			}
+			return s.authAPI.S.CheckNewPassword(ctx, pw)
+		}}
 
 	if err := s.seed(ctx, opt.Stdout); err != nil {
 		return nil, err
@@ -225,8 +239,17 @@ func (s *Server) seed(ctx context.Context, stdout io.Writer) error {
 		return err
 	}
 	if s.Config.AdminEmail != "" {
-		if err := users.EnsureAdmin(ctx, s.DB, s.Clock, s.Config.AdminEmail, s.Config.AdminPassword); err != nil {
+		chk, err := s.Setup.EnsureFromEnv(ctx, s.Config.AdminEmail, s.Config.AdminPassword)
+		if err != nil {
 			return fmt.Errorf("super admin: %w", err)
+		}
+		if chk.Stale {
+			// The variable is read only when the administrator is created;
+			// saying so beats a silent 401 for the new value.
+			s.Log.Warn("HMID_ADMIN_PASSWORD is not the password of "+s.Config.AdminEmail+
+				": the variable is used only when that administrator is created, so their current password is unchanged and still the one that signs in. "+
+				"Change it on /account/security after signing in, or set it from the shell with: hmid admin create --email "+s.Config.AdminEmail+" --password-stdin",
+				slog.String("admin_email", s.Config.AdminEmail))
 		}
 	}
 	created, err := s.Access.EnsureSystemKey(ctx, s.Config.SystemAPIKey)

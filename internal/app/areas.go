@@ -24,6 +24,7 @@ type areaHandlers struct {
 	realtimeArea
 	graphqlArea
 	consoleArea
+	userAdminArea
 }
 
 // buildAreas constructs each area's services and handlers with explicit
@@ -68,6 +69,7 @@ func (s *Server) buildAreas(ctx context.Context) error {
 	if err := s.buildWeb(ctx); err != nil {
 		return err
 	}
+	s.buildUserAdmin()
 
 	// ---- Audit and export ----
 	if err := s.buildAuditExport(ctx); err != nil {

@@ -315,6 +315,30 @@ func (s *Server) routes() chi.Router {
 	page("POST", "/admin/users/{id}/deletion/cancel", Perm("users:write"), aup.CancelDeletion) // POST /v1/admin/users/{id}/cancel-deletion
 	page("POST", "/admin/users/{id}/deletion/force", Perm("users:delete"), aup.ForceDelete)    // POST /v1/admin/users/{id}/force-delete
 	page("GET", "/admin/users/{id}/audit", Perm("audit:read"), aup.AuditLog)                   // GET /v1/admin/audit?user_id={id}
+	// (issue 22: first administrator and operators' user management) The
+	// setup token in the link is the credential of /setup; each console
+	// action has the rule of its REST twin under /v1/admin/users.
+	route("GET", "/setup", Public(), wp.SetupForm)
+	route("POST", "/setup", Public(), wp.SetupSubmit)
+	ua := s.userAdmin
+	route("POST", "/v1/admin/users", Perm("users:write"), ua.Create)
+	route("PATCH", "/v1/admin/users/{id}", Perm("users:write"), ua.Update)
+	route("POST", "/v1/admin/users/{id}/password", Perm("users:write"), ua.SetPassword)
+	route("POST", "/v1/admin/users/{id}/password-reset", Perm("users:write"), ua.SendReset)
+	route("POST", "/v1/admin/users/{id}/email/verified", Perm("users:write"), ua.MarkVerified)
+	route("POST", "/v1/admin/users/{id}/email/verification", Perm("users:write"), ua.ResendVerification)
+	route("DELETE", "/v1/admin/users/{id}/sessions", Perm("users:write"), ua.SignOut)
+	page("GET", "/admin/users/new", Perm("users:write"), aup.NewUser)                                 // POST /v1/admin/users
+	page("POST", "/admin/users", Perm("users:write"), aup.CreateUser)                                 // POST /v1/admin/users
+	page("POST", "/admin/users/{id}/profile", Perm("users:write"), aup.SaveProfile)                   // PATCH /v1/admin/users/{id}
+	page("POST", "/admin/users/{id}/password", Perm("users:write"), aup.SetPassword)                  // POST /v1/admin/users/{id}/password
+	page("POST", "/admin/users/{id}/password-reset", Perm("users:write"), aup.SendReset)              // POST /v1/admin/users/{id}/password-reset
+	page("POST", "/admin/users/{id}/email/verified", Perm("users:write"), aup.MarkVerified)           // POST /v1/admin/users/{id}/email/verified
+	page("POST", "/admin/users/{id}/email/verification", Perm("users:write"), aup.ResendVerification) // POST /v1/admin/users/{id}/email/verification
+	page("POST", "/account/email/verification", Session(), s.profilePages.ResendVerification)         // POST /v1/auth/verify-email/resend
+	if s.Config.SMTPURL == "" {
+		page("GET", "/admin/mail", SuperAdmin(), s.adminMailPages.List) // the outbox exists only without SMTP
+	}
 	// (admin: roles and permissions) Each page and action has the rule of
 	// the /v1/roles or /v1/permissions route doing the same; the escalation
 	// rule of a role's permissions is the service's, as for REST.

@@ -27,6 +27,8 @@ type consoleArea struct {
 	adminUserListPages *admin.UserListPages
 	// (admin: one user)
 	adminUserPages *admin.UserPages
+	// (issue 22: the mail outbox, without SMTP)
+	adminMailPages *admin.MailPages
 	// (admin: roles and permissions)
 	adminRolesPages *admin.RolesPages
 	// (admin: OAuth clients and API keys)
@@ -50,7 +52,7 @@ func (s *Server) buildConsole() {
 	s.webPages.Users = s.users.S
 	s.sessionPages = &account.SessionPages{H: s.webPages, Sessions: s.sessions.S, GeoIP: s.GeoIP}
 	// (profile and linked accounts)
-	s.profilePages = &account.ProfilePages{H: s.webPages, Users: s.users.S, Accounts: s.accountsHandler.S}
+	s.profilePages = &account.ProfilePages{H: s.webPages, Users: s.users.S, Accounts: s.accountsHandler.S, Manage: s.userAdmin.S}
 	s.linkedPages = &account.LinkedPages{H: s.webPages, Accounts: s.accountsHandler.S}
 	// (security: password and two-factor)
 	s.securityPages = &account.SecurityPages{H: s.webPages, TwoFactor: s.twoFactorSvc, Platforms: s.PlatformService, Passkeys: s.Passkeys}
@@ -69,11 +71,13 @@ func (s *Server) buildConsole() {
 	s.developerPages = account.NewDeveloperPages(s.webPages, s.OAuth, s.Access)
 	// (admin: overview and users list)
 	s.adminOverviewPages = &admin.OverviewPages{H: s.webPages, Health: s.health, Users: s.users.S, Sessions: s.sessions.S,
-		OAuth: s.OAuth, Access: s.Access, Audit: s.auditHandler.S, Webhooks: s.Webhooks}
-	s.adminUserListPages = &admin.UserListPages{H: s.webPages, Users: s.users.S, Bans: s.BanService, TwoFactor: s.twoFactorSvc}
+		OAuth: s.OAuth, Access: s.Access, Audit: s.auditHandler.S, Webhooks: s.Webhooks, MailOutbox: s.Config.SMTPURL == ""}
+	s.adminMailPages = &admin.MailPages{H: s.webPages, DB: s.DB}
+	s.adminUserListPages = &admin.UserListPages{H: s.webPages, Users: s.users.S, Bans: s.BanService, TwoFactor: s.twoFactorSvc, Access: s.Access}
 	// (admin: one user)
 	s.adminUserPages = &admin.UserPages{H: s.webPages, Users: s.users.S, Accounts: s.accountsHandler.S, Access: s.Access,
-		Sessions: s.sessions.S, TwoFactor: s.twoFactorSvc, Bans: s.BanService, Deletion: s.DeletionService, Audit: s.auditHandler.S}
+		Sessions: s.sessions.S, TwoFactor: s.twoFactorSvc, Bans: s.BanService, Deletion: s.DeletionService, Audit: s.auditHandler.S,
+		Manage: s.userAdmin.S}
 	s.adminUserPages.Passkeys = s.Passkeys // the passkey section (issue 20)
 	// (admin: roles and permissions)
 	s.adminRolesPages = &admin.RolesPages{H: s.webPages, Access: s.Access}

@@ -65,12 +65,13 @@ func (s *Server) buildWeb(ctx context.Context) error {
 		Flow: &upstream.Flow{Cache: s.Cache, PublicURL: s.Config.PublicURL, Secure: secure,
 			Now: s.Clock.Now},
 	}
-	s.signinPages = &signin.Pages{Handler: s.webPages, Passkeys: s.Passkeys, TOTPEnabled: s.twoFactorSvc.Enabled, Devices: func() authflow.Devices {
-		if s.OAuth == nil {
-			return nil
-		}
-		return s.OAuth
-	}}
+	s.signinPages = &signin.Pages{Handler: s.webPages, Setup: s.Setup, Passkeys: s.Passkeys, TOTPEnabled: s.twoFactorSvc.Enabled,
+		Devices: func() authflow.Devices {
+			if s.OAuth == nil {
+				return nil
+			}
+			return s.OAuth
+		}}
 	return nil
 }
 

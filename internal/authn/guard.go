@@ -19,6 +19,7 @@ type Rule struct {
 	selfParam   string   // URL parameter holding a user id: that user may act without perm
 	systemOnly  bool     // only a system API key
 	sessionOnly bool     // only a user session token
+	superAdmin  bool     // only a super admin (or a system key)
 	oauth       bool     // OAuth access tokens are accepted
 	oauthScope  string   // …and must carry this scope ("" = any)
 	browser     bool     // a page: the session comes from the cookie, failures are pages
@@ -50,6 +51,10 @@ func PermOrSelf(p, param string) Rule { return Rule{perm: p, selfParam: param} }
 
 // SystemKey routes are for system API keys only (service-to-service calls).
 func SystemKey() Rule { return Rule{systemOnly: true} }
+
+// SuperAdmin routes need a super admin (or a system key): what holds
+// secrets of every user, as the mail outbox does.
+func SuperAdmin() Rule { return Rule{superAdmin: true} }
 
 // Session routes need a user session token (not an API key).
 func Session() Rule { return Rule{sessionOnly: true} }
@@ -84,6 +89,8 @@ func (r Rule) String() string {
 		s = "system API key"
 	case r.sessionOnly:
 		s = "session token"
+	case r.superAdmin:
+		s = "super admin"
 	case r.perm != "" && r.selfParam != "":
 		s = r.perm + " (or self)"
 	case r.perm != "":
@@ -218,6 +225,11 @@ func (rule Rule) check(p *Principal, r *http.Request) error {
 	case rule.sessionOnly:
 		if p.Kind != KindSession {
 			return apperr.Forbiddenf("this endpoint needs a user session token")
+		}
+		return nil
+	case rule.superAdmin:
+		if !p.IsAdmin() {
+			return apperr.Forbiddenf("this endpoint is for super admins")
 		}
 		return nil
 	}

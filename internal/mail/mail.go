@@ -41,6 +41,9 @@ const (
 	KindPasskeyAdded = "passkey_added"
 	// KindPasskeyRemoved tells the user that a passkey was removed from their account.
 	KindPasskeyRemoved = "passkey_removed"
+	// KindInvitation invites a user an operator created to choose their
+	// password.
+	KindInvitation = "invitation"
 )
 
 // Message is one mail ready to be sent: Render fills everything but To.

@@ -23,6 +23,7 @@ import (
 //	email_verify:                            Name, Email, Link, Token, ExpiresAt
 //	password_reset:                          Name, Link, Token, ExpiresAt
 //	password_changed:                        Name, Time, Link (to reset the password)
+//	invitation:                              Name, Email, Link, Token, ExpiresAt
 //
 // One struct rather than one per kind keeps callers simple: they fill the
 // fields their kind needs, and Render fails if a time the kind shows is zero.
@@ -100,6 +101,7 @@ var kinds = []string{
 	KindPasswordChanged,
 	KindPasskeyAdded,
 	KindPasskeyRemoved,
+	KindInvitation,
 }
 
 // errZeroTime stops a render whose data lacks a time the mail shows; a mail

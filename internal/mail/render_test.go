@@ -161,6 +161,19 @@ func TestRenderEveryKindAndLocale(t *testing.T) {
 			},
 		},
 		{
+			kind: KindInvitation,
+			en: want{
+				subject: "You have an account: choose your password",
+				text:    []string{"account with the email address link@example.org", "https://id.example.org/verify?token=tok123", "tok123", "valid until 6 March 2026 14:07 UTC"},
+				html:    []string{`href="https://id.example.org/verify?token=tok123"`, "Choose your password"},
+			},
+			de: want{
+				subject: "Sie haben ein Konto: Wählen Sie Ihr Passwort",
+				text:    []string{"Konto mit der E-Mail-Adresse link@example.org", "https://id.example.org/verify?token=tok123", "tok123", "gültig bis zum 6. März 2026 14:07 UTC"},
+				html:    []string{`href="https://id.example.org/verify?token=tok123"`, "Passwort wählen"},
+			},
+		},
+		{
 			kind: KindPasswordChanged,
 			en: want{
 				subject: "Your password was changed",

@@ -20,11 +20,23 @@ type Handler struct {
 	S *Service
 }
 
-// List serves GET /v1/users: a paginated list, newest first. Soft-deleted
-// users are left out unless include_deleted=true; search matches the exact
-// id, or part of the username, name or email (Service.List).
+// List serves GET /v1/users: a paginated list, newest first unless
+// sort_field and sort_direction say otherwise. Soft-deleted users are left
+// out unless include_deleted=true; search matches the exact id, or part of
+// the username, name or email; status, two_factor and role_id filter
+// (Service.List).
 func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 	lq := ParseListQuery(r.URL.Query())
+	if err := lq.Check(r.URL.Query()); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	// Another user's two-factor state is two_factor:manage's to read (spec
+	// 2, Two-factor), so filtering by it is too.
+	if lq.TwoFactor != "" && !authn.From(r.Context()).Can("two_factor:manage") {
+		httpx.Error(w, r, apperr.Forbiddenf("the two_factor filter needs the permission two_factor:manage"))
+		return
+	}
 	out, total, err := h.S.List(r.Context(), lq)
 	if err != nil {
 		httpx.Error(w, r, err)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"hmid/internal/db"
 	"hmid/internal/dbtest"
@@ -14,7 +15,8 @@ import (
 )
 
 // TestListPagesEveryWay checks List against a plain reading of its rule
-// (the exact id, or the start of the username, name or email, any case),
+// (the exact id, or a part of the username, name or email anywhere, any
+// case; the start of them for a search shorter than three characters),
 // on searches answered in one pass (at most MaxSearchMatches matches) and
 // on broader ones that list the newest MaxSearchMatches, with soft-deleted users
 // and ties on created_at, for every page.
@@ -65,8 +67,11 @@ func TestListPagesEveryWay(t *testing.T) {
 				if r.deleted && !lq.IncludeDeleted {
 					continue
 				}
-				if q == "" || r.id == lq.Search || strings.HasPrefix(r.username, q) || strings.HasPrefix(strings.ToLower(r.name), q) ||
-					strings.HasPrefix(strings.ToLower(r.email), q) {
+				has := strings.HasPrefix
+				if utf8.RuneCountInString(q) >= db.SubstringMin {
+					has = strings.Contains
+				}
+				if q == "" || r.id == lq.Search || has(r.username, q) || has(strings.ToLower(r.name), q) || has(strings.ToLower(r.email), q) {
 					ids = append(ids, r.id)
 				}
 			}
@@ -75,7 +80,8 @@ func TestListPagesEveryWay(t *testing.T) {
 			}
 			return ids
 		}
-		for _, search := range []string{"", "member", "member_1", "MEMBER 42", "m7@example", "M1", all[5].id, all[5].id[:20], "nobody", "%", "_1", "42\nm", "er 1", "member_119\U0010FFFF"} {
+		for _, search := range []string{"", "member", "member_1", "MEMBER 42", "m7@example", "M1", all[5].id, all[5].id[:20], "nobody", "%", "_1", "42\nm", "er 1", "member_119\U0010FFFF",
+			"ber_11", "7@EX", "example.test", "_%_", `"1"`} {
 			for _, inc := range []bool{false, true} {
 				for _, limit := range []int{7, 100} {
 					lq := ListQuery{Search: search, IncludeDeleted: inc}

@@ -11,6 +11,7 @@ import (
 	"hmid/internal/audit"
 	"hmid/internal/authn"
 	"hmid/internal/httpx"
+	"hmid/internal/useradmin"
 	"hmid/internal/users"
 	"hmid/internal/web"
 )
@@ -25,6 +26,8 @@ type ProfilePages struct {
 	H        *web.Handler
 	Users    *users.Service
 	Accounts *accounts.Service
+	// Manage reads the state of the email sign-in (state.go).
+	Manage *useradmin.Service
 }
 
 // profileForm is what the forms of the page show: the stored values, or
@@ -58,6 +61,8 @@ type profileView struct {
 	PendingChange *accounts.Pending
 	PendingLink   *accounts.Pending
 	MinPassword   int
+	// State is the account's state the page's notices show (state.go).
+	State accountState
 }
 
 // localeNames are the names of locales in their own language.
@@ -108,6 +113,10 @@ func (pp *ProfilePages) render(w http.ResponseWriter, r *http.Request, status in
 		v.PendingLink, err = pp.Accounts.PendingEmailLink(ctx, p.UserID)
 	}
 	if err != nil {
+		pp.H.Fail(w, r, err)
+		return
+	}
+	if v.State, err = pp.state(ctx, u); err != nil {
 		pp.H.Fail(w, r, err)
 		return
 	}

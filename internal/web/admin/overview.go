@@ -36,6 +36,9 @@ type OverviewPages struct {
 	Access   *access.Service
 	Audit    *audit.Service
 	Webhooks *webhooks.Service
+	// MailOutbox: hmid keeps mails in its outbox (no SMTP server), which
+	// /admin/mail shows super admins (mail.go).
+	MailOutbox bool
 }
 
 // overviewDays is how many days the sign-in chart shows.
@@ -94,6 +97,8 @@ type overviewView struct {
 	Services []overviewService
 	Counts   []overviewCount
 	Chart    *signInChart // nil without audit:read
+	// Outbox links the mail outbox (super admins, without SMTP).
+	Outbox bool
 }
 
 // Show is GET /admin.
@@ -103,7 +108,7 @@ func (op *OverviewPages) Show(w http.ResponseWriter, r *http.Request) {
 	lang := op.H.UserLanguage(r, p)
 	t := web.Translator(lang)
 	rep := op.Health.Check(ctx)
-	v := overviewView{Healthy: rep.Status == "ok", Services: overviewServices(t, lang, rep)}
+	v := overviewView{Healthy: rep.Status == "ok", Services: overviewServices(t, lang, rep), Outbox: op.MailOutbox && p.IsAdmin()}
 	if !v.Healthy {
 		v.Problem = rep.Status
 	}

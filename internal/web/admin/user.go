@@ -20,6 +20,7 @@ import (
 	"hmid/internal/passkey"
 	"hmid/internal/sessions"
 	"hmid/internal/twofactor"
+	"hmid/internal/useradmin"
 	"hmid/internal/users"
 	"hmid/internal/web"
 )
@@ -47,6 +48,8 @@ type UserPages struct {
 	// Passkeys lists and removes the user's passkeys (user_passkeys.go);
 	// nil: the section is left out.
 	Passkeys *passkey.Service
+	// Manage is the operators' user management (usermanage.go).
+	Manage *useradmin.Service
 }
 
 // The permissions of the REST routes the page's forms post to. The routes
@@ -121,6 +124,8 @@ type adminUserView struct {
 	Form        userForm
 	// Passkeys are the user's passkeys (user_passkeys.go).
 	Passkeys []passkey.Passkey
+	// Manage is the panel "Sign-in and email" (usermanage.go).
+	Manage manageView
 }
 
 // FieldErr is the error of field in the refused form named form, "" for none
@@ -230,6 +235,15 @@ func (ap *UserPages) render(w http.ResponseWriter, r *http.Request, status int, 
 		return
 	}
 	if err := ap.passkeys(r, &v); err != nil {
+		ap.H.Fail(w, r, err)
+		return
+	}
+	// (issue 22) the panel of the operators' user management
+	locale := web.Deref(u.PreferredLocale)
+	if f.Name == "profile" {
+		locale = v.Value("profile", "locale")
+	}
+	if v.Manage, err = ap.manageData(ctx, t, u.ID, locale); err != nil {
 		ap.H.Fail(w, r, err)
 		return
 	}

@@ -16,6 +16,7 @@ import (
 	"hmid/internal/authflow"
 	"hmid/internal/passkey"
 
+	"hmid/internal/setup"
 	"hmid/internal/web"
 )
 
@@ -31,6 +32,8 @@ type Pages struct {
 	// TOTPEnabled reports whether a user has TOTP on, so the two-factor
 	// step asks for a code only then.
 	TOTPEnabled func(ctx context.Context, userID string) (bool, error)
+	// Setup creates the first administrator (the /setup page).
+	Setup *setup.Service
 }
 
 // templates are the sign-in pages, each drawn in the kit's layout.
