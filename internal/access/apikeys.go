@@ -315,34 +315,8 @@ func (s *Service) UpdateKey(ctx context.Context, p *authn.Principal, id string, 
 	if in.IsSystem.Set && in.IsSystem.Value != k.IsSystem {
 		return APIKey{}, apperr.OnField("is_system", apperr.Invalid("is_system is chosen when a key is created and cannot be changed"))
 	}
-	if in.Name.Set {
-		name := strings.TrimSpace(in.Name.Value)
-		if name == "" || len(name) > 100 {
-			return APIKey{}, apperr.OnField("name", apperr.Invalid("name must be 1 to 100 characters"))
-		}
-		k.Name = name
-	}
-	if in.Description.Set {
-		if err := httpx.CheckLen("description", in.Description.Value, httpx.MaxText); err != nil {
-			return APIKey{}, apperr.OnField("description", err)
-		}
-		k.Description = in.Description.Value
-	}
-	if in.Scopes.Set {
-		scopes, err := s.cleanScopes(ctx, p, in.Scopes.Value)
-		if err != nil {
-			return APIKey{}, err
-		}
-		k.Scopes = scopes
-	}
-	if in.IsActive.Set {
-		k.IsActive = in.IsActive.Value
-	}
-	if in.ExpiresAt.Set {
-		if exp := in.ExpiresAt.Ptr(); exp != nil && !exp.After(s.Clock.Now()) {
-			return APIKey{}, apperr.OnField("expires_at", apperr.Invalid("expires_at must be in the future"))
-		}
-		k.ExpiresAt = in.ExpiresAt.Ptr()
+	if err := s.applyKeyInput(ctx, p, &k, in); err != nil {
+		return APIKey{}, err
 	}
 	if _, err := s.DB.ExecContext(ctx, `UPDATE api_keys SET name = $1, description = $2, scopes = $3, is_active = $4, expires_at = $5, updated_at = $6 WHERE id = $7`,
 		k.Name, k.Description, db.JSON(k.Scopes), k.IsActive, db.NullTS(k.ExpiresAt), db.TS(s.Clock.Now()), k.ID); err != nil {
@@ -352,6 +326,40 @@ func (s *Service) UpdateKey(ctx context.Context, p *authn.Principal, id string, 
 		return APIKey{}, err
 	}
 	return s.visibleKey(ctx, p, k.ID)
+}
+
+// applyKeyInput checks the set fields of an update and writes them into k.
+func (s *Service) applyKeyInput(ctx context.Context, p *authn.Principal, k *APIKey, in KeyInput) error {
+	if in.Name.Set {
+		name := strings.TrimSpace(in.Name.Value)
+		if name == "" || len(name) > 100 {
+			return apperr.OnField("name", apperr.Invalid("name must be 1 to 100 characters"))
+		}
+		k.Name = name
+	}
+	if in.Description.Set {
+		if err := httpx.CheckLen("description", in.Description.Value, httpx.MaxText); err != nil {
+			return apperr.OnField("description", err)
+		}
+		k.Description = in.Description.Value
+	}
+	if in.Scopes.Set {
+		scopes, err := s.cleanScopes(ctx, p, in.Scopes.Value)
+		if err != nil {
+			return err
+		}
+		k.Scopes = scopes
+	}
+	if in.IsActive.Set {
+		k.IsActive = in.IsActive.Value
+	}
+	if in.ExpiresAt.Set {
+		if exp := in.ExpiresAt.Ptr(); exp != nil && !exp.After(s.Clock.Now()) {
+			return apperr.OnField("expires_at", apperr.Invalid("expires_at must be in the future"))
+		}
+		k.ExpiresAt = in.ExpiresAt.Ptr()
+	}
+	return nil
 }
 
 // UpdateKey serves PATCH /v1/api-keys/{id}.

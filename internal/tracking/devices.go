@@ -194,43 +194,10 @@ func (h *Handler) UpdateDevice(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, apperr.Invalid("give at least one of name, description, device_type, api_key_id, is_active"))
 		return
 	}
-	if err := b.checkText(); err != nil {
+	set, key, err := b.changes(ctx, h.S.DB, authn.From(ctx))
+	if err != nil {
 		httpx.Error(w, r, err)
 		return
-	}
-	var set setList
-	if b.Name.Set {
-		name, err := requiredName("name", b.Name.Value)
-		if err != nil {
-			httpx.Error(w, r, err)
-			return
-		}
-		set.add("name", name)
-	}
-	if b.Description.Set {
-		set.add("description", b.Description.Value)
-	}
-	if b.DeviceType.Set {
-		set.add("device_type", strings.TrimSpace(b.DeviceType.Value))
-	}
-	if b.IsActive.Set {
-		if b.IsActive.Null {
-			httpx.Error(w, r, apperr.Invalid("is_active must be a boolean"))
-			return
-		}
-		set.add("is_active", b.IsActive.Value)
-	}
-	var key *string
-	if b.APIKeyID.Set {
-		if !b.APIKeyID.Null {
-			k, err := checkKeyLink(ctx, h.S.DB, authn.From(ctx), b.APIKeyID.Value)
-			if err != nil {
-				httpx.Error(w, r, err)
-				return
-			}
-			key = &k
-		}
-		set.add("api_key_id", nullS(key))
 	}
 	now := h.S.Clock.Now()
 	var d Device
@@ -255,6 +222,46 @@ func (h *Handler) UpdateDevice(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpx.WriteResource(w, r, http.StatusOK, d)
+}
+
+// changes checks the fields present in an update and returns the columns
+// to set, with the API key to link (nil when none is).
+func (b *deviceBody) changes(ctx context.Context, q db.Querier, p *authn.Principal) (setList, *string, error) {
+	var set setList
+	if err := b.checkText(); err != nil {
+		return set, nil, err
+	}
+	if b.Name.Set {
+		name, err := requiredName("name", b.Name.Value)
+		if err != nil {
+			return set, nil, err
+		}
+		set.add("name", name)
+	}
+	if b.Description.Set {
+		set.add("description", b.Description.Value)
+	}
+	if b.DeviceType.Set {
+		set.add("device_type", strings.TrimSpace(b.DeviceType.Value))
+	}
+	if b.IsActive.Set {
+		if b.IsActive.Null {
+			return set, nil, apperr.Invalid("is_active must be a boolean")
+		}
+		set.add("is_active", b.IsActive.Value)
+	}
+	var key *string
+	if b.APIKeyID.Set {
+		if !b.APIKeyID.Null {
+			k, err := checkKeyLink(ctx, q, p, b.APIKeyID.Value)
+			if err != nil {
+				return set, nil, err
+			}
+			key = &k
+		}
+		set.add("api_key_id", nullS(key))
+	}
+	return set, key, nil
 }
 
 // DeleteDevice serves DELETE /v1/devices/{id}. Its points, trips and

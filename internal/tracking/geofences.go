@@ -62,23 +62,11 @@ func (b *geofenceBody) apply(g *Geofence) error {
 		}
 		g.Description = b.Description.Value
 	}
-	if b.Latitude.Set {
-		if b.Latitude.Null {
-			return apperr.Invalid("latitude is required")
-		}
-		if err := checkLat("latitude", b.Latitude.Ptr()); err != nil {
-			return err
-		}
-		g.Latitude = b.Latitude.Value
+	if err := setCoordinate(b.Latitude, "latitude", checkLat, &g.Latitude); err != nil {
+		return err
 	}
-	if b.Longitude.Set {
-		if b.Longitude.Null {
-			return apperr.Invalid("longitude is required")
-		}
-		if err := checkLon("longitude", b.Longitude.Ptr()); err != nil {
-			return err
-		}
-		g.Longitude = b.Longitude.Value
+	if err := setCoordinate(b.Longitude, "longitude", checkLon, &g.Longitude); err != nil {
+		return err
 	}
 	if b.RadiusKm.Set {
 		if v := b.RadiusKm.Value; b.RadiusKm.Null || !finite(v) || v <= 0 || v > maxRadiusKm {
@@ -90,20 +78,46 @@ func (b *geofenceBody) apply(g *Geofence) error {
 		g.IsActive = b.IsActive.Value
 	}
 	if b.Metadata.Set {
-		m := bytes.TrimSpace(b.Metadata.Value)
-		if b.Metadata.Null || len(m) == 0 || m[0] != '{' {
-			return apperr.Invalid("metadata must be a JSON object")
-		}
-		var compact bytes.Buffer
-		if err := json.Compact(&compact, m); err != nil {
-			return apperr.Invalid("metadata must be a JSON object")
-		}
-		if err := httpx.CheckFreeJSON("metadata", compact.Bytes()); err != nil {
+		m, err := metadataObject(b.Metadata)
+		if err != nil {
 			return err
 		}
-		g.Metadata = compact.Bytes()
+		g.Metadata = m
 	}
 	return nil
+}
+
+// setCoordinate checks a present coordinate (a geofence's centre has no
+// null) with check and stores it in dst.
+func setCoordinate(o httpx.Opt[float64], field string, check func(string, *float64) error, dst *float64) error {
+	if !o.Set {
+		return nil
+	}
+	if o.Null {
+		return apperr.Invalid("%s is required", field)
+	}
+	if err := check(field, o.Ptr()); err != nil {
+		return err
+	}
+	*dst = o.Value
+	return nil
+}
+
+// metadataObject returns a present metadata value compacted, when it is a
+// JSON object within the free-JSON bounds.
+func metadataObject(o httpx.Opt[json.RawMessage]) (json.RawMessage, error) {
+	m := bytes.TrimSpace(o.Value)
+	if o.Null || len(m) == 0 || m[0] != '{' {
+		return nil, apperr.Invalid("metadata must be a JSON object")
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, m); err != nil {
+		return nil, apperr.Invalid("metadata must be a JSON object")
+	}
+	if err := httpx.CheckFreeJSON("metadata", compact.Bytes()); err != nil {
+		return nil, err
+	}
+	return compact.Bytes(), nil
 }
 
 // ListGeofences serves GET /v1/geofences, newest first.
