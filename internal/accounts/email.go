@@ -234,8 +234,7 @@ func (h *Handler) RequestEmailChange(w http.ResponseWriter, r *http.Request) {
 	var b struct {
 		Email string `json:"email"`
 	}
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	exp, err := h.S.RequestEmailChange(r.Context(), chi.URLParam(r, "id"), b.Email)
@@ -249,8 +248,7 @@ func (h *Handler) RequestEmailChange(w http.ResponseWriter, r *http.Request) {
 // VerifyEmailChange serves POST /v1/users/email/verify with {token}.
 func (h *Handler) VerifyEmailChange(w http.ResponseWriter, r *http.Request) {
 	var b tokenBody
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	if strings.TrimSpace(b.Token) == "" {

@@ -158,8 +158,7 @@ func (h *Handler) RequestEmailLink(w http.ResponseWriter, r *http.Request) {
 		Email    string `json:"email"`
 		Password string `json:"password"`
 	}
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	exp, err := h.S.RequestEmailLink(r.Context(), chi.URLParam(r, "id"), b.Email, b.Password)
@@ -178,8 +177,7 @@ type linked struct {
 // VerifyEmailLink serves POST /v1/users/email-link/verify with {token}.
 func (h *Handler) VerifyEmailLink(w http.ResponseWriter, r *http.Request) {
 	var b tokenBody
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	if strings.TrimSpace(b.Token) == "" {

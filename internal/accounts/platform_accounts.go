@@ -196,18 +196,10 @@ func (h *Handler) ListAccounts(w http.ResponseWriter, r *http.Request) {
 // SetPrimary serves PUT /v1/users/{id}/accounts/{account_id}/primary.
 func (h *Handler) SetPrimary(w http.ResponseWriter, r *http.Request) {
 	a, err := h.S.SetPrimary(r.Context(), chi.URLParam(r, "id"), chi.URLParam(r, "account_id"), audit.FromRequest(r, audit.Event{}))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, a)
+	httpx.Respond(w, r, http.StatusOK, a, err)
 }
 
 // Unlink serves DELETE /v1/users/{id}/accounts/{account_id}.
 func (h *Handler) Unlink(w http.ResponseWriter, r *http.Request) {
-	if err := h.S.Unlink(r.Context(), chi.URLParam(r, "id"), chi.URLParam(r, "account_id"), audit.FromRequest(r, audit.Event{})); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.NoContent(w)
+	httpx.RespondEmpty(w, r, h.S.Unlink(r.Context(), chi.URLParam(r, "id"), chi.URLParam(r, "account_id"), audit.FromRequest(r, audit.Event{})))
 }

@@ -341,11 +341,7 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 	}
 	ban, err := h.S.Create(r.Context(), audit.FromRequest(r, audit.Event{}), chi.URLParam(r, "id"),
 		Input{Reason: b.Reason.Value, DurationSeconds: b.DurationSeconds.Ptr()})
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusCreated, ban)
+	httpx.Respond(w, r, http.StatusCreated, ban, err)
 }
 
 type resultBody struct {

@@ -182,11 +182,7 @@ func (h *Handler) ListGuilds(w http.ResponseWriter, r *http.Request) {
 // GetGuild serves GET /v1/chatplatform/guilds/{guild_id} (snowflake).
 func (h *Handler) GetGuild(w http.ResponseWriter, r *http.Request) {
 	g, err := h.S.Guild(r.Context(), chi.URLParam(r, "guild_id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, g)
+	httpx.RespondJSON(w, r, http.StatusOK, g, err)
 }
 
 // ListChannels serves GET /v1/chatplatform/guilds/{guild_id}/channels.
@@ -240,11 +236,7 @@ func (h *Handler) DeleteGuild(w http.ResponseWriter, r *http.Request) {
 		_, err := tx.ExecContext(ctx, `DELETE FROM chat_guilds WHERE id = $1`, g.ID)
 		return err
 	})
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.NoContent(w)
+	httpx.RespondEmpty(w, r, err)
 }
 
 // ---- sync ----
@@ -445,11 +437,7 @@ func (h *Handler) Sync(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := h.S.Sync(r.Context(), body.GuildID)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, res)
+	httpx.RespondJSON(w, r, http.StatusOK, res, err)
 }
 
 func or(d, def time.Duration) time.Duration {
@@ -631,11 +619,7 @@ func (s *Service) SyncMembers(ctx context.Context, guildID string) (MemberSyncRe
 // SyncMembers serves POST /v1/chatplatform/guilds/{guild_id}/members/sync (snowflake).
 func (h *Handler) SyncMembers(w http.ResponseWriter, r *http.Request) {
 	res, err := h.S.SyncMembers(r.Context(), chi.URLParam(r, "guild_id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, res)
+	httpx.RespondJSON(w, r, http.StatusOK, res, err)
 }
 
 // ---- members ----
@@ -830,11 +814,7 @@ func (s *Service) Settings(ctx context.Context) (BotSettings, error) {
 // GetSettings serves GET /v1/chatplatform/settings.
 func (h *Handler) GetSettings(w http.ResponseWriter, r *http.Request) {
 	b, err := h.S.Settings(r.Context())
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, b)
+	httpx.RespondJSON(w, r, http.StatusOK, b, err)
 }
 
 // SettingsChange is the body of PUT /v1/chatplatform/settings: the fields
@@ -932,8 +912,7 @@ func (s *Service) UpdateSettings(ctx context.Context, p *authn.Principal, in Set
 func (h *Handler) PutSettings(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	var in SettingsChange
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &in) {
 		return
 	}
 	if err := h.S.UpdateSettings(ctx, authn.From(ctx), in, audit.FromRequest(r, audit.Event{})); err != nil {
@@ -966,11 +945,7 @@ func (s *Service) GuildSettings(ctx context.Context, guildID string) (GuildSetti
 // GetGuildSettings serves GET /v1/chatplatform/guilds/{guild_id}/settings (snowflake).
 func (h *Handler) GetGuildSettings(w http.ResponseWriter, r *http.Request) {
 	gs, err := h.S.GuildSettings(r.Context(), chi.URLParam(r, "guild_id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, gs)
+	httpx.RespondJSON(w, r, http.StatusOK, gs, err)
 }
 
 // SetGuildLanguage sets the default language of guild g (a language tag;
@@ -1009,8 +984,7 @@ func (h *Handler) PutGuildSettings(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		DefaultLanguage httpx.Opt[string] `json:"default_language"`
 	}
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &in) {
 		return
 	}
 	if err := h.S.SetGuildLanguage(ctx, authn.From(ctx), g, in.DefaultLanguage, audit.FromRequest(r, audit.Event{})); err != nil {

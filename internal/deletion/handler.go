@@ -26,11 +26,7 @@ type resultBody struct {
 // Status serves GET /v1/admin/users/{id}/deletion-status.
 func (h *Handler) Status(w http.ResponseWriter, r *http.Request) {
 	st, err := h.S.GetStatus(r.Context(), h.S.DB, chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, st)
+	httpx.RespondJSON(w, r, http.StatusOK, st, err)
 }
 
 // ForceDelete serves POST /v1/admin/users/{id}/force-delete with an optional

@@ -179,11 +179,7 @@ type ownResult struct {
 func (h *Handler) MyStatus(w http.ResponseWriter, r *http.Request) {
 	p := authn.From(r.Context())
 	st, err := h.S.GetStatus(r.Context(), h.S.DB, p.UserID)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, st)
+	httpx.RespondJSON(w, r, http.StatusOK, st, err)
 }
 
 // RequestMine serves POST /v1/users/me/deletion with {password} or, for an
@@ -191,8 +187,7 @@ func (h *Handler) MyStatus(w http.ResponseWriter, r *http.Request) {
 // GracePeriod later unless they cancel.
 func (h *Handler) RequestMine(w http.ResponseWriter, r *http.Request) {
 	var c Confirmation
-	if err := httpx.Decode(r, &c); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &c) {
 		return
 	}
 	p := authn.From(r.Context())

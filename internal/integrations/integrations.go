@@ -238,11 +238,7 @@ func (s *Service) List(ctx context.Context, slug string) ([]Integration, error) 
 // List serves GET /v1/integrations: a bare array of the caller's integrations.
 func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 	out, err := h.S.List(r.Context(), "")
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, out)
+	httpx.RespondJSON(w, r, http.StatusOK, out, err)
 }
 
 // ListPlatform serves GET /v1/integrations/platform/{slug}.
@@ -253,21 +249,13 @@ func (h *Handler) ListPlatform(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, err := h.S.List(r.Context(), slug)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, out)
+	httpx.RespondJSON(w, r, http.StatusOK, out, err)
 }
 
 // Get serves GET /v1/integrations/{id}.
 func (h *Handler) Get(w http.ResponseWriter, r *http.Request) {
 	i, err := h.S.Get(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, i)
+	httpx.RespondJSON(w, r, http.StatusOK, i, err)
 }
 
 // Platforms serves GET /v1/integrations/platforms.

@@ -227,11 +227,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, enabledOnly bool)
 // Get serves GET /v1/platforms/{id_or_slug}.
 func (h *Handler) Get(w http.ResponseWriter, r *http.Request) {
 	p, err := h.S.Get(r.Context(), h.S.DB, chi.URLParam(r, "id_or_slug"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, p)
+	httpx.Respond(w, r, http.StatusOK, p, err)
 }
 
 // Summary is the short platform shape of the enabled endpoint.
@@ -247,8 +243,7 @@ func (h *Handler) SetEnabled(w http.ResponseWriter, r *http.Request) {
 	var b struct {
 		Enabled httpx.Opt[bool] `json:"enabled"`
 	}
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	if !b.Enabled.Set || b.Enabled.Null {
@@ -288,8 +283,7 @@ func (h *Handler) UpdateSettings(w http.ResponseWriter, r *http.Request) {
 		TwoFactorRequired   httpx.Opt[bool] `json:"two_factor_required"`
 		RegistrationEnabled httpx.Opt[bool] `json:"registration_enabled"`
 	}
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	for name, o := range map[string]httpx.Opt[bool]{"enabled": b.Enabled, "two_factor_required": b.TwoFactorRequired, "registration_enabled": b.RegistrationEnabled} {

@@ -147,21 +147,13 @@ func (s *Service) UpdateConfig(ctx context.Context, key string, raw json.RawMess
 // ListConfig serves GET /v1/system-config?prefix=…: a bare array ordered by key.
 func (h *Handler) ListConfig(w http.ResponseWriter, r *http.Request) {
 	out, err := h.S.ListConfig(r.Context(), r.URL.Query().Get("prefix"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, out)
+	httpx.RespondJSON(w, r, http.StatusOK, out, err)
 }
 
 // GetConfig serves GET /v1/system-config/{key}: the entry itself.
 func (h *Handler) GetConfig(w http.ResponseWriter, r *http.Request) {
 	e, err := h.S.Entry(r.Context(), chi.URLParam(r, "key"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, e)
+	httpx.RespondJSON(w, r, http.StatusOK, e, err)
 }
 
 // UpdateConfig serves PATCH /v1/system-config/{key} {value}.
@@ -169,17 +161,12 @@ func (h *Handler) UpdateConfig(w http.ResponseWriter, r *http.Request) {
 	var b struct {
 		Value httpx.Opt[json.RawMessage] `json:"value"`
 	}
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	// An absent value and a JSON null both leave raw empty: "value is required".
 	e, err := h.S.UpdateConfig(r.Context(), chi.URLParam(r, "key"), b.Value.Value)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, e)
+	httpx.RespondJSON(w, r, http.StatusOK, e, err)
 }
 
 // The bounds of the cache lifetimes in system config, in seconds: at least
