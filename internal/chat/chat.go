@@ -77,7 +77,7 @@ var settingsID = uuid.NewSHA1(uuid.MustParse("6f1c2a44-4a3e-4f7e-9a59-0d7b1c7a3e
 
 const guildCols = `id, guild_id, name, icon, owner_id, member_count, boost_count, premium_tier, bot_joined_at, last_synced_at`
 
-func (s *Service) scanGuild(row interface{ Scan(...any) error }) (Guild, error) {
+func (s *Service) scanGuild(row db.Scanner) (Guild, error) {
 	var g Guild
 	var icon, owner sql.NullString
 	var joined, synced db.NullTime
@@ -134,39 +134,17 @@ func (s *Service) Channels(ctx context.Context, g Guild) ([]Channel, error) {
 
 // Guilds lists the stored guilds by name (GET /v1/chatplatform/guilds).
 func (s *Service) Guilds(ctx context.Context) ([]Guild, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT `+guildCols+` FROM chat_guilds ORDER BY name, guild_id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Guild{}
-	for rows.Next() {
-		g, err := s.scanGuild(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, g)
-	}
-	return out, rows.Err()
+	return db.All(ctx, s.DB, s.scanGuild, `SELECT `+guildCols+` FROM chat_guilds ORDER BY name, guild_id`)
 }
 
 // Roles lists the stored roles of g, highest first (the platform's order).
 // No REST route serves them; the admin console names members' roles with them.
 func (s *Service) Roles(ctx context.Context, g Guild) ([]Role, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT role_id, name, position FROM chat_roles WHERE guild_id = $1 ORDER BY position DESC, name, role_id`, g.ID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Role{}
-	for rows.Next() {
+	return db.All(ctx, s.DB, func(row db.Scanner) (Role, error) {
 		var r Role
-		if err := rows.Scan(&r.RoleID, &r.Name, &r.Position); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+		err := row.Scan(&r.RoleID, &r.Name, &r.Position)
+		return r, err
+	}, `SELECT role_id, name, position FROM chat_roles WHERE guild_id = $1 ORDER BY position DESC, name, role_id`, g.ID)
 }
 
 // ListGuilds serves GET /v1/chatplatform/guilds.
@@ -187,34 +165,25 @@ func (h *Handler) GetGuild(w http.ResponseWriter, r *http.Request) {
 
 // ListChannels serves GET /v1/chatplatform/guilds/{guild_id}/channels.
 func (h *Handler) ListChannels(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	g, err := h.S.Guild(ctx, chi.URLParam(r, "guild_id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	chs, err := h.S.Channels(ctx, g)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, map[string]any{"data": chs})
+	_, chs, err := h.guildChannels(r)
+	httpx.RespondJSON(w, r, http.StatusOK, map[string]any{"data": chs}, err)
 }
 
 // GetGuildFull serves GET /v1/chatplatform/guilds/{guild_id}/full: {guild, channels}.
 func (h *Handler) GetGuildFull(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	g, err := h.S.Guild(ctx, chi.URLParam(r, "guild_id"))
+	g, chs, err := h.guildChannels(r)
+	httpx.RespondJSON(w, r, http.StatusOK, map[string]any{"guild": g, "channels": chs}, err)
+}
+
+// guildChannels loads the guild of the path's {guild_id} (snowflake) and its
+// channels.
+func (h *Handler) guildChannels(r *http.Request) (Guild, []Channel, error) {
+	g, err := h.S.Guild(r.Context(), chi.URLParam(r, "guild_id"))
 	if err != nil {
-		httpx.Error(w, r, err)
-		return
+		return g, nil, err
 	}
-	chs, err := h.S.Channels(ctx, g)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, map[string]any{"guild": g, "channels": chs})
+	chs, err := h.S.Channels(r.Context(), g)
+	return g, chs, err
 }
 
 // DeleteGuild serves DELETE /v1/chatplatform/guilds/{guild_id} (internal UUID):
@@ -627,7 +596,7 @@ func (h *Handler) SyncMembers(w http.ResponseWriter, r *http.Request) {
 const memberCols = `id, guild_id, user_id, username, discriminator, global_name, nickname, avatar, bot, system, joined_at,
 	premium_since, deaf, mute, pending, communication_disabled_until, roles`
 
-func (s *Service) scanMember(row interface{ Scan(...any) error }, now time.Time) (Member, error) {
+func (s *Service) scanMember(row db.Scanner, now time.Time) (Member, error) {
 	var m Member
 	var global, nick, avatar sql.NullString
 	var joined, premium, timeout db.NullTime
@@ -723,22 +692,10 @@ func (s *Service) Members(ctx context.Context, guildID string, q MemberQuery) (M
 		return MemberPage{}, err
 	}
 	lp, op := arg(q.Limit), arg(q.Offset)
-	rows, err := s.DB.QueryContext(ctx, `SELECT `+memberCols+` FROM chat_members WHERE `+cond+
-		` ORDER BY LOWER(username), user_id LIMIT `+lp+` OFFSET `+op, args...)
-	if err != nil {
-		return MemberPage{}, err
-	}
-	defer rows.Close()
 	now := s.Clock.Now()
-	out := []Member{}
-	for rows.Next() {
-		m, err := s.scanMember(rows, now)
-		if err != nil {
-			return MemberPage{}, err
-		}
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := db.All(ctx, s.DB, func(row db.Scanner) (Member, error) { return s.scanMember(row, now) },
+		`SELECT `+memberCols+` FROM chat_members WHERE `+cond+` ORDER BY LOWER(username), user_id LIMIT `+lp+` OFFSET `+op, args...)
+	if err != nil {
 		return MemberPage{}, err
 	}
 	return MemberPage{Members: out, TotalCount: total, HasMore: q.Offset+len(out) < total}, nil
