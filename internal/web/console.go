@@ -64,6 +64,10 @@ func AddConsole(fsys fs.FS, prefix string, admin bool, nav []NavItem) {
 		panic("web: no console pages named " + prefix)
 	}
 	consoles = append(consoles, consoleSite{prefix: prefix, nav: nav, admin: admin})
+	parts, err := fs.Glob(fsys, "templates/parts_*.html")
+	if err != nil {
+		panic("web: " + err.Error())
+	}
 	for lang := range messages {
 		if consoleTemplates[lang] == nil {
 			consoleTemplates[lang] = map[string]*template.Template{}
@@ -72,7 +76,7 @@ func AddConsole(fsys fs.FS, prefix string, admin bool, nav []NavItem) {
 			page := strings.TrimSuffix(path.Base(name), ".html")
 			tpl := template.Must(template.New("console.html").Funcs(consoleFuncs(lang)).
 				ParseFS(files, "templates/console.html", "templates/parts_*.html", "templates/shared_*.html"))
-			consoleTemplates[lang][page] = template.Must(tpl.ParseFS(fsys, name))
+			consoleTemplates[lang][page] = template.Must(tpl.ParseFS(fsys, append(parts, name)...))
 		}
 	}
 }
@@ -93,6 +97,11 @@ func consoleFuncs(lang string) template.FuncMap {
 		// when shows a time in the page's language, in UTC (the page does
 		// not know the reader's zone; the zone is written out).
 		"when": func(v any) string { return formatTime(lang, v) },
+		// filters gathers a list page's filter form for the "filter-box"
+		// part: {{template "filter-box" (filters "/path" .Active .FieldErrors .A .B)}}.
+		"filters": func(action string, active int, errs map[string]string, fields ...Field) FilterBox {
+			return FilterBox{Action: action, Active: active, Invalid: len(errs) > 0, Fields: fields}
+		},
 	}
 }
 
