@@ -197,11 +197,7 @@ func (h *Handler) RequestEmailChange(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	exp, err := h.S.RequestEmailChange(r.Context(), chi.URLParam(r, "id"), b.Email)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, requested{Message: "A verification email was sent to the new address; the change takes effect once it is confirmed", ExpiresAt: exp})
+	httpx.RespondJSON(w, r, http.StatusOK, requested{Message: "A verification email was sent to the new address; the change takes effect once it is confirmed", ExpiresAt: exp}, err)
 }
 
 // VerifyEmailChange serves POST /v1/users/email/verify with {token}.
@@ -236,9 +232,6 @@ func (h *Handler) PendingEmailChange(w http.ResponseWriter, r *http.Request) {
 
 // CancelEmailChange serves DELETE /v1/users/{id}/email/pending.
 func (h *Handler) CancelEmailChange(w http.ResponseWriter, r *http.Request) {
-	if err := h.S.CancelEmailChange(r.Context(), chi.URLParam(r, "id")); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, result{Success: true, Message: "Pending email change cancelled"})
+	err := h.S.CancelEmailChange(r.Context(), chi.URLParam(r, "id"))
+	httpx.RespondJSON(w, r, http.StatusOK, result{Success: true, Message: "Pending email change cancelled"}, err)
 }

@@ -122,11 +122,7 @@ func (h *Handler) RequestEmailLink(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	exp, err := h.S.RequestEmailLink(r.Context(), chi.URLParam(r, "id"), b.Email, b.Password)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, requested{Message: "A verification email was sent; the email account is linked once it is confirmed", ExpiresAt: exp})
+	httpx.RespondJSON(w, r, http.StatusOK, requested{Message: "A verification email was sent; the email account is linked once it is confirmed", ExpiresAt: exp}, err)
 }
 
 type linked struct {
@@ -182,9 +178,6 @@ type message struct {
 
 // CancelEmailLink serves DELETE /v1/users/{id}/email-link/pending.
 func (h *Handler) CancelEmailLink(w http.ResponseWriter, r *http.Request) {
-	if err := h.S.CancelEmailLink(r.Context(), chi.URLParam(r, "id")); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, message{Message: "Pending email link cancelled"})
+	err := h.S.CancelEmailLink(r.Context(), chi.URLParam(r, "id"))
+	httpx.RespondJSON(w, r, http.StatusOK, message{Message: "Pending email link cancelled"}, err)
 }

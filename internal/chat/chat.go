@@ -1,12 +1,10 @@
 package chat
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -401,7 +399,7 @@ func (h *Handler) Sync(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		GuildID *string `json:"guild_id"`
 	}
-	if err := decodeOptional(r, &body); err != nil {
+	if err := httpx.DecodeOptional(r, &body); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
@@ -414,21 +412,6 @@ func or(d, def time.Duration) time.Duration {
 		return d
 	}
 	return def
-}
-
-// decodeOptional decodes a JSON body when there is one.
-func decodeOptional(r *http.Request, dst any) error {
-	if r.Body == nil {
-		return nil
-	}
-	b, err := io.ReadAll(r.Body)
-	if err != nil {
-		return apperr.Bad("request body could not be read")
-	}
-	if len(bytes.TrimSpace(b)) == 0 {
-		return nil
-	}
-	return httpx.DecodeBytes(b, dst)
 }
 
 // storeGuild upserts a reported guild and replaces its channels and roles

@@ -204,9 +204,6 @@ func (h *Handler) RequestMine(w http.ResponseWriter, r *http.Request) {
 // deletion is cancelled (400 when none is scheduled).
 func (h *Handler) CancelMine(w http.ResponseWriter, r *http.Request) {
 	p := authn.From(r.Context())
-	if err := h.S.Cancel(r.Context(), audit.FromRequest(r, audit.Event{}), p.UserID); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, resultBody{Success: true, Message: "Scheduled deletion cancelled; your account stays"})
+	err := h.S.Cancel(r.Context(), audit.FromRequest(r, audit.Event{}), p.UserID)
+	httpx.RespondJSON(w, r, http.StatusOK, resultBody{Success: true, Message: "Scheduled deletion cancelled; your account stays"}, err)
 }

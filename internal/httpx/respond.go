@@ -1,6 +1,12 @@
 package httpx
 
-import "net/http"
+import (
+	"bytes"
+	"io"
+	"net/http"
+
+	"hmid/internal/apperr"
+)
 
 // The helpers below are the tail and head every REST handler shares: read
 // the body, call the service, answer with its result or its error. A
@@ -70,4 +76,21 @@ func RespondEmpty(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	NoContent(w)
+}
+
+// DecodeOptional decodes a JSON body that may be absent or empty (a POST
+// whose fields are all optional); a body that is there is read as Decode
+// reads it.
+func DecodeOptional(r *http.Request, dst any) error {
+	if r.Body == nil {
+		return nil
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	if err != nil {
+		return apperr.Bad("request body could not be read")
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	return DecodeBytes(body, dst)
 }

@@ -53,7 +53,7 @@ type Platform struct {
 
 const cols = `id, name, slug, is_oauth, enabled, two_factor_supported, two_factor_required, registration_enabled, created_at, updated_at`
 
-func scan(row interface{ Scan(...any) error }) (Platform, error) {
+func scan(row db.Scanner) (Platform, error) {
 	var p Platform
 	var c, u int64
 	err := row.Scan(&p.ID, &p.Name, &p.Slug, &p.IsOAuth, &p.Enabled, &p.TwoFactorSupported, &p.TwoFactorRequired, &p.RegistrationEnabled, &c, &u)
@@ -67,20 +67,7 @@ func (s *Service) List(ctx context.Context, enabledOnly bool) ([]Platform, error
 	if enabledOnly {
 		where = " WHERE enabled = TRUE"
 	}
-	rows, err := s.DB.QueryContext(ctx, `SELECT `+cols+` FROM platforms`+where+` ORDER BY name, id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Platform{}
-	for rows.Next() {
-		p, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
+	return db.All(ctx, s.DB, scan, `SELECT `+cols+` FROM platforms`+where+` ORDER BY name, id`)
 }
 
 // Get returns the platform whose id or slug (case-insensitive) is idOrSlug,

@@ -79,11 +79,7 @@ func (h *Handler) Revoke(w http.ResponseWriter, r *http.Request) {
 		httpx.JSON(w, http.StatusBadRequest, result{Success: false, Message: err.Error()})
 		return
 	}
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, result{Success: true, Message: "session revoked"})
+	httpx.RespondJSON(w, r, http.StatusOK, result{Success: true, Message: "session revoked"}, err)
 }
 
 // RevokeOthers serves DELETE /v1/users/me/sessions: every active session of

@@ -53,7 +53,7 @@ func (s *Service) SeedConfig(ctx context.Context) error {
 	return nil
 }
 
-func scanEntry(row interface{ Scan(...any) error }) (ConfigEntry, error) {
+func scanEntry(row db.Scanner) (ConfigEntry, error) {
 	var e ConfigEntry
 	var v string
 	var u int64
@@ -100,20 +100,7 @@ func (s *Service) Seconds(ctx context.Context, key string, def time.Duration) ti
 // ListConfig returns the config entries whose key starts with prefix (taken
 // literally, not as a pattern), ordered by key.
 func (s *Service) ListConfig(ctx context.Context, prefix string) ([]ConfigEntry, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT key, value, description, updated_at FROM system_config WHERE key LIKE $1 ESCAPE '\' ORDER BY key`, db.Like(prefix)+"%")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []ConfigEntry{}
-	for rows.Next() {
-		e, err := scanEntry(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return db.All(ctx, s.DB, scanEntry, `SELECT key, value, description, updated_at FROM system_config WHERE key LIKE $1 ESCAPE '\' ORDER BY key`, db.Like(prefix)+"%")
 }
 
 // UpdateConfig sets the value of the config entry key to raw (JSON text; nil

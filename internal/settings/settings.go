@@ -40,7 +40,7 @@ type Setting struct {
 
 const settingCols = `key, value, description, is_public, created_at, updated_at`
 
-func scanSetting(row interface{ Scan(...any) error }) (Setting, error) {
+func scanSetting(row db.Scanner) (Setting, error) {
 	var s Setting
 	var v string
 	var c, u int64
@@ -59,20 +59,7 @@ func (s *Service) List(ctx context.Context, publicOnly bool) ([]Setting, error) 
 	if publicOnly {
 		q = `SELECT ` + settingCols + ` FROM settings WHERE is_public ORDER BY key`
 	}
-	rows, err := s.DB.QueryContext(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Setting{}
-	for rows.Next() {
-		st, err := scanSetting(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, st)
-	}
-	return out, rows.Err()
+	return db.All(ctx, s.DB, scanSetting, q)
 }
 
 // Get returns one setting.

@@ -2,6 +2,7 @@ package twofactor
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 
@@ -85,32 +86,28 @@ func (h *Handler) Setup(w http.ResponseWriter, r *http.Request) {
 
 // Verify serves POST /v1/users/me/2fa/verify.
 func (h *Handler) Verify(w http.ResponseWriter, r *http.Request) {
+	withCode(w, r, h.S.Verify)
+}
+
+// withCode serves a two-factor step confirmed by a code: {code, user_id}
+// (the signed-in user when user_id is absent), answered with call's result.
+func withCode[T any](w http.ResponseWriter, r *http.Request, call func(context.Context, *authn.Principal, string, string, Client) (T, error)) {
 	var b codeBody
 	if !httpx.Bind(w, r, &b) {
 		return
 	}
-	out, err := h.S.Verify(r.Context(), authn.From(r.Context()), userIDOf(r, b.UserID), b.Code, ClientFrom(r))
+	out, err := call(r.Context(), authn.From(r.Context()), userIDOf(r, b.UserID), b.Code, ClientFrom(r))
 	httpx.RespondJSON(w, r, http.StatusOK, out, err)
 }
 
 // Disable serves DELETE /v1/users/me/2fa.
 func (h *Handler) Disable(w http.ResponseWriter, r *http.Request) {
-	var b codeBody
-	if !httpx.Bind(w, r, &b) {
-		return
-	}
-	out, err := h.S.Disable(r.Context(), authn.From(r.Context()), userIDOf(r, b.UserID), b.Code, ClientFrom(r))
-	httpx.RespondJSON(w, r, http.StatusOK, out, err)
+	withCode(w, r, h.S.Disable)
 }
 
 // RegenerateBackupCodes serves POST /v1/users/me/2fa/backup-codes/regenerate.
 func (h *Handler) RegenerateBackupCodes(w http.ResponseWriter, r *http.Request) {
-	var b codeBody
-	if !httpx.Bind(w, r, &b) {
-		return
-	}
-	out, err := h.S.RegenerateBackupCodes(r.Context(), authn.From(r.Context()), userIDOf(r, b.UserID), b.Code, ClientFrom(r))
-	httpx.RespondJSON(w, r, http.StatusOK, out, err)
+	withCode(w, r, h.S.RegenerateBackupCodes)
 }
 
 // resetBody is the body of an administrator's reset.
