@@ -82,53 +82,56 @@ func (cp *ChatPages) renderIndex(w http.ResponseWriter, r *http.Request, status 
 // Sync is POST /admin/chat/sync: POST /v1/chatplatform/sync, for every
 // guild or, with guild_id, for one (then back to that guild's page).
 func (cp *ChatPages) Sync(w http.ResponseWriter, r *http.Request) {
-	p := cp.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
 	var one *string
 	back := "/admin/chat"
-	if gid := strings.TrimSpace(r.PostFormValue("guild_id")); gid != "" {
-		one, back = &gid, "/admin/chat/guilds/"+url.PathEscape(gid)
-	}
-	res, err := cp.Chat.Sync(r.Context(), one)
+	cp.H.Act(w, r, web.Action{
+		Call: func(*authn.Principal) (string, error) {
+			if gid := strings.TrimSpace(r.PostFormValue("guild_id")); gid != "" {
+				one, back = &gid, "/admin/chat/guilds/"+url.PathEscape(gid)
+			}
+			return "admin.chat.synced", syncOutcome(cp.Chat.Sync(r.Context(), one))
+		},
+		Next: func() string { return back },
+		Refuse: func(w http.ResponseWriter, r *http.Request, _ string, err error) {
+			status, text := cp.syncError(w, r, err)
+			if one != nil && apperr.KindOf(err) != apperr.Validation {
+				cp.renderGuild(w, r, *one, status, text, nil)
+				return
+			}
+			cp.renderIndex(w, r, status, text, nil)
+		},
+	})
+}
+
+// syncOutcome is a sync's error, a bot's failure included.
+func syncOutcome(res chat.SyncResult, err error) error {
 	if err == nil && !res.Success {
 		err = botFailure(res.Error)
 	}
-	if err != nil {
-		status, text := cp.syncError(w, r, err)
-		if one != nil && apperr.KindOf(err) != apperr.Validation {
-			cp.renderGuild(w, r, *one, status, text, nil)
-			return
-		}
-		cp.renderIndex(w, r, status, text, nil)
-		return
-	}
-	cp.H.Done(w, r, back, "admin.chat.synced")
+	return err
 }
 
 // SyncMembers is POST /admin/chat/guilds/{guild_id}/members/sync: POST
 // /v1/chatplatform/guilds/{guild_id}/members/sync.
 func (cp *ChatPages) SyncMembers(w http.ResponseWriter, r *http.Request) {
-	p := cp.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
 	gid := chi.URLParam(r, "guild_id")
-	res, err := cp.Chat.SyncMembers(r.Context(), gid)
-	if err == nil && !res.Success {
-		err = botFailure(res.Error)
-	}
-	if err != nil {
-		if k := apperr.KindOf(err); k == apperr.Validation || k == apperr.NotFound {
-			cp.H.Fail(w, r, err)
-			return
-		}
-		status, text := cp.syncError(w, r, err)
-		cp.renderGuild(w, r, gid, status, text, nil)
-		return
-	}
-	cp.H.Done(w, r, "/admin/chat/guilds/"+url.PathEscape(gid), "admin.chat.memberssynced")
+	cp.H.Act(w, r, web.Action{To: "/admin/chat/guilds/" + url.PathEscape(gid),
+		Call: func(*authn.Principal) (string, error) {
+			res, err := cp.Chat.SyncMembers(r.Context(), gid)
+			if err == nil && !res.Success {
+				err = botFailure(res.Error)
+			}
+			return "admin.chat.memberssynced", err
+		},
+		Refuse: func(w http.ResponseWriter, r *http.Request, _ string, err error) {
+			if k := apperr.KindOf(err); k == apperr.Validation || k == apperr.NotFound {
+				cp.H.Fail(w, r, err)
+				return
+			}
+			status, text := cp.syncError(w, r, err)
+			cp.renderGuild(w, r, gid, status, text, nil)
+		},
+	})
 }
 
 // botFailedError is a sync the bot answered with a failure: REST answers it
