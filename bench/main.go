@@ -108,20 +108,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		return nil
 	}
-	chosen := scenarios
-	if *names != "" {
-		chosen = nil
-		for _, n := range strings.Split(*names, ",") {
-			found := false
-			for _, s := range scenarios {
-				if s.Name == strings.TrimSpace(n) {
-					chosen, found = append(chosen, s), true
-				}
-			}
-			if !found {
-				return fmt.Errorf("unknown scenario %q (see -list)", n)
-			}
-		}
+	chosen, err := choose(*names)
+	if err != nil {
+		return err
 	}
 
 	// The in-process server runs with the service's own runtime settings.
@@ -178,6 +167,27 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// choose returns the scenarios named in the comma-separated list, or all
+// of them for an empty list.
+func choose(names string) ([]Scenario, error) {
+	if names == "" {
+		return scenarios, nil
+	}
+	var chosen []Scenario
+	for _, n := range strings.Split(names, ",") {
+		found := false
+		for _, s := range scenarios {
+			if s.Name == strings.TrimSpace(n) {
+				chosen, found = append(chosen, s), true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("unknown scenario %q (see -list)", n)
+		}
+	}
+	return chosen, nil
 }
 
 // startProfile starts a CPU profile of one scenario's load phase, leaving out

@@ -139,21 +139,8 @@ func wsFanout(ctx context.Context, e *Env, out io.Writer) error {
 	// Reset the peak so that it covers the fan-out only (proc(5), clear_refs).
 	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
 
-	tick := time.NewTicker(cfg.Interval / time.Duration(cfg.Devices))
-	defer tick.Stop()
-	for i := range cfg.Points * cfg.Devices {
-		d := devices[i%len(devices)]
-		if err := e.call(ctx, http.MethodPost, "/v1/gps", d.key, map[string]any{
-			"device_id": d.id, "latitude": 52.52 + float64(i)/1e6, "longitude": 13.405, "altitude": 34, "heading": 90,
-			"timestamp": time.Now().Unix(), "speed_kmh": 36, "speed_mps": 10, "speed_mph": 22.37, "speed_knots": 19.44,
-		}, http.StatusCreated, nil); err != nil {
-			return err
-		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if err := postFanoutPoints(ctx, e, devices); err != nil {
+		return err
 	}
 	raw, err := wait(wsResult)
 	if err != nil {
@@ -174,6 +161,29 @@ func wsFanout(ctx context.Context, e *Env, out io.Writer) error {
 		"", cfg.Points, cfg.Interval, res.Received, res.Expected, res.P50ms, res.P99ms, res.Maxms)
 	if res.Received != res.Expected {
 		return fmt.Errorf("lost deliveries: %d of %d", res.Expected-res.Received, res.Expected)
+	}
+	return nil
+}
+
+// postFanoutPoints posts Points GPS points per device, the devices taking
+// turns so that each device's points are Interval apart.
+func postFanoutPoints(ctx context.Context, e *Env, devices []tracker) error {
+	cfg := e.WS
+	tick := time.NewTicker(cfg.Interval / time.Duration(cfg.Devices))
+	defer tick.Stop()
+	for i := range cfg.Points * cfg.Devices {
+		d := devices[i%len(devices)]
+		if err := e.call(ctx, http.MethodPost, "/v1/gps", d.key, map[string]any{
+			"device_id": d.id, "latitude": 52.52 + float64(i)/1e6, "longitude": 13.405, "altitude": 34, "heading": 90,
+			"timestamp": time.Now().Unix(), "speed_kmh": 36, "speed_mps": 10, "speed_mph": 22.37, "speed_knots": 19.44,
+		}, http.StatusCreated, nil); err != nil {
+			return err
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	return nil
 }

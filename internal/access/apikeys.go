@@ -142,11 +142,7 @@ func (s *Service) ListKeys(ctx context.Context, p *authn.Principal, userID strin
 func (h *Handler) ListKeys(w http.ResponseWriter, r *http.Request) {
 	pg := httpx.ParsePage(r, 20)
 	out, total, err := h.S.ListKeys(r.Context(), authn.From(r.Context()), r.URL.Query().Get("user_id"), pg)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteList(w, r, out, pg, total)
+	httpx.RespondList(w, r, out, pg, total, err)
 }
 
 func itoa(n int) string {
@@ -165,11 +161,7 @@ func (s *Service) GetKey(ctx context.Context, p *authn.Principal, id string) (AP
 // GetKey serves GET /v1/api-keys/{id}.
 func (h *Handler) GetKey(w http.ResponseWriter, r *http.Request) {
 	k, err := h.S.GetKey(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, k)
+	httpx.Respond(w, r, http.StatusOK, k, err)
 }
 
 // KeyInput is the body of API key creation and update; on update only the
@@ -284,16 +276,11 @@ func (s *Service) CreateKey(ctx context.Context, p *authn.Principal, in KeyInput
 // enveloped, as the spec shows it), with the full key value shown this once.
 func (h *Handler) CreateKey(w http.ResponseWriter, r *http.Request) {
 	var in KeyInput
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &in) {
 		return
 	}
 	k, err := h.S.CreateKey(r.Context(), authn.From(r.Context()), in, audit.FromRequest(r, audit.Event{}))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusCreated, k)
+	httpx.RespondJSON(w, r, http.StatusCreated, k, err)
 }
 
 // UpdateKey changes the set fields of a key: name, description, scopes,
@@ -315,34 +302,8 @@ func (s *Service) UpdateKey(ctx context.Context, p *authn.Principal, id string, 
 	if in.IsSystem.Set && in.IsSystem.Value != k.IsSystem {
 		return APIKey{}, apperr.OnField("is_system", apperr.Invalid("is_system is chosen when a key is created and cannot be changed"))
 	}
-	if in.Name.Set {
-		name := strings.TrimSpace(in.Name.Value)
-		if name == "" || len(name) > 100 {
-			return APIKey{}, apperr.OnField("name", apperr.Invalid("name must be 1 to 100 characters"))
-		}
-		k.Name = name
-	}
-	if in.Description.Set {
-		if err := httpx.CheckLen("description", in.Description.Value, httpx.MaxText); err != nil {
-			return APIKey{}, apperr.OnField("description", err)
-		}
-		k.Description = in.Description.Value
-	}
-	if in.Scopes.Set {
-		scopes, err := s.cleanScopes(ctx, p, in.Scopes.Value)
-		if err != nil {
-			return APIKey{}, err
-		}
-		k.Scopes = scopes
-	}
-	if in.IsActive.Set {
-		k.IsActive = in.IsActive.Value
-	}
-	if in.ExpiresAt.Set {
-		if exp := in.ExpiresAt.Ptr(); exp != nil && !exp.After(s.Clock.Now()) {
-			return APIKey{}, apperr.OnField("expires_at", apperr.Invalid("expires_at must be in the future"))
-		}
-		k.ExpiresAt = in.ExpiresAt.Ptr()
+	if err := s.applyKeyInput(ctx, p, &k, in); err != nil {
+		return APIKey{}, err
 	}
 	if _, err := s.DB.ExecContext(ctx, `UPDATE api_keys SET name = $1, description = $2, scopes = $3, is_active = $4, expires_at = $5, updated_at = $6 WHERE id = $7`,
 		k.Name, k.Description, db.JSON(k.Scopes), k.IsActive, db.NullTS(k.ExpiresAt), db.TS(s.Clock.Now()), k.ID); err != nil {
@@ -354,19 +315,48 @@ func (s *Service) UpdateKey(ctx context.Context, p *authn.Principal, id string, 
 	return s.visibleKey(ctx, p, k.ID)
 }
 
+// applyKeyInput checks the set fields of an update and writes them into k.
+func (s *Service) applyKeyInput(ctx context.Context, p *authn.Principal, k *APIKey, in KeyInput) error {
+	if in.Name.Set {
+		name := strings.TrimSpace(in.Name.Value)
+		if name == "" || len(name) > 100 {
+			return apperr.OnField("name", apperr.Invalid("name must be 1 to 100 characters"))
+		}
+		k.Name = name
+	}
+	if in.Description.Set {
+		if err := httpx.CheckLen("description", in.Description.Value, httpx.MaxText); err != nil {
+			return apperr.OnField("description", err)
+		}
+		k.Description = in.Description.Value
+	}
+	if in.Scopes.Set {
+		scopes, err := s.cleanScopes(ctx, p, in.Scopes.Value)
+		if err != nil {
+			return err
+		}
+		k.Scopes = scopes
+	}
+	if in.IsActive.Set {
+		k.IsActive = in.IsActive.Value
+	}
+	if in.ExpiresAt.Set {
+		if exp := in.ExpiresAt.Ptr(); exp != nil && !exp.After(s.Clock.Now()) {
+			return apperr.OnField("expires_at", apperr.Invalid("expires_at must be in the future"))
+		}
+		k.ExpiresAt = in.ExpiresAt.Ptr()
+	}
+	return nil
+}
+
 // UpdateKey serves PATCH /v1/api-keys/{id}.
 func (h *Handler) UpdateKey(w http.ResponseWriter, r *http.Request) {
 	var in KeyInput
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &in) {
 		return
 	}
 	k, err := h.S.UpdateKey(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"), in)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, k)
+	httpx.Respond(w, r, http.StatusOK, k, err)
 }
 
 // RegenerateKey gives a key a new secret value (same id), returned this
@@ -399,11 +389,7 @@ func (s *Service) RegenerateKey(ctx context.Context, p *authn.Principal, id stri
 // secret, the old one dead at once.
 func (h *Handler) RegenerateKey(w http.ResponseWriter, r *http.Request) {
 	k, err := h.S.RegenerateKey(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, k)
+	httpx.RespondJSON(w, r, http.StatusOK, k, err)
 }
 
 // DeleteKey deletes a key; system keys cannot be deleted (Forbidden). ev
@@ -437,11 +423,7 @@ func (s *Service) DeleteKey(ctx context.Context, p *authn.Principal, id string, 
 
 // DeleteKey serves DELETE /v1/api-keys/{id}; system keys answer 403.
 func (h *Handler) DeleteKey(w http.ResponseWriter, r *http.Request) {
-	if err := h.S.DeleteKey(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"), audit.FromRequest(r, audit.Event{})); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.NoContent(w)
+	httpx.RespondEmpty(w, r, h.S.DeleteKey(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"), audit.FromRequest(r, audit.Event{})))
 }
 
 func actorIfOther(p *authn.Principal, userID string) string {
@@ -468,11 +450,7 @@ func (s *Service) KeyRoles(ctx context.Context, p *authn.Principal, id string) (
 // ListKeyRoles serves GET /v1/api-keys/{id}/roles: {data: [role], _links}.
 func (h *Handler) ListKeyRoles(w http.ResponseWriter, r *http.Request) {
 	roles, err := h.S.KeyRoles(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, roles)
+	httpx.Respond(w, r, http.StatusOK, roles, err)
 }
 
 // mayAssignKeyRole is the rule of key roles: super admins and system keys
@@ -551,8 +529,7 @@ func (h *Handler) AddKeyRole(w http.ResponseWriter, r *http.Request) {
 	var b struct {
 		RoleID string `json:"role_id"`
 	}
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	id := chi.URLParam(r, "id")
@@ -582,9 +559,5 @@ func (s *Service) RemoveKeyRole(ctx context.Context, p *authn.Principal, id, rol
 
 // RemoveKeyRole serves DELETE /v1/api-keys/{id}/roles/{role_id}.
 func (h *Handler) RemoveKeyRole(w http.ResponseWriter, r *http.Request) {
-	if err := h.S.RemoveKeyRole(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"), chi.URLParam(r, "role_id")); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.NoContent(w)
+	httpx.RespondEmpty(w, r, h.S.RemoveKeyRole(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"), chi.URLParam(r, "role_id")))
 }

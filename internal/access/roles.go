@@ -24,11 +24,7 @@ type Handler struct {
 func (h *Handler) ListRoles(w http.ResponseWriter, r *http.Request) {
 	p := httpx.ParsePage(r, 100)
 	roles, total, err := h.S.ListRoles(r.Context(), p)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteList(w, r, roles, p, total)
+	httpx.RespondList(w, r, roles, p, total, err)
 }
 
 // ListRoles returns a page of roles, system roles first, and the total
@@ -52,11 +48,7 @@ func (s *Service) listRoles(ctx context.Context, q string, args ...any) ([]Role,
 // GetRole serves GET /v1/roles/{id}.
 func (h *Handler) GetRole(w http.ResponseWriter, r *http.Request) {
 	role, err := h.S.GetRole(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, role)
+	httpx.Respond(w, r, http.StatusOK, role, err)
 }
 
 // RoleInput is the body of POST and PATCH /v1/roles: a field changes only
@@ -100,16 +92,11 @@ func (s *Service) CreateRole(ctx context.Context, in RoleInput) (Role, error) {
 // CreateRole serves POST /v1/roles.
 func (h *Handler) CreateRole(w http.ResponseWriter, r *http.Request) {
 	var in RoleInput
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &in) {
 		return
 	}
 	role, err := h.S.CreateRole(r.Context(), in)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResourceAt(w, r, http.StatusCreated, role, "/v1/roles/"+role.ID)
+	httpx.RespondAt(w, r, http.StatusCreated, role, "/v1/roles/"+role.ID, err)
 }
 
 // UpdateRole changes the set fields of a role. System roles keep their
@@ -154,16 +141,11 @@ func (s *Service) UpdateRole(ctx context.Context, id string, in RoleInput) (Role
 // UpdateRole serves PATCH /v1/roles/{id}.
 func (h *Handler) UpdateRole(w http.ResponseWriter, r *http.Request) {
 	var in RoleInput
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &in) {
 		return
 	}
 	role, err := h.S.UpdateRole(r.Context(), chi.URLParam(r, "id"), in)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, role)
+	httpx.Respond(w, r, http.StatusOK, role, err)
 }
 
 // DeleteRole deletes a role that is not a system role (403 for those). The
@@ -184,11 +166,7 @@ func (s *Service) DeleteRole(ctx context.Context, id string) error {
 
 // DeleteRole serves DELETE /v1/roles/{id}; system roles answer 403.
 func (h *Handler) DeleteRole(w http.ResponseWriter, r *http.Request) {
-	if err := h.S.DeleteRole(r.Context(), chi.URLParam(r, "id")); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.NoContent(w)
+	httpx.RespondEmpty(w, r, h.S.DeleteRole(r.Context(), chi.URLParam(r, "id")))
 }
 
 func (s *Service) rolePermissionList(ctx context.Context, roleID string) ([]Permission, error) {
@@ -209,11 +187,7 @@ func (s *Service) ListRolePermissions(ctx context.Context, roleID string) ([]Per
 // ListRolePermissions serves GET /v1/roles/{id}/permissions: {data: [permission], _links}.
 func (h *Handler) ListRolePermissions(w http.ResponseWriter, r *http.Request) {
 	perms, err := h.S.ListRolePermissions(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, perms)
+	httpx.Respond(w, r, http.StatusOK, perms, err)
 }
 
 // RolePermissionCounts returns how many permissions each role holds, by
@@ -278,8 +252,7 @@ func (h *Handler) AddRolePermission(w http.ResponseWriter, r *http.Request) {
 	var b struct {
 		PermissionID string `json:"permission_id"`
 	}
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	id := chi.URLParam(r, "id")
@@ -315,11 +288,7 @@ func (s *Service) RemoveRolePermission(ctx context.Context, p *authn.Principal, 
 
 // RemoveRolePermission serves DELETE /v1/roles/{id}/permissions/{permission_id}.
 func (h *Handler) RemoveRolePermission(w http.ResponseWriter, r *http.Request) {
-	if err := h.S.RemoveRolePermission(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"), chi.URLParam(r, "permission_id")); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.NoContent(w)
+	httpx.RespondEmpty(w, r, h.S.RemoveRolePermission(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"), chi.URLParam(r, "permission_id")))
 }
 
 // mayChangeRolePermission is the one rule for adding a permission to a role
@@ -399,11 +368,7 @@ func (s *Service) ListPermissions(ctx context.Context, p httpx.Page) ([]Permissi
 func (h *Handler) ListPermissions(w http.ResponseWriter, r *http.Request) {
 	p := httpx.ParsePage(r, 100)
 	out, total, err := h.S.ListPermissions(r.Context(), p)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteList(w, r, out, p, total)
+	httpx.RespondList(w, r, out, p, total, err)
 }
 
 // GetPermission returns one permission (404 when unknown).
@@ -415,11 +380,7 @@ func (s *Service) GetPermission(ctx context.Context, id string) (Permission, err
 // GetPermission serves GET /v1/permissions/{id}.
 func (h *Handler) GetPermission(w http.ResponseWriter, r *http.Request) {
 	perm, err := h.S.GetPermission(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, perm)
+	httpx.Respond(w, r, http.StatusOK, perm, err)
 }
 
 var permPart = regexp.MustCompile(`^(\*|[a-z][a-z0-9_.]{0,62})$`)
@@ -457,14 +418,9 @@ func (s *Service) CreatePermission(ctx context.Context, in PermissionInput) (Per
 // CreatePermission serves POST /v1/permissions.
 func (h *Handler) CreatePermission(w http.ResponseWriter, r *http.Request) {
 	var in PermissionInput
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &in) {
 		return
 	}
 	perm, err := h.S.CreatePermission(r.Context(), in)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResourceAt(w, r, http.StatusCreated, perm, "/v1/permissions/"+perm.ID)
+	httpx.RespondAt(w, r, http.StatusCreated, perm, "/v1/permissions/"+perm.ID, err)
 }

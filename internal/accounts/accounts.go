@@ -135,6 +135,18 @@ func emailInUse(ctx context.Context, q db.Querier, addr, userID string) (bool, e
 	return n > 0, err
 }
 
+// errEmailInUse refuses an address another user holds.
+var errEmailInUse = apperr.Conflictf("email address is already in use")
+
+// checkEmailFree refuses addr when another user than userID holds it.
+func checkEmailFree(ctx context.Context, q db.Querier, addr, userID string) error {
+	used, err := emailInUse(ctx, q, addr, userID)
+	if err == nil && used {
+		err = errEmailInUse
+	}
+	return err
+}
+
 // limitMail counts one verification mail for userID and refuses beyond the limit.
 func (s *Service) limitMail(ctx context.Context, userID string) error {
 	d, err := cache.Allow(ctx, s.Limiter, "accounts:mail:"+userID, cache.PerPeriod(mailLimit, mailWindow))

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/google/uuid"
 
 	"hmid/internal/apperr"
 	"hmid/internal/audit"
@@ -18,7 +17,6 @@ import (
 	"hmid/internal/db"
 	"hmid/internal/httpx"
 	hmail "hmid/internal/mail"
-	"hmid/internal/token"
 )
 
 // Handler serves the endpoints of this package.
@@ -34,10 +32,6 @@ type requested struct {
 type result struct {
 	Success bool   `json:"success"`
 	Message string `json:"message"`
-}
-
-type tokenBody struct {
-	Token string `json:"token"`
 }
 
 func (s *Service) link(page, tok string) string {
@@ -66,37 +60,14 @@ func (s *Service) RequestEmailChange(ctx context.Context, userID, addr string) (
 	if addr == cur {
 		return time.Time{}, apperr.Invalid("%s is already the email address of this account", addr)
 	}
-	if used, err := emailInUse(ctx, s.DB, addr, userID); err != nil {
+	if err := checkEmailFree(ctx, s.DB, addr, userID); err != nil {
 		return time.Time{}, err
-	} else if used {
-		return time.Time{}, apperr.Conflictf("email address is already in use")
 	}
 	if err := s.limitMail(ctx, userID); err != nil {
 		return time.Time{}, err
 	}
-	now := s.Clock.Now()
-	exp := now.Add(TokenTTL)
-	tok := token.New("")
-	id := uuid.NewString()
-	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM email_change_requests WHERE user_id = $1`, userID); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO email_change_requests (id, user_id, new_email, token_hash, requested_by, created_at, expires_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)`, id, userID, addr, token.Hash(tok), nullable(authn.From(ctx).UserID), db.TS(now), db.TS(exp))
-		return err
-	})
-	if err != nil {
-		return time.Time{}, err
-	}
-	err = s.send(ctx, hmail.KindEmailChangeVerify, addr, u.Locale, hmail.Data{
-		Name: u.Name, NewEmail: addr, Link: s.link(EmailChangePage, tok), Token: tok, ExpiresAt: exp,
-	})
-	if err != nil {
-		_, _ = s.DB.ExecContext(ctx, `DELETE FROM email_change_requests WHERE id = $1`, id)
-		return time.Time{}, err
-	}
-	return exp, nil
+	return s.startRequest(ctx, userID, mailRequest{table: "email_change_requests", cols: "new_email", vals: []any{addr},
+		kind: hmail.KindEmailChangeVerify, page: EmailChangePage, to: addr, locale: u.Locale, data: hmail.Data{Name: u.Name, NewEmail: addr}})
 }
 
 // VerifyEmailChange completes the email change that tok confirms: the user's
@@ -107,35 +78,23 @@ func (s *Service) VerifyEmailChange(ctx context.Context, r *http.Request, tok st
 	p := authn.From(ctx)
 	now := s.Clock.Now()
 	return s.DB.Tx(ctx, func(tx *db.Tx) error {
-		var id, userID, addr, cur string
-		err := tx.QueryRowContext(ctx, `SELECT id, user_id, new_email FROM email_change_requests WHERE token_hash = $1 AND expires_at > $2`,
-			token.Hash(tok), db.TS(now)).Scan(&id, &userID, &addr)
-		if errors.Is(err, sql.ErrNoRows) || (err == nil && !mayVerify(p, userID)) {
-			return errBadToken
-		}
+		var addr string
+		id, u, err := readRequest(ctx, tx, "email_change_requests", "new_email", tok, now, &addr)
 		if err != nil {
 			return err
 		}
-		if _, err := loadUser(ctx, tx, userID); err != nil {
-			return errBadToken
-		}
-		if cur, err = emailAccount(ctx, tx, userID); err != nil {
+		userID := u.ID
+		cur, err := emailAccount(ctx, tx, userID)
+		if err != nil {
 			return err
 		} else if cur == "" {
 			return apperr.Invalid("this account no longer has an email account")
 		}
-		if used, err := emailInUse(ctx, tx, addr, userID); err != nil {
-			return err
-		} else if used {
-			return apperr.Conflictf("email address is already in use")
-		}
-		// Single use: of two racing verifications only one deletes the row.
-		res, err := tx.ExecContext(ctx, `DELETE FROM email_change_requests WHERE id = $1`, id)
-		if err != nil {
+		if err := checkEmailFree(ctx, tx, addr, userID); err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return errBadToken
+		if err := useRequest(ctx, tx, "email_change_requests", id); err != nil {
+			return err
 		}
 		ts := db.TS(now)
 		if _, err := tx.ExecContext(ctx, `UPDATE users SET email = $1, updated_at = $2 WHERE id = $3`, addr, ts, userID); err != nil {
@@ -144,7 +103,7 @@ func (s *Service) VerifyEmailChange(ctx context.Context, r *http.Request, tok st
 		if _, err := tx.ExecContext(ctx, `UPDATE platform_accounts SET platform_user_id = $1, email = $1, email_verified = TRUE, updated_at = $2
 			WHERE user_id = $3 AND platform_id = $4`, addr, ts, userID, emailPlatformID); err != nil {
 			if db.IsUniqueViolation(err) {
-				return apperr.Conflictf("email address is already in use")
+				return errEmailInUse
 			}
 			return err
 		}
@@ -234,34 +193,21 @@ func (h *Handler) RequestEmailChange(w http.ResponseWriter, r *http.Request) {
 	var b struct {
 		Email string `json:"email"`
 	}
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	exp, err := h.S.RequestEmailChange(r.Context(), chi.URLParam(r, "id"), b.Email)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, requested{Message: "A verification email was sent to the new address; the change takes effect once it is confirmed", ExpiresAt: exp})
+	httpx.RespondJSON(w, r, http.StatusOK, requested{Message: "A verification email was sent to the new address; the change takes effect once it is confirmed", ExpiresAt: exp}, err)
 }
 
 // VerifyEmailChange serves POST /v1/users/email/verify with {token}.
 func (h *Handler) VerifyEmailChange(w http.ResponseWriter, r *http.Request) {
-	var b tokenBody
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	tok, ok := bindToken(w, r)
+	if !ok {
 		return
 	}
-	if strings.TrimSpace(b.Token) == "" {
-		httpx.Error(w, r, apperr.Invalid("token is required"))
-		return
-	}
-	if err := h.S.VerifyEmailChange(r.Context(), r, strings.TrimSpace(b.Token)); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, result{Success: true, Message: "Email address changed"})
+	err := h.S.VerifyEmailChange(r.Context(), r, tok)
+	httpx.RespondJSON(w, r, http.StatusOK, result{Success: true, Message: "Email address changed"}, err)
 }
 
 type pendingChange struct {
@@ -286,9 +232,6 @@ func (h *Handler) PendingEmailChange(w http.ResponseWriter, r *http.Request) {
 
 // CancelEmailChange serves DELETE /v1/users/{id}/email/pending.
 func (h *Handler) CancelEmailChange(w http.ResponseWriter, r *http.Request) {
-	if err := h.S.CancelEmailChange(r.Context(), chi.URLParam(r, "id")); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, result{Success: true, Message: "Pending email change cancelled"})
+	err := h.S.CancelEmailChange(r.Context(), chi.URLParam(r, "id"))
+	httpx.RespondJSON(w, r, http.StatusOK, result{Success: true, Message: "Pending email change cancelled"}, err)
 }

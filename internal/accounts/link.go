@@ -2,10 +2,7 @@ package accounts
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"net/http"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -18,7 +15,6 @@ import (
 	"hmid/internal/db"
 	"hmid/internal/httpx"
 	hmail "hmid/internal/mail"
-	"hmid/internal/token"
 )
 
 // The password refusals of RequestEmailLink; values, so a page can put them
@@ -51,10 +47,8 @@ func (s *Service) RequestEmailLink(ctx context.Context, userID, addr, pass strin
 	if len(pass) > MaxPassword {
 		return time.Time{}, ErrPasswordLong
 	}
-	if used, err := emailInUse(ctx, s.DB, addr, userID); err != nil {
+	if err := checkEmailFree(ctx, s.DB, addr, userID); err != nil {
 		return time.Time{}, err
-	} else if used {
-		return time.Time{}, apperr.Conflictf("email address is already in use")
 	}
 	if err := s.limitMail(ctx, userID); err != nil {
 		return time.Time{}, err
@@ -63,29 +57,8 @@ func (s *Service) RequestEmailLink(ctx context.Context, userID, addr, pass strin
 	if err != nil {
 		return time.Time{}, err
 	}
-	now := s.Clock.Now()
-	exp := now.Add(TokenTTL)
-	tok := token.New("")
-	id := uuid.NewString()
-	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM email_link_requests WHERE user_id = $1`, userID); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO email_link_requests (id, user_id, email, password_hash, token_hash, requested_by, created_at, expires_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, id, userID, addr, hash, token.Hash(tok), nullable(authn.From(ctx).UserID), db.TS(now), db.TS(exp))
-		return err
-	})
-	if err != nil {
-		return time.Time{}, err
-	}
-	err = s.send(ctx, hmail.KindEmailLinkVerify, addr, u.Locale, hmail.Data{
-		Name: u.Name, Email: addr, Link: s.link(EmailLinkPage, tok), Token: tok, ExpiresAt: exp,
-	})
-	if err != nil {
-		_, _ = s.DB.ExecContext(ctx, `DELETE FROM email_link_requests WHERE id = $1`, id)
-		return time.Time{}, err
-	}
-	return exp, nil
+	return s.startRequest(ctx, userID, mailRequest{table: "email_link_requests", cols: "email, password_hash", vals: []any{addr, hash},
+		kind: hmail.KindEmailLinkVerify, page: EmailLinkPage, to: addr, locale: u.Locale, data: hmail.Data{Name: u.Name, Email: addr}})
 }
 
 // VerifyEmailLink completes the link that tok confirms: an email platform
@@ -99,41 +72,28 @@ func (s *Service) VerifyEmailLink(ctx context.Context, r *http.Request, tok stri
 	now := s.Clock.Now()
 	accountID := uuid.NewString()
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
-		var id, userID, addr, hash string
-		err := tx.QueryRowContext(ctx, `SELECT id, user_id, email, password_hash FROM email_link_requests WHERE token_hash = $1 AND expires_at > $2`,
-			token.Hash(tok), db.TS(now)).Scan(&id, &userID, &addr, &hash)
-		if errors.Is(err, sql.ErrNoRows) || (err == nil && !mayVerify(p, userID)) {
-			return errBadToken
-		}
+		var addr, hash string
+		id, u, err := readRequest(ctx, tx, "email_link_requests", "email, password_hash", tok, now, &addr, &hash)
 		if err != nil {
 			return err
 		}
-		u, err := loadUser(ctx, tx, userID)
-		if err != nil {
-			return errBadToken
-		}
+		userID := u.ID
 		if cur, err := emailAccount(ctx, tx, userID); err != nil {
 			return err
 		} else if cur != "" {
 			return apperr.Invalid("this user already has an email account")
 		}
-		if used, err := emailInUse(ctx, tx, addr, userID); err != nil {
-			return err
-		} else if used {
-			return apperr.Conflictf("email address is already in use")
-		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM email_link_requests WHERE id = $1`, id)
-		if err != nil {
+		if err := checkEmailFree(ctx, tx, addr, userID); err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return errBadToken
+		if err := useRequest(ctx, tx, "email_link_requests", id); err != nil {
+			return err
 		}
 		ts := db.TS(now)
 		if _, err := tx.ExecContext(ctx, `INSERT INTO platform_accounts (id, user_id, platform_id, platform_user_id, username, email, password_hash, email_verified, is_primary, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $4, $6, TRUE, FALSE, $7, $7)`, accountID, userID, emailPlatformID, addr, u.Username, hash, ts); err != nil {
 			if db.IsUniqueViolation(err) {
-				return apperr.Conflictf("email address is already in use")
+				return errEmailInUse
 			}
 			return err
 		}
@@ -158,16 +118,11 @@ func (h *Handler) RequestEmailLink(w http.ResponseWriter, r *http.Request) {
 		Email    string `json:"email"`
 		Password string `json:"password"`
 	}
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	exp, err := h.S.RequestEmailLink(r.Context(), chi.URLParam(r, "id"), b.Email, b.Password)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, requested{Message: "A verification email was sent; the email account is linked once it is confirmed", ExpiresAt: exp})
+	httpx.RespondJSON(w, r, http.StatusOK, requested{Message: "A verification email was sent; the email account is linked once it is confirmed", ExpiresAt: exp}, err)
 }
 
 type linked struct {
@@ -177,21 +132,12 @@ type linked struct {
 
 // VerifyEmailLink serves POST /v1/users/email-link/verify with {token}.
 func (h *Handler) VerifyEmailLink(w http.ResponseWriter, r *http.Request) {
-	var b tokenBody
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	tok, ok := bindToken(w, r)
+	if !ok {
 		return
 	}
-	if strings.TrimSpace(b.Token) == "" {
-		httpx.Error(w, r, apperr.Invalid("token is required"))
-		return
-	}
-	id, err := h.S.VerifyEmailLink(r.Context(), r, strings.TrimSpace(b.Token))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, linked{Message: "Email account linked; you can now sign in with this email address and password", PlatformAccountID: id})
+	id, err := h.S.VerifyEmailLink(r.Context(), r, tok)
+	httpx.RespondJSON(w, r, http.StatusOK, linked{Message: "Email account linked; you can now sign in with this email address and password", PlatformAccountID: id}, err)
 }
 
 type pendingLink struct {
@@ -232,9 +178,6 @@ type message struct {
 
 // CancelEmailLink serves DELETE /v1/users/{id}/email-link/pending.
 func (h *Handler) CancelEmailLink(w http.ResponseWriter, r *http.Request) {
-	if err := h.S.CancelEmailLink(r.Context(), chi.URLParam(r, "id")); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, message{Message: "Pending email link cancelled"})
+	err := h.S.CancelEmailLink(r.Context(), chi.URLParam(r, "id"))
+	httpx.RespondJSON(w, r, http.StatusOK, message{Message: "Pending email link cancelled"}, err)
 }

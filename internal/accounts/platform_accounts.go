@@ -40,7 +40,7 @@ const accountSQL = `SELECT pa.id, pa.platform_id, p.name, p.slug, pa.platform_us
 	pa.username, pa.email, pa.avatar_url, pa.created_at, pa.updated_at
 	FROM platform_accounts pa JOIN platforms p ON p.id = pa.platform_id JOIN users u ON u.id = pa.user_id`
 
-func scanAccount(row interface{ Scan(...any) error }) (PlatformAccount, error) {
+func scanAccount(row db.Scanner) (PlatformAccount, error) {
 	var a PlatformAccount
 	var name, email, avatar sql.NullString
 	var c, u int64
@@ -63,20 +63,7 @@ func (s *Service) Accounts(ctx context.Context, userID string) ([]PlatformAccoun
 	if _, err := loadUser(ctx, s.DB, userID); err != nil {
 		return nil, err
 	}
-	rows, err := s.DB.QueryContext(ctx, accountSQL+` WHERE pa.user_id = $1 ORDER BY pa.created_at, pa.id`, userID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []PlatformAccount{}
-	for rows.Next() {
-		a, err := scanAccount(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return db.All(ctx, s.DB, scanAccount, accountSQL+` WHERE pa.user_id = $1 ORDER BY pa.created_at, pa.id`, userID)
 }
 
 // account returns one account of the user, or NotFound (also when the
@@ -196,18 +183,10 @@ func (h *Handler) ListAccounts(w http.ResponseWriter, r *http.Request) {
 // SetPrimary serves PUT /v1/users/{id}/accounts/{account_id}/primary.
 func (h *Handler) SetPrimary(w http.ResponseWriter, r *http.Request) {
 	a, err := h.S.SetPrimary(r.Context(), chi.URLParam(r, "id"), chi.URLParam(r, "account_id"), audit.FromRequest(r, audit.Event{}))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, a)
+	httpx.Respond(w, r, http.StatusOK, a, err)
 }
 
 // Unlink serves DELETE /v1/users/{id}/accounts/{account_id}.
 func (h *Handler) Unlink(w http.ResponseWriter, r *http.Request) {
-	if err := h.S.Unlink(r.Context(), chi.URLParam(r, "id"), chi.URLParam(r, "account_id"), audit.FromRequest(r, audit.Event{})); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.NoContent(w)
+	httpx.RespondEmpty(w, r, h.S.Unlink(r.Context(), chi.URLParam(r, "id"), chi.URLParam(r, "account_id"), audit.FromRequest(r, audit.Event{})))
 }

@@ -435,11 +435,12 @@ func TestAuditGeolocation(t *testing.T) {
 	}, withGeoIP(t))
 }
 
+// openZip opens a ZIP archive and returns its files by name.
 func openZip(t *testing.T, body []byte) map[string][]byte {
 	t.Helper()
 	zr, err := zip.NewReader(bytes.NewReader(body), int64(len(body)))
 	if err != nil {
-		t.Fatalf("zip: %v", err)
+		t.Fatalf("not a ZIP archive (%d bytes): %v", len(body), err)
 	}
 	files := map[string][]byte{}
 	for _, f := range zr.File {

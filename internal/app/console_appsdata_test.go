@@ -1,10 +1,7 @@
 package app_test
 
 import (
-	"archive/zip"
-	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -121,29 +118,6 @@ func TestMyConsentsREST(t *testing.T) {
 	})
 }
 
-// unzipAll opens a ZIP archive and returns its files by name.
-func unzipAll(t *testing.T, raw []byte) map[string][]byte {
-	t.Helper()
-	zr, err := zip.NewReader(bytes.NewReader(raw), int64(len(raw)))
-	if err != nil {
-		t.Fatalf("not a ZIP archive (%d bytes): %v", len(raw), err)
-	}
-	out := map[string][]byte{}
-	for _, f := range zr.File {
-		rc, err := f.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[f.Name] = b
-	}
-	return out
-}
-
 func TestConsoleDataExport(t *testing.T) {
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery"})
@@ -158,7 +132,7 @@ func TestConsoleDataExport(t *testing.T) {
 		if z.status != http.StatusOK {
 			t.Fatalf("download: %d %s", z.status, z.body)
 		}
-		files := unzipAll(t, []byte(z.body))
+		files := openZip(t, []byte(z.body))
 		var data struct {
 			User struct {
 				ID, Username string

@@ -71,13 +71,46 @@ func (f Filter) countable() bool {
 // log; other filters are counted in the log through their indexes.
 func count(ctx context.Context, q db.Querier, f Filter) (int, error) {
 	if !f.countable() {
-		where, args := f.where()
-		var n int
-		err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM audit_events`+where, args...).Scan(&n)
-		return n, err
+		return countLog(ctx, q, f)
 	}
-	// Whole days [from, to) lie inside [start, end]; the rest is counted in the log.
-	var from, to *int64
+	from, to := f.wholeDays()
+	if from != nil && to != nil && *from >= *to {
+		// Less than a whole day: the log's created_at index counts it directly.
+		return countLog(ctx, q, f)
+	}
+	total, err := sumDays(ctx, q, f, from, to)
+	if err != nil {
+		return 0, err
+	}
+	// The partial days before from and after to.
+	if from != nil {
+		c, err := countEdge(ctx, q, f, db.TS(*f.Start), *from)
+		if err != nil {
+			return 0, err
+		}
+		total += c
+	}
+	if to != nil {
+		c, err := countEdge(ctx, q, f, *to, db.TS(*f.End)+1)
+		if err != nil {
+			return 0, err
+		}
+		total += c
+	}
+	return int(total), nil
+}
+
+// countLog counts the events matching f in the log itself.
+func countLog(ctx context.Context, q db.Querier, f Filter) (int, error) {
+	where, args := f.where()
+	var n int
+	err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM audit_events`+where, args...).Scan(&n)
+	return n, err
+}
+
+// wholeDays returns the whole days [from, to) inside f's [start, end], as
+// day starts in microseconds; nil where f leaves that side open.
+func (f Filter) wholeDays() (from, to *int64) {
 	if f.Start != nil {
 		v := floorDay(db.TS(*f.Start))
 		if v < db.TS(*f.Start) {
@@ -89,14 +122,12 @@ func count(ctx context.Context, q db.Querier, f Filter) (int, error) {
 		v := floorDay(db.TS(*f.End) + 1)
 		to = &v
 	}
-	if from != nil && to != nil && *from >= *to {
-		// Less than a whole day: the log's created_at index counts it directly.
-		where, args := f.where()
-		var n int
-		err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM audit_events`+where, args...).Scan(&n)
-		return n, err
-	}
+	return from, to
+}
 
+// sumDays sums the daily counts of the days [from, to) matching f's
+// dimensions.
+func sumDays(ctx context.Context, q db.Querier, f Filter, from, to *int64) (int64, error) {
 	var conds []string
 	var args []any
 	add := func(cond string, v any) {
@@ -132,40 +163,27 @@ func count(ctx context.Context, q db.Querier, f Filter) (int, error) {
 		where = " WHERE " + strings.Join(conds, " AND ")
 	}
 	var total int64
-	if err := q.QueryRowContext(ctx, `SELECT COALESCE(SUM(n), 0) FROM `+table+where, args...).Scan(&total); err != nil {
-		return 0, err
+	err := q.QueryRowContext(ctx, `SELECT COALESCE(SUM(n), 0) FROM `+table+where, args...).Scan(&total)
+	return total, err
+}
+
+// countEdge counts the events matching f (but for its time range) created
+// in [lo, hi), a partial day at an edge of the range.
+func countEdge(ctx context.Context, q db.Querier, f Filter, lo, hi int64) (int64, error) {
+	if lo >= hi {
+		return 0, nil
 	}
-	// The partial days before from and after to.
-	edge := func(lo, hi int64) error {
-		if lo >= hi {
-			return nil
-		}
-		g := f
-		g.Start, g.End = nil, nil
-		w, a := g.where()
-		if w == "" {
-			w = " WHERE "
-		} else {
-			w += " AND "
-		}
-		n := len(a)
-		w += "created_at >= $" + strconv.Itoa(n+1) + " AND created_at < $" + strconv.Itoa(n+2)
-		var c int64
-		if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM audit_events`+w, append(a, lo, hi)...).Scan(&c); err != nil {
-			return err
-		}
-		total += c
-		return nil
+	g := f
+	g.Start, g.End = nil, nil
+	w, a := g.where()
+	if w == "" {
+		w = " WHERE "
+	} else {
+		w += " AND "
 	}
-	if from != nil {
-		if err := edge(db.TS(*f.Start), *from); err != nil {
-			return 0, err
-		}
-	}
-	if to != nil {
-		if err := edge(*to, db.TS(*f.End)+1); err != nil {
-			return 0, err
-		}
-	}
-	return int(total), nil
+	n := len(a)
+	w += "created_at >= $" + strconv.Itoa(n+1) + " AND created_at < $" + strconv.Itoa(n+2)
+	var c int64
+	err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM audit_events`+w, append(a, lo, hi)...).Scan(&c)
+	return c, err
 }

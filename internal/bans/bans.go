@@ -10,11 +10,9 @@
 package bans
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -319,11 +317,7 @@ func (h *Handler) Status(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b, err := h.S.Active(ctx, h.S.DB, id)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, statusBody{IsBanned: b != nil, ActiveBan: b})
+	httpx.RespondJSON(w, r, http.StatusOK, statusBody{IsBanned: b != nil, ActiveBan: b}, err)
 }
 
 type banBody struct {
@@ -335,17 +329,13 @@ type banBody struct {
 // duration_seconds}; an empty body bans permanently without a reason.
 func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 	var b banBody
-	if err := decodeOptional(r, &b); err != nil {
+	if err := httpx.DecodeOptional(r, &b); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
 	ban, err := h.S.Create(r.Context(), audit.FromRequest(r, audit.Event{}), chi.URLParam(r, "id"),
 		Input{Reason: b.Reason.Value, DurationSeconds: b.DurationSeconds.Ptr()})
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusCreated, ban)
+	httpx.Respond(w, r, http.StatusCreated, ban, err)
 }
 
 type resultBody struct {
@@ -355,11 +345,8 @@ type resultBody struct {
 
 // Lift serves DELETE /v1/users/{id}/ban.
 func (h *Handler) Lift(w http.ResponseWriter, r *http.Request) {
-	if err := h.S.Lift(r.Context(), audit.FromRequest(r, audit.Event{}), chi.URLParam(r, "id")); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, resultBody{Success: true, Message: "User unbanned"})
+	err := h.S.Lift(r.Context(), audit.FromRequest(r, audit.Event{}), chi.URLParam(r, "id"))
+	httpx.RespondJSON(w, r, http.StatusOK, resultBody{Success: true, Message: "User unbanned"}, err)
 }
 
 type historyBody struct {
@@ -381,19 +368,4 @@ func (h *Handler) History(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpx.JSON(w, http.StatusOK, historyBody{Data: out, Links: httpx.Links{Self: httpx.SelfURL(r)}})
-}
-
-// decodeOptional decodes a JSON body that may be absent or empty.
-func decodeOptional(r *http.Request, dst any) error {
-	if r.Body == nil {
-		return nil
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, httpx.MaxBodyBytes+1))
-	if err != nil {
-		return apperr.Bad("request body could not be read")
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return nil
-	}
-	return httpx.DecodeBytes(body, dst)
 }

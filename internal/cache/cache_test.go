@@ -12,14 +12,24 @@ import (
 	"hmid/internal/dbtest"
 )
 
+// testRedis connects to the Redis of HMID_TEST_REDIS_URL under a key
+// prefix of its own, closed when tb ends; nil when the variable is unset.
+func testRedis(tb testing.TB) *cache.Redis {
+	u := dbtest.RedisURL()
+	if u == "" {
+		return nil
+	}
+	r, err := cache.NewRedis(context.Background(), u, dbtest.Key())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { r.Close() })
+	return r
+}
+
 func caches(t *testing.T, clk *clocktest.Fake) map[string]cache.Cache {
 	out := map[string]cache.Cache{"memory": cache.NewMemory(clk.Now)}
-	if u := dbtest.RedisURL(); u != "" {
-		r, err := cache.NewRedis(context.Background(), u, dbtest.Key())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { r.Close() })
+	if r := testRedis(t); r != nil {
 		out["redis"] = r
 	}
 	return out

@@ -8,19 +8,13 @@ import (
 
 	"hmid/internal/cache"
 	"hmid/internal/clock/clocktest"
-	"hmid/internal/dbtest"
 )
 
 // limiters returns the in-process limiter on clk and, when
 // HMID_TEST_REDIS_URL is set, the Redis limiter (which keeps Redis's clock).
 func limiters(t *testing.T, clk *clocktest.Fake) map[string]cache.Limiter {
 	out := map[string]cache.Limiter{"memory": cache.NewMemoryLimiter(clk.Now)}
-	if u := dbtest.RedisURL(); u != "" {
-		r, err := cache.NewRedis(context.Background(), u, dbtest.Key())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { r.Close() })
+	if r := testRedis(t); r != nil {
 		out["redis"] = cache.NewRedisLimiter(r)
 	}
 	return out

@@ -9,19 +9,13 @@ import (
 
 	"hmid/internal/cache"
 	"hmid/internal/clock/clocktest"
-	"hmid/internal/dbtest"
 )
 
 // windowLimiters returns the in-process limiter and, when
 // HMID_TEST_REDIS_URL is set, the Redis limiter, both on the fake clock clk.
 func windowLimiters(t *testing.T, clk *clocktest.Fake) map[string]cache.WindowLimiter {
 	out := map[string]cache.WindowLimiter{"memory": cache.NewMemoryLimiter(clk.Now)}
-	if u := dbtest.RedisURL(); u != "" {
-		r, err := cache.NewRedis(context.Background(), u, dbtest.Key())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { r.Close() })
+	if r := testRedis(t); r != nil {
 		rl := cache.NewRedisLimiter(r)
 		rl.Now = clk.Now
 		out["redis"] = rl
@@ -143,15 +137,10 @@ func TestWindowInvalid(t *testing.T) {
 // TestWindowRedisClock: without an injected clock the Redis window keeps
 // Redis's own time (TIME), which every instance shares.
 func TestWindowRedisClock(t *testing.T) {
-	u := dbtest.RedisURL()
-	if u == "" {
+	r := testRedis(t)
+	if r == nil {
 		t.Skip("HMID_TEST_REDIS_URL not set")
 	}
-	r, err := cache.NewRedis(context.Background(), u, dbtest.Key())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 	lim := cache.NewRedisLimiter(r)
 	w := cache.Window{Max: 3, Size: 300 * time.Millisecond}
 	for i := range 3 {
@@ -174,12 +163,7 @@ func TestWindowRedisClock(t *testing.T) {
 func BenchmarkWindowVsGCRA(b *testing.B) {
 	clk := clocktest.NewFake(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))
 	lims := map[string]cache.Limiter{"memory": cache.NewMemoryLimiter(clk.Now)}
-	if u := dbtest.RedisURL(); u != "" {
-		r, err := cache.NewRedis(context.Background(), u, dbtest.Key())
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer r.Close()
+	if r := testRedis(b); r != nil {
 		lims["redis"] = cache.NewRedisLimiter(r)
 	}
 	ctx := context.Background()

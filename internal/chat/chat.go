@@ -1,12 +1,10 @@
 package chat
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -77,7 +75,7 @@ var settingsID = uuid.NewSHA1(uuid.MustParse("6f1c2a44-4a3e-4f7e-9a59-0d7b1c7a3e
 
 const guildCols = `id, guild_id, name, icon, owner_id, member_count, boost_count, premium_tier, bot_joined_at, last_synced_at`
 
-func (s *Service) scanGuild(row interface{ Scan(...any) error }) (Guild, error) {
+func (s *Service) scanGuild(row db.Scanner) (Guild, error) {
 	var g Guild
 	var icon, owner sql.NullString
 	var joined, synced db.NullTime
@@ -134,39 +132,17 @@ func (s *Service) Channels(ctx context.Context, g Guild) ([]Channel, error) {
 
 // Guilds lists the stored guilds by name (GET /v1/chatplatform/guilds).
 func (s *Service) Guilds(ctx context.Context) ([]Guild, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT `+guildCols+` FROM chat_guilds ORDER BY name, guild_id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Guild{}
-	for rows.Next() {
-		g, err := s.scanGuild(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, g)
-	}
-	return out, rows.Err()
+	return db.All(ctx, s.DB, s.scanGuild, `SELECT `+guildCols+` FROM chat_guilds ORDER BY name, guild_id`)
 }
 
 // Roles lists the stored roles of g, highest first (the platform's order).
 // No REST route serves them; the admin console names members' roles with them.
 func (s *Service) Roles(ctx context.Context, g Guild) ([]Role, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT role_id, name, position FROM chat_roles WHERE guild_id = $1 ORDER BY position DESC, name, role_id`, g.ID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Role{}
-	for rows.Next() {
+	return db.All(ctx, s.DB, func(row db.Scanner) (Role, error) {
 		var r Role
-		if err := rows.Scan(&r.RoleID, &r.Name, &r.Position); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+		err := row.Scan(&r.RoleID, &r.Name, &r.Position)
+		return r, err
+	}, `SELECT role_id, name, position FROM chat_roles WHERE guild_id = $1 ORDER BY position DESC, name, role_id`, g.ID)
 }
 
 // ListGuilds serves GET /v1/chatplatform/guilds.
@@ -182,43 +158,30 @@ func (h *Handler) ListGuilds(w http.ResponseWriter, r *http.Request) {
 // GetGuild serves GET /v1/chatplatform/guilds/{guild_id} (snowflake).
 func (h *Handler) GetGuild(w http.ResponseWriter, r *http.Request) {
 	g, err := h.S.Guild(r.Context(), chi.URLParam(r, "guild_id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, g)
+	httpx.RespondJSON(w, r, http.StatusOK, g, err)
 }
 
 // ListChannels serves GET /v1/chatplatform/guilds/{guild_id}/channels.
 func (h *Handler) ListChannels(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	g, err := h.S.Guild(ctx, chi.URLParam(r, "guild_id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	chs, err := h.S.Channels(ctx, g)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, map[string]any{"data": chs})
+	_, chs, err := h.guildChannels(r)
+	httpx.RespondJSON(w, r, http.StatusOK, map[string]any{"data": chs}, err)
 }
 
 // GetGuildFull serves GET /v1/chatplatform/guilds/{guild_id}/full: {guild, channels}.
 func (h *Handler) GetGuildFull(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	g, err := h.S.Guild(ctx, chi.URLParam(r, "guild_id"))
+	g, chs, err := h.guildChannels(r)
+	httpx.RespondJSON(w, r, http.StatusOK, map[string]any{"guild": g, "channels": chs}, err)
+}
+
+// guildChannels loads the guild of the path's {guild_id} (snowflake) and its
+// channels.
+func (h *Handler) guildChannels(r *http.Request) (Guild, []Channel, error) {
+	g, err := h.S.Guild(r.Context(), chi.URLParam(r, "guild_id"))
 	if err != nil {
-		httpx.Error(w, r, err)
-		return
+		return g, nil, err
 	}
-	chs, err := h.S.Channels(ctx, g)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, map[string]any{"guild": g, "channels": chs})
+	chs, err := h.S.Channels(r.Context(), g)
+	return g, chs, err
 }
 
 // DeleteGuild serves DELETE /v1/chatplatform/guilds/{guild_id} (internal UUID):
@@ -240,11 +203,7 @@ func (h *Handler) DeleteGuild(w http.ResponseWriter, r *http.Request) {
 		_, err := tx.ExecContext(ctx, `DELETE FROM chat_guilds WHERE id = $1`, g.ID)
 		return err
 	})
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.NoContent(w)
+	httpx.RespondEmpty(w, r, err)
 }
 
 // ---- sync ----
@@ -440,16 +399,12 @@ func (h *Handler) Sync(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		GuildID *string `json:"guild_id"`
 	}
-	if err := decodeOptional(r, &body); err != nil {
+	if err := httpx.DecodeOptional(r, &body); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
 	res, err := h.S.Sync(r.Context(), body.GuildID)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, res)
+	httpx.RespondJSON(w, r, http.StatusOK, res, err)
 }
 
 func or(d, def time.Duration) time.Duration {
@@ -457,21 +412,6 @@ func or(d, def time.Duration) time.Duration {
 		return d
 	}
 	return def
-}
-
-// decodeOptional decodes a JSON body when there is one.
-func decodeOptional(r *http.Request, dst any) error {
-	if r.Body == nil {
-		return nil
-	}
-	b, err := io.ReadAll(r.Body)
-	if err != nil {
-		return apperr.Bad("request body could not be read")
-	}
-	if len(bytes.TrimSpace(b)) == 0 {
-		return nil
-	}
-	return httpx.DecodeBytes(b, dst)
 }
 
 // storeGuild upserts a reported guild and replaces its channels and roles
@@ -631,11 +571,7 @@ func (s *Service) SyncMembers(ctx context.Context, guildID string) (MemberSyncRe
 // SyncMembers serves POST /v1/chatplatform/guilds/{guild_id}/members/sync (snowflake).
 func (h *Handler) SyncMembers(w http.ResponseWriter, r *http.Request) {
 	res, err := h.S.SyncMembers(r.Context(), chi.URLParam(r, "guild_id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, res)
+	httpx.RespondJSON(w, r, http.StatusOK, res, err)
 }
 
 // ---- members ----
@@ -643,7 +579,7 @@ func (h *Handler) SyncMembers(w http.ResponseWriter, r *http.Request) {
 const memberCols = `id, guild_id, user_id, username, discriminator, global_name, nickname, avatar, bot, system, joined_at,
 	premium_since, deaf, mute, pending, communication_disabled_until, roles`
 
-func (s *Service) scanMember(row interface{ Scan(...any) error }, now time.Time) (Member, error) {
+func (s *Service) scanMember(row db.Scanner, now time.Time) (Member, error) {
 	var m Member
 	var global, nick, avatar sql.NullString
 	var joined, premium, timeout db.NullTime
@@ -739,22 +675,10 @@ func (s *Service) Members(ctx context.Context, guildID string, q MemberQuery) (M
 		return MemberPage{}, err
 	}
 	lp, op := arg(q.Limit), arg(q.Offset)
-	rows, err := s.DB.QueryContext(ctx, `SELECT `+memberCols+` FROM chat_members WHERE `+cond+
-		` ORDER BY LOWER(username), user_id LIMIT `+lp+` OFFSET `+op, args...)
-	if err != nil {
-		return MemberPage{}, err
-	}
-	defer rows.Close()
 	now := s.Clock.Now()
-	out := []Member{}
-	for rows.Next() {
-		m, err := s.scanMember(rows, now)
-		if err != nil {
-			return MemberPage{}, err
-		}
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := db.All(ctx, s.DB, func(row db.Scanner) (Member, error) { return s.scanMember(row, now) },
+		`SELECT `+memberCols+` FROM chat_members WHERE `+cond+` ORDER BY LOWER(username), user_id LIMIT `+lp+` OFFSET `+op, args...)
+	if err != nil {
 		return MemberPage{}, err
 	}
 	return MemberPage{Members: out, TotalCount: total, HasMore: q.Offset+len(out) < total}, nil
@@ -830,11 +754,7 @@ func (s *Service) Settings(ctx context.Context) (BotSettings, error) {
 // GetSettings serves GET /v1/chatplatform/settings.
 func (h *Handler) GetSettings(w http.ResponseWriter, r *http.Request) {
 	b, err := h.S.Settings(r.Context())
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, b)
+	httpx.RespondJSON(w, r, http.StatusOK, b, err)
 }
 
 // SettingsChange is the body of PUT /v1/chatplatform/settings: the fields
@@ -932,8 +852,7 @@ func (s *Service) UpdateSettings(ctx context.Context, p *authn.Principal, in Set
 func (h *Handler) PutSettings(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	var in SettingsChange
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &in) {
 		return
 	}
 	if err := h.S.UpdateSettings(ctx, authn.From(ctx), in, audit.FromRequest(r, audit.Event{})); err != nil {
@@ -966,11 +885,7 @@ func (s *Service) GuildSettings(ctx context.Context, guildID string) (GuildSetti
 // GetGuildSettings serves GET /v1/chatplatform/guilds/{guild_id}/settings (snowflake).
 func (h *Handler) GetGuildSettings(w http.ResponseWriter, r *http.Request) {
 	gs, err := h.S.GuildSettings(r.Context(), chi.URLParam(r, "guild_id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, gs)
+	httpx.RespondJSON(w, r, http.StatusOK, gs, err)
 }
 
 // SetGuildLanguage sets the default language of guild g (a language tag;
@@ -1009,8 +924,7 @@ func (h *Handler) PutGuildSettings(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		DefaultLanguage httpx.Opt[string] `json:"default_language"`
 	}
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &in) {
 		return
 	}
 	if err := h.S.SetGuildLanguage(ctx, authn.From(ctx), g, in.DefaultLanguage, audit.FromRequest(r, audit.Event{})); err != nil {

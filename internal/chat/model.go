@@ -49,29 +49,17 @@ type Role struct {
 	Position int
 }
 
-// Member is a stored guild member as served; guild_id is the guild's internal UUID.
+// Member is a stored guild member as served: the member as the bot
+// reported it, with its row id, the guild's internal UUID as guild_id, and
+// the names and avatar URL derived from it.
 type Member struct {
-	ID                         string     `json:"id"`
-	GuildID                    string     `json:"guild_id"`
-	UserID                     string     `json:"user_id"`
-	Username                   string     `json:"username"`
-	Discriminator              string     `json:"discriminator"`
-	GlobalName                 *string    `json:"global_name"`
-	Nickname                   *string    `json:"nickname"`
-	Avatar                     *string    `json:"avatar"`
-	AvatarURL                  string     `json:"avatar_url"`
-	Bot                        bool       `json:"bot"`
-	System                     bool       `json:"system"`
-	JoinedAt                   *time.Time `json:"joined_at"`
-	PremiumSince               *time.Time `json:"premium_since"`
-	Deaf                       bool       `json:"deaf"`
-	Mute                       bool       `json:"mute"`
-	Pending                    bool       `json:"pending"`
-	CommunicationDisabledUntil *time.Time `json:"communication_disabled_until"`
-	Roles                      []string   `json:"roles"`
-	DisplayName                string     `json:"display_name"`
-	FormattedUsername          string     `json:"formatted_username"`
-	IsTimedOut                 bool       `json:"is_timed_out"`
+	ID      string `json:"id"`
+	GuildID string `json:"guild_id"`
+	BotMember
+	AvatarURL         string `json:"avatar_url"`
+	DisplayName       string `json:"display_name"`
+	FormattedUsername string `json:"formatted_username"`
+	IsTimedOut        bool   `json:"is_timed_out"`
 }
 
 // BotSettings are the bot's global settings.

@@ -1,6 +1,7 @@
 // Package db opens hmid's database (SQLite or PostgreSQL), applies the embedded
 // migrations, and offers the few helpers every area shares: transactions,
-// time encoding and error classification.
+// time encoding, error classification, reading all rows of a query (All)
+// and a change of exactly one row (ExecOne).
 //
 // SQL is written once in the PostgreSQL dialect with $1 placeholders and runs
 // unchanged on SQLite ≥ 3.35 (RETURNING, ON CONFLICT … DO UPDATE). The schema

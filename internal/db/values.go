@@ -169,6 +169,19 @@ func All[T any](ctx context.Context, q Querier, scan func(Scanner) (T, error), q
 	return out, rows.Err()
 }
 
+// ExecOne runs a statement meant to change one row, such as a DELETE by
+// id; when it changes none, the error is a not-found naming what.
+func ExecOne(ctx context.Context, q Querier, what, query string, args ...any) error {
+	res, err := q.ExecContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return apperr.NotFoundf("%s not found", what)
+	}
+	return nil
+}
+
 // NewID returns a new row id: a UUID version 7 (RFC 9562 §5.7), whose
 // leading 48 bits are the creation time in milliseconds. Ids made one after
 // the other sort together, so inserts land at the right edge of the primary

@@ -1,13 +1,10 @@
 package deletion
 
 import (
-	"bytes"
-	"io"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
 
-	"hmid/internal/apperr"
 	"hmid/internal/audit"
 	"hmid/internal/authn"
 	"hmid/internal/httpx"
@@ -26,11 +23,7 @@ type resultBody struct {
 // Status serves GET /v1/admin/users/{id}/deletion-status.
 func (h *Handler) Status(w http.ResponseWriter, r *http.Request) {
 	st, err := h.S.GetStatus(r.Context(), h.S.DB, chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, st)
+	httpx.RespondJSON(w, r, http.StatusOK, st, err)
 }
 
 // ForceDelete serves POST /v1/admin/users/{id}/force-delete with an optional
@@ -39,38 +32,17 @@ func (h *Handler) ForceDelete(w http.ResponseWriter, r *http.Request) {
 	var b struct {
 		Reason httpx.Opt[string] `json:"reason"`
 	}
-	if err := decodeOptional(r, &b); err != nil {
+	if err := httpx.DecodeOptional(r, &b); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
-	if err := h.S.ForceDelete(r.Context(), authn.From(r.Context()), audit.FromRequest(r, audit.Event{}), chi.URLParam(r, "id"), b.Reason.Value); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, resultBody{Success: true, Message: "User permanently deleted"})
+	err := h.S.ForceDelete(r.Context(), authn.From(r.Context()), audit.FromRequest(r, audit.Event{}), chi.URLParam(r, "id"), b.Reason.Value)
+	httpx.RespondJSON(w, r, http.StatusOK, resultBody{Success: true, Message: "User permanently deleted"}, err)
 }
 
 // CancelDeletion serves POST /v1/admin/users/{id}/cancel-deletion.
 func (h *Handler) CancelDeletion(w http.ResponseWriter, r *http.Request) {
 	p := authn.From(r.Context())
-	if err := h.S.Cancel(r.Context(), audit.FromRequest(r, audit.Event{ActorID: p.UserID}), chi.URLParam(r, "id")); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, resultBody{Success: true, Message: "Scheduled deletion cancelled; the account is active again"})
-}
-
-// decodeOptional decodes a JSON body that may be absent or empty.
-func decodeOptional(r *http.Request, dst any) error {
-	if r.Body == nil {
-		return nil
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, httpx.MaxBodyBytes+1))
-	if err != nil {
-		return apperr.Bad("request body could not be read")
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return nil
-	}
-	return httpx.DecodeBytes(body, dst)
+	err := h.S.Cancel(r.Context(), audit.FromRequest(r, audit.Event{ActorID: p.UserID}), chi.URLParam(r, "id"))
+	httpx.RespondJSON(w, r, http.StatusOK, resultBody{Success: true, Message: "Scheduled deletion cancelled; the account is active again"}, err)
 }

@@ -179,11 +179,7 @@ type ownResult struct {
 func (h *Handler) MyStatus(w http.ResponseWriter, r *http.Request) {
 	p := authn.From(r.Context())
 	st, err := h.S.GetStatus(r.Context(), h.S.DB, p.UserID)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, st)
+	httpx.RespondJSON(w, r, http.StatusOK, st, err)
 }
 
 // RequestMine serves POST /v1/users/me/deletion with {password} or, for an
@@ -191,8 +187,7 @@ func (h *Handler) MyStatus(w http.ResponseWriter, r *http.Request) {
 // GracePeriod later unless they cancel.
 func (h *Handler) RequestMine(w http.ResponseWriter, r *http.Request) {
 	var c Confirmation
-	if err := httpx.Decode(r, &c); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &c) {
 		return
 	}
 	p := authn.From(r.Context())
@@ -209,9 +204,6 @@ func (h *Handler) RequestMine(w http.ResponseWriter, r *http.Request) {
 // deletion is cancelled (400 when none is scheduled).
 func (h *Handler) CancelMine(w http.ResponseWriter, r *http.Request) {
 	p := authn.From(r.Context())
-	if err := h.S.Cancel(r.Context(), audit.FromRequest(r, audit.Event{}), p.UserID); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, resultBody{Success: true, Message: "Scheduled deletion cancelled; your account stays"})
+	err := h.S.Cancel(r.Context(), audit.FromRequest(r, audit.Event{}), p.UserID)
+	httpx.RespondJSON(w, r, http.StatusOK, resultBody{Success: true, Message: "Scheduled deletion cancelled; your account stays"}, err)
 }

@@ -168,11 +168,7 @@ func (h *Handler) Logs(w http.ResponseWriter, r *http.Request) {
 	}
 	limit, offset := httpx.ParseLimitOffset(r, 50)
 	out, err := h.History(ctx, p.UserID, limit, offset)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, out)
+	httpx.RespondJSON(w, r, http.StatusOK, out, err)
 }
 
 // History returns a page of the export history of userID, newest first

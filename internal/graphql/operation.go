@@ -110,47 +110,72 @@ func (l *lexer) next() string {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',':
 			l.pos++
 		case c == '#':
-			for l.pos < len(s) && s[l.pos] != '\n' && s[l.pos] != '\r' {
-				l.pos++
-			}
+			l.skipComment()
 		case c == '"':
-			if len(s)-l.pos >= 3 && s[l.pos:l.pos+3] == `"""` {
-				l.pos += 3
-				for l.pos < len(s) {
-					if s[l.pos] == '\\' && len(s)-l.pos >= 4 && s[l.pos+1:l.pos+4] == `"""` {
-						l.pos += 4
-						continue
-					}
-					if len(s)-l.pos >= 3 && s[l.pos:l.pos+3] == `"""` {
-						l.pos += 3
-						return "$"
-					}
-					l.pos++
-				}
-				return ""
-			}
-			l.pos++
-			for l.pos < len(s) && s[l.pos] != '"' && s[l.pos] != '\n' {
-				if s[l.pos] == '\\' {
-					l.pos++
-				}
-				l.pos++
-			}
-			if l.pos >= len(s) || s[l.pos] != '"' {
-				return ""
-			}
-			l.pos++
-			return "$"
+			return l.stringToken()
 		case isName(string(c)):
-			start := l.pos
-			for l.pos < len(s) && (isName(string(s[l.pos])) || s[l.pos] >= '0' && s[l.pos] <= '9') {
-				l.pos++
-			}
-			return s[start:l.pos]
+			return l.name()
 		default:
 			l.pos++
 			return string(c)
 		}
 	}
 	return ""
+}
+
+// skipComment moves past a comment up to the end of its line.
+func (l *lexer) skipComment() {
+	s := l.src
+	for l.pos < len(s) && s[l.pos] != '\n' && s[l.pos] != '\r' {
+		l.pos++
+	}
+}
+
+// stringToken moves past a string or block string starting at l.pos and
+// returns "$" for it, or "" when it is not closed.
+func (l *lexer) stringToken() string {
+	s := l.src
+	if len(s)-l.pos >= 3 && s[l.pos:l.pos+3] == `"""` {
+		return l.blockString()
+	}
+	l.pos++
+	for l.pos < len(s) && s[l.pos] != '"' && s[l.pos] != '\n' {
+		if s[l.pos] == '\\' {
+			l.pos++
+		}
+		l.pos++
+	}
+	if l.pos >= len(s) || s[l.pos] != '"' {
+		return ""
+	}
+	l.pos++
+	return "$"
+}
+
+// blockString moves past a """block string""", where \""" does not close it.
+func (l *lexer) blockString() string {
+	s := l.src
+	l.pos += 3
+	for l.pos < len(s) {
+		if s[l.pos] == '\\' && len(s)-l.pos >= 4 && s[l.pos+1:l.pos+4] == `"""` {
+			l.pos += 4
+			continue
+		}
+		if len(s)-l.pos >= 3 && s[l.pos:l.pos+3] == `"""` {
+			l.pos += 3
+			return "$"
+		}
+		l.pos++
+	}
+	return ""
+}
+
+// name moves past a name token and returns it.
+func (l *lexer) name() string {
+	s := l.src
+	start := l.pos
+	for l.pos < len(s) && (isName(string(s[l.pos])) || s[l.pos] >= '0' && s[l.pos] <= '9') {
+		l.pos++
+	}
+	return s[start:l.pos]
 }

@@ -1,6 +1,7 @@
 // Package httpx holds hmid's HTTP plumbing shared by every area: JSON encoding
 // and strict decoding, error responses, envelopes, pagination and links,
-// client IP resolution, request ids, panic recovery, access logs and metrics.
+// client IP resolution, request ids, panic recovery, access logs and metrics,
+// and the head and tail every REST handler shares (Bind, Respond: respond.go).
 // It knows nothing about the areas.
 package httpx
 

@@ -239,11 +239,7 @@ func (s *Service) List(ctx context.Context, slug string) ([]Integration, error) 
 // List serves GET /v1/integrations: a bare array of the caller's integrations.
 func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 	out, err := h.S.List(r.Context(), "")
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, out)
+	httpx.RespondJSON(w, r, http.StatusOK, out, err)
 }
 
 // ListPlatform serves GET /v1/integrations/platform/{slug}.
@@ -254,21 +250,13 @@ func (h *Handler) ListPlatform(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, err := h.S.List(r.Context(), slug)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, out)
+	httpx.RespondJSON(w, r, http.StatusOK, out, err)
 }
 
 // Get serves GET /v1/integrations/{id}.
 func (h *Handler) Get(w http.ResponseWriter, r *http.Request) {
 	i, err := h.S.Get(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, i)
+	httpx.RespondJSON(w, r, http.StatusOK, i, err)
 }
 
 // Platforms serves GET /v1/integrations/platforms.
@@ -582,37 +570,14 @@ func (s *Service) open(i Integration, sealed string) (string, error) {
 // Callback serves GET /v1/integrations/callback/{platform}: the provider
 // sends the user back here with code and state (RFC 6749 §4.1.2).
 func (h *Handler) Callback(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
 	if err := checkSlug(chi.URLParam(r, "platform")); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
 	q := r.URL.Query()
-	st, err := h.S.openState(q.Get("state"))
+	st, err := h.S.spendState(w, r, q.Get("state"))
 	if err != nil {
 		httpx.Error(w, r, err)
-		return
-	}
-	if st.Platform != Slug || !h.S.redirectAllowed(st.Redirect) {
-		httpx.Error(w, r, apperr.Bad("invalid or tampered state"))
-		return
-	}
-	// Only the browser that started the connection completes it, and only
-	// that one is sent on to its redirect_uri: before the state is used up,
-	// so a foreign browser cannot spend it.
-	if err := h.S.boundTo(r, st); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	h.S.clearStateCookie(w)
-	// Single use: the first callback with a state wins (RFC 6749 §10.12).
-	first, err := h.S.Cache.SetNX(ctx, "integration:state:"+st.Nonce, []byte{1}, StateTTL+time.Minute)
-	if err != nil {
-		httpx.Error(w, r, apperr.Unavailablef("the cache is unavailable"))
-		return
-	}
-	if !first {
-		httpx.Error(w, r, apperr.Bad("this state has already been used; connect again"))
 		return
 	}
 	if e := q.Get("error"); e != "" {
@@ -624,58 +589,95 @@ func (h *Handler) Callback(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, apperr.Bad("code is required"))
 		return
 	}
-	tok, err := h.S.token(ctx, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {h.S.callbackURL()}})
-	if errors.Is(err, errRejected) {
-		httpx.Error(w, r, apperr.Bad("the %s platform rejected the authorization code", Slug))
-		return
-	}
+	id, err := h.S.complete(r.Context(), st, code)
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
+	}
+	http.Redirect(w, r, withQuery(st.Redirect, "integration_id", id), http.StatusFound)
+}
+
+// spendState opens the callback's state, checks it belongs to this
+// platform and to the browser that started the connection, and uses it up.
+func (s *Service) spendState(w http.ResponseWriter, r *http.Request, raw string) (state, error) {
+	st, err := s.openState(raw)
+	if err != nil {
+		return st, err
+	}
+	if st.Platform != Slug || !s.redirectAllowed(st.Redirect) {
+		return st, apperr.Bad("invalid or tampered state")
+	}
+	// Only the browser that started the connection completes it, and only
+	// that one is sent on to its redirect_uri: before the state is used up,
+	// so a foreign browser cannot spend it.
+	if err := s.boundTo(r, st); err != nil {
+		return st, err
+	}
+	s.clearStateCookie(w)
+	// Single use: the first callback with a state wins (RFC 6749 §10.12).
+	first, err := s.Cache.SetNX(r.Context(), "integration:state:"+st.Nonce, []byte{1}, StateTTL+time.Minute)
+	if err != nil {
+		return st, apperr.Unavailablef("the cache is unavailable")
+	}
+	if !first {
+		return st, apperr.Bad("this state has already been used; connect again")
+	}
+	return st, nil
+}
+
+// platformUser is the connected account as the platform's /users answers.
+type platformUser struct {
+	ID              string `json:"id"`
+	Login           string `json:"login"`
+	DisplayName     string `json:"display_name"`
+	ProfileImageURL string `json:"profile_image_url"`
+}
+
+// complete exchanges code for tokens, reads the platform account they
+// belong to, and stores the integration (sealed tokens) for the state's
+// user, returning its id.
+func (s *Service) complete(ctx context.Context, st state, code string) (string, error) {
+	tok, err := s.token(ctx, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {s.callbackURL()}})
+	if errors.Is(err, errRejected) {
+		return "", apperr.Bad("the %s platform rejected the authorization code", Slug)
+	}
+	if err != nil {
+		return "", err
 	}
 	var users struct {
-		Data []struct {
-			ID              string `json:"id"`
-			Login           string `json:"login"`
-			DisplayName     string `json:"display_name"`
-			ProfileImageURL string `json:"profile_image_url"`
-		} `json:"data"`
+		Data []platformUser `json:"data"`
 	}
-	status, err := h.S.api(ctx, tok.AccessToken, "/users", &users)
+	status, err := s.api(ctx, tok.AccessToken, "/users", &users)
 	if err != nil {
-		httpx.Error(w, r, err)
-		return
+		return "", err
 	}
 	if status != http.StatusOK || len(users.Data) == 0 || users.Data[0].ID == "" {
-		httpx.Error(w, r, apperr.Unavailablef("the %s API did not return the connected user", Slug))
-		return
+		return "", apperr.Unavailablef("the %s API did not return the connected user", Slug)
 	}
 	pu := users.Data[0]
 	scopes := tok.scopes()
 	if scopes == nil {
 		scopes = st.Scopes
 	}
-	access, err := h.S.sealFor(st.User, tok.AccessToken)
+	access, err := s.sealFor(st.User, tok.AccessToken)
 	if err != nil {
-		httpx.Error(w, r, err)
-		return
+		return "", err
 	}
 	var refresh any
 	if tok.RefreshToken != "" {
-		sealed, err := h.S.sealFor(st.User, tok.RefreshToken)
+		sealed, err := s.sealFor(st.User, tok.RefreshToken)
 		if err != nil {
-			httpx.Error(w, r, err)
-			return
+			return "", err
 		}
 		refresh = sealed
 	}
-	now := h.S.Clock.Now()
+	now := s.Clock.Now()
 	var exp any
 	if tok.ExpiresIn > 0 {
 		exp = db.TS(now.Add(time.Duration(tok.ExpiresIn) * time.Second))
 	}
 	var id string
-	err = h.S.DB.QueryRowContext(ctx, `INSERT INTO integrations (id, user_id, platform_slug, platform_user_id, username, display_name,
+	err = s.DB.QueryRowContext(ctx, `INSERT INTO integrations (id, user_id, platform_slug, platform_user_id, username, display_name,
 			profile_image_url, scopes, access_token, refresh_token, token_expires_at, is_active, bot_status, connected_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, TRUE, 'active', $12, $12)
 		ON CONFLICT (user_id, platform_slug, platform_user_id) DO UPDATE SET username = excluded.username,
@@ -686,14 +688,9 @@ func (h *Handler) Callback(w http.ResponseWriter, r *http.Request) {
 		uuid.NewString(), st.User, Slug, pu.ID, pu.Login, nullable(pu.DisplayName), nullable(pu.ProfileImageURL), db.JSON(scopes),
 		access, refresh, exp, db.TS(now)).Scan(&id)
 	if db.IsForeignKeyViolation(err) {
-		httpx.Error(w, r, apperr.NotFoundf("the user who started the connection no longer exists"))
-		return
+		return "", apperr.NotFoundf("the user who started the connection no longer exists")
 	}
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	http.Redirect(w, r, withQuery(st.Redirect, "integration_id", id), http.StatusFound)
+	return id, err
 }
 
 func nullable(s string) any {

@@ -64,58 +64,9 @@ func NewSMTPSender(rawURL, from string, opts ...SMTPOption) (*SMTPSender, error)
 		o(&cfg)
 	}
 
-	u, err := url.Parse(rawURL)
+	u, ep, err := parseSMTPURL(rawURL)
 	if err != nil {
-		// url.Error repeats the whole URL, password included; report only
-		// what is wrong with it.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, fmt.Errorf("mail: invalid SMTP URL: %w", err)
-	}
-
-	var implicitTLS bool
-	var port int
-	switch u.Scheme {
-	case "smtp":
-		port = defaultSMTPPort
-	case "smtps":
-		implicitTLS = true
-		port = defaultSMTPSPort
-	default:
-		return nil, fmt.Errorf("mail: invalid SMTP URL: scheme must be smtp or smtps, not %q", u.Scheme)
-	}
-	if u.Opaque != "" || u.Hostname() == "" {
-		return nil, errors.New("mail: invalid SMTP URL: missing host (want smtp://host:port)")
-	}
-	if u.Path != "" && u.Path != "/" {
-		return nil, fmt.Errorf("mail: invalid SMTP URL: unexpected path %q", u.Path)
-	}
-	if p := u.Port(); p != "" {
-		port, err = strconv.Atoi(p)
-		if err != nil || port < 1 || port > 65535 {
-			return nil, fmt.Errorf("mail: invalid SMTP URL: port %q is not between 1 and 65535", p)
-		}
-	}
-
-	policy := gomail.TLSOpportunistic
-	query := u.Query()
-	for key, values := range query {
-		if key != "tls" {
-			return nil, fmt.Errorf("mail: invalid SMTP URL: unknown parameter %q (only tls is known)", key)
-		}
-		if implicitTLS {
-			return nil, errors.New("mail: invalid SMTP URL: smtps always uses TLS, the tls parameter is for smtp")
-		}
-		if len(values) != 1 || values[0] != "required" {
-			return nil, fmt.Errorf("mail: invalid SMTP URL: tls=%q is not supported (want tls=required)", query.Get("tls"))
-		}
-		policy = gomail.TLSMandatory
-	}
-
-	if u.User != nil && u.User.Username() == "" {
-		return nil, errors.New("mail: invalid SMTP URL: password without user name")
+		return nil, err
 	}
 
 	fromAddr, err := netmail.ParseAddress(from)
@@ -125,23 +76,12 @@ func NewSMTPSender(rawURL, from string, opts ...SMTPOption) (*SMTPSender, error)
 	_, fromDomain, _ := strings.Cut(fromAddr.Address, "@")
 
 	host := u.Hostname()
-	tlsConfig := &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
-	if cfg.tlsConfig != nil {
-		tlsConfig = cfg.tlsConfig.Clone()
-		if tlsConfig.ServerName == "" {
-			tlsConfig.ServerName = host
-		}
-		if tlsConfig.MinVersion == 0 {
-			tlsConfig.MinVersion = tls.VersionTLS12
-		}
-	}
-
 	options := []gomail.Option{
-		gomail.WithPort(port),
-		gomail.WithTLSConfig(tlsConfig),
-		gomail.WithTLSPolicy(policy),
+		gomail.WithPort(ep.port),
+		gomail.WithTLSConfig(cfg.forHost(host)),
+		gomail.WithTLSPolicy(ep.policy),
 	}
-	if implicitTLS {
+	if ep.implicitTLS {
 		options = append(options, gomail.WithSSL())
 	}
 	if u.User != nil {
@@ -158,11 +98,98 @@ func NewSMTPSender(rawURL, from string, opts ...SMTPOption) (*SMTPSender, error)
 
 	return &SMTPSender{
 		host:       host,
-		addr:       net.JoinHostPort(host, strconv.Itoa(port)),
+		addr:       net.JoinHostPort(host, strconv.Itoa(ep.port)),
 		from:       from,
 		fromDomain: fromDomain,
 		options:    options,
 	}, nil
+}
+
+// smtpEndpoint is what an SMTP URL says about the connection.
+type smtpEndpoint struct {
+	port        int
+	implicitTLS bool // smtps: TLS from the first byte
+	policy      gomail.TLSPolicy
+}
+
+// parseSMTPURL checks rawURL against the forms NewSMTPSender documents.
+// Its errors never repeat the URL, which may hold a password.
+func parseSMTPURL(rawURL string) (*url.URL, smtpEndpoint, error) {
+	var ep smtpEndpoint
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		// url.Error repeats the whole URL, password included; report only
+		// what is wrong with it.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, ep, fmt.Errorf("mail: invalid SMTP URL: %w", err)
+	}
+
+	switch u.Scheme {
+	case "smtp":
+		ep.port = defaultSMTPPort
+	case "smtps":
+		ep.implicitTLS = true
+		ep.port = defaultSMTPSPort
+	default:
+		return nil, ep, fmt.Errorf("mail: invalid SMTP URL: scheme must be smtp or smtps, not %q", u.Scheme)
+	}
+	if u.Opaque != "" || u.Hostname() == "" {
+		return nil, ep, errors.New("mail: invalid SMTP URL: missing host (want smtp://host:port)")
+	}
+	if u.Path != "" && u.Path != "/" {
+		return nil, ep, fmt.Errorf("mail: invalid SMTP URL: unexpected path %q", u.Path)
+	}
+	if p := u.Port(); p != "" {
+		ep.port, err = strconv.Atoi(p)
+		if err != nil || ep.port < 1 || ep.port > 65535 {
+			return nil, ep, fmt.Errorf("mail: invalid SMTP URL: port %q is not between 1 and 65535", p)
+		}
+	}
+	if ep.policy, err = smtpTLSPolicy(u.Query(), ep.implicitTLS); err != nil {
+		return nil, ep, err
+	}
+	if u.User != nil && u.User.Username() == "" {
+		return nil, ep, errors.New("mail: invalid SMTP URL: password without user name")
+	}
+	return u, ep, nil
+}
+
+// smtpTLSPolicy reads the only query parameter an SMTP URL may carry,
+// tls=required, which makes STARTTLS mandatory on smtp.
+func smtpTLSPolicy(query url.Values, implicitTLS bool) (gomail.TLSPolicy, error) {
+	policy := gomail.TLSOpportunistic
+	for key, values := range query {
+		if key != "tls" {
+			return policy, fmt.Errorf("mail: invalid SMTP URL: unknown parameter %q (only tls is known)", key)
+		}
+		if implicitTLS {
+			return policy, errors.New("mail: invalid SMTP URL: smtps always uses TLS, the tls parameter is for smtp")
+		}
+		if len(values) != 1 || values[0] != "required" {
+			return policy, fmt.Errorf("mail: invalid SMTP URL: tls=%q is not supported (want tls=required)", query.Get("tls"))
+		}
+		policy = gomail.TLSMandatory
+	}
+	return policy, nil
+}
+
+// forHost returns the TLS configuration for host: the option's, with the
+// server name and the TLS 1.2 floor filled in where it left them empty.
+func (cfg smtpConfig) forHost(host string) *tls.Config {
+	if cfg.tlsConfig == nil {
+		return &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+	}
+	tlsConfig := cfg.tlsConfig.Clone()
+	if tlsConfig.ServerName == "" {
+		tlsConfig.ServerName = host
+	}
+	if tlsConfig.MinVersion == 0 {
+		tlsConfig.MinVersion = tls.VersionTLS12
+	}
+	return tlsConfig
 }
 
 // Send delivers m as a multipart/alternative mail (plain text first, HTML as

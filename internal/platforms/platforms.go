@@ -53,7 +53,7 @@ type Platform struct {
 
 const cols = `id, name, slug, is_oauth, enabled, two_factor_supported, two_factor_required, registration_enabled, created_at, updated_at`
 
-func scan(row interface{ Scan(...any) error }) (Platform, error) {
+func scan(row db.Scanner) (Platform, error) {
 	var p Platform
 	var c, u int64
 	err := row.Scan(&p.ID, &p.Name, &p.Slug, &p.IsOAuth, &p.Enabled, &p.TwoFactorSupported, &p.TwoFactorRequired, &p.RegistrationEnabled, &c, &u)
@@ -67,20 +67,7 @@ func (s *Service) List(ctx context.Context, enabledOnly bool) ([]Platform, error
 	if enabledOnly {
 		where = " WHERE enabled = TRUE"
 	}
-	rows, err := s.DB.QueryContext(ctx, `SELECT `+cols+` FROM platforms`+where+` ORDER BY name, id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Platform{}
-	for rows.Next() {
-		p, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
+	return db.All(ctx, s.DB, scan, `SELECT `+cols+` FROM platforms`+where+` ORDER BY name, id`)
 }
 
 // Get returns the platform whose id or slug (case-insensitive) is idOrSlug,
@@ -227,11 +214,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, enabledOnly bool)
 // Get serves GET /v1/platforms/{id_or_slug}.
 func (h *Handler) Get(w http.ResponseWriter, r *http.Request) {
 	p, err := h.S.Get(r.Context(), h.S.DB, chi.URLParam(r, "id_or_slug"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, p)
+	httpx.Respond(w, r, http.StatusOK, p, err)
 }
 
 // Summary is the short platform shape of the enabled endpoint.
@@ -247,8 +230,7 @@ func (h *Handler) SetEnabled(w http.ResponseWriter, r *http.Request) {
 	var b struct {
 		Enabled httpx.Opt[bool] `json:"enabled"`
 	}
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	if !b.Enabled.Set || b.Enabled.Null {
@@ -288,8 +270,7 @@ func (h *Handler) UpdateSettings(w http.ResponseWriter, r *http.Request) {
 		TwoFactorRequired   httpx.Opt[bool] `json:"two_factor_required"`
 		RegistrationEnabled httpx.Opt[bool] `json:"registration_enabled"`
 	}
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	for name, o := range map[string]httpx.Opt[bool]{"enabled": b.Enabled, "two_factor_required": b.TwoFactorRequired, "registration_enabled": b.RegistrationEnabled} {

@@ -79,11 +79,7 @@ func (h *Handler) Revoke(w http.ResponseWriter, r *http.Request) {
 		httpx.JSON(w, http.StatusBadRequest, result{Success: false, Message: err.Error()})
 		return
 	}
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, result{Success: true, Message: "session revoked"})
+	httpx.RespondJSON(w, r, http.StatusOK, result{Success: true, Message: "session revoked"}, err)
 }
 
 // RevokeOthers serves DELETE /v1/users/me/sessions: every active session of
@@ -127,8 +123,7 @@ func (h *Handler) CreateInternal(w http.ResponseWriter, r *http.Request) {
 		UserID  string  `json:"userId"`
 		Expires *string `json:"expires"`
 	}
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	if strings.TrimSpace(b.UserID) == "" {
@@ -177,11 +172,7 @@ func (h *Handler) CreateInternal(w http.ResponseWriter, r *http.Request) {
 		}))
 		return err
 	})
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusCreated, rec)
+	httpx.RespondJSON(w, r, http.StatusCreated, rec, err)
 }
 
 // lookup finds the active session of a token; the token in the answer is the
@@ -206,11 +197,7 @@ func (h *Handler) lookup(ctx context.Context, q db.Querier, tok string) (Record,
 // active session; revoked, expired and unknown tokens answer 404.
 func (h *Handler) GetInternal(w http.ResponseWriter, r *http.Request) {
 	rec, err := h.lookup(r.Context(), h.S.DB, chi.URLParam(r, "token"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, rec)
+	httpx.RespondJSON(w, r, http.StatusOK, rec, err)
 }
 
 // DeleteInternal serves DELETE /v1/sessions/{token}?reason=… (system key):
@@ -254,11 +241,7 @@ func (h *Handler) DeleteInternal(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	if err := h.S.Epoch.Bump(ctx); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.NoContent(w)
+	httpx.RespondEmpty(w, r, h.S.Epoch.Bump(ctx))
 }
 
 func validReason(s string) bool {

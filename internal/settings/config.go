@@ -65,7 +65,7 @@ func (s *Service) SeedConfig(ctx context.Context) error {
 	return nil
 }
 
-func scanEntry(row interface{ Scan(...any) error }) (ConfigEntry, error) {
+func scanEntry(row db.Scanner) (ConfigEntry, error) {
 	var e ConfigEntry
 	var v string
 	var u int64
@@ -112,20 +112,7 @@ func (s *Service) Seconds(ctx context.Context, key string, def time.Duration) ti
 // ListConfig returns the config entries whose key starts with prefix (taken
 // literally, not as a pattern), ordered by key.
 func (s *Service) ListConfig(ctx context.Context, prefix string) ([]ConfigEntry, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT key, value, description, updated_at FROM system_config WHERE key LIKE $1 ESCAPE '\' ORDER BY key`, db.Like(prefix)+"%")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []ConfigEntry{}
-	for rows.Next() {
-		e, err := scanEntry(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return db.All(ctx, s.DB, scanEntry, `SELECT key, value, description, updated_at FROM system_config WHERE key LIKE $1 ESCAPE '\' ORDER BY key`, db.Like(prefix)+"%")
 }
 
 // UpdateConfig sets the value of the config entry key to raw (JSON text; nil
@@ -159,21 +146,13 @@ func (s *Service) UpdateConfig(ctx context.Context, key string, raw json.RawMess
 // ListConfig serves GET /v1/system-config?prefix=…: a bare array ordered by key.
 func (h *Handler) ListConfig(w http.ResponseWriter, r *http.Request) {
 	out, err := h.S.ListConfig(r.Context(), r.URL.Query().Get("prefix"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, out)
+	httpx.RespondJSON(w, r, http.StatusOK, out, err)
 }
 
 // GetConfig serves GET /v1/system-config/{key}: the entry itself.
 func (h *Handler) GetConfig(w http.ResponseWriter, r *http.Request) {
 	e, err := h.S.Entry(r.Context(), chi.URLParam(r, "key"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, e)
+	httpx.RespondJSON(w, r, http.StatusOK, e, err)
 }
 
 // UpdateConfig serves PATCH /v1/system-config/{key} {value}.
@@ -181,17 +160,12 @@ func (h *Handler) UpdateConfig(w http.ResponseWriter, r *http.Request) {
 	var b struct {
 		Value httpx.Opt[json.RawMessage] `json:"value"`
 	}
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	// An absent value and a JSON null both leave raw empty: "value is required".
 	e, err := h.S.UpdateConfig(r.Context(), chi.URLParam(r, "key"), b.Value.Value)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, e)
+	httpx.RespondJSON(w, r, http.StatusOK, e, err)
 }
 
 // The bounds of the cache lifetimes in system config, in seconds: at least

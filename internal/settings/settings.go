@@ -40,7 +40,7 @@ type Setting struct {
 
 const settingCols = `key, value, description, is_public, created_at, updated_at`
 
-func scanSetting(row interface{ Scan(...any) error }) (Setting, error) {
+func scanSetting(row db.Scanner) (Setting, error) {
 	var s Setting
 	var v string
 	var c, u int64
@@ -59,20 +59,7 @@ func (s *Service) List(ctx context.Context, publicOnly bool) ([]Setting, error) 
 	if publicOnly {
 		q = `SELECT ` + settingCols + ` FROM settings WHERE is_public ORDER BY key`
 	}
-	rows, err := s.DB.QueryContext(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Setting{}
-	for rows.Next() {
-		st, err := scanSetting(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, st)
-	}
-	return out, rows.Err()
+	return db.All(ctx, s.DB, scanSetting, q)
 }
 
 // Get returns one setting.
@@ -93,11 +80,7 @@ type Handler struct {
 // List serves GET /v1/settings: {data: [setting], _links}.
 func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 	out, err := h.S.List(r.Context(), false)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, out)
+	httpx.Respond(w, r, http.StatusOK, out, err)
 }
 
 // ListPublic serves GET /v1/settings/public: only settings marked is_public.
@@ -114,11 +97,7 @@ func (h *Handler) ListPublic(w http.ResponseWriter, r *http.Request) {
 // GetOne serves GET /v1/settings/{key}.
 func (h *Handler) GetOne(w http.ResponseWriter, r *http.Request) {
 	st, err := h.S.Get(r.Context(), chi.URLParam(r, "key"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, st)
+	httpx.Respond(w, r, http.StatusOK, st, err)
 }
 
 // SettingInput holds the fields of a setting a settings:write caller
@@ -229,38 +208,24 @@ func (s *Service) Delete(ctx context.Context, key string) error {
 // 409 when the key exists.
 func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 	var in SettingInput
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &in) {
 		return
 	}
 	st, err := h.S.Create(r.Context(), in)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResourceAt(w, r, http.StatusCreated, st, "/v1/settings/"+st.Key)
+	httpx.RespondAt(w, r, http.StatusCreated, st, "/v1/settings/"+st.Key, err)
 }
 
 // Update serves PUT /v1/settings/{key} {value, description?, is_public?}.
 func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 	var in SettingInput
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &in) {
 		return
 	}
 	st, err := h.S.Update(r.Context(), chi.URLParam(r, "key"), in)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, st)
+	httpx.Respond(w, r, http.StatusOK, st, err)
 }
 
 // Delete serves DELETE /v1/settings/{key}: 204, 404 when missing.
 func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
-	if err := h.S.Delete(r.Context(), chi.URLParam(r, "key")); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.NoContent(w)
+	httpx.RespondEmpty(w, r, h.S.Delete(r.Context(), chi.URLParam(r, "key")))
 }

@@ -29,7 +29,7 @@ type Category struct {
 
 const categoryCols = `id, parent_id, name, description, color, is_active, sort_order, created_at, updated_at`
 
-func scanCategory(row interface{ Scan(...any) error }) (Category, error) {
+func scanCategory(row db.Scanner) (Category, error) {
 	var c Category
 	var parent, color sql.NullString
 	var cr, u int64
@@ -124,49 +124,20 @@ func setParent(ctx context.Context, q db.Querier, c *Category, opt httpx.Opt[str
 
 // ListCategories serves GET /v1/trip-categories: a bare array ordered by sort_order, then name.
 func (h *Handler) ListCategories(w http.ResponseWriter, r *http.Request) {
-	rows, err := h.S.DB.QueryContext(r.Context(), `SELECT `+categoryCols+` FROM trip_categories ORDER BY sort_order, LOWER(name), id`)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	defer rows.Close()
-	out := []Category{}
-	for rows.Next() {
-		c, err := scanCategory(rows)
-		if err != nil {
-			httpx.Error(w, r, err)
-			return
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, out)
+	out, err := db.All(r.Context(), h.S.DB, scanCategory, `SELECT `+categoryCols+` FROM trip_categories ORDER BY sort_order, LOWER(name), id`)
+	httpx.RespondJSON(w, r, http.StatusOK, out, err)
 }
 
 // GetCategory serves GET /v1/trip-categories/{id}.
 func (h *Handler) GetCategory(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r, "id")
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	c, err := getCategory(r.Context(), h.S.DB, id)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, c)
+	getByID(w, r, h.S.DB, getCategory)
 }
 
 // CreateCategory serves POST /v1/trip-categories.
 func (h *Handler) CreateCategory(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	var b categoryBody
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	now := db.FromTS(db.TS(h.S.Clock.Now()))
@@ -184,11 +155,7 @@ func (h *Handler) CreateCategory(w http.ResponseWriter, r *http.Request) {
 			c.ID, nullS(c.ParentID), c.Name, c.Description, nullS(c.Color), c.IsActive, c.SortOrder, db.TS(now))
 		return err
 	})
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResourceAt(w, r, http.StatusCreated, c, "/v1/trip-categories/"+c.ID)
+	httpx.RespondAt(w, r, http.StatusCreated, c, "/v1/trip-categories/"+c.ID, err)
 }
 
 // UpdateCategory serves PATCH /v1/trip-categories/{id}. Besides the fields
@@ -201,8 +168,7 @@ func (h *Handler) UpdateCategory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var b categoryBody
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	if !b.ParentID.Set && !b.Name.Set && !b.Description.Set && !b.Color.Set && !b.IsActive.Set && !b.SortOrder.Set {
@@ -227,29 +193,11 @@ func (h *Handler) UpdateCategory(w http.ResponseWriter, r *http.Request) {
 			updated_at = $7 WHERE id = $8`, nullS(c.ParentID), c.Name, c.Description, nullS(c.Color), c.IsActive, c.SortOrder, db.TS(now), id)
 		return err
 	})
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, c)
+	httpx.Respond(w, r, http.StatusOK, c, err)
 }
 
 // DeleteCategory serves DELETE /v1/trip-categories/{id}; its children move
 // to the top level and its trips and templates lose the category.
 func (h *Handler) DeleteCategory(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r, "id")
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	res, err := h.S.DB.ExecContext(r.Context(), `DELETE FROM trip_categories WHERE id = $1`, id)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		httpx.Error(w, r, apperr.NotFoundf("trip category not found"))
-		return
-	}
-	httpx.NoContent(w)
+	h.deleteByID(w, r, "trip_categories", "trip category")
 }

@@ -28,7 +28,7 @@ type Device struct {
 
 const deviceCols = `id, name, description, device_type, api_key_id, is_active, created_at, updated_at`
 
-func scanDevice(row interface{ Scan(...any) error }) (Device, error) {
+func scanDevice(row db.Scanner) (Device, error) {
 	var d Device
 	var key sql.NullString
 	var c, u int64
@@ -80,58 +80,26 @@ func (s *Service) getDevice(ctx context.Context, q db.Querier, id string) (Devic
 // Devices lists one page of the devices, newest first, and the number of
 // all devices (GET /v1/devices).
 func (s *Service) Devices(ctx context.Context, pg httpx.Page) ([]Device, int, error) {
-	var total int
-	if err := s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM devices`).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	rows, err := s.DB.QueryContext(ctx, `SELECT `+deviceCols+` FROM devices ORDER BY created_at DESC, id DESC LIMIT $1 OFFSET $2`, pg.Limit, pg.Offset())
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	out := []Device{}
-	for rows.Next() {
-		d, err := scanDevice(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, d)
-	}
-	return out, total, rows.Err()
+	return listPage(ctx, s.DB, scanDevice, "devices", deviceCols, "created_at DESC, id DESC", pg)
 }
 
 // ListDevices serves GET /v1/devices, newest first.
 func (h *Handler) ListDevices(w http.ResponseWriter, r *http.Request) {
 	pg := httpx.ParsePage(r, 10)
 	out, total, err := h.S.Devices(r.Context(), pg)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteList(w, r, out, pg, total)
+	httpx.RespondList(w, r, out, pg, total, err)
 }
 
 // GetDevice serves GET /v1/devices/{id}.
 func (h *Handler) GetDevice(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r, "id")
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	d, err := h.S.getDevice(r.Context(), h.S.DB, id)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, d)
+	getByID(w, r, h.S.DB, h.S.getDevice)
 }
 
 // CreateDevice serves POST /v1/devices.
 func (h *Handler) CreateDevice(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	var b deviceBody
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	name, err := requiredName("name", b.Name.Value)
@@ -170,11 +138,7 @@ func (h *Handler) CreateDevice(w http.ResponseWriter, r *http.Request) {
 		d, err = h.S.getDevice(ctx, tx, id)
 		return err
 	})
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResourceAt(w, r, http.StatusCreated, d, "/v1/devices/"+id)
+	httpx.RespondAt(w, r, http.StatusCreated, d, "/v1/devices/"+id, err)
 }
 
 // UpdateDevice serves PATCH /v1/devices/{id}; api_key_id null unlinks the key.
@@ -186,51 +150,17 @@ func (h *Handler) UpdateDevice(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var b deviceBody
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	if !b.Name.Set && !b.Description.Set && !b.DeviceType.Set && !b.APIKeyID.Set && !b.IsActive.Set {
 		httpx.Error(w, r, apperr.Invalid("give at least one of name, description, device_type, api_key_id, is_active"))
 		return
 	}
-	if err := b.checkText(); err != nil {
+	set, key, err := b.changes(ctx, h.S.DB, authn.From(ctx))
+	if err != nil {
 		httpx.Error(w, r, err)
 		return
-	}
-	var set setList
-	if b.Name.Set {
-		name, err := requiredName("name", b.Name.Value)
-		if err != nil {
-			httpx.Error(w, r, err)
-			return
-		}
-		set.add("name", name)
-	}
-	if b.Description.Set {
-		set.add("description", b.Description.Value)
-	}
-	if b.DeviceType.Set {
-		set.add("device_type", strings.TrimSpace(b.DeviceType.Value))
-	}
-	if b.IsActive.Set {
-		if b.IsActive.Null {
-			httpx.Error(w, r, apperr.Invalid("is_active must be a boolean"))
-			return
-		}
-		set.add("is_active", b.IsActive.Value)
-	}
-	var key *string
-	if b.APIKeyID.Set {
-		if !b.APIKeyID.Null {
-			k, err := checkKeyLink(ctx, h.S.DB, authn.From(ctx), b.APIKeyID.Value)
-			if err != nil {
-				httpx.Error(w, r, err)
-				return
-			}
-			key = &k
-		}
-		set.add("api_key_id", nullS(key))
 	}
 	now := h.S.Clock.Now()
 	var d Device
@@ -250,11 +180,47 @@ func (h *Handler) UpdateDevice(w http.ResponseWriter, r *http.Request) {
 		d, err = h.S.getDevice(ctx, tx, id)
 		return err
 	})
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
+	httpx.Respond(w, r, http.StatusOK, d, err)
+}
+
+// changes checks the fields present in an update and returns the columns
+// to set, with the API key to link (nil when none is).
+func (b *deviceBody) changes(ctx context.Context, q db.Querier, p *authn.Principal) (setList, *string, error) {
+	var set setList
+	if err := b.checkText(); err != nil {
+		return set, nil, err
 	}
-	httpx.WriteResource(w, r, http.StatusOK, d)
+	if b.Name.Set {
+		name, err := requiredName("name", b.Name.Value)
+		if err != nil {
+			return set, nil, err
+		}
+		set.add("name", name)
+	}
+	if b.Description.Set {
+		set.add("description", b.Description.Value)
+	}
+	if b.DeviceType.Set {
+		set.add("device_type", strings.TrimSpace(b.DeviceType.Value))
+	}
+	if b.IsActive.Set {
+		if b.IsActive.Null {
+			return set, nil, apperr.Invalid("is_active must be a boolean")
+		}
+		set.add("is_active", b.IsActive.Value)
+	}
+	var key *string
+	if b.APIKeyID.Set {
+		if !b.APIKeyID.Null {
+			k, err := checkKeyLink(ctx, q, p, b.APIKeyID.Value)
+			if err != nil {
+				return set, nil, err
+			}
+			key = &k
+		}
+		set.add("api_key_id", nullS(key))
+	}
+	return set, key, nil
 }
 
 // DeleteDevice serves DELETE /v1/devices/{id}. Its points, trips and
@@ -262,21 +228,13 @@ func (h *Handler) UpdateDevice(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) DeleteDevice(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id, err := pathID(r, "id")
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
+	if err == nil {
+		err = db.ExecOne(ctx, h.S.DB, "device", `DELETE FROM devices WHERE id = $1`, id)
 	}
-	res, err := h.S.DB.ExecContext(ctx, `DELETE FROM devices WHERE id = $1`, id)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
+	if err == nil {
+		h.S.forgetCurrent(ctx, &id)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		httpx.Error(w, r, apperr.NotFoundf("device not found"))
-		return
-	}
-	h.S.forgetCurrent(ctx, &id)
-	httpx.NoContent(w)
+	httpx.RespondEmpty(w, r, err)
 }
 
 // checkText bounds the free-text fields of a device body.

@@ -2,6 +2,7 @@ package tracking
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -27,7 +28,7 @@ type Geofence struct {
 
 const geofenceCols = `id, name, description, latitude, longitude, radius_km, is_active, metadata, created_at, updated_at`
 
-func scanGeofence(row interface{ Scan(...any) error }) (Geofence, error) {
+func scanGeofence(row db.Scanner) (Geofence, error) {
 	var g Geofence
 	var meta string
 	var c, u int64
@@ -62,23 +63,11 @@ func (b *geofenceBody) apply(g *Geofence) error {
 		}
 		g.Description = b.Description.Value
 	}
-	if b.Latitude.Set {
-		if b.Latitude.Null {
-			return apperr.Invalid("latitude is required")
-		}
-		if err := checkLat("latitude", b.Latitude.Ptr()); err != nil {
-			return err
-		}
-		g.Latitude = b.Latitude.Value
+	if err := setCoordinate(b.Latitude, "latitude", checkLat, &g.Latitude); err != nil {
+		return err
 	}
-	if b.Longitude.Set {
-		if b.Longitude.Null {
-			return apperr.Invalid("longitude is required")
-		}
-		if err := checkLon("longitude", b.Longitude.Ptr()); err != nil {
-			return err
-		}
-		g.Longitude = b.Longitude.Value
+	if err := setCoordinate(b.Longitude, "longitude", checkLon, &g.Longitude); err != nil {
+		return err
 	}
 	if b.RadiusKm.Set {
 		if v := b.RadiusKm.Value; b.RadiusKm.Null || !finite(v) || v <= 0 || v > maxRadiusKm {
@@ -90,73 +79,69 @@ func (b *geofenceBody) apply(g *Geofence) error {
 		g.IsActive = b.IsActive.Value
 	}
 	if b.Metadata.Set {
-		m := bytes.TrimSpace(b.Metadata.Value)
-		if b.Metadata.Null || len(m) == 0 || m[0] != '{' {
-			return apperr.Invalid("metadata must be a JSON object")
-		}
-		var compact bytes.Buffer
-		if err := json.Compact(&compact, m); err != nil {
-			return apperr.Invalid("metadata must be a JSON object")
-		}
-		if err := httpx.CheckFreeJSON("metadata", compact.Bytes()); err != nil {
+		m, err := metadataObject(b.Metadata)
+		if err != nil {
 			return err
 		}
-		g.Metadata = compact.Bytes()
+		g.Metadata = m
 	}
 	return nil
 }
 
+// setCoordinate checks a present coordinate (a geofence's centre has no
+// null) with check and stores it in dst.
+func setCoordinate(o httpx.Opt[float64], field string, check func(string, *float64) error, dst *float64) error {
+	if !o.Set {
+		return nil
+	}
+	if o.Null {
+		return apperr.Invalid("%s is required", field)
+	}
+	if err := check(field, o.Ptr()); err != nil {
+		return err
+	}
+	*dst = o.Value
+	return nil
+}
+
+// metadataObject returns a present metadata value compacted, when it is a
+// JSON object within the free-JSON bounds.
+func metadataObject(o httpx.Opt[json.RawMessage]) (json.RawMessage, error) {
+	m := bytes.TrimSpace(o.Value)
+	if o.Null || len(m) == 0 || m[0] != '{' {
+		return nil, apperr.Invalid("metadata must be a JSON object")
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, m); err != nil {
+		return nil, apperr.Invalid("metadata must be a JSON object")
+	}
+	if err := httpx.CheckFreeJSON("metadata", compact.Bytes()); err != nil {
+		return nil, err
+	}
+	return compact.Bytes(), nil
+}
+
 // ListGeofences serves GET /v1/geofences, newest first.
 func (h *Handler) ListGeofences(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
 	pg := httpx.ParsePage(r, 10)
-	var total int
-	if err := h.S.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM geofences`).Scan(&total); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	rows, err := h.S.DB.QueryContext(ctx, `SELECT `+geofenceCols+` FROM geofences ORDER BY created_at DESC, id DESC LIMIT $1 OFFSET $2`, pg.Limit, pg.Offset())
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	defer rows.Close()
-	out := []Geofence{}
-	for rows.Next() {
-		g, err := scanGeofence(rows)
-		if err != nil {
-			httpx.Error(w, r, err)
-			return
-		}
-		out = append(out, g)
-	}
-	if err := rows.Err(); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteList(w, r, out, pg, total)
+	out, total, err := listPage(r.Context(), h.S.DB, scanGeofence, "geofences", geofenceCols, "created_at DESC, id DESC", pg)
+	httpx.RespondList(w, r, out, pg, total, err)
 }
 
 // GetGeofence serves GET /v1/geofences/{id}.
 func (h *Handler) GetGeofence(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r, "id")
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	g, err := scanGeofence(h.S.DB.QueryRowContext(r.Context(), `SELECT `+geofenceCols+` FROM geofences WHERE id = $1`, id))
-	if err != nil {
-		httpx.Error(w, r, db.NotFoundOr(err, "geofence"))
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, g)
+	getByID(w, r, h.S.DB, getGeofence)
+}
+
+func getGeofence(ctx context.Context, q db.Querier, id string) (Geofence, error) {
+	g, err := scanGeofence(q.QueryRowContext(ctx, `SELECT `+geofenceCols+` FROM geofences WHERE id = $1`, id))
+	return g, db.NotFoundOr(err, "geofence")
 }
 
 // CreateGeofence serves POST /v1/geofences.
 func (h *Handler) CreateGeofence(w http.ResponseWriter, r *http.Request) {
 	var b geofenceBody
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	for _, f := range []struct {
@@ -192,8 +177,7 @@ func (h *Handler) UpdateGeofence(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var b geofenceBody
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	if !b.Name.Set && !b.Description.Set && !b.Latitude.Set && !b.Longitude.Set && !b.RadiusKm.Set && !b.IsActive.Set && !b.Metadata.Set {
@@ -216,28 +200,10 @@ func (h *Handler) UpdateGeofence(w http.ResponseWriter, r *http.Request) {
 			metadata = $7, updated_at = $8 WHERE id = $9`, g.Name, g.Description, g.Latitude, g.Longitude, g.RadiusKm, g.IsActive, string(g.Metadata), db.TS(now), id)
 		return err
 	})
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, g)
+	httpx.Respond(w, r, http.StatusOK, g, err)
 }
 
 // DeleteGeofence serves DELETE /v1/geofences/{id}.
 func (h *Handler) DeleteGeofence(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r, "id")
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	res, err := h.S.DB.ExecContext(r.Context(), `DELETE FROM geofences WHERE id = $1`, id)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		httpx.Error(w, r, apperr.NotFoundf("geofence not found"))
-		return
-	}
-	httpx.NoContent(w)
+	h.deleteByID(w, r, "geofences", "geofence")
 }

@@ -50,7 +50,7 @@ type Point struct {
 
 const pointCols = `id, device_id, trip_id, latitude, longitude, altitude, heading, ts, speed_kmh, speed_mps, speed_mph, speed_knots, pdop, hdop, vdop, created_at`
 
-func scanPoint(row interface{ Scan(...any) error }) (Point, error) {
+func scanPoint(row db.Scanner) (Point, error) {
 	var p Point
 	var dev, trip sql.NullString
 	var pd, hd, vd sql.NullFloat64
@@ -443,11 +443,7 @@ func (s *Service) pageStart(ctx context.Context, offset int64) (upper, skip int6
 func (h *Handler) ListGPS(w http.ResponseWriter, r *http.Request) {
 	pg := httpx.ParsePage(r, 10)
 	pts, total, err := h.S.ListPoints(r.Context(), pg)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteList(w, r, pts, pg, total)
+	httpx.RespondList(w, r, pts, pg, total, err)
 }
 
 // CurrentGPS serves GET /v1/gps/current with optional device_id.
@@ -462,11 +458,7 @@ func (h *Handler) CurrentGPS(w http.ResponseWriter, r *http.Request) {
 		device = &id
 	}
 	p, err := h.S.currentJSON(r.Context(), device)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, p)
+	httpx.Respond(w, r, http.StatusOK, p, err)
 }
 
 // CurrentByDevice serves GET /v1/gps/current/devices: the latest point of
@@ -475,11 +467,7 @@ func (h *Handler) CurrentByDevice(w http.ResponseWriter, r *http.Request) {
 	pts, err := scanPoints(h.S.DB.QueryContext(r.Context(), `SELECT `+pointCols+` FROM gps_points g WHERE g.id IN
 		(SELECT (SELECT p.id FROM gps_points p WHERE p.device_id = d.id ORDER BY p.ts DESC, p.id DESC LIMIT 1) FROM devices d)
 		ORDER BY g.ts DESC, g.id DESC`))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, pts)
+	httpx.RespondJSON(w, r, http.StatusOK, pts, err)
 }
 
 // GetGPS serves GET /v1/gps/{id}.
@@ -516,16 +504,11 @@ func (h *Handler) CreateGPS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var in PointInput
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &in) {
 		return
 	}
 	pt, err := h.S.CreatePoint(ctx, p, in)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResourceAt(w, r, http.StatusCreated, pt, "/v1/gps/"+pt.ID)
+	httpx.RespondAt(w, r, http.StatusCreated, pt, "/v1/gps/"+pt.ID, err)
 }
 
 // DeleteGPS serves DELETE /v1/gps/{id}; a point linked to a trip answers 409.

@@ -42,7 +42,7 @@ type Contact struct {
 
 const locationCols = `id, name, street, zip, city, country, latitude, longitude, notes, is_active, created_at, updated_at`
 
-func scanLocation(row interface{ Scan(...any) error }) (Location, error) {
+func scanLocation(row db.Scanner) (Location, error) {
 	var l Location
 	var la, lo sql.NullFloat64
 	var c, u int64
@@ -54,7 +54,7 @@ func scanLocation(row interface{ Scan(...any) error }) (Location, error) {
 
 const contactCols = `id, location_id, name, phone, email, role, created_at`
 
-func scanContact(row interface{ Scan(...any) error }) (Contact, error) {
+func scanContact(row db.Scanner) (Contact, error) {
 	var c Contact
 	var at int64
 	err := row.Scan(&c.ID, &c.LocationID, &c.Name, &c.Phone, &c.Email, &c.Role, &at)
@@ -68,21 +68,12 @@ func getLocation(ctx context.Context, q db.Querier, id string) (Location, error)
 	if err != nil {
 		return l, db.NotFoundOr(err, "location")
 	}
-	rows, err := q.QueryContext(ctx, `SELECT `+contactCols+` FROM location_contacts WHERE location_id = $1 ORDER BY created_at, id`, id)
+	cs, err := db.All(ctx, q, scanContact, `SELECT `+contactCols+` FROM location_contacts WHERE location_id = $1 ORDER BY created_at, id`, id)
 	if err != nil {
 		return l, err
 	}
-	defer rows.Close()
-	cs := []Contact{}
-	for rows.Next() {
-		c, err := scanContact(rows)
-		if err != nil {
-			return l, err
-		}
-		cs = append(cs, c)
-	}
 	l.Contacts = &cs
-	return l, rows.Err()
+	return l, nil
 }
 
 type locationBody struct {
@@ -204,48 +195,14 @@ func insertContact(ctx context.Context, tx *db.Tx, c Contact) error {
 
 // ListLocations serves GET /v1/locations, ordered by name.
 func (h *Handler) ListLocations(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
 	pg := httpx.ParsePage(r, 10)
-	var total int
-	if err := h.S.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM locations`).Scan(&total); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	rows, err := h.S.DB.QueryContext(ctx, `SELECT `+locationCols+` FROM locations ORDER BY LOWER(name), id LIMIT $1 OFFSET $2`, pg.Limit, pg.Offset())
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	defer rows.Close()
-	out := []Location{}
-	for rows.Next() {
-		l, err := scanLocation(rows)
-		if err != nil {
-			httpx.Error(w, r, err)
-			return
-		}
-		out = append(out, l)
-	}
-	if err := rows.Err(); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteList(w, r, out, pg, total)
+	out, total, err := listPage(r.Context(), h.S.DB, scanLocation, "locations", locationCols, "LOWER(name), id", pg)
+	httpx.RespondList(w, r, out, pg, total, err)
 }
 
 // GetLocation serves GET /v1/locations/{id} with the location's contacts.
 func (h *Handler) GetLocation(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r, "id")
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	l, err := getLocation(r.Context(), h.S.DB, id)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, l)
+	getByID(w, r, h.S.DB, getLocation)
 }
 
 // CreateLocation serves POST /v1/locations: the location and its contacts
@@ -253,8 +210,7 @@ func (h *Handler) GetLocation(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) CreateLocation(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	var b locationBody
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	now := db.FromTS(db.TS(h.S.Clock.Now()))
@@ -288,11 +244,7 @@ func (h *Handler) CreateLocation(w http.ResponseWriter, r *http.Request) {
 		l, err = getLocation(ctx, tx, l.ID)
 		return err
 	})
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResourceAt(w, r, http.StatusCreated, l, "/v1/locations/"+l.ID)
+	httpx.RespondAt(w, r, http.StatusCreated, l, "/v1/locations/"+l.ID, err)
 }
 
 // UpdateLocation serves PATCH /v1/locations/{id}; contacts have their own routes.
@@ -304,8 +256,7 @@ func (h *Handler) UpdateLocation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var b locationBody
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	if b.Contacts != nil {
@@ -334,31 +285,13 @@ func (h *Handler) UpdateLocation(w http.ResponseWriter, r *http.Request) {
 		l.UpdatedAt = db.FromTS(db.TS(now))
 		return nil
 	})
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, l)
+	httpx.Respond(w, r, http.StatusOK, l, err)
 }
 
 // DeleteLocation serves DELETE /v1/locations/{id}; its contacts go with it,
 // trips and templates keep their other fields with origin/destination null.
 func (h *Handler) DeleteLocation(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r, "id")
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	res, err := h.S.DB.ExecContext(r.Context(), `DELETE FROM locations WHERE id = $1`, id)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		httpx.Error(w, r, apperr.NotFoundf("location not found"))
-		return
-	}
-	httpx.NoContent(w)
+	h.deleteByID(w, r, "locations", "location")
 }
 
 // CreateContact serves POST /v1/locations/{id}/contacts.
@@ -370,8 +303,7 @@ func (h *Handler) CreateContact(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var b contactBody
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	c := Contact{ID: db.NewID(), LocationID: id, CreatedAt: db.FromTS(db.TS(h.S.Clock.Now()))}
@@ -411,8 +343,7 @@ func (h *Handler) UpdateContact(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var b contactBody
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	if !b.Name.Set && !b.Phone.Set && !b.Email.Set && !b.Role.Set {
@@ -432,11 +363,7 @@ func (h *Handler) UpdateContact(w http.ResponseWriter, r *http.Request) {
 		_, err = tx.ExecContext(ctx, `UPDATE location_contacts SET name = $1, phone = $2, email = $3, role = $4 WHERE id = $5`, c.Name, c.Phone, c.Email, c.Role, cid)
 		return err
 	})
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, c)
+	httpx.Respond(w, r, http.StatusOK, c, err)
 }
 
 // DeleteContact serves DELETE /v1/locations/{id}/contacts/{cid}.
@@ -447,18 +374,8 @@ func (h *Handler) DeleteContact(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cid, err := pathID(r, "cid")
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
+	if err == nil {
+		err = db.ExecOne(r.Context(), h.S.DB, "contact", `DELETE FROM location_contacts WHERE id = $1 AND location_id = $2`, cid, id)
 	}
-	res, err := h.S.DB.ExecContext(r.Context(), `DELETE FROM location_contacts WHERE id = $1 AND location_id = $2`, cid, id)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		httpx.Error(w, r, apperr.NotFoundf("contact not found"))
-		return
-	}
-	httpx.NoContent(w)
+	httpx.RespondEmpty(w, r, err)
 }

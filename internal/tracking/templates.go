@@ -30,7 +30,7 @@ type Template struct {
 
 const templateCols = `id, name, description, category_id, origin_id, destination_id, device_id, gps_logging_enabled, default_weight_kg, notes, tags, created_at, updated_at`
 
-func scanTemplate(row interface{ Scan(...any) error }) (Template, error) {
+func scanTemplate(row db.Scanner) (Template, error) {
 	var t Template
 	var cat, orig, dest, dev sql.NullString
 	var wt sql.NullFloat64
@@ -81,49 +81,20 @@ func (b *templateBody) apply(ctx context.Context, q db.Querier, t *Template) err
 
 // ListTemplates serves GET /v1/trip-templates: a bare array ordered by name.
 func (h *Handler) ListTemplates(w http.ResponseWriter, r *http.Request) {
-	rows, err := h.S.DB.QueryContext(r.Context(), `SELECT `+templateCols+` FROM trip_templates ORDER BY LOWER(name), id`)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	defer rows.Close()
-	out := []Template{}
-	for rows.Next() {
-		t, err := scanTemplate(rows)
-		if err != nil {
-			httpx.Error(w, r, err)
-			return
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, out)
+	out, err := db.All(r.Context(), h.S.DB, scanTemplate, `SELECT `+templateCols+` FROM trip_templates ORDER BY LOWER(name), id`)
+	httpx.RespondJSON(w, r, http.StatusOK, out, err)
 }
 
 // GetTemplate serves GET /v1/trip-templates/{id}.
 func (h *Handler) GetTemplate(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r, "id")
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	t, err := getTemplate(r.Context(), h.S.DB, id)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, t)
+	getByID(w, r, h.S.DB, getTemplate)
 }
 
 // CreateTemplate serves POST /v1/trip-templates.
 func (h *Handler) CreateTemplate(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	var b templateBody
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	now := db.FromTS(db.TS(h.S.Clock.Now()))
@@ -138,11 +109,7 @@ func (h *Handler) CreateTemplate(w http.ResponseWriter, r *http.Request) {
 			nullF(t.DefaultWeightKg), t.Notes, db.JSON(t.Tags), db.TS(now))
 		return err
 	})
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResourceAt(w, r, http.StatusCreated, t, "/v1/trip-templates/"+t.ID)
+	httpx.RespondAt(w, r, http.StatusCreated, t, "/v1/trip-templates/"+t.ID, err)
 }
 
 // UpdateTemplate serves PATCH /v1/trip-templates/{id}.
@@ -154,8 +121,7 @@ func (h *Handler) UpdateTemplate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var b templateBody
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	if b.empty() {
@@ -179,30 +145,12 @@ func (h *Handler) UpdateTemplate(w http.ResponseWriter, r *http.Request) {
 			nullF(t.DefaultWeightKg), t.Notes, db.JSON(tags(t.Tags)), db.TS(now), id)
 		return err
 	})
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, t)
+	httpx.Respond(w, r, http.StatusOK, t, err)
 }
 
 // DeleteTemplate serves DELETE /v1/trip-templates/{id}; trips made from it stay.
 func (h *Handler) DeleteTemplate(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r, "id")
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	res, err := h.S.DB.ExecContext(r.Context(), `DELETE FROM trip_templates WHERE id = $1`, id)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		httpx.Error(w, r, apperr.NotFoundf("trip template not found"))
-		return
-	}
-	httpx.NoContent(w)
+	h.deleteByID(w, r, "trip_templates", "trip template")
 }
 
 // CreateTripFromTemplate serves POST /v1/trip-templates/{id}/create-trip with
@@ -219,8 +167,7 @@ func (h *Handler) CreateTripFromTemplate(w http.ResponseWriter, r *http.Request)
 	var b struct {
 		WeightKg *float64 `json:"weight_kg"`
 	}
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	if b.WeightKg == nil {
@@ -243,9 +190,5 @@ func (h *Handler) CreateTripFromTemplate(w http.ResponseWriter, r *http.Request)
 			DestinationID: tpl.DestinationID, WeightKg: b.WeightKg, Notes: tpl.Notes, Tags: tags(tpl.Tags), CreatedAt: now, UpdatedAt: now}
 		return insertTrip(ctx, tx, t)
 	})
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResourceAt(w, r, http.StatusCreated, t, "/v1/trips/"+t.ID)
+	httpx.RespondAt(w, r, http.StatusCreated, t, "/v1/trips/"+t.ID, err)
 }

@@ -146,6 +146,38 @@ func checkNonNegative(field string, v *float64) error {
 	return nil
 }
 
+// listPage reads one page of table's rows (cols, in order) with the number
+// of all its rows, for the paginated lists.
+func listPage[T any](ctx context.Context, q db.Querier, scan func(db.Scanner) (T, error), table, cols, order string, pg httpx.Page) ([]T, int, error) {
+	var total int
+	if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+table).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	out, err := db.All(ctx, q, scan, `SELECT `+cols+` FROM `+table+` ORDER BY `+order+` LIMIT $1 OFFSET $2`, pg.Limit, pg.Offset())
+	return out, total, err
+}
+
+// getByID serves GET of one resource: the UUID in the path's {id}, loaded
+// by load.
+func getByID[T any](w http.ResponseWriter, r *http.Request, q db.Querier, load func(context.Context, db.Querier, string) (T, error)) {
+	var v T
+	id, err := pathID(r, "id")
+	if err == nil {
+		v, err = load(r.Context(), q, id)
+	}
+	httpx.Respond(w, r, http.StatusOK, v, err)
+}
+
+// deleteByID serves DELETE of the row of table with the path's {id}; none
+// is a 404 naming what.
+func (h *Handler) deleteByID(w http.ResponseWriter, r *http.Request, table, what string) {
+	id, err := pathID(r, "id")
+	if err == nil {
+		err = db.ExecOne(r.Context(), h.S.DB, what, `DELETE FROM `+table+` WHERE id = $1`, id)
+	}
+	httpx.RespondEmpty(w, r, err)
+}
+
 // Nullable column helpers.
 
 func fptr(n sql.NullFloat64) *float64 {

@@ -67,7 +67,7 @@ type Trip struct {
 const tripCols = `id, name, description, status, gps_logging_enabled, device_id, category_id, origin_id, destination_id, weight_kg, notes, tags,
 	start_latitude, start_longitude, end_latitude, end_longitude, started_at, ended_at, created_at, updated_at`
 
-func scanTrip(row interface{ Scan(...any) error }) (Trip, error) {
+func scanTrip(row db.Scanner) (Trip, error) {
 	var t Trip
 	var dev, cat, orig, dest sql.NullString
 	var w, sla, slo, ela, elo sql.NullFloat64
@@ -184,32 +184,16 @@ func (s *Service) Trips(ctx context.Context, status string, pg httpx.Page) ([]Tr
 		return nil, 0, err
 	}
 	n := len(args)
-	rows, err := s.DB.QueryContext(ctx, `SELECT `+tripCols+` FROM trips`+where+` ORDER BY created_at DESC, id DESC LIMIT `+ph(n+1)+` OFFSET `+ph(n+2),
+	out, err := db.All(ctx, s.DB, scanTrip, `SELECT `+tripCols+` FROM trips`+where+` ORDER BY created_at DESC, id DESC LIMIT `+ph(n+1)+` OFFSET `+ph(n+2),
 		append(args, pg.Limit, pg.Offset())...)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	out := []Trip{}
-	for rows.Next() {
-		t, err := scanTrip(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, t)
-	}
-	return out, total, rows.Err()
+	return out, total, err
 }
 
 // ListTrips serves GET /v1/trips, newest first, optionally by status.
 func (h *Handler) ListTrips(w http.ResponseWriter, r *http.Request) {
 	pg := httpx.ParsePage(r, 20)
 	out, total, err := h.S.Trips(r.Context(), r.URL.Query().Get("status"), pg)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteList(w, r, out, pg, total)
+	httpx.RespondList(w, r, out, pg, total, err)
 }
 
 // Trip returns the trip with id, which must be a UUID (GET /v1/trips/{id}).
@@ -224,19 +208,14 @@ func (s *Service) Trip(ctx context.Context, id string) (Trip, error) {
 // GetTrip serves GET /v1/trips/{id}.
 func (h *Handler) GetTrip(w http.ResponseWriter, r *http.Request) {
 	t, err := h.S.Trip(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, t)
+	httpx.Respond(w, r, http.StatusOK, t, err)
 }
 
 // CreateTrip serves POST /v1/trips: a new trip is a draft.
 func (h *Handler) CreateTrip(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	var b tripBody
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	if b.Status.Set || b.StartLatitude.Set || b.StartLongitude.Set || b.EndLatitude.Set || b.EndLongitude.Set {
@@ -256,11 +235,7 @@ func (h *Handler) CreateTrip(w http.ResponseWriter, r *http.Request) {
 		}
 		return insertTrip(ctx, tx, t)
 	})
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResourceAt(w, r, http.StatusCreated, t, "/v1/trips/"+t.ID)
+	httpx.RespondAt(w, r, http.StatusCreated, t, "/v1/trips/"+t.ID, err)
 }
 
 // UpdateTrip serves PATCH /v1/trips/{id}. A status change follows the
@@ -528,11 +503,7 @@ func (s *Service) TripPoints(ctx context.Context, id string, pg httpx.Page) ([]P
 func (h *Handler) TripGPS(w http.ResponseWriter, r *http.Request) {
 	pg := httpx.ParsePage(r, 10)
 	pts, total, err := h.S.TripPoints(r.Context(), chi.URLParam(r, "id"), pg)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteList(w, r, pts, pg, total)
+	httpx.RespondList(w, r, pts, pg, total, err)
 }
 
 // TripHistory lists the status changes of the trip with id, oldest first
@@ -566,9 +537,5 @@ func (s *Service) TripHistory(ctx context.Context, id string) ([]HistoryEntry, e
 // TripHistory serves GET /v1/trips/{id}/history: a bare array, oldest first.
 func (h *Handler) TripHistory(w http.ResponseWriter, r *http.Request) {
 	out, err := h.S.TripHistory(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, out)
+	httpx.RespondJSON(w, r, http.StatusOK, out, err)
 }

@@ -2,6 +2,7 @@ package twofactor
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 
@@ -54,21 +55,13 @@ func userIDOf(r *http.Request, body string) string {
 // Status serves GET /v1/users/me/2fa/status.
 func (h *Handler) Status(w http.ResponseWriter, r *http.Request) {
 	out, err := h.S.Status(r.Context(), authn.From(r.Context()), r.URL.Query().Get("user_id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, out)
+	httpx.RespondJSON(w, r, http.StatusOK, out, err)
 }
 
 // Requirement serves GET /v1/users/me/2fa/requirement.
 func (h *Handler) Requirement(w http.ResponseWriter, r *http.Request) {
 	out, err := h.S.Requirement(r.Context(), authn.From(r.Context()), r.URL.Query().Get("user_id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, out)
+	httpx.RespondJSON(w, r, http.StatusOK, out, err)
 }
 
 // Setup serves POST /v1/users/me/2fa/setup. The body is optional: without
@@ -88,56 +81,33 @@ func (h *Handler) Setup(w http.ResponseWriter, r *http.Request) {
 	}
 	in.UserID = userIDOf(r, in.UserID)
 	out, err := h.S.Setup(r.Context(), authn.From(r.Context()), in)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, out)
+	httpx.RespondJSON(w, r, http.StatusOK, out, err)
 }
 
 // Verify serves POST /v1/users/me/2fa/verify.
 func (h *Handler) Verify(w http.ResponseWriter, r *http.Request) {
+	withCode(w, r, h.S.Verify)
+}
+
+// withCode serves a two-factor step confirmed by a code: {code, user_id}
+// (the signed-in user when user_id is absent), answered with call's result.
+func withCode[T any](w http.ResponseWriter, r *http.Request, call func(context.Context, *authn.Principal, string, string, Client) (T, error)) {
 	var b codeBody
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
-	out, err := h.S.Verify(r.Context(), authn.From(r.Context()), userIDOf(r, b.UserID), b.Code, ClientFrom(r))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, out)
+	out, err := call(r.Context(), authn.From(r.Context()), userIDOf(r, b.UserID), b.Code, ClientFrom(r))
+	httpx.RespondJSON(w, r, http.StatusOK, out, err)
 }
 
 // Disable serves DELETE /v1/users/me/2fa.
 func (h *Handler) Disable(w http.ResponseWriter, r *http.Request) {
-	var b codeBody
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	out, err := h.S.Disable(r.Context(), authn.From(r.Context()), userIDOf(r, b.UserID), b.Code, ClientFrom(r))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, out)
+	withCode(w, r, h.S.Disable)
 }
 
 // RegenerateBackupCodes serves POST /v1/users/me/2fa/backup-codes/regenerate.
 func (h *Handler) RegenerateBackupCodes(w http.ResponseWriter, r *http.Request) {
-	var b codeBody
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	out, err := h.S.RegenerateBackupCodes(r.Context(), authn.From(r.Context()), userIDOf(r, b.UserID), b.Code, ClientFrom(r))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, out)
+	withCode(w, r, h.S.RegenerateBackupCodes)
 }
 
 // resetBody is the body of an administrator's reset.
@@ -150,14 +120,9 @@ type resetBody struct {
 // their authenticator (Service.Reset).
 func (h *Handler) Reset(w http.ResponseWriter, r *http.Request) {
 	var b resetBody
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	out, err := h.S.Reset(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"), b.Reason, ClientFrom(r))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, out)
+	httpx.RespondJSON(w, r, http.StatusOK, out, err)
 }

@@ -231,27 +231,14 @@ func providerError(slug, code string) *Error {
 // refused, so the result is never an open redirect.
 func LocalPath(returnTo, publicURL string) string {
 	s := returnTo
-	if s == "" || len(s) > 4096 || strings.ContainsAny(s, "\\") {
+	if s == "" || len(s) > 4096 || strings.ContainsAny(s, "\\") || hasControl(s) {
 		return "/"
-	}
-	for _, c := range s {
-		if c < 0x20 || c == 0x7f {
-			return "/"
-		}
 	}
 	base := strings.TrimRight(publicURL, "/")
 	if base != "" && (s == base || strings.HasPrefix(s, base+"/") || strings.HasPrefix(s, base+"?")) {
-		pu, err1 := url.Parse(base)
-		u, err2 := url.Parse(s)
-		if err1 != nil || err2 != nil || !strings.EqualFold(u.Scheme, pu.Scheme) || !strings.EqualFold(u.Host, pu.Host) || u.User != nil {
+		var ok bool
+		if s, ok = pathUnder(s, base); !ok {
 			return "/"
-		}
-		s = u.EscapedPath()
-		if s == "" {
-			s = "/"
-		}
-		if u.RawQuery != "" {
-			s += "?" + u.RawQuery
 		}
 	}
 	if !strings.HasPrefix(s, "/") || strings.HasPrefix(s, "//") {
@@ -261,6 +248,35 @@ func LocalPath(returnTo, publicURL string) string {
 		return "/"
 	}
 	return s
+}
+
+// hasControl reports whether s holds an ASCII control character.
+func hasControl(s string) bool {
+	for _, c := range s {
+		if c < 0x20 || c == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// pathUnder returns the path and query of the absolute URL s, which starts
+// with base; false when s is not on base's scheme and host or carries user
+// information.
+func pathUnder(s, base string) (string, bool) {
+	pu, err1 := url.Parse(base)
+	u, err2 := url.Parse(s)
+	if err1 != nil || err2 != nil || !strings.EqualFold(u.Scheme, pu.Scheme) || !strings.EqualFold(u.Host, pu.Host) || u.User != nil {
+		return "", false
+	}
+	p := u.EscapedPath()
+	if p == "" {
+		p = "/"
+	}
+	if u.RawQuery != "" {
+		p += "?" + u.RawQuery
+	}
+	return p, true
 }
 
 // tokenLen is the length of a randomToken.

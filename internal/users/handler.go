@@ -49,11 +49,7 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 // users (with deleted_at set), so administrators can follow a pending deletion.
 func (h *Handler) Get(w http.ResponseWriter, r *http.Request) {
 	u, err := h.S.Get(r.Context(), h.S.DB, chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, u)
+	httpx.Respond(w, r, http.StatusOK, u, err)
 }
 
 // Me serves GET /v1/users/me: the caller's own user (also for OAuth access
@@ -127,8 +123,7 @@ func (h *Handler) GetProfile(w http.ResponseWriter, r *http.Request) {
 // Service.Update).
 func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 	var c Changes
-	if err := httpx.Decode(r, &c); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &c) {
 		return
 	}
 	id := chi.URLParam(r, "id")
@@ -141,11 +136,7 @@ func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) writeUser(w http.ResponseWriter, r *http.Request, id string) {
 	u, err := h.S.Get(r.Context(), h.S.DB, id)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResourceAt(w, r, http.StatusOK, u, "/v1/users/"+id)
+	httpx.RespondAt(w, r, http.StatusOK, u, "/v1/users/"+id, err)
 }
 
 // UpdateLocale serves PATCH /v1/users/{id}/locale with {locale: string or null};
@@ -154,8 +145,7 @@ func (h *Handler) UpdateLocale(w http.ResponseWriter, r *http.Request) {
 	var b struct {
 		Locale httpx.Opt[string] `json:"locale"`
 	}
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	if !b.Locale.Set {
@@ -176,8 +166,7 @@ func (h *Handler) UpdateUsername(w http.ResponseWriter, r *http.Request) {
 	var b struct {
 		Username string `json:"username"`
 	}
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	id := chi.URLParam(r, "id")
@@ -190,11 +179,7 @@ func (h *Handler) UpdateUsername(w http.ResponseWriter, r *http.Request) {
 
 // Delete serves DELETE /v1/users/{id}: a soft delete (Service.Delete).
 func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
-	if err := h.S.Delete(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"), audit.FromRequest(r, audit.Event{})); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.NoContent(w)
+	httpx.RespondEmpty(w, r, h.S.Delete(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"), audit.FromRequest(r, audit.Event{})))
 }
 
 // Permissions serves GET /v1/users/{id}/permissions: {permissions: [...]},
@@ -270,8 +255,7 @@ func (h *Handler) AddRole(w http.ResponseWriter, r *http.Request) {
 	var b struct {
 		RoleID string `json:"role_id"`
 	}
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	added, err := h.S.AddRole(r.Context(), authn.From(r.Context()), id, b.RoleID, audit.FromRequest(r, audit.Event{}))
@@ -289,9 +273,5 @@ func (h *Handler) AddRole(w http.ResponseWriter, r *http.Request) {
 // RemoveRole serves DELETE /v1/users/{id}/roles/{role_id} (Service.RemoveRole).
 func (h *Handler) RemoveRole(w http.ResponseWriter, r *http.Request) {
 	err := h.S.RemoveRole(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"), chi.URLParam(r, "role_id"), audit.FromRequest(r, audit.Event{}))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.NoContent(w)
+	httpx.RespondEmpty(w, r, err)
 }

@@ -251,20 +251,7 @@ func (s *Service) pageOf(ctx context.Context, lq ListQuery, total, limit int, hi
 
 // load returns the users a query of userCols answers, in its order.
 func (s *Service) load(ctx context.Context, q string, args ...any) ([]User, error) {
-	rows, err := s.DB.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []User{}
-	for rows.Next() {
-		u, err := scanUser(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, u)
-	}
-	return out, rows.Err()
+	return db.All(ctx, s.DB, scanUser, q, args...)
 }
 
 // match is a user a search found, with the keys of the list's orders.

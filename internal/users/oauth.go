@@ -257,11 +257,7 @@ func (h *Handler) ByEmail(w http.ResponseWriter, r *http.Request) {
 		id = p.UserID
 	}
 	lu, err := h.S.loginUser(ctx, h.S.DB, id)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, lu)
+	httpx.Respond(w, r, http.StatusOK, lu, err)
 }
 
 // ownEmail returns the lower-cased email of the active user id, or "" when

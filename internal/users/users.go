@@ -126,7 +126,7 @@ func cloneP[T any](p *T) *T {
 const userCols = `id, username, email, name, avatar_url, primary_platform_account_id, created_at, updated_at,
 	last_login_at, deleted_at, scheduled_deletion_at, privacy_mode, preferred_locale, avatars_enabled, is_super_admin, last_login_provider`
 
-func scanUser(row interface{ Scan(...any) error }) (User, error) {
+func scanUser(row db.Scanner) (User, error) {
 	var (
 		u                            User
 		email, avatar, primary, loc  sql.NullString

@@ -31,6 +31,9 @@ type Action struct {
 	Call func(p *authn.Principal) (flash string, err error)
 	// To is the page the browser is sent to after the action.
 	To string
+	// Next, when set, names that page after Call instead of To (a created
+	// role's own page).
+	Next func() string
 	// Answer, when set, answers a success instead of the redirect to To
 	// (a page that shows a new secret once).
 	Answer func()
@@ -57,7 +60,11 @@ func (h *Handler) Act(w http.ResponseWriter, r *http.Request, a Action) {
 		a.Answer()
 		return
 	}
-	h.Done(w, r, a.To, flash)
+	to := a.To
+	if a.Next != nil {
+		to = a.Next()
+	}
+	h.Done(w, r, to, flash)
 }
 
 // Confirmed reports whether a destructive form's confirmation box was

@@ -64,6 +64,10 @@ func AddConsole(fsys fs.FS, prefix string, admin bool, nav []NavItem) {
 		panic("web: no console pages named " + prefix)
 	}
 	consoles = append(consoles, consoleSite{prefix: prefix, nav: nav, admin: admin})
+	parts, err := fs.Glob(fsys, "templates/parts_*.html")
+	if err != nil {
+		panic("web: " + err.Error())
+	}
 	for lang := range messages {
 		if consoleTemplates[lang] == nil {
 			consoleTemplates[lang] = map[string]*page{}
@@ -76,7 +80,7 @@ func AddConsole(fsys fs.FS, prefix string, admin bool, nav []NavItem) {
 				if err != nil {
 					return nil, err
 				}
-				return tpl.ParseFS(fsys, name)
+				return tpl.ParseFS(fsys, append(parts, name)...)
 			})
 		}
 	}
@@ -98,6 +102,11 @@ func consoleFuncs(lang string) template.FuncMap {
 		// when shows a time in the page's language, in UTC (the page does
 		// not know the reader's zone; the zone is written out).
 		"when": func(v any) string { return formatTime(lang, v) },
+		// filters gathers a list page's filter form for the "filter-box"
+		// part: {{template "filter-box" (filters "/path" .Active .FieldErrors .A .B)}}.
+		"filters": func(action string, active int, errs map[string]string, fields ...Field) FilterBox {
+			return FilterBox{Action: action, Active: active, Invalid: len(errs) > 0, Fields: fields}
+		},
 	}
 }
 

@@ -45,6 +45,24 @@ type TextField struct {
 	Error           string // the field's error, if any
 }
 
+// Field is a field of a filter form: a SelectField or a TextField.
+type Field interface{ IsSelect() bool }
+
+// IsSelect tells the "filter-box" part to draw a select.
+func (SelectField) IsSelect() bool { return true }
+
+// IsSelect tells the "filter-box" part to draw an input.
+func (TextField) IsSelect() bool { return false }
+
+// FilterBox is the filter form of a list page as the "filter-box" part
+// draws it: folded away unless a filter is set or refused.
+type FilterBox struct {
+	Action  string // the page's path, also the link that clears the filter
+	Active  int    // how many filters are set
+	Invalid bool   // a filter value was refused
+	Fields  []Field
+}
+
 // ResourceField is the resource type filter of the query q: free text, as
 // the listings take any value.
 func ResourceField(t func(string) string, q url.Values) TextField {

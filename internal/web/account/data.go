@@ -97,45 +97,42 @@ func (dp *DataPages) Download(w http.ResponseWriter, r *http.Request) {
 // RequestDeletion is POST /account/data/deletion: the password (or, without
 // one, a two-factor code) and a ticked box confirm it.
 func (dp *DataPages) RequestDeletion(w http.ResponseWriter, r *http.Request) {
-	p := dp.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
-	t := web.Translator(dp.H.UserLanguage(r, p))
 	// The box is the confirmation that works without script (the form's
 	// data-confirm asks too when script runs).
-	if r.PostFormValue("confirm") != "yes" {
-		dp.render(w, r, http.StatusBadRequest, "", t("data.delete.tick"))
-		return
-	}
-	_, err := dp.Deletion.Request(r.Context(), audit.FromRequest(r, audit.Event{SourceService: web.Source}), p.UserID,
-		deletion.Confirmation{Password: r.PostFormValue("password"), Code: r.PostFormValue("code")})
-	switch {
-	case errors.Is(err, auth.ErrWrongConfirmation):
-		dp.render(w, r, http.StatusBadRequest, "", t("data.delete.wrongpassword"))
-	case apperr.KindOf(err) == apperr.Validation:
-		// A missing or wrong code: shown at the field.
-		dp.render(w, r, http.StatusBadRequest, "", dp.H.ErrorText(r, err))
-	case err != nil:
-		// Refusals of the request as a whole (no way to confirm, already
-		// scheduled, too many attempts) are shown above the page.
-		dp.render(w, r, dp.H.Status(w, err), dp.H.ErrorText(r, err), "")
-	default:
-		dp.H.Done(w, r, "/account/data", "data.delete.scheduled")
-	}
+	dp.H.Act(w, r, web.Action{To: "/account/data", Confirm: "confirm", Unconfirmed: "data.delete.tick",
+		Call: func(p *authn.Principal) (string, error) {
+			_, err := dp.Deletion.Request(r.Context(), audit.FromRequest(r, audit.Event{SourceService: web.Source}), p.UserID,
+				deletion.Confirmation{Password: r.PostFormValue("password"), Code: r.PostFormValue("code")})
+			return "data.delete.scheduled", err
+		},
+		Refuse: func(w http.ResponseWriter, r *http.Request, _ string, err error) {
+			t := web.Translator(dp.H.UserLanguage(r, authn.From(r.Context())))
+			var inv *web.Invalid
+			switch {
+			case errors.As(err, &inv):
+				dp.render(w, r, http.StatusBadRequest, "", t(inv.Key))
+			case errors.Is(err, auth.ErrWrongConfirmation):
+				dp.render(w, r, http.StatusBadRequest, "", t("data.delete.wrongpassword"))
+			case apperr.KindOf(err) == apperr.Validation:
+				// A missing or wrong code: shown at the field.
+				dp.render(w, r, http.StatusBadRequest, "", dp.H.ErrorText(r, err))
+			default:
+				// Refusals of the request as a whole (no way to confirm, already
+				// scheduled, too many attempts) are shown above the page.
+				dp.render(w, r, dp.H.Status(w, err), dp.H.ErrorText(r, err), "")
+			}
+		}})
 }
 
 // CancelDeletion is POST /account/data/deletion/cancel.
 func (dp *DataPages) CancelDeletion(w http.ResponseWriter, r *http.Request) {
-	p := dp.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
-	if err := dp.Deletion.Cancel(r.Context(), audit.FromRequest(r, audit.Event{SourceService: web.Source}), p.UserID); err != nil {
-		dp.render(w, r, dp.H.Status(w, err), dp.H.ErrorText(r, err), "")
-		return
-	}
-	dp.H.Done(w, r, "/account/data", "data.delete.cancelled")
+	dp.H.Act(w, r, web.Action{To: "/account/data",
+		Call: func(p *authn.Principal) (string, error) {
+			return "data.delete.cancelled", dp.Deletion.Cancel(r.Context(), audit.FromRequest(r, audit.Event{SourceService: web.Source}), p.UserID)
+		},
+		Refuse: func(w http.ResponseWriter, r *http.Request, _ string, err error) {
+			dp.render(w, r, dp.H.Status(w, err), dp.H.ErrorText(r, err), "")
+		}})
 }
 
 // byteSize writes n bytes for people: "812 B", "14.2 KB", "1.3 MB" (with a

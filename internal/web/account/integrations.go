@@ -3,7 +3,6 @@ package account
 import (
 	"errors"
 	"net/http"
-	"slices"
 
 	"github.com/go-chi/chi/v5"
 
@@ -110,6 +109,12 @@ func platformScopeText(t func(string) string, name string) string {
 // (an inactive integration, a token the platform refused) keeps the
 // service's reason, which says what to do: renew or connect again.
 func (ip *IntegrationPages) Fail(w http.ResponseWriter, r *http.Request, err error) {
+	var inv *web.Invalid
+	if errors.As(err, &inv) {
+		status, text := ip.H.PageRefusal(w, r, err)
+		ip.render(w, r, status, text, "", nil)
+		return
+	}
 	text := ip.H.ErrorText(r, err)
 	if apperr.KindOf(err) == apperr.BadRequest {
 		var e *apperr.Error
@@ -118,6 +123,13 @@ func (ip *IntegrationPages) Fail(w http.ResponseWriter, r *http.Request, err err
 		}
 	}
 	ip.render(w, r, ip.H.Status(w, err), text, "", nil)
+}
+
+// act runs a page action on an integration that ends on this page.
+func (ip *IntegrationPages) act(w http.ResponseWriter, r *http.Request, a web.Action) {
+	a.To = "/account/integrations"
+	a.Refuse = func(w http.ResponseWriter, r *http.Request, _ string, err error) { ip.Fail(w, r, err) }
+	ip.H.Act(w, r, a)
 }
 
 // Connect is POST /account/integrations/connect: it starts the platform's
@@ -137,14 +149,10 @@ func (ip *IntegrationPages) Connect(w http.ResponseWriter, r *http.Request) {
 
 // Refresh is POST /account/integrations/{id}/refresh.
 func (ip *IntegrationPages) Refresh(w http.ResponseWriter, r *http.Request) {
-	if ip.H.ConsolePost(w, r) == nil {
-		return
-	}
-	if _, err := ip.Integrations.Refresh(r.Context(), chi.URLParam(r, "id")); err != nil {
-		ip.Fail(w, r, err)
-		return
-	}
-	ip.H.Done(w, r, "/account/integrations", "integrations.refreshed")
+	ip.act(w, r, web.Action{Call: func(*authn.Principal) (string, error) {
+		_, err := ip.Integrations.Refresh(r.Context(), chi.URLParam(r, "id"))
+		return "integrations.refreshed", err
+	}})
 }
 
 // Stats is POST /account/integrations/{id}/stats: the statistics are read
@@ -165,37 +173,23 @@ func (ip *IntegrationPages) Stats(w http.ResponseWriter, r *http.Request) {
 
 // BotStatus is POST /account/integrations/{id}/bot-status.
 func (ip *IntegrationPages) BotStatus(w http.ResponseWriter, r *http.Request) {
-	if ip.H.ConsolePost(w, r) == nil {
-		return
-	}
-	var status *string
-	if vals, ok := r.PostForm["bot_status"]; ok && len(vals) > 0 {
-		status = &vals[0]
-	}
-	if err := ip.Integrations.SetBotStatus(r.Context(), chi.URLParam(r, "id"), status); err != nil {
-		ip.Fail(w, r, err)
-		return
-	}
-	ip.H.Done(w, r, "/account/integrations", "integrations.botsaved")
+	ip.act(w, r, web.Action{Call: func(*authn.Principal) (string, error) {
+		var status *string
+		if vals, ok := r.PostForm["bot_status"]; ok && len(vals) > 0 {
+			status = &vals[0]
+		}
+		return "integrations.botsaved", ip.Integrations.SetBotStatus(r.Context(), chi.URLParam(r, "id"), status)
+	}})
 }
 
 // Disconnect is POST /account/integrations/{id}/disconnect. The form's
 // confirmation box must be ticked (the script's dialog is only a
 // convenience), so a stray submit deletes nothing.
 func (ip *IntegrationPages) Disconnect(w http.ResponseWriter, r *http.Request) {
-	p := ip.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
-	if !slices.Contains(r.PostForm["confirm"], "yes") {
-		ip.render(w, r, http.StatusBadRequest, web.Translator(ip.H.UserLanguage(r, p))("integrations.confirmfirst"), "", nil)
-		return
-	}
-	if err := ip.Integrations.Disconnect(r.Context(), chi.URLParam(r, "id")); err != nil {
-		ip.Fail(w, r, err)
-		return
-	}
-	ip.H.Done(w, r, "/account/integrations", "integrations.disconnected")
+	ip.act(w, r, web.Action{Confirm: "confirm", Unconfirmed: "integrations.confirmfirst",
+		Call: func(*authn.Principal) (string, error) {
+			return "integrations.disconnected", ip.Integrations.Disconnect(r.Context(), chi.URLParam(r, "id"))
+		}})
 }
 
 func init() {

@@ -198,100 +198,93 @@ func (pp *ProfilePages) Save(w http.ResponseWriter, r *http.Request) {
 // SaveLocale is POST /account/language: PATCH /v1/users/{id}/locale; an
 // empty choice clears the preference (the browser's language is used).
 func (pp *ProfilePages) SaveLocale(w http.ResponseWriter, r *http.Request) {
-	p := pp.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
-	var loc *string
-	if v := r.PostFormValue("locale"); v != "" {
-		loc = &v
-	}
-	if err := pp.Users.SetLocale(r.Context(), p, p.UserID, loc, audit.FromRequest(r, audit.Event{SourceService: web.Source})); err != nil {
+	pp.act(w, r, func(p *authn.Principal) (string, error) {
+		var loc *string
+		if v := r.PostFormValue("locale"); v != "" {
+			loc = &v
+		}
+		return "profile.locale.saved", pp.Users.SetLocale(r.Context(), p, p.UserID, loc, audit.FromRequest(r, audit.Event{SourceService: web.Source}))
+	}, func(w http.ResponseWriter, r *http.Request, _ *authn.Principal, err error) {
 		pp.render(w, r, pp.H.Status(w, err), pp.H.ErrorText(r, err), nil)
-		return
-	}
-	pp.H.Done(w, r, "/account", "profile.locale.saved")
+	})
+}
+
+// act runs a page action of the profile page, which ends on /account;
+// refuse draws the page again with a refusal.
+func (pp *ProfilePages) act(w http.ResponseWriter, r *http.Request, call func(p *authn.Principal) (string, error),
+	refuse func(w http.ResponseWriter, r *http.Request, p *authn.Principal, err error)) {
+	pp.H.Act(w, r, web.Action{To: "/account", Call: call,
+		Refuse: func(w http.ResponseWriter, r *http.Request, _ string, err error) {
+			refuse(w, r, authn.From(r.Context()), err)
+		}})
 }
 
 // RequestEmailChange is POST /account/email: POST
 // /v1/users/{id}/email/request-change; the change waits for the link mailed
 // to the new address.
 func (pp *ProfilePages) RequestEmailChange(w http.ResponseWriter, r *http.Request) {
-	p := pp.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
-	addr := strings.TrimSpace(r.PostFormValue("email"))
-	_, err := pp.Accounts.RequestEmailChange(r.Context(), p.UserID, addr)
-	if err == nil {
-		pp.H.Done(w, r, "/account", "profile.email.sent")
-		return
-	}
-	form := &profileForm{NewEmail: addr}
-	if msg, field := pp.addressError(r, p, err); field {
-		form.EmailError = msg
-		pp.render(w, r, pp.H.Status(w, err), web.Translator(pp.H.UserLanguage(r, p))("profile.check"), form)
-		return
-	}
-	pp.render(w, r, pp.H.Status(w, err), pp.H.ErrorText(r, err), form)
+	var addr string
+	pp.act(w, r, func(p *authn.Principal) (string, error) {
+		addr = strings.TrimSpace(r.PostFormValue("email"))
+		_, err := pp.Accounts.RequestEmailChange(r.Context(), p.UserID, addr)
+		return "profile.email.sent", err
+	}, func(w http.ResponseWriter, r *http.Request, p *authn.Principal, err error) {
+		form := &profileForm{NewEmail: addr}
+		if msg, field := pp.addressError(r, p, err); field {
+			form.EmailError = msg
+			pp.render(w, r, pp.H.Status(w, err), web.Translator(pp.H.UserLanguage(r, p))("profile.check"), form)
+			return
+		}
+		pp.render(w, r, pp.H.Status(w, err), pp.H.ErrorText(r, err), form)
+	})
 }
 
 // CancelEmailChange is POST /account/email/cancel: DELETE
 // /v1/users/{id}/email/pending.
 func (pp *ProfilePages) CancelEmailChange(w http.ResponseWriter, r *http.Request) {
-	p := pp.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
-	if err := pp.Accounts.CancelEmailChange(r.Context(), p.UserID); err != nil {
-		pp.render(w, r, pp.H.Status(w, err), pp.nothingPending(r, p, err), nil)
-		return
-	}
-	pp.H.Done(w, r, "/account", "profile.email.cancelled")
+	pp.act(w, r, func(p *authn.Principal) (string, error) {
+		return "profile.email.cancelled", pp.Accounts.CancelEmailChange(r.Context(), p.UserID)
+	}, pp.refusePending)
+}
+
+// refusePending draws the page again after a refused cancellation.
+func (pp *ProfilePages) refusePending(w http.ResponseWriter, r *http.Request, p *authn.Principal, err error) {
+	pp.render(w, r, pp.H.Status(w, err), pp.nothingPending(r, p, err), nil)
 }
 
 // RequestEmailLink is POST /account/email-link: POST
 // /v1/users/{id}/email-link/request; the email login is created once the
 // link mailed to the address is opened.
 func (pp *ProfilePages) RequestEmailLink(w http.ResponseWriter, r *http.Request) {
-	p := pp.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
-	addr := strings.TrimSpace(r.PostFormValue("email"))
-	_, err := pp.Accounts.RequestEmailLink(r.Context(), p.UserID, addr, r.PostFormValue("password"))
-	if err == nil {
-		pp.H.Done(w, r, "/account", "profile.link.sent")
-		return
-	}
-	t := web.Translator(pp.H.UserLanguage(r, p))
-	form := &profileForm{LinkEmail: addr}
-	switch msg, field := pp.addressError(r, p, err); {
-	case errors.Is(err, accounts.ErrPasswordShort):
-		form.PasswordError = fmt.Sprintf(t("profile.link.short"), accounts.MinPassword)
-	case errors.Is(err, accounts.ErrPasswordLong):
-		form.PasswordError = t("profile.link.long")
-	case field:
-		form.LinkError = msg
-	default:
-		pp.render(w, r, pp.H.Status(w, err), pp.H.ErrorText(r, err), form)
-		return
-	}
-	pp.render(w, r, pp.H.Status(w, err), t("profile.check"), form)
+	var addr string
+	pp.act(w, r, func(p *authn.Principal) (string, error) {
+		addr = strings.TrimSpace(r.PostFormValue("email"))
+		_, err := pp.Accounts.RequestEmailLink(r.Context(), p.UserID, addr, r.PostFormValue("password"))
+		return "profile.link.sent", err
+	}, func(w http.ResponseWriter, r *http.Request, p *authn.Principal, err error) {
+		t := web.Translator(pp.H.UserLanguage(r, p))
+		form := &profileForm{LinkEmail: addr}
+		switch msg, field := pp.addressError(r, p, err); {
+		case errors.Is(err, accounts.ErrPasswordShort):
+			form.PasswordError = fmt.Sprintf(t("profile.link.short"), accounts.MinPassword)
+		case errors.Is(err, accounts.ErrPasswordLong):
+			form.PasswordError = t("profile.link.long")
+		case field:
+			form.LinkError = msg
+		default:
+			pp.render(w, r, pp.H.Status(w, err), pp.H.ErrorText(r, err), form)
+			return
+		}
+		pp.render(w, r, pp.H.Status(w, err), t("profile.check"), form)
+	})
 }
 
 // CancelEmailLink is POST /account/email-link/cancel: DELETE
 // /v1/users/{id}/email-link/pending.
 func (pp *ProfilePages) CancelEmailLink(w http.ResponseWriter, r *http.Request) {
-	p := pp.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
-	if err := pp.Accounts.CancelEmailLink(r.Context(), p.UserID); err != nil {
-		pp.render(w, r, pp.H.Status(w, err), pp.nothingPending(r, p, err), nil)
-		return
-	}
-	pp.H.Done(w, r, "/account", "profile.link.cancelled")
+	pp.act(w, r, func(p *authn.Principal) (string, error) {
+		return "profile.link.cancelled", pp.Accounts.CancelEmailLink(r.Context(), p.UserID)
+	}, pp.refusePending)
 }
 
 // addressError is the text of a refused address and whether it belongs

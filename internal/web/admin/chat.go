@@ -82,53 +82,56 @@ func (cp *ChatPages) renderIndex(w http.ResponseWriter, r *http.Request, status 
 // Sync is POST /admin/chat/sync: POST /v1/chatplatform/sync, for every
 // guild or, with guild_id, for one (then back to that guild's page).
 func (cp *ChatPages) Sync(w http.ResponseWriter, r *http.Request) {
-	p := cp.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
 	var one *string
 	back := "/admin/chat"
-	if gid := strings.TrimSpace(r.PostFormValue("guild_id")); gid != "" {
-		one, back = &gid, "/admin/chat/guilds/"+url.PathEscape(gid)
-	}
-	res, err := cp.Chat.Sync(r.Context(), one)
+	cp.H.Act(w, r, web.Action{
+		Call: func(*authn.Principal) (string, error) {
+			if gid := strings.TrimSpace(r.PostFormValue("guild_id")); gid != "" {
+				one, back = &gid, "/admin/chat/guilds/"+url.PathEscape(gid)
+			}
+			return "admin.chat.synced", syncOutcome(cp.Chat.Sync(r.Context(), one))
+		},
+		Next: func() string { return back },
+		Refuse: func(w http.ResponseWriter, r *http.Request, _ string, err error) {
+			status, text := cp.syncError(w, r, err)
+			if one != nil && apperr.KindOf(err) != apperr.Validation {
+				cp.renderGuild(w, r, *one, status, text, nil)
+				return
+			}
+			cp.renderIndex(w, r, status, text, nil)
+		},
+	})
+}
+
+// syncOutcome is a sync's error, a bot's failure included.
+func syncOutcome(res chat.SyncResult, err error) error {
 	if err == nil && !res.Success {
 		err = botFailure(res.Error)
 	}
-	if err != nil {
-		status, text := cp.syncError(w, r, err)
-		if one != nil && apperr.KindOf(err) != apperr.Validation {
-			cp.renderGuild(w, r, *one, status, text, nil)
-			return
-		}
-		cp.renderIndex(w, r, status, text, nil)
-		return
-	}
-	cp.H.Done(w, r, back, "admin.chat.synced")
+	return err
 }
 
 // SyncMembers is POST /admin/chat/guilds/{guild_id}/members/sync: POST
 // /v1/chatplatform/guilds/{guild_id}/members/sync.
 func (cp *ChatPages) SyncMembers(w http.ResponseWriter, r *http.Request) {
-	p := cp.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
 	gid := chi.URLParam(r, "guild_id")
-	res, err := cp.Chat.SyncMembers(r.Context(), gid)
-	if err == nil && !res.Success {
-		err = botFailure(res.Error)
-	}
-	if err != nil {
-		if k := apperr.KindOf(err); k == apperr.Validation || k == apperr.NotFound {
-			cp.H.Fail(w, r, err)
-			return
-		}
-		status, text := cp.syncError(w, r, err)
-		cp.renderGuild(w, r, gid, status, text, nil)
-		return
-	}
-	cp.H.Done(w, r, "/admin/chat/guilds/"+url.PathEscape(gid), "admin.chat.memberssynced")
+	cp.H.Act(w, r, web.Action{To: "/admin/chat/guilds/" + url.PathEscape(gid),
+		Call: func(*authn.Principal) (string, error) {
+			res, err := cp.Chat.SyncMembers(r.Context(), gid)
+			if err == nil && !res.Success {
+				err = botFailure(res.Error)
+			}
+			return "admin.chat.memberssynced", err
+		},
+		Refuse: func(w http.ResponseWriter, r *http.Request, _ string, err error) {
+			if k := apperr.KindOf(err); k == apperr.Validation || k == apperr.NotFound {
+				cp.H.Fail(w, r, err)
+				return
+			}
+			status, text := cp.syncError(w, r, err)
+			cp.renderGuild(w, r, gid, status, text, nil)
+		},
+	})
 }
 
 // botFailedError is a sync the bot answered with a failure: REST answers it
@@ -317,77 +320,100 @@ func (cp *ChatPages) renderGuild(w http.ResponseWriter, r *http.Request, gid str
 		cp.H.Fail(w, r, err)
 		return
 	}
-	v := chatGuildView{Guild: g, GlobalLanguage: st.DefaultLanguage,
+	v := chatGuildView{Guild: g, GlobalLanguage: st.DefaultLanguage, Channels: channelRows(chs),
 		CanSync: p.Can("chatplatform:sync"), CanSyncMembers: p.Can("chatplatform:guild.sync"), CanEdit: p.Can("chatplatform:edit")}
-	names := map[string]string{}
-	for _, c := range chs {
-		names[c.ChannelID] = c.Name
-	}
-	for _, c := range chs {
-		row := channelRow{Channel: c}
-		if c.ParentID != nil {
-			row.Parent = names[*c.ParentID]
-		}
-		v.Channels = append(v.Channels, row)
-	}
 	if gs.DefaultLanguage != nil {
 		v.Language = *gs.DefaultLanguage
 	}
 	if language != nil {
 		v.Language, v.LanguageError = language[0], language[1]
 	}
-	// The member list reads the REST list's query parameters (a form
-	// post's answer has none: its first page, unfiltered).
-	q := r.URL.Query()
-	limit, offset := httpx.ParseLimitOffset(r, memberPageSize)
-	v.Filter = memberFilter{Search: q.Get("search"), HasRole: q.Get("has_role"), BotOnly: q.Get("bot_only") != "", HumansOnly: q.Get("humans_only") != "",
-		Errors: map[string]string{}}
-	v.Filter.Active = v.Filter.Search != "" || v.Filter.HasRole != "" || v.Filter.BotOnly || v.Filter.HumansOnly
 	roles, err := cp.Chat.Roles(ctx, g)
 	if err != nil {
 		cp.H.Fail(w, r, err)
 		return
 	}
-	roleNames := map[string]string{}
-	known := false
-	for _, rl := range roles {
-		roleNames[rl.RoleID] = rl.Name
-		v.Filter.Roles = append(v.Filter.Roles, roleOption{Value: rl.RoleID, Label: rl.Name, Selected: rl.RoleID == v.Filter.HasRole})
-		known = known || rl.RoleID == v.Filter.HasRole
-	}
-	if v.Filter.HasRole != "" && !known {
-		v.Filter.Roles = append(v.Filter.Roles, roleOption{Value: v.Filter.HasRole, Label: v.Filter.HasRole, Selected: true})
-	}
-	members, err := cp.Chat.Members(ctx, g.ID, chat.MemberQuery{Search: q.Get("search"), BotOnly: q.Get("bot_only"),
-		HumansOnly: q.Get("humans_only"), HasRole: q.Get("has_role"), Limit: limit, Offset: offset})
-	if err != nil {
+	// The member list reads the REST list's query parameters (a form
+	// post's answer has none: its first page, unfiltered).
+	q := r.URL.Query()
+	roleNames := v.Filter.read(q, roles)
+	if err := cp.listMembers(r, &v, q, roleNames); err != nil {
 		if !apperr.Is(err, apperr.Validation) {
 			cp.H.Fail(w, r, err)
 			return
 		}
-		field := apperr.FieldOf(err)
-		if field == "" {
-			field = "search"
-		}
+		field := cmp.Or(apperr.FieldOf(err), "search")
 		v.Filter.Errors[field] = cp.H.ErrorText(r, err)
 		status = http.StatusBadRequest
-	} else if n := len(members.Members); n > 0 {
-		v.Total, v.From, v.To = members.TotalCount, offset+1, offset+n
-		for _, m := range members.Members {
-			row := memberRow{Member: m}
-			for _, id := range m.Roles {
-				row.RoleNames = append(row.RoleNames, cmp.Or(roleNames[id], id))
-			}
-			v.Members = append(v.Members, row)
-		}
-		if offset > 0 {
-			v.Prev = memberPageLink(g.GuildID, q, max(0, offset-limit))
-		}
-		if members.HasMore {
-			v.Next = memberPageLink(g.GuildID, q, offset+n)
-		}
 	}
 	cp.H.Console(w, r, status, "admin_chat_guild", web.ConsoleView{Title: "admin.chat.guild.title", Section: "chat", Error: errText, Data: v})
+}
+
+// channelRows pairs each channel with the name of its parent category.
+func channelRows(chs []chat.Channel) []channelRow {
+	names := map[string]string{}
+	for _, c := range chs {
+		names[c.ChannelID] = c.Name
+	}
+	var rows []channelRow
+	for _, c := range chs {
+		row := channelRow{Channel: c}
+		if c.ParentID != nil {
+			row.Parent = names[*c.ParentID]
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// read fills the filter from the member list's query parameters and the
+// guild's roles (a role id the bot did not report stays selectable), and
+// returns the roles' names by id.
+func (f *memberFilter) read(q url.Values, roles []chat.Role) map[string]string {
+	*f = memberFilter{Search: q.Get("search"), HasRole: q.Get("has_role"), BotOnly: q.Get("bot_only") != "", HumansOnly: q.Get("humans_only") != "",
+		Errors: map[string]string{}}
+	f.Active = f.Search != "" || f.HasRole != "" || f.BotOnly || f.HumansOnly
+	roleNames := map[string]string{}
+	known := false
+	for _, rl := range roles {
+		roleNames[rl.RoleID] = rl.Name
+		f.Roles = append(f.Roles, roleOption{Value: rl.RoleID, Label: rl.Name, Selected: rl.RoleID == f.HasRole})
+		known = known || rl.RoleID == f.HasRole
+	}
+	if f.HasRole != "" && !known {
+		f.Roles = append(f.Roles, roleOption{Value: f.HasRole, Label: f.HasRole, Selected: true})
+	}
+	return roleNames
+}
+
+// listMembers fills the view's page of members matching q, with the links
+// to the neighbouring pages.
+func (cp *ChatPages) listMembers(r *http.Request, v *chatGuildView, q url.Values, roleNames map[string]string) error {
+	limit, offset := httpx.ParseLimitOffset(r, memberPageSize)
+	members, err := cp.Chat.Members(r.Context(), v.Guild.ID, chat.MemberQuery{Search: q.Get("search"), BotOnly: q.Get("bot_only"),
+		HumansOnly: q.Get("humans_only"), HasRole: q.Get("has_role"), Limit: limit, Offset: offset})
+	if err != nil {
+		return err
+	}
+	n := len(members.Members)
+	if n == 0 {
+		return nil
+	}
+	v.Total, v.From, v.To = members.TotalCount, offset+1, offset+n
+	for _, m := range members.Members {
+		row := memberRow{Member: m}
+		for _, id := range m.Roles {
+			row.RoleNames = append(row.RoleNames, cmp.Or(roleNames[id], id))
+		}
+		v.Members = append(v.Members, row)
+	}
+	if offset > 0 {
+		v.Prev = memberPageLink(v.Guild.GuildID, q, max(0, offset-limit))
+	}
+	if members.HasMore {
+		v.Next = memberPageLink(v.Guild.GuildID, q, offset+n)
+	}
+	return nil
 }
 
 // memberPageLink is the guild page at offset, keeping the other parameters.

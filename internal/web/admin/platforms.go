@@ -78,30 +78,40 @@ func (ap *PlatformPages) event(r *http.Request) audit.Event {
 // SetEnabled is POST /admin/platforms/{id_or_slug}/enabled with enabled
 // true or false: PATCH /v1/platforms/{id_or_slug}/enabled.
 func (ap *PlatformPages) SetEnabled(w http.ResponseWriter, r *http.Request) {
-	p := ap.H.ConsolePost(w, r)
-	if p == nil {
-		return
+	ap.H.Act(w, r, web.Action{To: "/admin/platforms", Refuse: ap.refuse(nil),
+		Call: func(*authn.Principal) (string, error) {
+			var on bool
+			switch r.PostFormValue("enabled") {
+			case "true":
+				on = true
+			case "false":
+			default:
+				return "", apperr.Invalid("enabled must be true or false")
+			}
+			pl, _, err := ap.Platforms.Update(r.Context(), chi.URLParam(r, "id_or_slug"), platforms.Changes{Enabled: &on}, ap.event(r))
+			if err != nil {
+				return "", err
+			}
+			if pl.Enabled {
+				return "admin.platforms.enabled", nil
+			}
+			return "admin.platforms.disabled", nil
+		}})
+}
+
+// refuse draws the page again with a refused post: its error at its field
+// of form (when form is not nil and the error names one), else above.
+func (ap *PlatformPages) refuse(form *platformForm) func(http.ResponseWriter, *http.Request, string, error) {
+	return func(w http.ResponseWriter, r *http.Request, _ string, err error) {
+		if form == nil {
+			status, text := ap.H.PageRefusal(w, r, err)
+			ap.render(w, r, status, text, nil)
+			return
+		}
+		status, text, fe := ap.H.FormRefusal(w, r, err, "admin.platforms.fixfield")
+		form.Err = fe
+		ap.render(w, r, status, text, form)
 	}
-	var on bool
-	switch r.PostFormValue("enabled") {
-	case "true":
-		on = true
-	case "false":
-	default:
-		err := apperr.Invalid("enabled must be true or false")
-		ap.render(w, r, ap.H.Status(w, err), ap.H.ErrorText(r, err), nil)
-		return
-	}
-	pl, _, err := ap.Platforms.Update(r.Context(), chi.URLParam(r, "id_or_slug"), platforms.Changes{Enabled: &on}, ap.event(r))
-	if err != nil {
-		ap.render(w, r, ap.H.Status(w, err), ap.H.ErrorText(r, err), nil)
-		return
-	}
-	msg := "admin.platforms.disabled"
-	if pl.Enabled {
-		msg = "admin.platforms.enabled"
-	}
-	ap.H.Done(w, r, "/admin/platforms", msg)
 }
 
 // Settings is POST /admin/platforms/{id_or_slug}/settings: PATCH
@@ -110,44 +120,38 @@ func (ap *PlatformPages) SetEnabled(w http.ResponseWriter, r *http.Request) {
 // always carries the whole state). A form changed in nothing is a request
 // without fields, answered "No changes requested" as the spec says.
 func (ap *PlatformPages) Settings(w http.ResponseWriter, r *http.Request) {
-	p := ap.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
-	ctx := r.Context()
 	slug := chi.URLParam(r, "id_or_slug")
-	cur, err := ap.Platforms.Get(ctx, ap.Platforms.DB, slug)
-	if err != nil {
-		ap.render(w, r, ap.H.Status(w, err), ap.H.ErrorText(r, err), nil)
-		return
-	}
-	reg, tfa := r.PostFormValue("registration_enabled") == "on", r.PostFormValue("two_factor_required") == "on"
-	var c platforms.Changes
-	if reg != cur.RegistrationEnabled {
-		c.RegistrationEnabled = &reg
-	}
-	if tfa != cur.TwoFactorRequired {
-		c.TwoFactorRequired = &tfa
-	}
-	res, err := ap.Platforms.UpdateSettings(ctx, slug, c, ap.event(r))
-	if err != nil {
-		form := &platformForm{Slug: slug, Registration: reg, TwoFactor: tfa}
-		text := ap.H.ErrorText(r, err)
-		if field := apperr.FieldOf(err); field != "" {
-			form.Err = web.FormError{Field: field, Text: text}
-			text = web.Translator(ap.H.UserLanguage(r, p))("admin.platforms.fixfield")
-		}
-		ap.render(w, r, ap.H.Status(w, err), text, form)
-		return
-	}
-	switch {
-	case !res.Requested:
-		ap.H.Done(w, r, "/admin/platforms", "admin.platforms.nochanges")
-	case len(res.Changed) == 0:
-		ap.H.Done(w, r, "/admin/platforms", "admin.platforms.already")
-	default:
-		ap.H.Done(w, r, "/admin/platforms", "admin.platforms.saved")
-	}
+	form := &platformForm{Slug: slug}
+	refuse := ap.refuse(form)
+	ap.H.Act(w, r, web.Action{To: "/admin/platforms",
+		Call: func(*authn.Principal) (string, error) {
+			ctx := r.Context()
+			cur, err := ap.Platforms.Get(ctx, ap.Platforms.DB, slug)
+			if err != nil {
+				refuse = ap.refuse(nil) // no form to show for a platform that is not there
+				return "", err
+			}
+			form.Registration, form.TwoFactor = r.PostFormValue("registration_enabled") == "on", r.PostFormValue("two_factor_required") == "on"
+			var c platforms.Changes
+			if form.Registration != cur.RegistrationEnabled {
+				c.RegistrationEnabled = &form.Registration
+			}
+			if form.TwoFactor != cur.TwoFactorRequired {
+				c.TwoFactorRequired = &form.TwoFactor
+			}
+			res, err := ap.Platforms.UpdateSettings(ctx, slug, c, ap.event(r))
+			switch {
+			case err != nil:
+				return "", err
+			case !res.Requested:
+				return "admin.platforms.nochanges", nil
+			case len(res.Changed) == 0:
+				return "admin.platforms.already", nil
+			}
+			return "admin.platforms.saved", nil
+		},
+		Refuse: func(w http.ResponseWriter, r *http.Request, form string, err error) { refuse(w, r, form, err) },
+	})
 }
 
 func init() {

@@ -191,18 +191,22 @@ func adminRoleInput(r *http.Request) access.RoleInput {
 // Create is POST /admin/roles (POST /v1/roles): it creates the role and
 // opens its page, where its permissions are given.
 func (ap *RolesPages) Create(w http.ResponseWriter, r *http.Request) {
-	if ap.H.ConsolePost(w, r) == nil {
-		return
-	}
-	in := adminRoleInput(r)
-	role, err := ap.Access.CreateRole(r.Context(), in)
-	if err != nil {
-		status, text, fe := ap.failure(w, r, err, "admin.roles.name.taken")
-		ap.renderList(w, r, status, adminRolesList{Err: fe, Form: access.Role{Name: in.Name.Value, Description: in.Description.Value,
-			RequiresTwoFactor: in.RequiresTwoFactor.Value}}, text)
-		return
-	}
-	ap.H.Done(w, r, "/admin/roles/"+role.ID, "admin.roles.created")
+	var in access.RoleInput
+	var role access.Role
+	ap.H.Act(w, r, web.Action{
+		Call: func(*authn.Principal) (string, error) {
+			in = adminRoleInput(r)
+			var err error
+			role, err = ap.Access.CreateRole(r.Context(), in)
+			return "admin.roles.created", err
+		},
+		Next: func() string { return "/admin/roles/" + role.ID },
+		Refuse: func(w http.ResponseWriter, r *http.Request, _ string, err error) {
+			status, text, fe := ap.failure(w, r, err, "admin.roles.name.taken")
+			ap.renderList(w, r, status, adminRolesList{Err: fe, Form: access.Role{Name: in.Name.Value, Description: in.Description.Value,
+				RequiresTwoFactor: in.RequiresTwoFactor.Value}}, text)
+		},
+	})
 }
 
 // Role is GET /admin/roles/{id} (GET /v1/roles/{id} and its permissions).
@@ -306,17 +310,19 @@ func (ap *RolesPages) renderPermissions(w http.ResponseWriter, r *http.Request, 
 
 // CreatePermission is POST /admin/roles/permissions (POST /v1/permissions).
 func (ap *RolesPages) CreatePermission(w http.ResponseWriter, r *http.Request) {
-	if ap.H.ConsolePost(w, r) == nil {
-		return
-	}
-	in := access.PermissionInput{Resource: strings.TrimSpace(r.PostFormValue("resource")), Action: strings.TrimSpace(r.PostFormValue("action")),
-		Description: strings.TrimSpace(r.PostFormValue("description"))}
-	if _, err := ap.Access.CreatePermission(r.Context(), in); err != nil {
-		status, text, fe := ap.failure(w, r, err, "admin.roles.perm.taken")
-		ap.renderPermissions(w, r, status, adminPermissionsList{Form: in, Err: fe}, text)
-		return
-	}
-	ap.H.Done(w, r, "/admin/roles/permissions", "admin.roles.perm.created")
+	var in access.PermissionInput
+	ap.H.Act(w, r, web.Action{To: "/admin/roles/permissions",
+		Call: func(*authn.Principal) (string, error) {
+			in = access.PermissionInput{Resource: strings.TrimSpace(r.PostFormValue("resource")), Action: strings.TrimSpace(r.PostFormValue("action")),
+				Description: strings.TrimSpace(r.PostFormValue("description"))}
+			_, err := ap.Access.CreatePermission(r.Context(), in)
+			return "admin.roles.perm.created", err
+		},
+		Refuse: func(w http.ResponseWriter, r *http.Request, _ string, err error) {
+			status, text, fe := ap.failure(w, r, err, "admin.roles.perm.taken")
+			ap.renderPermissions(w, r, status, adminPermissionsList{Form: in, Err: fe}, text)
+		},
+	})
 }
 
 func init() {
