@@ -132,32 +132,8 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 		return nil, err
 	}
 
-	switch {
-	case cfg.RedisURL != "":
-		rc, err := cache.NewRedisWith(ctx, cfg.RedisURL, opt.CachePrefix, cache.RedisOptions{Timeout: cfg.DependencyTimeout})
-		if err != nil {
-			return nil, err
-		}
-		s.Cache = rc
-		s.closers = append(s.closers, rc.Close)
-		s.Epoch = &authn.CacheEpoch{Cache: rc}
-		rl := cache.NewRedisLimiter(rc)
-		if _, system := s.Clock.(clock.System); !system {
-			// An injected clock (tests) also drives the sliding windows;
-			// the system clock leaves them on Redis's TIME, which every
-			// instance shares.
-			rl.Now = s.Clock.Now
-		}
-		s.Limiter = rl
-	case database.Flavor == db.Postgres:
-		s.Cache = cache.NewMemory(s.Clock.Now)
-		s.Epoch = authn.DBEpoch{DB: database}
-	default:
-		s.Cache = cache.NewMemory(s.Clock.Now)
-		s.Epoch = &authn.MemoryEpoch{}
-	}
-	if s.Limiter == nil {
-		s.Limiter = cache.NewMemoryLimiter(s.Clock.Now)
+	if err := s.openCache(ctx, cfg, opt); err != nil {
+		return nil, err
 	}
 	s.Audit = &audit.Writer{DB: database, Clock: s.Clock}
 	if cfg.GeoIPDB != "" {
@@ -212,6 +188,40 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 	s.handler = s.traced(s.handler)
 	ok = true
 	return s, nil
+}
+
+// openCache sets the shared cache, the authentication epoch and the rate
+// limiter: Redis when HMID_REDIS_URL is set; otherwise memory, with the epoch
+// in the database on PostgreSQL so several instances still share it.
+func (s *Server) openCache(ctx context.Context, cfg config.Config, opt Options) error {
+	switch {
+	case cfg.RedisURL != "":
+		rc, err := cache.NewRedisWith(ctx, cfg.RedisURL, opt.CachePrefix, cache.RedisOptions{Timeout: cfg.DependencyTimeout})
+		if err != nil {
+			return err
+		}
+		s.Cache = rc
+		s.closers = append(s.closers, rc.Close)
+		s.Epoch = &authn.CacheEpoch{Cache: rc}
+		rl := cache.NewRedisLimiter(rc)
+		if _, system := s.Clock.(clock.System); !system {
+			// An injected clock (tests) also drives the sliding windows;
+			// the system clock leaves them on Redis's TIME, which every
+			// instance shares.
+			rl.Now = s.Clock.Now
+		}
+		s.Limiter = rl
+	case s.DB.Flavor == db.Postgres:
+		s.Cache = cache.NewMemory(s.Clock.Now)
+		s.Epoch = authn.DBEpoch{DB: s.DB}
+	default:
+		s.Cache = cache.NewMemory(s.Clock.Now)
+		s.Epoch = &authn.MemoryEpoch{}
+	}
+	if s.Limiter == nil {
+		s.Limiter = cache.NewMemoryLimiter(s.Clock.Now)
+	}
+	return nil
 }
 
 // ServeHTTP serves a request.

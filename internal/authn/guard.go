@@ -202,37 +202,58 @@ func (g *Guard) page(w http.ResponseWriter, r *http.Request, rule Rule, next htt
 
 func (rule Rule) check(p *Principal, r *http.Request) error {
 	if p.Kind == KindOAuth {
-		if !rule.oauth {
-			return apperr.Forbiddenf("OAuth access tokens are not accepted on this endpoint; use a session token or an API key")
-		}
-		if rule.oauthScope != "" && !p.HasOAuthScope(rule.oauthScope) {
-			return apperr.Forbiddenf("the access token lacks the %s scope", rule.oauthScope)
-		}
-		// An OAuth token acts only for its own user.
-		if rule.selfParam != "" && !p.IsSelf(chi.URLParam(r, rule.selfParam)) {
-			return apperr.Forbiddenf("an OAuth access token may only read its own user")
-		}
-		return nil
+		return rule.checkOAuth(p, r)
 	}
+	if err, decided := rule.checkKind(p); decided {
+		return err
+	}
+	return rule.checkPermission(p, r)
+}
+
+// checkOAuth is the rule for an OAuth access token: the route must take
+// them, the token must hold the route's scope, and it acts only for its own
+// user.
+func (rule Rule) checkOAuth(p *Principal, r *http.Request) error {
+	if !rule.oauth {
+		return apperr.Forbiddenf("OAuth access tokens are not accepted on this endpoint; use a session token or an API key")
+	}
+	if rule.oauthScope != "" && !p.HasOAuthScope(rule.oauthScope) {
+		return apperr.Forbiddenf("the access token lacks the %s scope", rule.oauthScope)
+	}
+	if rule.selfParam != "" && !p.IsSelf(chi.URLParam(r, rule.selfParam)) {
+		return apperr.Forbiddenf("an OAuth access token may only read its own user")
+	}
+	return nil
+}
+
+// checkKind decides the rules that depend on who the principal is rather
+// than what it may do; decided is false for a permission rule.
+func (rule Rule) checkKind(p *Principal) (err error, decided bool) {
 	switch {
 	case rule.optional:
-		return nil
+		return nil, true
 	case rule.systemOnly:
 		if !p.SystemKey {
-			return apperr.Forbiddenf("this endpoint needs a system API key")
+			return apperr.Forbiddenf("this endpoint needs a system API key"), true
 		}
-		return nil
+		return nil, true
 	case rule.sessionOnly:
 		if p.Kind != KindSession {
-			return apperr.Forbiddenf("this endpoint needs a user session token")
+			return apperr.Forbiddenf("this endpoint needs a user session token"), true
 		}
-		return nil
+		return nil, true
 	case rule.superAdmin:
 		if !p.IsAdmin() {
-			return apperr.Forbiddenf("this endpoint is for super admins")
+			return apperr.Forbiddenf("this endpoint is for super admins"), true
 		}
-		return nil
+		return nil, true
 	}
+	return nil, false
+}
+
+// checkPermission is a permission rule: one of anyPerm, or perm, or the
+// principal's own user when the rule allows self.
+func (rule Rule) checkPermission(p *Principal, r *http.Request) error {
 	if len(rule.anyPerm) > 0 {
 		for _, perm := range rule.anyPerm {
 			if p.Can(perm) {

@@ -210,21 +210,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 		c.MailFrom = "hmid@" + host
 	}
-	for _, part := range strings.Split(getenv("HMID_TRUSTED_PROXIES"), ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		p, err := netip.ParsePrefix(part)
-		if err != nil {
-			// A bare address means a single host.
-			a, aerr := netip.ParseAddr(part)
-			if aerr != nil {
-				return c, fmt.Errorf("HMID_TRUSTED_PROXIES: %q is not a CIDR or address", part)
-			}
-			p = netip.PrefixFrom(a, a.BitLen())
-		}
-		c.TrustedProxies = append(c.TrustedProxies, p.Masked())
+	if c.TrustedProxies, err = trustedProxies(getenv("HMID_TRUSTED_PROXIES")); err != nil {
+		return c, err
 	}
 	if err := c.readOutbound(get, getenv); err != nil {
 		return c, err
@@ -234,6 +221,28 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	return c, c.Validate()
+}
+
+// trustedProxies parses HMID_TRUSTED_PROXIES: comma-separated CIDRs, a bare
+// address meaning that one host.
+func trustedProxies(v string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, part := range strings.Split(v, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(part)
+		if err != nil {
+			a, aerr := netip.ParseAddr(part)
+			if aerr != nil {
+				return nil, fmt.Errorf("HMID_TRUSTED_PROXIES: %q is not a CIDR or address", part)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // readOutbound reads what requests to URLs users supply may reach:

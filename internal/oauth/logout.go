@@ -51,6 +51,30 @@ func (s *Service) SessionSID(sessionID string) string {
 // is either the client's secret, which hmid keeps only hashed, or a key that
 // never leaves the server, so the client could not verify them.
 func applyLogoutInput(c *Client, in ClientInput) error {
+	if err := applyPostLogoutURIs(c, in); err != nil {
+		return err
+	}
+	if in.BackchannelLogoutURI.Set {
+		c.BackchannelLogoutURI = nil
+		if v := in.BackchannelLogoutURI.Ptr(); v != nil && *v != "" {
+			c.BackchannelLogoutURI = v
+		}
+	}
+	if in.BackchannelLogoutSessionRequired.Set {
+		if in.BackchannelLogoutSessionRequired.Ptr() == nil {
+			return apperr.OnField("backchannel_logout_session_required", apperr.Invalid("backchannel_logout_session_required must be true or false"))
+		}
+		c.BackchannelLogoutSessionRequired = in.BackchannelLogoutSessionRequired.Value
+	}
+	if c.BackchannelLogoutURI == nil {
+		return nil
+	}
+	return checkBackchannelURI(*c.BackchannelLogoutURI, c.IDTokenSignedResponseAlg)
+}
+
+// applyPostLogoutURIs applies post_logout_redirect_uris: at most 20,
+// normalized like redirect URIs, without duplicates.
+func applyPostLogoutURIs(c *Client, in ClientInput) error {
 	if in.PostLogoutRedirectURIs.Set {
 		uris := in.PostLogoutRedirectURIs.Value
 		if len(uris) > 20 {
@@ -71,28 +95,19 @@ func applyLogoutInput(c *Client, in ClientInput) error {
 	if c.PostLogoutRedirectURIs == nil {
 		c.PostLogoutRedirectURIs = []string{}
 	}
-	if in.BackchannelLogoutURI.Set {
-		c.BackchannelLogoutURI = nil
-		if v := in.BackchannelLogoutURI.Ptr(); v != nil && *v != "" {
-			c.BackchannelLogoutURI = v
-		}
-	}
-	if in.BackchannelLogoutSessionRequired.Set {
-		if in.BackchannelLogoutSessionRequired.Ptr() == nil {
-			return apperr.OnField("backchannel_logout_session_required", apperr.Invalid("backchannel_logout_session_required must be true or false"))
-		}
-		c.BackchannelLogoutSessionRequired = in.BackchannelLogoutSessionRequired.Value
-	}
-	if c.BackchannelLogoutURI == nil {
-		return nil
-	}
-	raw := *c.BackchannelLogoutURI
+	return nil
+}
+
+// checkBackchannelURI checks a back-channel logout URI (Back-Channel Logout
+// 1.0 §2.2: an absolute http(s) URL, no fragment) and that the client's
+// ID-token algorithm lets it verify logout tokens.
+func checkBackchannelURI(raw, alg string) error {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.Fragment != "" ||
 		strings.Contains(raw, "#") || len(raw) > 2000 || strings.ContainsAny(raw, " \t\r\n\\") {
 		return apperr.OnField("backchannel_logout_uri", apperr.Invalid("backchannel_logout_uri must be an absolute http(s) URL without user information or fragment"))
 	}
-	if c.IDTokenSignedResponseAlg != AlgRS256 && c.IDTokenSignedResponseAlg != AlgES256 {
+	if alg != AlgRS256 && alg != AlgES256 {
 		return apperr.OnField("backchannel_logout_uri", apperr.Invalid("back-channel logout needs id_token_signed_response_alg RS256 or ES256: logout tokens are signed like ID tokens, and the client must be able to verify them"))
 	}
 	return nil
@@ -215,40 +230,60 @@ func (s *Service) CheckEndSession(ctx context.Context, q map[string][]string, se
 		if h, err = s.parseHint(ctx, raw); err != nil {
 			return out, err
 		}
-		switch {
-		case clientID != "" && !slices.Contains(h.aud, clientID):
-			return out, apperr.OnField("client_id", apperr.Invalid("client_id is not an audience of the id_token_hint"))
-		case clientID == "" && len(h.aud) == 1:
-			clientID = h.aud[0]
-		case clientID == "":
-			return out, apperr.OnField("client_id", apperr.Invalid("client_id is required with an id_token_hint of several audiences"))
+		if clientID, err = hintClient(h, clientID); err != nil {
+			return out, err
 		}
 	}
 	if redirect != "" && clientID == "" {
 		return out, apperr.OnField("post_logout_redirect_uri", apperr.Invalid("post_logout_redirect_uri needs client_id or id_token_hint to be verified"))
 	}
 	if clientID != "" {
-		c, err := s.loadClient(ctx, s.DB, clientID)
-		if apperr.Is(err, apperr.NotFound) {
-			return out, apperr.OnField("client_id", apperr.Invalid("client_id names no registered client"))
-		}
-		if err != nil {
+		if err := s.endSessionClient(ctx, &out, clientID, redirect, state); err != nil {
 			return out, err
-		}
-		if !c.IsActive {
-			return out, apperr.OnField("client_id", apperr.Invalid("the client is deactivated"))
-		}
-		out.ClientID, out.ClientName = c.ID, c.Name
-		if redirect != "" {
-			// Simple string comparison, like redirect_uri (RFC 3986 §6.2.1).
-			if !slices.Contains(c.PostLogoutRedirectURIs, redirect) {
-				return out, apperr.OnField("post_logout_redirect_uri", apperr.Invalid("post_logout_redirect_uri is not registered for this client"))
-			}
-			out.RedirectURL = buildRedirect(redirect, url.Values{"state": {state}})
 		}
 	}
 	out.Confirmed = h.verified && sessionID != "" && h.sub == userID && h.sid != "" && h.sid == s.SessionSID(sessionID)
 	return out, nil
+}
+
+// hintClient returns the client an end-session request names, given its
+// id_token_hint h and the client_id it sent (maybe ""): the hint's only
+// audience when none was sent, and an error when they disagree or the hint
+// has several audiences to choose from (RP-Initiated Logout 1.0 §2).
+func hintClient(h hint, clientID string) (string, error) {
+	switch {
+	case clientID != "" && !slices.Contains(h.aud, clientID):
+		return "", apperr.OnField("client_id", apperr.Invalid("client_id is not an audience of the id_token_hint"))
+	case clientID == "" && len(h.aud) == 1:
+		return h.aud[0], nil
+	case clientID == "":
+		return "", apperr.OnField("client_id", apperr.Invalid("client_id is required with an id_token_hint of several audiences"))
+	}
+	return clientID, nil
+}
+
+// endSessionClient fills out with the client of an end-session request and,
+// when redirect is given, the registered post-logout redirect with state.
+func (s *Service) endSessionClient(ctx context.Context, out *authflow.EndSession, clientID, redirect, state string) error {
+	c, err := s.loadClient(ctx, s.DB, clientID)
+	if apperr.Is(err, apperr.NotFound) {
+		return apperr.OnField("client_id", apperr.Invalid("client_id names no registered client"))
+	}
+	if err != nil {
+		return err
+	}
+	if !c.IsActive {
+		return apperr.OnField("client_id", apperr.Invalid("the client is deactivated"))
+	}
+	out.ClientID, out.ClientName = c.ID, c.Name
+	if redirect != "" {
+		// Simple string comparison, like redirect_uri (RFC 3986 §6.2.1).
+		if !slices.Contains(c.PostLogoutRedirectURIs, redirect) {
+			return apperr.OnField("post_logout_redirect_uri", apperr.Invalid("post_logout_redirect_uri is not registered for this client"))
+		}
+		out.RedirectURL = buildRedirect(redirect, url.Values{"state": {state}})
+	}
+	return nil
 }
 
 // LogoutToken signs the logout token telling clientID that the browser

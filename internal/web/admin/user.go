@@ -197,24 +197,7 @@ func (ap *UserPages) render(w http.ResponseWriter, r *http.Request, status int, 
 		ap.H.Fail(w, r, err)
 		return
 	}
-	// The two-factor service decides who sees the state (two_factor:manage
-	// for another user) and answers a deleted account as not found.
-	switch st, err := ap.TwoFactor.Status(ctx, p, u.ID); {
-	case err == nil:
-		v.TwoFactor = &st
-		if st.PlatformSlug != nil {
-			v.TwoFactorOn = *st.PlatformSlug
-			for _, a := range v.Accounts {
-				if a.PlatformSlug == *st.PlatformSlug {
-					v.TwoFactorOn = a.PlatformName
-				}
-			}
-		}
-	case apperr.Is(err, apperr.Forbidden):
-		v.TwoFactorNote = t("admin.user.2fa.hidden")
-	case apperr.Is(err, apperr.NotFound):
-		v.TwoFactorNote = t("admin.user.hidden.deleted")
-	default:
+	if err := ap.twoFactorState(r, t, u.ID, &v); err != nil {
 		ap.H.Fail(w, r, err)
 		return
 	}
@@ -256,6 +239,31 @@ func (ap *UserPages) render(w http.ResponseWriter, r *http.Request, status int, 
 	// A username has no dot and every message key has one, so the title
 	// (a message key of the layout) shows the name as it is.
 	ap.H.Console(w, r, status, "admin_user", web.ConsoleView{Title: u.Username, Section: "users", Error: errText, Data: v})
+}
+
+// twoFactorState fills v's second-factor section. The two-factor service
+// decides who sees the state (two_factor:manage for another user) and
+// answers a deleted account as not found; both become a note, not an error.
+func (ap *UserPages) twoFactorState(r *http.Request, t func(string) string, userID string, v *adminUserView) error {
+	switch st, err := ap.TwoFactor.Status(r.Context(), authn.From(r.Context()), userID); {
+	case err == nil:
+		v.TwoFactor = &st
+		if st.PlatformSlug != nil {
+			v.TwoFactorOn = *st.PlatformSlug
+			for _, a := range v.Accounts {
+				if a.PlatformSlug == *st.PlatformSlug {
+					v.TwoFactorOn = a.PlatformName
+				}
+			}
+		}
+	case apperr.Is(err, apperr.Forbidden):
+		v.TwoFactorNote = t("admin.user.2fa.hidden")
+	case apperr.Is(err, apperr.NotFound):
+		v.TwoFactorNote = t("admin.user.hidden.deleted")
+	default:
+		return err
+	}
+	return nil
 }
 
 // grantable lists the roles the reader may assign (access.Service, the
