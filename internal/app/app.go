@@ -28,6 +28,7 @@ import (
 	"hmid/internal/geoip"
 	"hmid/internal/httpx"
 	"hmid/internal/mail"
+	"hmid/internal/policy"
 	"hmid/internal/secretbox"
 	"hmid/internal/upstream"
 	"hmid/internal/users"
@@ -69,6 +70,10 @@ type Server struct {
 	Consents     authflow.Consents     // the OAuth provider, for the consent page
 
 	Access *access.Service
+
+	// Policy is the snapshot of the operator's policies (session, token
+	// lifetimes, passwords, login throttle), kept current on every instance.
+	Policy *policy.Store
 
 	// Upstream holds the configured upstream sign-in providers (none when
 	// no HMID_LOGIN_* variable is set).
@@ -174,6 +179,9 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 	s.Metrics = httpx.NewMetrics()
 
 	s.Access = &access.Service{DB: database, Clock: s.Clock, Epoch: s.Epoch, Audit: s.Audit}
+	if err := s.startPolicy(ctx); err != nil {
+		return nil, err
+	}
 
 	if err := s.seed(ctx, opt.Stdout); err != nil {
 		return nil, err

@@ -42,6 +42,7 @@ func (s *Server) buildOAuth(ctx context.Context) error {
 		DefaultIDTokenAlg:    s.Config.IDTokenAlg,
 		RefreshReuseInterval: s.Config.RefreshReuseInterval,
 		Outbound:             s.Outbound,
+		Policy:               s.Policy,
 	}
 	s.OAuth = svc
 	s.oauthHandler = &oauth.Handler{S: svc}

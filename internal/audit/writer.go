@@ -57,6 +57,9 @@ const (
 	// success when the reuse interval let it through, a failure when its
 	// family was revoked.
 	RefreshTokenReused = "refresh_token_reused"
+	// SystemConfigUpdated: an operator changed a system-config entry (a
+	// policy among them); metadata holds key, old_value and new_value.
+	SystemConfigUpdated = "system_config_updated"
 )
 
 // Event is one audit record to write.

@@ -67,6 +67,11 @@ type Client struct {
 	// BackchannelLogoutSessionRequired: the client needs sid in logout
 	// tokens (hmid always sends it; kept as registered, §2.2).
 	BackchannelLogoutSessionRequired bool `json:"backchannel_logout_session_required"`
+	// AccessTokenLifetimeSeconds and RefreshTokenLifetimeSeconds override
+	// the server-wide token lifetimes for this client; nil is the server's
+	// (lifetimes.go).
+	AccessTokenLifetimeSeconds  *int64 `json:"access_token_lifetime_seconds"`
+	RefreshTokenLifetimeSeconds *int64 `json:"refresh_token_lifetime_seconds"`
 }
 
 // ClientInput is the body of client creation and update; on update only the
@@ -88,20 +93,26 @@ type ClientInput struct {
 	PostLogoutRedirectURIs           httpx.Opt[[]string] `json:"post_logout_redirect_uris"`
 	BackchannelLogoutURI             httpx.Opt[string]   `json:"backchannel_logout_uri"`
 	BackchannelLogoutSessionRequired httpx.Opt[bool]     `json:"backchannel_logout_session_required"`
+	// Token lifetimes of this client, null for the server's (lifetimes.go).
+	AccessTokenLifetimeSeconds  ClientLifetime `json:"access_token_lifetime_seconds"`
+	RefreshTokenLifetimeSeconds ClientLifetime `json:"refresh_token_lifetime_seconds"`
 }
 
 const clientCols = `id, owner_id, name, description, logo_url, homepage_url, privacy_policy_url, terms_of_service_url,
 	redirect_uris, allowed_scopes, client_type, is_first_party, is_active, id_token_alg, secret_hash, created_at, updated_at,
-	post_logout_redirect_uris, backchannel_logout_uri, backchannel_logout_session_required`
+	post_logout_redirect_uris, backchannel_logout_uri, backchannel_logout_session_required,
+	access_token_lifetime_seconds, refresh_token_lifetime_seconds`
 
 func scanClient(row interface{ Scan(...any) error }) (Client, error) {
 	var c Client
 	var owner, logo, home, privacy, tos, secret, bcl sql.NullString
 	var redirects, scopes, postLogout db.Strings
 	var created, updated int64
+	var accessTTL, refreshTTL sql.NullInt64
 	err := row.Scan(&c.ID, &owner, &c.Name, &c.Description, &logo, &home, &privacy, &tos, &redirects, &scopes,
 		&c.ClientType, &c.IsFirstParty, &c.IsActive, &c.IDTokenSignedResponseAlg, &secret, &created, &updated,
-		&postLogout, &bcl, &c.BackchannelLogoutSessionRequired)
+		&postLogout, &bcl, &c.BackchannelLogoutSessionRequired, &accessTTL, &refreshTTL)
+	c.AccessTokenLifetimeSeconds, c.RefreshTokenLifetimeSeconds = lifetimePtr(accessTTL), lifetimePtr(refreshTTL)
 	c.PostLogoutRedirectURIs, c.BackchannelLogoutURI = postLogout, db.StringPtr(bcl)
 	if c.PostLogoutRedirectURIs == nil {
 		c.PostLogoutRedirectURIs = []string{}
@@ -297,6 +308,9 @@ func applyInput(c *Client, in ClientInput, creating bool) error {
 	if err := applyLogoutInput(c, in); err != nil {
 		return err
 	}
+	if err := applyLifetimeInput(c, in); err != nil {
+		return err
+	}
 	if in.IsActive.Set {
 		if in.IsActive.Ptr() == nil {
 			return apperr.OnField("is_active", apperr.Invalid("is_active must be true or false"))
@@ -346,11 +360,13 @@ func (s *Service) CreateClient(ctx context.Context, p *authn.Principal, in Clien
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO oauth_clients (id, owner_id, name, description, logo_url, homepage_url, privacy_policy_url, terms_of_service_url,
 			redirect_uris, allowed_scopes, client_type, is_first_party, is_active, id_token_alg, secret_hash, created_at, updated_at,
-			post_logout_redirect_uris, backchannel_logout_uri, backchannel_logout_session_required)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, $17, $18, $19)`,
+			post_logout_redirect_uris, backchannel_logout_uri, backchannel_logout_session_required,
+			access_token_lifetime_seconds, refresh_token_lifetime_seconds)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, $17, $18, $19, $20, $21)`,
 			c.ID, nullStr(c.OwnerID), c.Name, c.Description, nullStr(c.LogoURL), nullStr(c.HomepageURL), nullStr(c.PrivacyPolicyURL), nullStr(c.TermsOfServiceURL),
 			db.JSON(c.RedirectURIs), db.JSON(c.AllowedScopes), c.ClientType, c.IsFirstParty, c.IsActive, c.IDTokenSignedResponseAlg, secretHash, db.TS(now),
-			db.JSON(c.PostLogoutRedirectURIs), nullStr(c.BackchannelLogoutURI), c.BackchannelLogoutSessionRequired); err != nil {
+			db.JSON(c.PostLogoutRedirectURIs), nullStr(c.BackchannelLogoutURI), c.BackchannelLogoutSessionRequired,
+			nullLifetime(c.AccessTokenLifetimeSeconds), nullLifetime(c.RefreshTokenLifetimeSeconds)); err != nil {
 			return err
 		}
 		_, err := s.Audit.Record(ctx, tx, m.event(audit.Event{
@@ -446,7 +462,7 @@ func (s *Service) UpdateClient(ctx context.Context, p *authn.Principal, id strin
 	if !in.Name.Set && !in.Description.Set && !in.LogoURL.Set && !in.HomepageURL.Set && !in.PrivacyPolicyURL.Set &&
 		!in.TermsOfServiceURL.Set && !in.RedirectURIs.Set && !in.AllowedScopes.Set && !in.ClientType.Set &&
 		!in.IsFirstParty.Set && !in.IsActive.Set && !in.IDTokenSignedResponseAlg.Set &&
-		!in.PostLogoutRedirectURIs.Set && !in.BackchannelLogoutURI.Set && !in.BackchannelLogoutSessionRequired.Set {
+		!in.PostLogoutRedirectURIs.Set && !in.BackchannelLogoutURI.Set && !in.BackchannelLogoutSessionRequired.Set && !lifetimesSet(in) {
 		return Client{}, apperr.Invalid("give at least one field to change")
 	}
 	c, err := s.manageableClient(ctx, p, id, "oauth_clients:update")
@@ -475,10 +491,12 @@ func (s *Service) UpdateClient(ctx context.Context, p *authn.Principal, id strin
 		if _, err := tx.ExecContext(ctx, `UPDATE oauth_clients SET name = $1, description = $2, logo_url = $3, homepage_url = $4,
 			privacy_policy_url = $5, terms_of_service_url = $6, redirect_uris = $7, allowed_scopes = $8, is_first_party = $9,
 			is_active = $10, id_token_alg = $11, updated_at = $12,
-			post_logout_redirect_uris = $14, backchannel_logout_uri = $15, backchannel_logout_session_required = $16 WHERE id = $13`,
+			post_logout_redirect_uris = $14, backchannel_logout_uri = $15, backchannel_logout_session_required = $16,
+			access_token_lifetime_seconds = $17, refresh_token_lifetime_seconds = $18 WHERE id = $13`,
 			c.Name, c.Description, nullStr(c.LogoURL), nullStr(c.HomepageURL), nullStr(c.PrivacyPolicyURL), nullStr(c.TermsOfServiceURL),
 			db.JSON(c.RedirectURIs), db.JSON(c.AllowedScopes), c.IsFirstParty, c.IsActive, c.IDTokenSignedResponseAlg, db.TS(now), c.ID,
-			db.JSON(c.PostLogoutRedirectURIs), nullStr(c.BackchannelLogoutURI), c.BackchannelLogoutSessionRequired); err != nil {
+			db.JSON(c.PostLogoutRedirectURIs), nullStr(c.BackchannelLogoutURI), c.BackchannelLogoutSessionRequired,
+			nullLifetime(c.AccessTokenLifetimeSeconds), nullLifetime(c.RefreshTokenLifetimeSeconds)); err != nil {
 			return err
 		}
 		if !c.IsActive {

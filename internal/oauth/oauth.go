@@ -30,10 +30,13 @@ import (
 	"hmid/internal/clock"
 	"hmid/internal/db"
 	"hmid/internal/outbound"
+	"hmid/internal/policy"
 	"hmid/internal/secretbox"
 )
 
-// Lifetimes of spec 1 (Token artifacts, Limits).
+// Lifetimes of spec 1 (Token artifacts, Limits). AccessTokenTTL and
+// RefreshTokenTTL are the defaults of the policies that set them
+// (lifetimes.go).
 const (
 	CodeTTL         = 10 * time.Minute
 	PendingTTL      = 15 * time.Minute
@@ -71,6 +74,9 @@ type Service struct {
 	// name at registration (HMID_OUTBOUND_ALLOW_CIDRS); the zero value
 	// refuses literal internal addresses. Delivery checks again at dial time.
 	Outbound outbound.Policy
+
+	// Policy gives the token lifetimes in force (nil: the defaults).
+	Policy *policy.Store
 
 	keyMu sync.Mutex              // serializes reading and creating signing keys
 	ring  atomic.Pointer[keyring] // the signing keys as last loaded; nil before first use

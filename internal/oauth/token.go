@@ -201,7 +201,7 @@ func (s *Service) exchangeCode(ctx context.Context, c Client, secret string, for
 			fail = oerr(ErrInvalidGrant, "the user can no longer authorize this client")
 			return nil
 		}
-		issued = newIssuedTokens(row.scopes)
+		issued = s.newIssuedTokens(c, row.scopes)
 		f := tokenFamily{family: row.family, clientID: c.ID, userID: row.userID, refreshScopes: row.scopes, authTime: row.authTime,
 			sessionID: row.sessionID.String, context: row.context, offlineRefresh: slices.Contains(row.scopes, "offline_access")}
 		if err := s.storeTokens(ctx, tx, issued, f, now); err != nil {
@@ -291,7 +291,7 @@ func (s *Service) refresh(ctx context.Context, c Client, secret string, form url
 	if !usable {
 		return TokenResponse{}, oerr(ErrInvalidGrant, "the user can no longer authorize this client")
 	}
-	issued := newIssuedTokens(accessScopes)
+	issued := s.newIssuedTokens(c, accessScopes)
 	won := false
 	if !rotated.Valid {
 		if won, err = s.rotate(ctx, old, issued, now); err != nil {
@@ -487,8 +487,8 @@ func (s *Service) rotate(ctx context.Context, old spentToken, t issuedTokens, no
 		var n int
 		err := s.DB.QueryRowContext(ctx, rotatePGSQL, db.TS(now), old.id, old.pair,
 			old.family, db.NewID(), old.clientID, old.userID, old.authTime,
-			db.NewID(), token.Hash(t.access), db.JSON(t.accessScopes), db.TS(now.Add(AccessTokenTTL)),
-			db.NewID(), token.Hash(t.refresh), db.JSON(old.scopes), db.TS(now.Add(RefreshTokenTTL))).Scan(&n)
+			db.NewID(), token.Hash(t.access), db.JSON(t.accessScopes), db.TS(now.Add(t.accessTTL)),
+			db.NewID(), token.Hash(t.refresh), db.JSON(old.scopes), db.TS(now.Add(t.refreshTTL))).Scan(&n)
 		return n == 1, err
 	}
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
@@ -510,15 +510,20 @@ func (s *Service) rotate(ctx context.Context, old spentToken, t issuedTokens, no
 	return err == nil, err
 }
 
-// issuedTokens is an access token and its refresh token, issued together.
+// issuedTokens is an access token and its refresh token, issued together,
+// with the lifetimes they are issued with.
 type issuedTokens struct {
-	access, refresh string
-	accessScopes    []string
+	access, refresh       string
+	accessScopes          []string
+	accessTTL, refreshTTL time.Duration
 }
 
-// newIssuedTokens draws a new access and refresh token pair.
-func newIssuedTokens(accessScopes []string) issuedTokens {
-	return issuedTokens{access: token.New(token.PrefixAccessToken), refresh: token.New(token.PrefixRefreshToken), accessScopes: accessScopes}
+// newIssuedTokens draws a new access and refresh token pair for client c,
+// with c's lifetimes in force now (lifetimes.go).
+func (s *Service) newIssuedTokens(c Client, accessScopes []string) issuedTokens {
+	t := issuedTokens{access: token.New(token.PrefixAccessToken), refresh: token.New(token.PrefixRefreshToken), accessScopes: accessScopes}
+	t.accessTTL, t.refreshTTL = s.lifetimes(c)
+	return t
 }
 
 // tokenFamily is what every token of one authorization carries.
@@ -553,8 +558,8 @@ func (s *Service) storeTokens(ctx context.Context, tx *db.Tx, t issuedTokens, f 
 	}
 	_, err := tx.ExecContext(ctx, storeTokensSQL,
 		db.NewID(), token.Hash(t.access), f.family, db.NewID(), f.clientID, f.userID, db.JSON(t.accessScopes), f.authTime, db.TS(now),
-		db.TS(now.Add(AccessTokenTTL)), session, f.context, f.offlineAccess,
-		db.NewID(), token.Hash(t.refresh), db.JSON(f.refreshScopes), db.TS(now.Add(RefreshTokenTTL)), f.offlineRefresh)
+		db.TS(now.Add(t.accessTTL)), session, f.context, f.offlineAccess,
+		db.NewID(), token.Hash(t.refresh), db.JSON(f.refreshScopes), db.TS(now.Add(t.refreshTTL)), f.offlineRefresh)
 	return err
 }
 
@@ -565,7 +570,7 @@ func (s *Service) storeTokens(ctx context.Context, tx *db.Tx, t issuedTokens, f 
 // already (nil: read them).
 func (s *Service) respond(ctx context.Context, c Client, secret, userID string, t issuedTokens, authTime time.Time, nonce, sessionID string, ac authContext, row *claimRow, now time.Time) (TokenResponse, *Error) {
 	resp := TokenResponse{
-		AccessToken: t.access, TokenType: "Bearer", ExpiresIn: int(AccessTokenTTL / time.Second),
+		AccessToken: t.access, TokenType: "Bearer", ExpiresIn: int(t.accessTTL / time.Second),
 		RefreshToken: t.refresh, Scope: strings.Join(t.accessScopes, " "),
 	}
 	if slices.Contains(t.accessScopes, "openid") {
