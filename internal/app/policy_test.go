@@ -274,3 +274,35 @@ func TestPolicyAcrossInstances(t *testing.T) {
 		})
 	}
 }
+
+// TestPolicyGraphQLClientLifetimes: createOauthClient takes the lifetimes
+// and the client shows them; out of range is refused, creating nothing.
+func TestPolicyGraphQLClientLifetimes(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		owner := e.NewUser(t, apptest.UserSpec{})
+		const q = `mutation($in: CreateOAuthClientInput!) {
+  createOauthClient(input: $in) { client { id accessTokenLifetimeSeconds refreshTokenLifetimeSeconds } }
+}`
+		in := map[string]any{"name": "Timed", "redirectUris": []string{cb}, "allowedScopes": []string{"openid"},
+			"accessTokenLifetimeSeconds": 900, "refreshTokenLifetimeSeconds": 86400}
+		c := gqlData(t, e, owner.Token, q, map[string]any{"in": in})["createOauthClient"].(map[string]any)["client"].(map[string]any)
+		if c["accessTokenLifetimeSeconds"] != float64(900) || c["refreshTokenLifetimeSeconds"] != float64(86400) {
+			t.Fatalf("client = %v", c)
+		}
+		rest := e.Call(t, "GET", "/v1/oauth/clients/"+c["id"].(string), owner.Token, nil, http.StatusOK).JSON()["data"].(map[string]any)
+		if rest["access_token_lifetime_seconds"] != float64(900) {
+			t.Fatalf("REST view = %v", rest)
+		}
+		plain := gqlData(t, e, owner.Token, q, map[string]any{"in": map[string]any{"name": "Plain", "redirectUris": []string{cb}, "allowedScopes": []string{"openid"}}})
+		if pc := plain["createOauthClient"].(map[string]any)["client"].(map[string]any); pc["accessTokenLifetimeSeconds"] != nil {
+			t.Fatalf("a client without lifetimes = %v", pc)
+		}
+		in["accessTokenLifetimeSeconds"] = 30
+		if code := gqlCode(t, e, owner.Token, q, map[string]any{"in": in}); code != "BAD_USER_INPUT" {
+			t.Fatalf("out of range: %s", code)
+		}
+		if n := count(t, e, `SELECT COUNT(*) FROM oauth_clients WHERE owner_id = $1`, owner.ID); n != 2 {
+			t.Fatalf("clients = %d, want 2", n)
+		}
+	})
+}

@@ -72,6 +72,9 @@ type oauthClient struct {
 	IsFirstParty  bool
 	IsActive      bool
 	CreatedAt     string
+	// The client's own token lifetimes (nil: the server's policies).
+	AccessTokenLifetimeSeconds  *int32
+	RefreshTokenLifetimeSeconds *int32
 }
 
 func clientView(c oauth.Client) oauthClient {
@@ -79,7 +82,27 @@ func clientView(c oauth.Client) oauthClient {
 		ID: gql.ID(c.ID), Name: c.Name, Description: c.Description, LogoURL: c.LogoURL, ClientType: c.ClientType,
 		AllowedScopes: nonNil(c.AllowedScopes), RedirectURIs: nonNil(c.RedirectURIs),
 		IsFirstParty: c.IsFirstParty, IsActive: c.IsActive, CreatedAt: timestamp(c.CreatedAt),
+		AccessTokenLifetimeSeconds: int32Ptr(c.AccessTokenLifetimeSeconds), RefreshTokenLifetimeSeconds: int32Ptr(c.RefreshTokenLifetimeSeconds),
 	}
+}
+
+// int32Ptr is a lifetime as a GraphQL Int (lifetimes are at most a year of
+// seconds, well within 32 bits).
+func int32Ptr(v *int64) *int32 {
+	if v == nil {
+		return nil
+	}
+	n := int32(*v)
+	return &n
+}
+
+// lifetime is a GraphQL Int lifetime as the service's input: absent or
+// null is the server's policy.
+func lifetime(v *int32) oauth.ClientLifetime {
+	if v == nil {
+		return oauth.ClientLifetime{}
+	}
+	return oauth.ClientLifetime{Set: true, Value: int64(*v)}
 }
 
 func nonNil(s []string) []string {
@@ -118,6 +141,9 @@ type createClientInput struct {
 	AllowedScopes     []string
 	ClientType        *string
 	IsFirstParty      *bool
+	// Token lifetimes of the client (nil: the server's policies).
+	AccessTokenLifetimeSeconds  *int32
+	RefreshTokenLifetimeSeconds *int32
 }
 
 func opt[T any](v *T) httpx.Opt[T] {
@@ -141,6 +167,9 @@ func (in createClientInput) clientInput() oauth.ClientInput {
 		AllowedScopes:     httpx.Opt[[]string]{Set: true, Value: nonNil(in.AllowedScopes)},
 		ClientType:        opt(in.ClientType),
 		IsFirstParty:      opt(in.IsFirstParty),
+
+		AccessTokenLifetimeSeconds:  lifetime(in.AccessTokenLifetimeSeconds),
+		RefreshTokenLifetimeSeconds: lifetime(in.RefreshTokenLifetimeSeconds),
 	}
 }
 
