@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -303,6 +304,39 @@ func TestPolicyGraphQLClientLifetimes(t *testing.T) {
 		}
 		if n := count(t, e, `SELECT COUNT(*) FROM oauth_clients WHERE owner_id = $1`, owner.ID); n != 2 {
 			t.Fatalf("clients = %d, want 2", n)
+		}
+	})
+}
+
+// TestPolicyConsoleForm: /admin/config shows the policies with their
+// bounds; a value out of range comes back at its field with 400 and nothing
+// changes; a good one is saved and audited from the backend.
+func TestPolicyConsoleForm(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		op := configOperator(t, e, "settings:read", "settings:write")
+		b := signedInBrowser(t, e, op)
+		p := b.get("/admin/config")
+		for _, want := range []string{`id="policy-h"`, `id="pol-session.idle_timeout_seconds"`, `min="0" max="31536000"`, "0 (off) or 300 to 31536000", `type="checkbox" id="pol-password.refuse_common" name="value" value="true"`} {
+			if !strings.Contains(p.body, want) {
+				t.Fatalf("config page lacks %s", want)
+			}
+		}
+		action := "/admin/config/system/" + policy.KeyPasswordMinLength
+		q := b.post(t, p.body, action, url.Values{"value": {"4"}})
+		if q.status != http.StatusBadRequest || !strings.Contains(q.body, `id="pol-password.min_length-error"`) || !strings.Contains(q.body, "from 8 to 64") {
+			t.Fatalf("out of range: %d %s", q.status, q.body)
+		}
+		if got := e.Server.Policy.Current().Password.MinLength; got != 8 {
+			t.Fatalf("min length after a refusal = %d", got)
+		}
+		if q = b.post(t, p.body, action, url.Values{"value": {"10"}}); q.status != http.StatusSeeOther {
+			t.Fatalf("save: %d %s", q.status, q.body)
+		}
+		if got := e.Server.Policy.Current().Password.MinLength; got != 10 {
+			t.Fatalf("min length = %d, want 10", got)
+		}
+		if n := count(t, e, `SELECT COUNT(*) FROM audit_events WHERE event_type = 'system_config_updated' AND source_service = 'backend' AND user_id = $1`, op.ID); n != 1 {
+			t.Fatalf("audited from the backend: %d", n)
 		}
 	})
 }

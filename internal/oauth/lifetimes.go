@@ -59,6 +59,13 @@ func applyLifetimeInput(c *Client, in ClientInput) error {
 	return nil
 }
 
+// DefaultLifetimes are the server-wide token lifetimes in force, in seconds
+// (the client form shows them beside its empty fields).
+func (s *Service) DefaultLifetimes() (access, refresh int64) {
+	p := s.Policy.Current()
+	return int64(p.AccessTokenTTL / time.Second), int64(p.RefreshTokenTTL / time.Second)
+}
+
 // lifetimesSet reports whether in sets a lifetime field.
 func lifetimesSet(in ClientInput) bool {
 	return in.AccessTokenLifetimeSeconds.Set || in.RefreshTokenLifetimeSeconds.Set

@@ -67,7 +67,10 @@ type settingForm struct {
 
 // configView is the data of /admin/config.
 type configView struct {
-	Prefix   string
+	Prefix string
+	// Policies are the policy entries, grouped (policies.go); Config the
+	// other system-config entries.
+	Policies []policyGroup
 	Config   []configRow
 	Settings []settingRow
 	// CanWrite shows the forms (settings:write).
@@ -110,6 +113,7 @@ func (cp *ConfigPages) render(w http.ResponseWriter, r *http.Request, status int
 		return
 	}
 	v := configView{Prefix: prefix, CanWrite: p.Can("settings:write")}
+	v.Policies, entries = splitPolicies(entries, failed, cp.H.UserLanguage(r, p))
 	for _, e := range entries {
 		row := configEntryRow(e)
 		if failed != nil && failed.Key == e.Key {
