@@ -115,7 +115,7 @@ func TestIdle(t *testing.T) {
 	if p.IdleExpired(recent, recent.Add(59*time.Minute)) || !p.IdleExpired(recent, recent.Add(61*time.Minute)) {
 		t.Fatal("idle counted from the last activity")
 	}
-	if !p.IdleCutoff(since.Add(30*time.Minute)).IsZero() {
+	if !p.IdleCutoff(since.Add(30 * time.Minute)).IsZero() {
 		t.Fatal("no session is idle past the timeout before a timeout has passed since it was set")
 	}
 	if got := p.IdleCutoff(since.Add(3 * time.Hour)); !got.Equal(since.Add(2 * time.Hour)) {
