@@ -54,7 +54,7 @@ func newPasswordError(err error) error {
 	} else {
 		msg = "new_password: " + msg
 	}
-	return &apperr.Error{Kind: apperr.Validation, Message: msg, Field: "new_password", Err: ErrNewPassword}
+	return &apperr.Error{Kind: apperr.Validation, Message: msg, Field: "new_password", Err: errors.Join(ErrNewPassword, err)}
 }
 
 // PasswordChange is a password change: the current password and the new one.

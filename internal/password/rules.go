@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	_ "embed"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -40,6 +42,9 @@ var DefaultRules = Rules{MinLength: 8, RefuseCommon: true}
 var (
 	// ErrCommon: the password is on the list of the most common passwords.
 	ErrCommon = apperr.Invalid("this password is one of the most common passwords, which are guessed first; choose another")
+	// ErrTooShort is the cause of the refusal of a password shorter than
+	// the minimum (whose message names the minimum in force).
+	ErrTooShort = errors.New("password: shorter than the minimum length")
 )
 
 // Check returns a ValidationError when p breaks the rules: too short
@@ -49,7 +54,7 @@ var (
 // contains values known to be commonly-used, expected, or compromised").
 func (r Rules) Check(p string) error {
 	if n := utf8.RuneCountInString(p); n < r.MinLength {
-		return apperr.Invalid("password must be at least %d characters", r.MinLength)
+		return &apperr.Error{Kind: apperr.Validation, Message: fmt.Sprintf("password must be at least %d characters", r.MinLength), Err: ErrTooShort}
 	}
 	if len(p) > MaxBytes {
 		return apperr.Invalid("password must be at most %d bytes", MaxBytes)

@@ -206,6 +206,9 @@ type View struct {
 	RequestID string
 	// Hidden are the request parameters a confirmation form carries on.
 	Hidden []HiddenField
+	// Password is the rules and strength hint of a form that sets a new
+	// password (registration, reset).
+	Password PasswordHint
 }
 
 // HiddenField is one hidden input of a form.
@@ -259,6 +262,11 @@ func (h *Handler) Fail(w http.ResponseWriter, r *http.Request, err error) {
 // errors are logged and shown only as a generic sentence.
 func (h *Handler) ErrorTextIn(ctx context.Context, lang string, err error) string {
 	t := Translator(lang)
+	if h.Auth != nil {
+		if text := PasswordProblem(lang, err, h.Auth.PasswordRules()); text != "" {
+			return text
+		}
+	}
 	kind := apperr.KindOf(err)
 	if kind == apperr.Internal {
 		h.Log.ErrorContext(ctx, "page error", slog.String("error", err.Error()))
