@@ -254,6 +254,17 @@ func (s *Service) activeBan(ctx context.Context, q db.Querier, userID string) (b
 	return true, r.String, exp.Ptr(), nil
 }
 
+// Ban is the cause of a refusal because the account is banned, so the
+// pages can tell the person in their own language until when and why: the
+// reason the operator gave is shown to the person (the ban form says so).
+// The REST answer keeps its English message.
+type Ban struct {
+	Reason string
+	Until  *time.Time // nil: permanent
+}
+
+func (b *Ban) Error() string { return "auth: the account is banned" }
+
 func banError(reason string, until *time.Time) error {
 	msg := "this account is banned"
 	if until != nil {
@@ -264,7 +275,7 @@ func banError(reason string, until *time.Time) error {
 	if reason != "" {
 		msg += ": " + reason
 	}
-	return apperr.Forbiddenf("%s", msg)
+	return &apperr.Error{Kind: apperr.Forbidden, Message: msg, Err: &Ban{Reason: reason, Until: until}}
 }
 
 // reserveLogin takes one attempt from the account's and the address's

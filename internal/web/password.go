@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"hmid/internal/auth"
 	"hmid/internal/password"
 )
 
@@ -65,6 +66,36 @@ func init() {
 			"pw.strength.strong": "Stärke: stark.",
 			"pw.common":          "Dieses Passwort gehört zu den häufigsten, die zuerst geraten werden. Bitte wählen Sie ein anderes.",
 			"pw.short":           "Das Passwort ist zu kurz. Verwenden Sie mindestens %d Zeichen.",
+		},
+	})
+}
+
+// BanText tells a banned person, in lang, until when their account is
+// blocked (a localized date, or permanently) and the reason the operator
+// gave, without the API's technical wording.
+func BanText(lang string, b *auth.Ban) string {
+	t := Translator(lang)
+	s := t("ban.permanent")
+	if b.Until != nil {
+		s = fmt.Sprintf(t("ban.until"), formatTime(lang, *b.Until))
+	}
+	if b.Reason != "" {
+		s += " " + fmt.Sprintf(t("ban.reason"), b.Reason)
+	}
+	return s
+}
+
+func init() {
+	AddMessages(map[string]map[string]string{
+		"en": {
+			"ban.until":     "Your account is blocked until %s.",
+			"ban.permanent": "Your account is blocked permanently.",
+			"ban.reason":    "Reason given: %s",
+		},
+		"de": {
+			"ban.until":     "Ihr Konto ist bis %s gesperrt.",
+			"ban.permanent": "Ihr Konto ist dauerhaft gesperrt.",
+			"ban.reason":    "Angegebener Grund: %s",
 		},
 	})
 }

@@ -267,6 +267,10 @@ func (h *Handler) ErrorTextIn(ctx context.Context, lang string, err error) strin
 			return text
 		}
 	}
+	var ban *auth.Ban
+	if errors.As(err, &ban) {
+		return BanText(lang, ban)
+	}
 	kind := apperr.KindOf(err)
 	if kind == apperr.Internal {
 		h.Log.ErrorContext(ctx, "page error", slog.String("error", err.Error()))
