@@ -33,7 +33,7 @@ var EventTypes = []string{
 	APIKeyCreated, APIKeyRevoked,
 	BotCommandExecuted, BotGuildConfigured,
 	UserBanned, UserUnbanned, PlatformUpdated,
-	RefreshTokenReused, SystemConfigUpdated,
+	RefreshTokenReused, SystemConfigUpdated, TwoFABackupCodeUsed,
 }
 
 // SourceServices lists the source_service values of spec 2 (Events).

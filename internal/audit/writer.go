@@ -60,6 +60,10 @@ const (
 	// SystemConfigUpdated: an operator changed a system-config entry (a
 	// policy among them); metadata holds key, old_value and new_value.
 	SystemConfigUpdated = "system_config_updated"
+	// TwoFABackupCodeUsed: a backup code was checked instead of a TOTP code
+	// (2fa_verified is the TOTP's), so the owner can tell that a code from
+	// their printed list was used; status failure for a rejected one.
+	TwoFABackupCodeUsed = "2fa_backup_code_used"
 )
 
 // Event is one audit record to write.

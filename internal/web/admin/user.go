@@ -494,7 +494,7 @@ func (ap *UserPages) AuditLog(w http.ResponseWriter, r *http.Request) {
 	}
 	names := map[string]string{} // actor id → name, looked up once a page
 	for _, e := range events {
-		row := userAuditRow{Entry: e, What: web.EventText(t, e.EventType), Source: t("activity.source." + e.SourceService)}
+		row := userAuditRow{Entry: e, What: web.EventTitle(t, e.EventType, e.Status), Source: t("activity.source." + e.SourceService)}
 		if e.ActorID != nil && *e.ActorID != u.ID {
 			if _, ok := names[*e.ActorID]; !ok {
 				names[*e.ActorID] = ap.name(r, e.ActorID)
