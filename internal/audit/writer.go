@@ -82,6 +82,25 @@ type Event struct {
 	SourceService string // default "api"
 }
 
+// sourceKey is the context key of the audit source of a request.
+type sourceKey struct{}
+
+// WithSource returns ctx carrying source as the source_service of the
+// events recorded in it that name none: the pages set it ("id" for the
+// website, "backend" for the admin console), so an area called from a page
+// records where the person acted without every call passing it.
+func WithSource(ctx context.Context, source string) context.Context {
+	return context.WithValue(ctx, sourceKey{}, source)
+}
+
+// SourceFrom is the source_service ctx carries, "api" when none.
+func SourceFrom(ctx context.Context) string {
+	if s, ok := ctx.Value(sourceKey{}).(string); ok && s != "" {
+		return s
+	}
+	return "api"
+}
+
 // Locator resolves an IP address to a place (geoip.Resolver implements it).
 type Locator interface {
 	Lookup(ip string) (countryCode, countryName, city, region string)
@@ -138,7 +157,7 @@ func (w *Writer) Record(ctx context.Context, q db.Querier, e Event) (string, err
 	}
 	source := e.SourceService
 	if source == "" {
-		source = "api"
+		source = SourceFrom(ctx)
 	}
 	meta := e.Metadata
 	if meta == nil {

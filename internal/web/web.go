@@ -42,6 +42,7 @@ import (
 	"unicode"
 
 	"hmid/internal/apperr"
+	"hmid/internal/audit"
 	"hmid/internal/auth"
 	"hmid/internal/authflow"
 	"hmid/internal/authn"
@@ -472,6 +473,24 @@ func Language(r *http.Request) string {
 
 // Source is the audit source_service of the pages: the identity web app.
 const Source = "id"
+
+// AdminSource is the audit source_service of the admin console's actions:
+// spec 2 (Events) names the operators' dashboard "backend".
+const AdminSource = "backend"
+
+// AuditSource wraps the handler of the page at path so that the events its
+// actions record without a source of their own are the website's ("id"), or
+// under /admin the admin console's ("backend"), rather than the API's
+// (audit.WithSource).
+func AuditSource(path string, h http.HandlerFunc) http.HandlerFunc {
+	src := Source
+	if path == "/admin" || strings.HasPrefix(path, "/admin/") {
+		src = AdminSource
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		h(w, r.WithContext(audit.WithSource(r.Context(), src)))
+	}
+}
 
 // ParseForm reads a urlencoded form post; a broken body is a 400.
 func ParseForm(r *http.Request) error {
