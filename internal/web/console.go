@@ -93,6 +93,9 @@ func consoleFuncs(lang string) template.FuncMap {
 		// when shows a time in the page's language, in UTC (the page does
 		// not know the reader's zone; the zone is written out).
 		"when": func(v any) string { return formatTime(lang, v) },
+		// stored shows a text hmid stores in English (an event's or a seeded
+		// role's description) in the page's language when it knows it.
+		"stored": func(s string) string { return Stored(lang, s) },
 	}
 }
 
