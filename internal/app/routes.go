@@ -178,6 +178,8 @@ func (s *Server) routes() chi.Router {
 	route("GET", "/", Public(), wp.Home)
 	route("GET", "/assets/hmid.css", Public(), wp.Stylesheet)
 	route("GET", "/assets/hmid.js", Public(), wp.Script)
+	// The site's icon, which browsers ask for on every page (issue 22).
+	route("GET", "/favicon.ico", Public(), wp.Favicon)
 	route("GET", "/login", Public(), wp.LoginForm)
 	route("POST", "/login", Public(), wp.LoginSubmit)
 	// Sign-in with an upstream provider. The callback's state is the

@@ -53,7 +53,7 @@ import (
 	"hmid/internal/users"
 )
 
-//go:embed templates/*.html static/hmid.css static/hmid.js
+//go:embed templates/*.html static/hmid.css static/hmid.js static/favicon.ico
 var files embed.FS
 
 // Handler serves the pages.
@@ -138,6 +138,16 @@ func (h *Handler) Script(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "public, max-age=3600")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	_, _ = w.Write(js)
+}
+
+// Favicon serves the embedded icon at /favicon.ico, where browsers ask for
+// it on every site: hmid's mark, a 32×32 PNG in an ICO container.
+func (h *Handler) Favicon(w http.ResponseWriter, r *http.Request) {
+	ico, _ := files.ReadFile("static/favicon.ico")
+	w.Header().Set("Content-Type", "image/x-icon")
+	w.Header().Set("Cache-Control", "public, max-age=86400")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(ico)
 }
 
 // templates holds, per language, one template per page drawn in the
