@@ -380,3 +380,19 @@ func TestFavicon(t *testing.T) {
 		}
 	})
 }
+
+// TestDeveloperInNavigation: every user may register OAuth clients, so the
+// Developer page is in every user's navigation, not only a developer's.
+func TestDeveloperInNavigation(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		plain := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery"})
+		b := signedInBrowser(t, e, plain)
+		p := b.get("/account")
+		if !strings.Contains(p.body, `href="/account/developer"`) {
+			t.Fatalf("a plain user's navigation lacks the Developer page")
+		}
+		if d := b.get("/account/developer"); d.status != http.StatusOK {
+			t.Fatalf("developer page: %d", d.status)
+		}
+	})
+}
