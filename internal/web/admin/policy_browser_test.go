@@ -3,6 +3,8 @@ package admin_test
 import (
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -96,6 +98,24 @@ func TestBrowserAdminPolicies(t *testing.T) {
 		webtest.Do(t, ctx, "scroll to the top", chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
 		webtest.Screenshots(t, ctx, "admin-policies")
 		webtest.ScreenshotTheme(t, ctx, "admin-policies-phone-dark", webtest.PhoneWidth, webtest.PhoneHeight, "dark")
+
+		// A client's own token lifetimes on its page: the stored one in its
+		// field, the server's default beside the empty one.
+		c := e.Call(t, "POST", "/v1/oauth/clients", e.SystemKey, map[string]any{"name": "Harbour Planner", "redirect_uris": []string{"https://planner.example/cb"},
+			"access_token_lifetime_seconds": 900}, http.StatusCreated).JSON()["data"].(map[string]any)
+		webtest.Axe(t, ctx, e.URL+"/admin/clients/"+c["id"].(string))
+		if got := webtest.Read(t, ctx, "access lifetime", chromedp.Value(css(`#access_token_lifetime_seconds`))); got != "900" {
+			t.Fatalf("access lifetime field = %q, want 900", got)
+		}
+		if got := webtest.Read(t, ctx, "refresh help", chromedp.Text(css(`#refresh-lifetime-help`))); !strings.Contains(got, "now 2592000 seconds") {
+			t.Fatalf("refresh lifetime help = %q", got)
+		}
+		if dir := webtest.ScreenshotDir(t); dir != "" {
+			png := webtest.Read(t, ctx, "the lifetimes", chromedp.Screenshot(css(`form fieldset:last-of-type`)))
+			if err := os.WriteFile(filepath.Join(dir, "admin-client-lifetimes.png"), png, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 
 		// German.
 		e.Call(t, "PATCH", "/v1/users/"+admin.ID+"/locale", e.SystemKey, map[string]any{"locale": "de"}, http.StatusOK)
