@@ -479,7 +479,7 @@ func TestLoginPageRefusals(t *testing.T) {
 			u.ID, apptest.Start.UnixMicro()); err != nil {
 			t.Fatal(err)
 		}
-		want(t, b.login(u.Email, pw, ""), 403, "Das ist nicht erlaubt:", "banned")
+		want(t, b.login(u.Email, pw, ""), 403, "Ihr Konto ist dauerhaft gesperrt. Angegebener Grund: spam")
 		if b.cookie(auth.CookieName) != nil {
 			t.Fatal("banned user got a session")
 		}
