@@ -26,6 +26,7 @@ import (
 	"hmid/internal/clock"
 	"hmid/internal/db"
 	hmail "hmid/internal/mail"
+	"hmid/internal/policy"
 	"hmid/internal/users"
 )
 
@@ -33,7 +34,8 @@ import (
 const TokenTTL = 24 * time.Hour
 
 // MinPassword and MaxPassword bound the password of an email link (at least
-// 8 characters by the spec; the upper bound keeps Argon2id input sane).
+// 8 characters by the spec, the default of the policy password.min_length,
+// which may raise it; the upper bound keeps Argon2id input sane).
 const (
 	MinPassword = 8
 	MaxPassword = 1024
@@ -58,6 +60,8 @@ type Service struct {
 	PublicURL string
 	// HashPassword hashes an email-link password (password.Hash in production).
 	HashPassword func(string) (string, error)
+	// Policy gives the password rules in force (nil: the defaults).
+	Policy *policy.Store
 }
 
 // Paths of the pages that verification mails link to, with ?token=… added.

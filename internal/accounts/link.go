@@ -2,6 +2,7 @@ package accounts
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 	"unicode/utf8"
@@ -15,6 +16,7 @@ import (
 	"hmid/internal/db"
 	"hmid/internal/httpx"
 	hmail "hmid/internal/mail"
+	"hmid/internal/password"
 )
 
 // The password refusals of RequestEmailLink; values, so a page can put them
@@ -23,6 +25,26 @@ var (
 	ErrPasswordShort = apperr.Invalid("password must be at least %d characters", MinPassword)
 	ErrPasswordLong  = apperr.Invalid("password must be at most %d bytes", MaxPassword)
 )
+
+// checkPassword applies the password rules in force (password.* policies)
+// to the password of an email link: ErrPasswordShort (wrapped, with the
+// minimum in force in its message), ErrPasswordLong or password.ErrCommon.
+func (s *Service) checkPassword(pass string) error {
+	rules := s.PasswordRules()
+	if n := rules.MinLength; utf8.RuneCountInString(pass) < n {
+		return &apperr.Error{Kind: apperr.Validation, Message: fmt.Sprintf("password must be at least %d characters", n), Err: ErrPasswordShort}
+	}
+	if len(pass) > MaxPassword {
+		return ErrPasswordLong
+	}
+	if rules.RefuseCommon && password.IsCommon(pass) {
+		return password.ErrCommon
+	}
+	return nil
+}
+
+// PasswordRules are the password rules in force, for the forms' hints.
+func (s *Service) PasswordRules() password.Rules { return s.Policy.Current().Password }
 
 // RequestEmailLink starts linking an email account (addr and password) to a
 // user who has none: the password is hashed with Argon2id now, and the token
@@ -41,11 +63,8 @@ func (s *Service) RequestEmailLink(ctx context.Context, userID, addr, pass strin
 	if addr, err = normalizeEmail(addr); err != nil {
 		return time.Time{}, err
 	}
-	if utf8.RuneCountInString(pass) < MinPassword {
-		return time.Time{}, ErrPasswordShort
-	}
-	if len(pass) > MaxPassword {
-		return time.Time{}, ErrPasswordLong
+	if err := s.checkPassword(pass); err != nil {
+		return time.Time{}, err
 	}
 	if err := checkEmailFree(ctx, s.DB, addr, userID); err != nil {
 		return time.Time{}, err

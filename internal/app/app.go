@@ -28,6 +28,7 @@ import (
 	"hmid/internal/geoip"
 	"hmid/internal/httpx"
 	"hmid/internal/mail"
+	"hmid/internal/policy"
 	"hmid/internal/secretbox"
 	"hmid/internal/setup"
 	"hmid/internal/upstream"
@@ -72,6 +73,10 @@ type Server struct {
 	Consents     authflow.Consents     // the OAuth provider, for the consent page
 
 	Access *access.Service
+
+	// Policy is the snapshot of the operator's policies (session, token
+	// lifetimes, passwords, login throttle), kept current on every instance.
+	Policy *policy.Store
 
 	// Upstream holds the configured upstream sign-in providers (none when
 	// no HMID_LOGIN_* variable is set).
@@ -166,6 +171,9 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Server, error) {
 			}
 			return s.authAPI.S.CheckNewPassword(ctx, pw)
 		}}
+	if err := s.startPolicy(ctx); err != nil {
+		return nil, err
+	}
 
 	if err := s.seed(ctx, opt.Stdout); err != nil {
 		return nil, err

@@ -199,6 +199,8 @@ func (s *Server) routes() chi.Router {
 	route("GET", "/", Public(), wp.Home)
 	route("GET", "/assets/hmid.css", Public(), wp.Stylesheet)
 	route("GET", "/assets/hmid.js", Public(), wp.Script)
+	// The site's icon, which browsers ask for on every page (issue 22).
+	route("GET", "/favicon.ico", Public(), wp.Favicon)
 	route("GET", "/login", Public(), wp.LoginForm)
 	route("POST", "/login", Public(), wp.LoginSubmit)
 	// Sign-in with an upstream provider. The callback's state is the
@@ -210,7 +212,7 @@ func (s *Server) routes() chi.Router {
 	route("GET", "/register", Public(), wp.RegisterForm)
 	route("POST", "/register", Public(), wp.RegisterSubmit)
 	route("GET", "/consent", Public(), wp.ConsentForm)
-	route("POST", "/consent", Public(), wp.ConsentSubmit)
+	route("POST", "/consent", Public(), web.AuditSource("/consent", wp.ConsentSubmit))
 	route("GET", "/logout", Public(), wp.LogoutForm)
 	route("POST", "/logout", Public(), wp.LogoutSubmit)
 	route("GET", "/forgot-password", Public(), wp.ForgotForm)
@@ -226,10 +228,16 @@ func (s *Server) routes() chi.Router {
 
 	// ---- Account console (/account/*): each page has the rule of the REST
 	// route that does the same, taken from the hmid_session cookie ----
-	page := func(method, path string, rule Rule, h http.HandlerFunc) { route(method, path, rule.InBrowser(), h) }
-	streamPage := func(method, path string, rule Rule, h http.HandlerFunc) { stream(method, path, rule.InBrowser(), h) }
+	// Each page records its events as the website's or the admin console's
+	// (web.AuditSource), not the API's.
+	page := func(method, path string, rule Rule, h http.HandlerFunc) {
+		route(method, path, rule.InBrowser(), web.AuditSource(path, h))
+	}
+	streamPage := func(method, path string, rule Rule, h http.HandlerFunc) {
+		stream(method, path, rule.InBrowser(), web.AuditSource(path, h))
+	}
 	waitingPage := func(wait time.Duration, method, path string, rule Rule, h http.HandlerFunc) {
-		waiting(wait, method, path, rule.InBrowser(), h)
+		waiting(wait, method, path, rule.InBrowser(), web.AuditSource(path, h))
 	}
 	sp := s.sessionPages
 	page("GET", "/account/sessions", Session(), sp.List)

@@ -403,7 +403,7 @@ func TestProviderSignInPlatformRules(t *testing.T) {
 		execSQL(t, e, `UPDATE platforms SET registration_enabled = TRUE WHERE slug = 'github'`)
 		before := count(t, e, `SELECT COUNT(*) FROM sessions WHERE user_id = $1`, known)
 		bb := newBrowser(t, e)
-		if p := bb.signIn("github", ""); p.status != http.StatusForbidden || !strings.Contains(p.body, "banned") {
+		if p := bb.signIn("github", ""); p.status != http.StatusForbidden || !strings.Contains(p.body, "Your account is blocked permanently. Reason given: spam") {
 			t.Errorf("banned: %d %s", p.status, p.body)
 		}
 		if bb.cookie("hmid_session", "/") != "" || count(t, e, `SELECT COUNT(*) FROM sessions WHERE user_id = $1`, known) != before {

@@ -38,7 +38,7 @@ type accountsArea struct {
 func (s *Server) buildAccounts(ctx context.Context) error {
 	acc := &accounts.Service{
 		DB: s.DB, Clock: s.Clock, Audit: s.Audit, Mail: s.Mail, Limiter: s.Limiter, Log: s.Log,
-		PublicURL: s.Config.PublicURL, HashPassword: password.Hash,
+		PublicURL: s.Config.PublicURL, HashPassword: password.Hash, Policy: s.Policy,
 	}
 	s.accountsHandler = accounts.Handler{S: acc}
 	s.PlatformService = &platforms.Service{DB: s.DB, Clock: s.Clock, Audit: s.Audit}

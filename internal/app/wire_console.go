@@ -86,7 +86,14 @@ func (s *Server) buildConsole() {
 	// (admin: audit log and reports)
 	s.adminAuditPages = &admin.AuditPages{H: s.webPages, Audit: s.auditHandler.S}
 	// (admin: platforms and configuration)
-	s.adminPlatformPages = &admin.PlatformPages{H: s.webPages, Platforms: s.PlatformService}
+	s.adminPlatformPages = &admin.PlatformPages{H: s.webPages, Platforms: s.PlatformService,
+		Configured: func(slug string) bool {
+			if s.Upstream == nil {
+				return false
+			}
+			_, err := s.Upstream.Get(slug)
+			return err == nil
+		}}
 	s.adminConfigPages = &admin.ConfigPages{H: s.webPages, Settings: s.Settings}
 	// (admin: webhooks)
 	s.adminWebhookPages = &admin.WebhookPages{H: s.webPages, Webhooks: s.Webhooks}

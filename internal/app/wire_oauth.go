@@ -47,6 +47,7 @@ func (s *Server) buildOAuth(ctx context.Context) error {
 		Registration:         s.Config.DynamicRegistration,
 		RegistrationExpiry:   s.Config.DynamicRegistrationExpiry,
 		Limiter:              s.Limiter,
+		Policy:               s.Policy,
 	}
 	s.OAuth = svc
 	s.oauthHandler = &oauth.Handler{S: svc}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"hmid/internal/pegel"
+	"hmid/internal/policy"
 	"hmid/internal/settings"
 	"hmid/internal/telemetry"
 )
@@ -19,7 +20,13 @@ type settingsArea struct {
 
 // buildSettings constructs the settings area and seeds the system config.
 func (s *Server) buildSettings(ctx context.Context) error {
-	s.Settings = &settings.Service{DB: s.DB, Clock: s.Clock}
+	s.Settings = &settings.Service{DB: s.DB, Clock: s.Clock, Audit: s.Audit,
+		OnChange: func(ctx context.Context, key string) error {
+			if _, ok := policy.Lookup(key); !ok {
+				return nil
+			}
+			return s.Policy.Changed(ctx)
+		}}
 	if err := s.Settings.SeedConfig(ctx); err != nil {
 		return err
 	}

@@ -16,6 +16,6 @@ type usersArea struct {
 // buildUsers constructs the users and sessions handlers with explicit dependencies.
 func (s *Server) buildUsers(ctx context.Context) error {
 	s.users = &users.Handler{S: &users.Service{DB: s.DB, Clock: s.Clock, Epoch: s.Epoch, Audit: s.Audit}}
-	s.sessions = &sessions.Handler{S: &sessions.Service{DB: s.DB, Clock: s.Clock, Epoch: s.Epoch, Audit: s.Audit}}
+	s.sessions = &sessions.Handler{S: &sessions.Service{DB: s.DB, Clock: s.Clock, Epoch: s.Epoch, Audit: s.Audit, Policy: s.Policy}}
 	return nil
 }

@@ -36,6 +36,7 @@ func (s *Server) buildWeb(ctx context.Context) error {
 		Log:          s.Log,
 		PublicURL:    s.Config.PublicURL,
 		Box:          s.Box,
+		Policy:       s.Policy,
 	}
 	s.authAPI = &auth.Handler{S: svc, SecureCookies: secure}
 	reg, err := s.buildUpstream(ctx)

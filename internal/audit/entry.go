@@ -33,7 +33,7 @@ var EventTypes = []string{
 	APIKeyCreated, APIKeyRevoked,
 	BotCommandExecuted, BotGuildConfigured,
 	UserBanned, UserUnbanned, PlatformUpdated,
-	RefreshTokenReused,
+	RefreshTokenReused, SystemConfigUpdated, TwoFABackupCodeUsed,
 	WebhookCreated, WebhookUpdated, WebhookDeleted, WebhookSecretRotated, WebhookDisabled,
 	PasskeyAdded, PasskeyRemoved, PasskeyLogin,
 }

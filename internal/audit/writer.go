@@ -70,6 +70,13 @@ const (
 	PasskeyAdded   = "passkey_added"
 	PasskeyRemoved = "passkey_removed"
 	PasskeyLogin   = "passkey_login"
+	// SystemConfigUpdated: an operator changed a system-config entry (a
+	// policy among them); metadata holds key, old_value and new_value.
+	SystemConfigUpdated = "system_config_updated"
+	// TwoFABackupCodeUsed: a backup code was checked instead of a TOTP code
+	// (2fa_verified is the TOTP's), so the owner can tell that a code from
+	// their printed list was used; status failure for a rejected one.
+	TwoFABackupCodeUsed = "2fa_backup_code_used"
 )
 
 // Event is one audit record to write.
@@ -86,6 +93,25 @@ type Event struct {
 	Failed        bool // status "failure" instead of "success"
 	ErrorMessage  string
 	SourceService string // default "api"
+}
+
+// sourceKey is the context key of the audit source of a request.
+type sourceKey struct{}
+
+// WithSource returns ctx carrying source as the source_service of the
+// events recorded in it that name none: the pages set it ("id" for the
+// website, "backend" for the admin console), so an area called from a page
+// records where the person acted without every call passing it.
+func WithSource(ctx context.Context, source string) context.Context {
+	return context.WithValue(ctx, sourceKey{}, source)
+}
+
+// SourceFrom is the source_service ctx carries, "api" when none.
+func SourceFrom(ctx context.Context) string {
+	if s, ok := ctx.Value(sourceKey{}).(string); ok && s != "" {
+		return s
+	}
+	return "api"
 }
 
 // Locator resolves an IP address to a place (geoip.Resolver implements it).
@@ -154,7 +180,7 @@ func (w *Writer) Record(ctx context.Context, q db.Querier, e Event) (string, err
 	}
 	source := e.SourceService
 	if source == "" {
-		source = "api"
+		source = SourceFrom(ctx)
 	}
 	meta := e.Metadata
 	if meta == nil {

@@ -11,7 +11,7 @@ import (
 
 // CheckNewPassword applies the rule of new passwords. Errors: Validation.
 func (s *Service) CheckNewPassword(_ context.Context, pw string) error {
-	return checkPassword(pw)
+	return s.checkPassword(pw)
 }
 
 // HashNewPassword hashes a new password as registration does.

@@ -11,6 +11,7 @@ import (
 	"database/sql"
 	"errors"
 	"log/slog"
+	"strings"
 	"time"
 
 	"hmid/internal/apperr"
@@ -39,6 +40,22 @@ var (
 	// the password rules (MinPassword, MaxPassword); its message says which.
 	ErrNewPassword = errors.New("the new password breaks the password rules")
 )
+
+// newPasswordError is a refusal of the password rules said of new_password,
+// wrapping ErrNewPassword so that the pages show it at the new password.
+func newPasswordError(err error) error {
+	var e *apperr.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	msg := e.Message
+	if strings.HasPrefix(msg, "password ") {
+		msg = "new_" + msg
+	} else {
+		msg = "new_password: " + msg
+	}
+	return &apperr.Error{Kind: apperr.Validation, Message: msg, Field: "new_password", Err: errors.Join(ErrNewPassword, err)}
+}
 
 // PasswordChange is a password change: the current password and the new one.
 type PasswordChange struct {
@@ -78,33 +95,13 @@ func (s *Service) ChangePassword(ctx context.Context, p *authn.Principal, in Pas
 	if in.Current == "" {
 		return PasswordChanged{}, ErrCurrentRequired
 	}
-	if err := checkPassword(in.New); err != nil {
-		var e *apperr.Error
-		errors.As(err, &e)
-		return PasswordChanged{}, &apperr.Error{Kind: apperr.Validation, Message: "new_" + e.Message, Err: ErrNewPassword}
+	if err := s.checkPassword(in.New); err != nil {
+		return PasswordChanged{}, newPasswordError(err)
 	}
-	a, err := s.passwordAccount(ctx, p.UserID)
+	a, err := s.proveCurrent(ctx, p, in.Current, m)
 	if err != nil {
 		return PasswordChanged{}, err
 	}
-	rsv, err := s.reserveLogin(ctx, a.login, m)
-	if err != nil {
-		return PasswordChanged{}, err
-	}
-	// A current password longer than any password can be is wrong without
-	// the cost of a hash.
-	ok := false
-	if len(in.Current) <= MaxPassword {
-		if ok, err = password.Verify(in.Current, a.hash.String); err != nil && !errors.Is(err, password.ErrMalformed) {
-			s.releaseLogin(ctx, rsv, m)
-			return PasswordChanged{}, err
-		}
-	}
-	if !ok {
-		// The reservation stays: a wrong password is a failed attempt.
-		return PasswordChanged{}, s.passwordFailed(ctx, p, m)
-	}
-	s.releaseLogin(ctx, rsv, m)
 	if in.New == in.Current {
 		return PasswordChanged{}, ErrSamePassword
 	}
@@ -113,8 +110,53 @@ func (s *Service) ChangePassword(ctx context.Context, p *authn.Principal, in Pas
 		return PasswordChanged{}, err
 	}
 	now := s.now()
+	out, err := s.storeNewPassword(ctx, p, a, hash, now, m)
+	if err != nil {
+		return PasswordChanged{}, err
+	}
+	// Cached principals of the revoked sessions die on every instance.
+	if err := s.Epoch.Bump(ctx); err != nil {
+		return PasswordChanged{}, err
+	}
+	s.mailPasswordChanged(ctx, a, now)
+	return out, nil
+}
+
+// proveCurrent loads the user's password account and checks current against
+// it, inside a reservation of the login throttle that a wrong password keeps
+// (it counts like a failed login) and a right one gives back.
+func (s *Service) proveCurrent(ctx context.Context, p *authn.Principal, current string, m Meta) (passwordAccount, error) {
+	a, err := s.passwordAccount(ctx, p.UserID)
+	if err != nil {
+		return a, err
+	}
+	rsv, err := s.reserveLogin(ctx, a.login, m)
+	if err != nil {
+		return a, err
+	}
+	// A current password longer than any password can be is wrong without
+	// the cost of a hash.
+	ok := false
+	if len(current) <= MaxPassword {
+		if ok, err = password.Verify(current, a.hash.String); err != nil && !errors.Is(err, password.ErrMalformed) {
+			s.releaseLogin(ctx, rsv, m)
+			return a, err
+		}
+	}
+	if !ok {
+		// The reservation stays: a wrong password is a failed attempt.
+		return a, s.passwordFailed(ctx, p, m)
+	}
+	s.releaseLogin(ctx, rsv, m)
+	return a, nil
+}
+
+// storeNewPassword writes the new hash of a (conditional on the one that was
+// checked), signs out the user's other sessions and OAuth grants, spends
+// open reset links and audits password_changed, in one transaction.
+func (s *Service) storeNewPassword(ctx context.Context, p *authn.Principal, a passwordAccount, hash string, now time.Time, m Meta) (PasswordChanged, error) {
 	var out PasswordChanged
-	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
+	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
 		// Conditional on the hash that was checked: of two changes racing,
 		// the second finds the hash changed and changes nothing.
 		res, err := tx.ExecContext(ctx, `UPDATE platform_accounts SET password_hash = $1, updated_at = $2 WHERE id = $3 AND password_hash = $4`,
@@ -146,15 +188,7 @@ func (s *Service) ChangePassword(ctx context.Context, p *authn.Principal, in Pas
 		})
 		return err
 	})
-	if err != nil {
-		return PasswordChanged{}, err
-	}
-	// Cached principals of the revoked sessions die on every instance.
-	if err := s.Epoch.Bump(ctx); err != nil {
-		return PasswordChanged{}, err
-	}
-	s.mailPasswordChanged(ctx, a, now)
-	return out, nil
+	return out, err
 }
 
 // HasPassword reports whether the user signs in with an email address and a

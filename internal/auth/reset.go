@@ -120,7 +120,7 @@ func (s *Service) ConfirmReset(ctx context.Context, tok, newPassword string, m M
 	if tok == "" {
 		return apperr.Invalid("token is required")
 	}
-	if err := checkPassword(newPassword); err != nil {
+	if err := s.checkPassword(newPassword); err != nil {
 		return err
 	}
 	invalid := apperr.Bad("the password-reset token is invalid, expired or already used")

@@ -17,7 +17,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"hmid/internal/apperr"
 	"hmid/internal/audit"
@@ -27,6 +26,7 @@ import (
 	"hmid/internal/clock"
 	"hmid/internal/db"
 	"hmid/internal/password"
+	"hmid/internal/policy"
 	"hmid/internal/secretbox"
 	"hmid/internal/sessions"
 	"hmid/internal/users"
@@ -40,11 +40,12 @@ const CookieName = authn.SessionCookie
 const Platform = "email"
 
 // Password length bounds. The lower bound is the spec's (spec 2, Limits:
-// "Email-link password at least 8 characters"); the upper bound keeps a
+// "Email-link password at least 8 characters") and the default of the
+// policy password.min_length, which may raise it; the upper bound keeps a
 // single Argon2id call cheap to refuse.
 const (
 	MinPassword = 8
-	MaxPassword = 1024
+	MaxPassword = password.MaxBytes
 )
 
 // MaxEmail is the longest email address accepted anywhere (RFC 5321 §4.5.3.1.3:
@@ -79,6 +80,9 @@ type Service struct {
 	// Box keys the device cookies (see throttle.go); nil issues none and
 	// honours none.
 	Box *secretbox.Box
+	// Policy gives the session lifetime, the password rules and the login
+	// throttle's numbers in force (nil: the defaults).
+	Policy *policy.Store
 }
 
 // Meta is who is asking: for audit records, sessions and throttling.
@@ -177,16 +181,14 @@ func validEmail(e string) bool {
 	return err == nil && strings.EqualFold(a.Address, e)
 }
 
-func checkPassword(p string) error {
-	n := utf8.RuneCountInString(p)
-	if n < MinPassword {
-		return apperr.Invalid("password must be at least %d characters", MinPassword)
-	}
-	if len(p) > MaxPassword {
-		return apperr.Invalid("password must be at most %d bytes", MaxPassword)
-	}
-	return nil
+// checkPassword applies the password rules in force (password.* policies:
+// minimum length, the common-password list) to a new password.
+func (s *Service) checkPassword(p string) error {
+	return s.Policy.Current().Password.Check(p)
 }
+
+// PasswordRules are the password rules in force, for the forms' hints.
+func (s *Service) PasswordRules() password.Rules { return s.Policy.Current().Password }
 
 // platformState reports whether the email platform is enabled and open for
 // registration.
@@ -253,6 +255,17 @@ func (s *Service) activeBan(ctx context.Context, q db.Querier, userID string) (b
 	return true, r.String, exp.Ptr(), nil
 }
 
+// Ban is the cause of a refusal because the account is banned, so the
+// pages can tell the person in their own language until when and why: the
+// reason the operator gave is shown to the person (the ban form says so).
+// The REST answer keeps its English message.
+type Ban struct {
+	Reason string
+	Until  *time.Time // nil: permanent
+}
+
+func (b *Ban) Error() string { return "auth: the account is banned" }
+
 func banError(reason string, until *time.Time) error {
 	msg := "this account is banned"
 	if until != nil {
@@ -263,7 +276,7 @@ func banError(reason string, until *time.Time) error {
 	if reason != "" {
 		msg += ": " + reason
 	}
-	return apperr.Forbiddenf("%s", msg)
+	return &apperr.Error{Kind: apperr.Forbidden, Message: msg, Err: &Ban{Reason: reason, Until: until}}
 }
 
 // reserveLogin takes one attempt from the account's and the address's
@@ -275,7 +288,7 @@ func banError(reason string, until *time.Time) error {
 // there is no login (503): letting attempts through unthrottled would open
 // the door to guessing while Redis is down.
 func (s *Service) reserveLogin(ctx context.Context, email string, m Meta) (*cache.Reservation, error) {
-	return s.reserve(ctx, m, loginQuotas(email, m.IP))
+	return s.reserve(ctx, m, loginQuotas(email, m.IP, s.Policy.Current().Login))
 }
 
 // reserve takes one attempt from every quota (see reserveLogin).
@@ -342,7 +355,8 @@ func (s *Service) Login(ctx context.Context, in LoginInput, m Meta) (Result, err
 	// counted on its own allowance (see throttle.go); the account is read
 	// first only then, so a cookie of another user, a forged one or none
 	// costs nothing more and falls under the usual quotas.
-	quotas := loginQuotas(email, m.IP)
+	throttle := s.Policy.Current().Login
+	quotas := loginQuotas(email, m.IP, throttle)
 	var pre *account
 	if dev, ok := openDevice(s.Box, m.Device, s.now()); ok {
 		a, found, err := s.accountByEmail(ctx, email)
@@ -350,7 +364,7 @@ func (s *Service) Login(ctx context.Context, in LoginInput, m Meta) (Result, err
 			return Result{}, err
 		}
 		if found && a.userID == dev.userID {
-			quotas = deviceQuotas(dev.nonce)
+			quotas = deviceQuotas(dev.nonce, throttle)
 		}
 		if !found {
 			a = account{}
@@ -480,7 +494,7 @@ func (s *Service) startSession(ctx context.Context, tx *db.Tx, userID, provider 
 // startSessionAMR is startSession with the session's amr given.
 func (s *Service) startSessionAMR(ctx context.Context, tx *db.Tx, userID, provider string, amr []string, now time.Time, m Meta) (sessions.Created, error) {
 	c, err := sessions.Create(ctx, tx, now, sessions.New{UserID: userID, Provider: provider, IPAddress: m.IP, UserAgent: m.UserAgent,
-		AMR: amr})
+		AMR: amr, ExpiresAt: now.Add(s.Policy.Current().SessionAbsolute)})
 	if err != nil {
 		return c, err
 	}
@@ -532,43 +546,9 @@ type RegisterInput struct {
 // It mails a link that verifies the address (verify.go); until then the
 // account's address is unverified.
 func (s *Service) Register(ctx context.Context, in RegisterInput, m Meta) (Result, error) {
-	enabled, open, err := s.platformState(ctx)
+	email, username, err := s.checkRegistration(ctx, in, m)
 	if err != nil {
 		return Result{}, err
-	}
-	if !enabled || !open {
-		return Result{}, apperr.Forbiddenf("registration with email and password is disabled on this server")
-	}
-	email := NormalizeEmail(in.Email)
-	if !validEmail(email) {
-		return Result{}, apperr.Invalid("email must be a valid email address")
-	}
-	if err := checkPassword(in.Password); err != nil {
-		return Result{}, err
-	}
-	username := strings.TrimSpace(in.Username)
-	if username != "" && !ValidUsername(username) {
-		return Result{}, apperr.Invalid("username must be 3 to 30 characters: letters, digits and underscores")
-	}
-	d, err := cache.Allow(ctx, s.Limiter, "register:ip:"+m.IP, cache.PerPeriod(RegisterPerIP, time.Hour))
-	if err != nil {
-		return Result{}, apperr.Unavailablef("the registration throttle is unavailable; try again later")
-	}
-	m.reportDecision(d)
-	if !d.Allowed {
-		return Result{}, apperr.RateLimited(d.RetryAfter, "too many registrations from this address; try again later")
-	}
-	if err := s.emailFree(ctx, email); err != nil {
-		return Result{}, err
-	}
-	if username != "" {
-		var n int
-		if err := s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM users WHERE LOWER(username) = LOWER($1)`, username).Scan(&n); err != nil {
-			return Result{}, err
-		}
-		if n > 0 {
-			return Result{}, apperr.Conflictf("username %s is taken", username)
-		}
 	}
 	hash, err := s.hash(in.Password)
 	if err != nil {
@@ -611,6 +591,59 @@ func (s *Service) Register(ctx context.Context, in RegisterInput, m Meta) (Resul
 	// The address stays unverified until the mailed link is followed (verify.go).
 	s.mailAfterRegistration(ctx, res.User.ID)
 	return res, nil
+}
+
+// checkRegistration checks a registration before anything is written: the
+// platform is open, the address, password and username are valid, the
+// address's registration allowance holds, and the address and username are
+// free. It returns the normalized address and the trimmed username.
+func (s *Service) checkRegistration(ctx context.Context, in RegisterInput, m Meta) (email, username string, err error) {
+	enabled, open, err := s.platformState(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	if !enabled || !open {
+		return "", "", apperr.Forbiddenf("registration with email and password is disabled on this server")
+	}
+	email = NormalizeEmail(in.Email)
+	if !validEmail(email) {
+		return "", "", apperr.Invalid("email must be a valid email address")
+	}
+	if err := s.checkPassword(in.Password); err != nil {
+		return "", "", err
+	}
+	username = strings.TrimSpace(in.Username)
+	if username != "" && !ValidUsername(username) {
+		return "", "", apperr.Invalid("username must be 3 to 30 characters: letters, digits and underscores")
+	}
+	d, err := cache.Allow(ctx, s.Limiter, "register:ip:"+m.IP, cache.PerPeriod(RegisterPerIP, time.Hour))
+	if err != nil {
+		return "", "", apperr.Unavailablef("the registration throttle is unavailable; try again later")
+	}
+	m.reportDecision(d)
+	if !d.Allowed {
+		return "", "", apperr.RateLimited(d.RetryAfter, "too many registrations from this address; try again later")
+	}
+	if err := s.emailFree(ctx, email); err != nil {
+		return "", "", err
+	}
+	return email, username, s.usernameFree(ctx, username)
+}
+
+// usernameFree answers 409 when another user has the username (compared
+// without regard to case); "" is free (one is generated).
+func (s *Service) usernameFree(ctx context.Context, username string) error {
+	if username == "" {
+		return nil
+	}
+	var n int
+	if err := s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM users WHERE LOWER(username) = LOWER($1)`, username).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return apperr.Conflictf("username %s is taken", username)
+	}
+	return nil
 }
 
 // emailFree answers 409 when an email-platform account or a user already has

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"hmid/internal/cache"
+	"hmid/internal/policy"
 	"hmid/internal/secretbox"
 	"hmid/internal/token"
 )
@@ -36,6 +37,9 @@ import (
 //     unbounded guessing.
 //
 // The two-factor step keeps its own limit (package twofactor).
+//
+// The constants are the defaults; the numbers in force are the login.*
+// policies (package policy), which an operator may change while hmid runs.
 const (
 	FailWindow     = 15 * time.Minute
 	FailPerAccount = 5
@@ -90,22 +94,22 @@ func addressKey(ip string) string {
 // the account is reserved in: the account at this address, the address, and
 // the account's daily backstop. The account is keyed by a hash of the
 // normalized address (so the key has the same size whatever was sent).
-func loginQuotas(email, ip string) []cache.Quota {
+func loginQuotas(email, ip string, l policy.Login) []cache.Quota {
 	addr := addressKey(ip)
 	acct := token.Hash(email)
 	return []cache.Quota{
-		{Key: "login:acctip:" + token.Hash(acct+"|"+addr), Limit: cache.PerPeriod(FailPerAccount, FailWindow)},
-		{Key: "login:ip:" + addr, Limit: cache.PerPeriod(FailPerIP, FailWindow)},
-		{Key: "login:acct:" + acct, Limit: perDay(FailPerAccountDay)},
+		{Key: "login:acctip:" + token.Hash(acct+"|"+addr), Limit: cache.PerPeriod(l.FailPerAccount, l.FailWindow)},
+		{Key: "login:ip:" + addr, Limit: cache.PerPeriod(l.FailPerIP, l.FailWindow)},
+		{Key: "login:acct:" + acct, Limit: perDay(l.FailPerAccountDay)},
 	}
 }
 
 // deviceQuotas are the allowances of an attempt made with a valid device
 // cookie of the account: the device's own, short-term and daily.
-func deviceQuotas(nonce string) []cache.Quota {
+func deviceQuotas(nonce string, l policy.Login) []cache.Quota {
 	return []cache.Quota{
-		{Key: "login:dev:" + nonce, Limit: cache.PerPeriod(FailPerDevice, FailWindow)},
-		{Key: "login:devday:" + nonce, Limit: perDay(FailPerDeviceDay)},
+		{Key: "login:dev:" + nonce, Limit: cache.PerPeriod(l.FailPerDevice, l.FailWindow)},
+		{Key: "login:devday:" + nonce, Limit: perDay(l.FailPerDeviceDay)},
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"hmid/internal/apperr"
 	"hmid/internal/clock"
 	"hmid/internal/db"
+	"hmid/internal/policy"
 	"hmid/internal/token"
 )
 
@@ -25,6 +26,8 @@ type Resolver struct {
 	Clock clock.Clock
 	Epoch Epoch
 	OAuth OAuthTokens // nil until the OAuth area is wired
+	// Policy gives the session idle timeout (nil: none).
+	Policy *policy.Store
 
 	mu    sync.Mutex
 	cache map[string]*cached // by token hash
@@ -40,6 +43,9 @@ type cached struct {
 	epoch     int64 // noEpoch when loaded while the epoch was unknown
 	loadedAt  time.Time
 	touchedAt time.Time // last write of last_used_at / last_activity_at
+	// lastActivity is a session's last_activity_at as last read or
+	// written by this instance, for the idle timeout.
+	lastActivity time.Time
 }
 
 // cacheTTL bounds how long a principal is reused even without an epoch change,
@@ -81,7 +87,9 @@ func (r *Resolver) Resolve(ctx context.Context, tok string) (*Principal, error) 
 	r.mu.Lock()
 	c := r.cache[h]
 	r.mu.Unlock()
-	if c != nil && epoch != noEpoch && c.epoch == epoch && c.gen == gen && now.Sub(c.loadedAt) < cacheTTL {
+	// A session that looks idle here is read again: another instance may
+	// have seen it used meanwhile (its touch is in the database).
+	if c != nil && epoch != noEpoch && c.epoch == epoch && c.gen == gen && now.Sub(c.loadedAt) < cacheTTL && !r.idle(c.p, c.lastActivity, now) {
 		if !c.p.ExpiresAt.IsZero() && !now.Before(c.p.ExpiresAt) {
 			return nil, errInvalid
 		}
@@ -89,18 +97,19 @@ func (r *Resolver) Resolve(ctx context.Context, tok string) (*Principal, error) 
 		return c.p, nil
 	}
 	var (
-		p   *Principal
-		err error
+		p            *Principal
+		lastActivity time.Time
+		err          error
 	)
 	if isSession {
-		p, err = r.loadSession(ctx, h, now)
+		p, lastActivity, err = r.loadSession(ctx, h, now)
 	} else {
 		p, err = r.loadAPIKey(ctx, h, now)
 	}
 	if err != nil {
 		return nil, err
 	}
-	nc := &cached{p: p, gen: gen, epoch: epoch, loadedAt: now}
+	nc := &cached{p: p, gen: gen, epoch: epoch, loadedAt: now, lastActivity: lastActivity}
 	if c != nil {
 		nc.touchedAt = c.touchedAt
 	}
@@ -141,6 +150,7 @@ func (r *Resolver) touch(ctx context.Context, c *cached, now time.Time) {
 	due := now.Sub(c.touchedAt) >= touchEvery
 	if due {
 		c.touchedAt = now
+		c.lastActivity = now
 	}
 	r.mu.Unlock()
 	if !due {
@@ -166,37 +176,48 @@ const userStateSQL = `SELECT u.is_super_admin, u.deleted_at IS NOT NULL,
 	` + db.UserBannedSQL + `
 	FROM users u WHERE u.id = $1`
 
-func (r *Resolver) loadSession(ctx context.Context, hash string, now time.Time) (*Principal, error) {
+// idle reports whether the session principal p, last active at
+// lastActivity, has outlived the idle timeout in force (never for API keys).
+func (r *Resolver) idle(p *Principal, lastActivity time.Time, now time.Time) bool {
+	return p.Kind == KindSession && r.Policy.Current().IdleExpired(lastActivity, now)
+}
+
+// loadSession reads a session with its user's state and permissions, and
+// returns it with its last activity. An expired session, or one idle past
+// the policy's timeout, is invalid; like an expired one it is not revoked
+// (its tokens do not end, see migration 0860), just no longer accepted.
+func (r *Resolver) loadSession(ctx context.Context, hash string, now time.Time) (*Principal, time.Time, error) {
 	var (
-		p                 Principal
-		expires, authTime int64
-		st                userState
+		p                           Principal
+		expires, authTime, activity int64
+		st                          userState
 	)
 	var amr db.Strings
 	err := r.DB.QueryRowContext(ctx, `SELECT s.id, s.user_id, s.expires_at, s.auth_time, s.provider, s.amr,
 		u.is_super_admin, u.deleted_at IS NOT NULL,
-		`+db.UserBannedSQL+`
+		`+db.UserBannedSQL+`, s.last_activity_at
 		FROM sessions s JOIN users u ON u.id = s.user_id
 		WHERE s.token_hash = $1 AND s.revoked_at IS NULL`, hash, db.TS(now)).
-		Scan(&p.SessionID, &p.UserID, &expires, &authTime, &p.Provider, &amr, &st.superAdmin, &st.deleted, &st.banned)
+		Scan(&p.SessionID, &p.UserID, &expires, &authTime, &p.Provider, &amr, &st.superAdmin, &st.deleted, &st.banned, &activity)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, errInvalid
+		return nil, time.Time{}, errInvalid
 	}
 	if err != nil {
-		return nil, apperr.Unavailablef("database unavailable")
+		return nil, time.Time{}, apperr.Unavailablef("database unavailable")
 	}
 	p.Kind = KindSession
 	p.AMR = amr
 	p.ExpiresAt = db.FromTS(expires)
 	p.AuthTime = db.FromTS(authTime)
 	p.SuperAdmin = st.superAdmin
-	if st.deleted || st.banned || !now.Before(p.ExpiresAt) {
-		return nil, errInvalid
+	lastActivity := db.FromTS(activity)
+	if st.deleted || st.banned || !now.Before(p.ExpiresAt) || r.idle(&p, lastActivity, now) {
+		return nil, time.Time{}, errInvalid
 	}
 	if p.perms, err = UserPermissions(ctx, r.DB, p.UserID); err != nil {
-		return nil, apperr.Unavailablef("database unavailable")
+		return nil, time.Time{}, apperr.Unavailablef("database unavailable")
 	}
-	return &p, nil
+	return &p, lastActivity, nil
 }
 
 func (r *Resolver) loadAPIKey(ctx context.Context, hash string, now time.Time) (*Principal, error) {

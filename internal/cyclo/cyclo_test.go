@@ -12,38 +12,17 @@ import (
 // by branch; split it into named steps.
 const ceiling = 20
 
-// waiting lists the functions still over the ceiling, each in code that is
-// being split in parallel work at the time the guard was added. The list
-// only shrinks: the test fails when a listed function is no longer over
-// the ceiling (or no longer exists), so remove its line in the change that
-// splits it. Never add to it.
-var waiting = map[string]bool{
-	"auth (*Service).Register":       true,
-	"auth (*Service).ChangePassword": true,
-}
-
 // TestNoFunctionOverCeiling walks every non-test .go file of the module
-// and fails naming each function over the ceiling that is not waiting, and
-// each waiting function that no longer needs to wait.
+// and fails naming each function over the ceiling.
 func TestNoFunctionOverCeiling(t *testing.T) {
 	stats, err := Tree("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	sort.Slice(stats, func(i, j int) bool { return stats[i].Complexity > stats[j].Complexity })
-	over := map[string]bool{}
 	for _, s := range stats {
-		if s.Complexity <= ceiling {
-			continue
-		}
-		over[s.Func] = true
-		if !waiting[s.Func] {
+		if s.Complexity > ceiling {
 			t.Errorf("%s (%s): cyclomatic complexity %d, over %d; split it into named steps", s.Func, s.Pos, s.Complexity, ceiling)
-		}
-	}
-	for name := range waiting {
-		if !over[name] {
-			t.Errorf("%s is no longer over %d: remove it from the waiting list", name, ceiling)
 		}
 	}
 }

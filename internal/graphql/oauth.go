@@ -73,6 +73,9 @@ type oauthClient struct {
 	IsActive      bool
 	CreatedAt     string
 	GrantTypes    []string
+	// The client's own token lifetimes (nil: the server's policies).
+	AccessTokenLifetimeSeconds  *int32
+	RefreshTokenLifetimeSeconds *int32
 }
 
 func clientView(c oauth.Client) oauthClient {
@@ -80,8 +83,28 @@ func clientView(c oauth.Client) oauthClient {
 		ID: gql.ID(c.ID), Name: c.Name, Description: c.Description, LogoURL: c.LogoURL, ClientType: c.ClientType,
 		AllowedScopes: nonNil(c.AllowedScopes), RedirectURIs: nonNil(c.RedirectURIs),
 		IsFirstParty: c.IsFirstParty, IsActive: c.IsActive, CreatedAt: timestamp(c.CreatedAt),
-		GrantTypes: nonNil(c.GrantTypes),
+		GrantTypes:                 nonNil(c.GrantTypes),
+		AccessTokenLifetimeSeconds: int32Ptr(c.AccessTokenLifetimeSeconds), RefreshTokenLifetimeSeconds: int32Ptr(c.RefreshTokenLifetimeSeconds),
 	}
+}
+
+// int32Ptr is a lifetime as a GraphQL Int (lifetimes are at most a year of
+// seconds, well within 32 bits).
+func int32Ptr(v *int64) *int32 {
+	if v == nil {
+		return nil
+	}
+	n := int32(*v)
+	return &n
+}
+
+// lifetime is a GraphQL Int lifetime as the service's input: absent or
+// null is the server's policy.
+func lifetime(v *int32) oauth.ClientLifetime {
+	if v == nil {
+		return oauth.ClientLifetime{}
+	}
+	return oauth.ClientLifetime{Set: true, Value: int64(*v)}
 }
 
 func nonNil(s []string) []string {
@@ -121,6 +144,9 @@ type createClientInput struct {
 	ClientType        *string
 	IsFirstParty      *bool
 	GrantTypes        *[]string
+	// Token lifetimes of the client (nil: the server's policies).
+	AccessTokenLifetimeSeconds  *int32
+	RefreshTokenLifetimeSeconds *int32
 }
 
 func opt[T any](v *T) httpx.Opt[T] {
@@ -145,6 +171,9 @@ func (in createClientInput) clientInput() oauth.ClientInput {
 		ClientType:        opt(in.ClientType),
 		IsFirstParty:      opt(in.IsFirstParty),
 		GrantTypes:        opt(in.GrantTypes),
+
+		AccessTokenLifetimeSeconds:  lifetime(in.AccessTokenLifetimeSeconds),
+		RefreshTokenLifetimeSeconds: lifetime(in.RefreshTokenLifetimeSeconds),
 	}
 }
 

@@ -119,12 +119,13 @@ func (s *Service) clientCredentials(ctx context.Context, c Client, form url.Valu
 		return ClientTokenResponse{}, oe
 	}
 	tok := token.New(token.PrefixAccessToken + clientTokenMark)
+	ttl, _ := s.lifetimes(c)
 	_, err := s.DB.ExecContext(ctx, `INSERT INTO oauth_client_tokens (id, token_hash, client_id, scopes, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`, db.NewID(), token.Hash(tok), c.ID, db.JSON(scopes), db.TS(now), db.TS(now.Add(AccessTokenTTL)))
+		VALUES ($1, $2, $3, $4, $5, $6)`, db.NewID(), token.Hash(tok), c.ID, db.JSON(scopes), db.TS(now), db.TS(now.Add(ttl)))
 	if err != nil {
 		return ClientTokenResponse{}, asOAuthErr(err)
 	}
-	return ClientTokenResponse{AccessToken: tok, TokenType: "Bearer", ExpiresIn: int(AccessTokenTTL / time.Second), Scope: strings.Join(scopes, " ")}, nil
+	return ClientTokenResponse{AccessToken: tok, TokenType: "Bearer", ExpiresIn: int(ttl / time.Second), Scope: strings.Join(scopes, " ")}, nil
 }
 
 // clientGrantScopes decides the scopes of a client credentials token. A

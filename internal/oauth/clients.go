@@ -92,6 +92,12 @@ type Client struct {
 
 	registrationHash string // hash of the registration access token (RFC 7592)
 	initialTokenID   string // the initial access token that registered it
+
+	// AccessTokenLifetimeSeconds and RefreshTokenLifetimeSeconds override
+	// the server-wide token lifetimes for this client; nil is the server's
+	// (lifetimes.go).
+	AccessTokenLifetimeSeconds  *int64 `json:"access_token_lifetime_seconds"`
+	RefreshTokenLifetimeSeconds *int64 `json:"refresh_token_lifetime_seconds"`
 }
 
 // ClientInput is the body of client creation and update; on update only the
@@ -122,25 +128,30 @@ type ClientInput struct {
 	AccessTokenFormat httpx.Opt[string]   `json:"access_token_format"`
 	// GrantTypes (RFC 7591 §2): DefaultGrantTypes when not given on creation.
 	GrantTypes httpx.Opt[[]string] `json:"grant_types"`
+	// Token lifetimes of this client, null for the server's (lifetimes.go).
+	AccessTokenLifetimeSeconds  ClientLifetime `json:"access_token_lifetime_seconds"`
+	RefreshTokenLifetimeSeconds ClientLifetime `json:"refresh_token_lifetime_seconds"`
 }
 
 const clientCols = `id, owner_id, name, description, logo_url, homepage_url, privacy_policy_url, terms_of_service_url,
 	redirect_uris, allowed_scopes, client_type, is_first_party, is_active, id_token_alg, secret_hash, created_at, updated_at,
 	post_logout_redirect_uris, backchannel_logout_uri, backchannel_logout_session_required,
 	token_endpoint_auth_method, jwks, jwks_uri, resources, access_token_format, grant_types,
-	registration_kind, registration_token_hash, last_used_at, initial_token_id`
+	registration_kind, registration_token_hash, last_used_at, initial_token_id,
+	access_token_lifetime_seconds, refresh_token_lifetime_seconds`
 
 func scanClient(row interface{ Scan(...any) error }) (Client, error) {
 	var c Client
 	var owner, logo, home, privacy, tos, secret, bcl, jwks, jwksURI, regKind, regHash, iat sql.NullString
-	var lastUsed sql.NullInt64
+	var lastUsed, accessTTL, refreshTTL sql.NullInt64
 	var redirects, scopes, postLogout, resources, grants db.Strings
 	var created, updated int64
 	err := row.Scan(&c.ID, &owner, &c.Name, &c.Description, &logo, &home, &privacy, &tos, &redirects, &scopes,
 		&c.ClientType, &c.IsFirstParty, &c.IsActive, &c.IDTokenSignedResponseAlg, &secret, &created, &updated,
 		&postLogout, &bcl, &c.BackchannelLogoutSessionRequired,
 		&c.TokenEndpointAuthMethod, &jwks, &jwksURI, &resources, &c.AccessTokenFormat, &grants,
-		&regKind, &regHash, &lastUsed, &iat)
+		&regKind, &regHash, &lastUsed, &iat, &accessTTL, &refreshTTL)
+	c.AccessTokenLifetimeSeconds, c.RefreshTokenLifetimeSeconds = lifetimePtr(accessTTL), lifetimePtr(refreshTTL)
 	c.DynamicRegistration, c.registrationHash, c.initialTokenID = db.StringPtr(regKind), regHash.String, iat.String
 	if lastUsed.Valid {
 		t := db.FromTS(lastUsed.Int64)
@@ -299,6 +310,9 @@ func applyInput(c *Client, in ClientInput, creating bool) error {
 		return err
 	}
 	if err := applyGrantTypes(c, in, creating); err != nil {
+		return err
+	}
+	if err := applyLifetimeInput(c, in); err != nil {
 		return err
 	}
 	if in.IsActive.Set {
@@ -515,13 +529,14 @@ func insertClient(ctx context.Context, tx *db.Tx, c Client, now time.Time) error
 		redirect_uris, allowed_scopes, client_type, is_first_party, is_active, id_token_alg, secret_hash, created_at, updated_at,
 		post_logout_redirect_uris, backchannel_logout_uri, backchannel_logout_session_required,
 		token_endpoint_auth_method, jwks, jwks_uri, resources, access_token_format, grant_types,
-		registration_kind, registration_token_hash, initial_token_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)`,
+		registration_kind, registration_token_hash, initial_token_id, access_token_lifetime_seconds, refresh_token_lifetime_seconds)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30)`,
 		c.ID, nullStr(c.OwnerID), c.Name, c.Description, nullStr(c.LogoURL), nullStr(c.HomepageURL), nullStr(c.PrivacyPolicyURL), nullStr(c.TermsOfServiceURL),
 		db.JSON(c.RedirectURIs), db.JSON(c.AllowedScopes), c.ClientType, c.IsFirstParty, c.IsActive, c.IDTokenSignedResponseAlg, nullStr(&c.secretHash), db.TS(now),
 		db.JSON(c.PostLogoutRedirectURIs), nullStr(c.BackchannelLogoutURI), c.BackchannelLogoutSessionRequired,
 		c.TokenEndpointAuthMethod, nullJSON(c.JWKS), nullStr(c.JWKSURI), db.JSON(c.Resources), c.AccessTokenFormat, db.JSON(c.GrantTypes),
-		nullStr(c.DynamicRegistration), nullStr(&c.registrationHash), nullStr(&c.initialTokenID))
+		nullStr(c.DynamicRegistration), nullStr(&c.registrationHash), nullStr(&c.initialTokenID),
+		nullLifetime(c.AccessTokenLifetimeSeconds), nullLifetime(c.RefreshTokenLifetimeSeconds))
 	return err
 }
 
@@ -671,7 +686,7 @@ func (in ClientInput) anySet() bool {
 		in.TermsOfServiceURL.Set, in.RedirectURIs.Set, in.AllowedScopes.Set, in.ClientType.Set,
 		in.IsFirstParty.Set, in.IsActive.Set, in.IDTokenSignedResponseAlg.Set,
 		in.PostLogoutRedirectURIs.Set, in.BackchannelLogoutURI.Set, in.BackchannelLogoutSessionRequired.Set,
-		in.TokenEndpointAuthMethod.Set, in.JWKS.Set, in.JWKSURI.Set, in.resourceFieldsSet(), in.GrantTypes.Set}, true)
+		in.TokenEndpointAuthMethod.Set, in.JWKS.Set, in.JWKSURI.Set, in.resourceFieldsSet(), in.GrantTypes.Set, lifetimesSet(in)}, true)
 }
 
 // saveClient writes an updated client and audits it; deactivating a client
@@ -684,12 +699,14 @@ func (s *Service) saveClient(ctx context.Context, p *authn.Principal, c Client, 
 			is_active = $10, id_token_alg = $11, updated_at = $12,
 			post_logout_redirect_uris = $14, backchannel_logout_uri = $15, backchannel_logout_session_required = $16,
 			token_endpoint_auth_method = $17, jwks = $18, jwks_uri = $19, secret_hash = $20,
-			resources = $21, access_token_format = $22, grant_types = $23 WHERE id = $13`,
+			resources = $21, access_token_format = $22, grant_types = $23,
+			access_token_lifetime_seconds = $24, refresh_token_lifetime_seconds = $25 WHERE id = $13`,
 			c.Name, c.Description, nullStr(c.LogoURL), nullStr(c.HomepageURL), nullStr(c.PrivacyPolicyURL), nullStr(c.TermsOfServiceURL),
 			db.JSON(c.RedirectURIs), db.JSON(c.AllowedScopes), c.IsFirstParty, c.IsActive, c.IDTokenSignedResponseAlg, db.TS(now), c.ID,
 			db.JSON(c.PostLogoutRedirectURIs), nullStr(c.BackchannelLogoutURI), c.BackchannelLogoutSessionRequired,
 			c.TokenEndpointAuthMethod, nullJSON(c.JWKS), nullStr(c.JWKSURI), nullStr(&c.secretHash),
-			db.JSON(c.Resources), c.AccessTokenFormat, db.JSON(c.GrantTypes)); err != nil {
+			db.JSON(c.Resources), c.AccessTokenFormat, db.JSON(c.GrantTypes),
+			nullLifetime(c.AccessTokenLifetimeSeconds), nullLifetime(c.RefreshTokenLifetimeSeconds)); err != nil {
 			return err
 		}
 		if !c.IsActive {

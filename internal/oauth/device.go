@@ -284,7 +284,7 @@ func (s *Service) redeemDevice(ctx context.Context, c Client, secret string, d d
 			return err
 		}
 		fail = nil
-		issued = newIssuedTokens(d.scopes)
+		issued = s.newIssuedTokens(c, d.scopes)
 		return s.storeTokens(ctx, tx, issued, tokenFamily{family: db.NewID(), clientID: c.ID, userID: d.userID.String,
 			refreshScopes: d.scopes, authTime: d.authTime.Int64, context: d.context, offlineRefresh: slices.Contains(d.scopes, "offline_access")}, now)
 	})

@@ -31,10 +31,13 @@ import (
 	"hmid/internal/clock"
 	"hmid/internal/db"
 	"hmid/internal/outbound"
+	"hmid/internal/policy"
 	"hmid/internal/secretbox"
 )
 
-// Lifetimes of spec 1 (Token artifacts, Limits).
+// Lifetimes of spec 1 (Token artifacts, Limits). AccessTokenTTL and
+// RefreshTokenTTL are the defaults of the policies that set them
+// (lifetimes.go).
 const (
 	CodeTTL         = 10 * time.Minute
 	PendingTTL      = 15 * time.Minute
@@ -86,6 +89,9 @@ type Service struct {
 	// Cache is shared by the instances (Redis, or in-process alone): it
 	// remembers the jti of client assertions until they expire.
 	Cache cache.Cache
+
+	// Policy gives the token lifetimes in force (nil: the defaults).
+	Policy *policy.Store
 
 	keyMu sync.Mutex              // serializes reading and creating signing keys
 	ring  atomic.Pointer[keyring] // the signing keys as last loaded; nil before first use

@@ -162,7 +162,7 @@ func decodeAudience(raw *string) []string {
 func (s *Service) accessJWT(k *signingKey, c Client, userID string, t issuedTokens, authTime int64, ac authContext, now time.Time) (string, error) {
 	claims := map[string]any{
 		"iss": s.Issuer, "sub": userID, "aud": audienceClaim(t.audience, c.ID), "client_id": c.ID,
-		"iat": now.Unix(), "exp": now.Add(AccessTokenTTL).Unix(), "jti": t.accessID,
+		"iat": now.Unix(), "exp": now.Add(t.accessTTL).Unix(), "jti": t.accessID,
 		"scope": strings.Join(t.accessScopes, " "), "auth_time": db.FromTS(authTime).Unix(),
 	}
 	if ac.ACR != "" {

@@ -231,7 +231,7 @@ func (s *Service) exchangeCode(ctx context.Context, c Client, secret string, for
 			fail = oerr(ErrInvalidGrant, "the user can no longer authorize this client")
 			return nil
 		}
-		issued = newIssuedTokens(row.scopes)
+		issued = s.newIssuedTokens(c, row.scopes)
 		if fail = s.finishAccess(signer, c, row.userID, &issued, row.authTime, decodeContext(row.context), form, now); fail != nil {
 			return nil // commit: the code stays burnt
 		}
@@ -532,8 +532,8 @@ func (s *Service) rotate(ctx context.Context, old spentToken, t issuedTokens, no
 		var n int
 		err := s.DB.QueryRowContext(ctx, rotatePGSQL, db.TS(now), old.id, old.pair,
 			old.family, db.NewID(), old.clientID, old.userID, old.authTime,
-			t.accessID, token.Hash(t.access), db.JSON(t.accessScopes), db.TS(now.Add(AccessTokenTTL)),
-			db.NewID(), token.Hash(t.refresh), db.JSON(old.scopes), db.TS(now.Add(RefreshTokenTTL)), t.audienceJSON()).Scan(&n)
+			t.accessID, token.Hash(t.access), db.JSON(t.accessScopes), db.TS(now.Add(t.accessTTL)),
+			db.NewID(), token.Hash(t.refresh), db.JSON(old.scopes), db.TS(now.Add(t.refreshTTL)), t.audienceJSON()).Scan(&n)
 		return n == 1, err
 	}
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
@@ -555,18 +555,23 @@ func (s *Service) rotate(ctx context.Context, old spentToken, t issuedTokens, no
 	return err == nil, err
 }
 
-// issuedTokens is an access token and its refresh token, issued together.
+// issuedTokens is an access token and its refresh token, issued together,
+// with the lifetimes they are issued with.
 type issuedTokens struct {
-	access, refresh string
-	accessID        string // the access token's row id (its jti)
-	accessScopes    []string
-	audience        []string // the access token's resources (RFC 8707); nil: the client
+	access, refresh       string
+	accessID              string // the access token's row id (its jti)
+	accessScopes          []string
+	audience              []string // the access token's resources (RFC 8707); nil: the client
+	accessTTL, refreshTTL time.Duration
 }
 
-// newIssuedTokens draws a new access and refresh token pair.
-func newIssuedTokens(accessScopes []string) issuedTokens {
-	return issuedTokens{access: token.New(token.PrefixAccessToken), refresh: token.New(token.PrefixRefreshToken),
+// newIssuedTokens draws a new access and refresh token pair for client c,
+// with c's lifetimes in force now (lifetimes.go).
+func (s *Service) newIssuedTokens(c Client, accessScopes []string) issuedTokens {
+	t := issuedTokens{access: token.New(token.PrefixAccessToken), refresh: token.New(token.PrefixRefreshToken),
 		accessID: db.NewID(), accessScopes: accessScopes}
+	t.accessTTL, t.refreshTTL = s.lifetimes(c)
+	return t
 }
 
 // accessSigner returns the key that signs c's JWT access tokens (RFC 9068),
@@ -609,7 +614,7 @@ func (s *Service) refreshedTokens(ctx context.Context, c Client, old spentToken,
 	if oe != nil {
 		return issuedTokens{}, oe
 	}
-	t := newIssuedTokens(scopes)
+	t := s.newIssuedTokens(c, scopes)
 	return t, s.finishAccess(signer, c, old.userID, &t, old.authTime, decodeContext(old.context), form, now)
 }
 
@@ -653,8 +658,8 @@ func (s *Service) storeTokens(ctx context.Context, tx *db.Tx, t issuedTokens, f 
 	}
 	_, err := tx.ExecContext(ctx, storeTokensSQL,
 		t.accessID, token.Hash(t.access), f.family, db.NewID(), f.clientID, f.userID, db.JSON(t.accessScopes), f.authTime, db.TS(now),
-		db.TS(now.Add(AccessTokenTTL)), session, f.context, f.offlineAccess,
-		db.NewID(), token.Hash(t.refresh), db.JSON(f.refreshScopes), db.TS(now.Add(RefreshTokenTTL)), f.offlineRefresh, t.audienceJSON())
+		db.TS(now.Add(t.accessTTL)), session, f.context, f.offlineAccess,
+		db.NewID(), token.Hash(t.refresh), db.JSON(f.refreshScopes), db.TS(now.Add(t.refreshTTL)), f.offlineRefresh, t.audienceJSON())
 	return err
 }
 
@@ -665,7 +670,7 @@ func (s *Service) storeTokens(ctx context.Context, tx *db.Tx, t issuedTokens, f 
 // already (nil: read them).
 func (s *Service) respond(ctx context.Context, c Client, secret, userID string, t issuedTokens, authTime time.Time, nonce, sessionID string, ac authContext, row *claimRow, now time.Time) (TokenResponse, *Error) {
 	resp := TokenResponse{
-		AccessToken: t.access, TokenType: "Bearer", ExpiresIn: int(AccessTokenTTL / time.Second),
+		AccessToken: t.access, TokenType: "Bearer", ExpiresIn: int(t.accessTTL / time.Second),
 		RefreshToken: t.refresh, Scope: strings.Join(t.accessScopes, " "),
 	}
 	if slices.Contains(t.accessScopes, "openid") {

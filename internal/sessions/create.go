@@ -12,7 +12,8 @@ import (
 	"hmid/internal/token"
 )
 
-// DefaultTTL is the lifetime of a session created by a login.
+// DefaultTTL is the lifetime of a session created without an expiry; the
+// sign-ins give theirs from the policy session.absolute_timeout_seconds.
 const DefaultTTL = 30 * 24 * time.Hour
 
 // New describes a session to create.

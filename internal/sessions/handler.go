@@ -114,7 +114,8 @@ type Record struct {
 
 // CreateInternal serves POST /v1/sessions (system key) with {userId,
 // expires}: a session for an active user. expires is an RFC 3339 time in the
-// future, at most MaxTTL ahead; without it the session lasts DefaultTTL. A
+// future, at most MaxTTL ahead; without it the session lasts as the policy
+// session.absolute_timeout_seconds says (DefaultTTL by default). A
 // banned user gets no session (403), as login refuses them: a session that
 // authentication would refuse anyway must not be handed out.
 func (h *Handler) CreateInternal(w http.ResponseWriter, r *http.Request) {
@@ -131,7 +132,7 @@ func (h *Handler) CreateInternal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := h.S.Clock.Now()
-	var expires time.Time
+	expires := now.Add(h.S.Policy.Current().SessionAbsolute)
 	if b.Expires != nil {
 		t, err := time.Parse(time.RFC3339Nano, *b.Expires)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"hmid/internal/authn"
 	"hmid/internal/clock"
 	"hmid/internal/db"
+	"hmid/internal/policy"
 )
 
 // Service lists and revokes sessions; the REST endpoints and the account
@@ -18,6 +19,9 @@ type Service struct {
 	Clock clock.Clock
 	Epoch authn.Epoch // bumped after every revocation so the token dies on every instance
 	Audit *audit.Writer
+	// Policy gives the lifetime of sessions created without an expiry
+	// (session.absolute_timeout_seconds; nil: DefaultTTL).
+	Policy *policy.Store
 }
 
 // ErrCurrent refuses to revoke the session making the request: logging out
@@ -36,8 +40,8 @@ func (s *Service) list(ctx context.Context, userID, current string) ([]Session, 
 	rows, err := s.DB.QueryContext(ctx, `SELECT s.id, s.ip_address, s.user_agent, s.device_type, s.browser_name, s.os_name, s.provider,
 		COALESCE(pl.name, s.provider), s.last_activity_at, s.created_at, s.expires_at
 		FROM sessions s LEFT JOIN platforms pl ON pl.slug = s.provider
-		WHERE s.user_id = $1 AND s.revoked_at IS NULL AND s.expires_at > $2
-		ORDER BY s.last_activity_at DESC, s.id`, userID, db.TS(s.Clock.Now()))
+		WHERE s.user_id = $1 AND s.revoked_at IS NULL AND s.expires_at > $2 AND s.last_activity_at > $3
+		ORDER BY s.last_activity_at DESC, s.id`, userID, db.TS(s.Clock.Now()), s.idleCutoff())
 	if err != nil {
 		return nil, err
 	}
@@ -55,6 +59,17 @@ func (s *Service) list(ctx context.Context, userID, current string) ([]Session, 
 		out = append(out, x)
 	}
 	return out, rows.Err()
+}
+
+// idleCutoff is the last activity a session must be newer than not to be
+// idle past the policy's timeout (session.idle_timeout_seconds), as a
+// statement argument; 0 when no session is.
+func (s *Service) idleCutoff() int64 {
+	cut := s.Policy.Current().IdleCutoff(s.Clock.Now())
+	if cut.IsZero() {
+		return 0
+	}
+	return db.TS(cut)
 }
 
 // Revoke revokes p's session id (not the current one: ErrCurrent). Another

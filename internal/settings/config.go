@@ -7,13 +7,17 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"hmid/internal/apperr"
+	"hmid/internal/audit"
+	"hmid/internal/authn"
 	"hmid/internal/db"
 	"hmid/internal/httpx"
+	"hmid/internal/policy"
 )
 
 // ConfigEntry is a system config entry.
@@ -53,10 +57,25 @@ var Defaults = []struct {
 	{KeyPasskeyUserVerification, "User verification asked of passkeys: required, preferred or discouraged", "preferred"},
 }
 
+// allDefaults are Defaults and the policy entries (package policy).
+func allDefaults() []struct {
+	Key, Description string
+	Value            any
+} {
+	out := slices.Clone(Defaults)
+	for _, e := range policy.Entries {
+		out = append(out, struct {
+			Key, Description string
+			Value            any
+		}{e.Key, e.Description, e.Default})
+	}
+	return out
+}
+
 // SeedConfig inserts missing default entries; existing values are kept.
 func (s *Service) SeedConfig(ctx context.Context) error {
 	now := db.TS(s.Clock.Now())
-	for _, d := range Defaults {
+	for _, d := range allDefaults() {
 		if _, err := s.DB.ExecContext(ctx, `INSERT INTO system_config (key, value, description, updated_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
 			d.Key, db.JSON(d.Value), d.Description, now); err != nil {
 			return err
@@ -118,8 +137,11 @@ func (s *Service) ListConfig(ctx context.Context, prefix string) ([]ConfigEntry,
 // UpdateConfig sets the value of the config entry key to raw (JSON text; nil
 // when no value was given). The new value must have the JSON type of the
 // current one (an array stays an array), so a typo cannot break the areas
-// that read it, and the entries hmid reads keep their bounds.
-func (s *Service) UpdateConfig(ctx context.Context, key string, raw json.RawMessage) (ConfigEntry, error) {
+// that read it, and the entries hmid reads keep their bounds. A change is
+// audited as system_config_updated (ev gives the request's address, agent
+// and source; the caller of ctx is the actor) in the transaction of the
+// write, and OnChange is told after it committed.
+func (s *Service) UpdateConfig(ctx context.Context, key string, raw json.RawMessage, ev audit.Event) (ConfigEntry, error) {
 	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
 		return ConfigEntry{}, apperr.Invalid("value is required")
 	}
@@ -136,11 +158,51 @@ func (s *Service) UpdateConfig(ctx context.Context, key string, raw json.RawMess
 	if err := checkConfigValue(key, raw); err != nil {
 		return e, err
 	}
-	if _, err := s.DB.ExecContext(ctx, `UPDATE system_config SET value = $1, updated_at = $2 WHERE key = $3`,
-		string(bytes.TrimSpace(raw)), db.TS(s.Clock.Now()), key); err != nil {
+	value := string(bytes.TrimSpace(raw))
+	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE system_config SET value = $1, updated_at = $2 WHERE key = $3`,
+			value, db.TS(s.Clock.Now()), key); err != nil {
+			return err
+		}
+		return s.audit(ctx, tx, key, e.Value, json.RawMessage(value), ev)
+	})
+	if err != nil {
 		return e, err
 	}
+	if s.OnChange != nil {
+		if err := s.OnChange(ctx, key); err != nil {
+			return e, err
+		}
+	}
 	return s.Entry(ctx, key)
+}
+
+// audit records a config change: who, which key, the old and the new value.
+func (s *Service) audit(ctx context.Context, tx *db.Tx, key string, old, value json.RawMessage, ev audit.Event) error {
+	if s.Audit == nil {
+		return nil
+	}
+	p := authn.From(ctx)
+	ev.EventType, ev.ResourceType, ev.ResourceID = audit.SystemConfigUpdated, "system_config", key
+	if p != nil {
+		ev.UserID = p.UserID
+		if p.UserID == "" {
+			ev.ActorID = p.APIKeyID
+		}
+	}
+	ev.Description = "System config " + key + " changed from " + compactJSON(old) + " to " + compactJSON(value)
+	ev.Metadata = map[string]any{"key": key, "old_value": old, "new_value": value}
+	_, err := s.Audit.Record(ctx, tx, ev)
+	return err
+}
+
+// compactJSON is raw without insignificant white space (raw when not JSON).
+func compactJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
 }
 
 // ListConfig serves GET /v1/system-config?prefix=…: a bare array ordered by key.
@@ -164,7 +226,7 @@ func (h *Handler) UpdateConfig(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// An absent value and a JSON null both leave raw empty: "value is required".
-	e, err := h.S.UpdateConfig(r.Context(), chi.URLParam(r, "key"), b.Value.Value)
+	e, err := h.S.UpdateConfig(r.Context(), chi.URLParam(r, "key"), b.Value.Value, audit.FromRequest(r, audit.Event{SourceService: "api"}))
 	httpx.RespondJSON(w, r, http.StatusOK, e, err)
 }
 
@@ -180,6 +242,9 @@ const (
 // JSON type: the bounds of the entries hmid reads, and the free-form bound
 // for any other.
 func checkConfigValue(key string, raw json.RawMessage) error {
+	if isPolicy, err := policy.Check(key, raw); isPolicy {
+		return err
+	}
 	switch key {
 	case KeySupportedLocales:
 		var locales []string

@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"hmid/internal/apperr"
+	"hmid/internal/audit"
 	"hmid/internal/cache"
 	"hmid/internal/clock"
 	"hmid/internal/db"
@@ -26,6 +27,11 @@ import (
 type Service struct {
 	DB    *db.DB
 	Clock clock.Clock
+	// Audit records system-config changes (nil: not audited).
+	Audit *audit.Writer
+	// OnChange is told the key of each system-config entry changed, after
+	// the change committed (the policy snapshot reloads; nil: nobody).
+	OnChange func(ctx context.Context, key string) error
 }
 
 // Setting is a settings record.

@@ -77,6 +77,12 @@ func (s *Service) getDevice(ctx context.Context, q db.Querier, id string) (Devic
 	return d, db.NotFoundOr(err, "device")
 }
 
+// Device returns the device id (GET /v1/devices/{id}); NotFound when there
+// is none.
+func (s *Service) Device(ctx context.Context, id string) (Device, error) {
+	return s.getDevice(ctx, s.DB, id)
+}
+
 // Devices lists one page of the devices, newest first, and the number of
 // all devices (GET /v1/devices).
 func (s *Service) Devices(ctx context.Context, pg httpx.Page) ([]Device, int, error) {

@@ -264,13 +264,31 @@ func (s *Service) settle(ctx context.Context, at *attempt, method string, err er
 	return err
 }
 
-// auditFailure records a rejected or refused code: 2fa_verified with status
-// failure for the REST operations, login_failed at the login step.
+// verifiedType is the event type of a checked code: 2fa_backup_code_used
+// for a backup code, 2fa_verified for a TOTP code.
+func verifiedType(method string) string {
+	if method == methodBackup {
+		return audit.TwoFABackupCodeUsed
+	}
+	return audit.TwoFAVerified
+}
+
+// methodWords names the kind of code for an event's description.
+func methodWords(method string) string {
+	if method == methodBackup {
+		return "Backup code"
+	}
+	return "Two-factor code"
+}
+
+// auditFailure records a rejected or refused code: 2fa_verified (or
+// 2fa_backup_code_used for a backup code) with status failure for the REST
+// operations, login_failed at the login step.
 func (s *Service) auditFailure(ctx context.Context, at attempt, method, msg string, throttled bool) error {
 	ev := audit.Event{
-		UserID: at.userID, ActorID: at.actorID, EventType: audit.TwoFAVerified, ResourceType: "two_factor", ResourceID: at.userID,
+		UserID: at.userID, ActorID: at.actorID, EventType: verifiedType(method), ResourceType: "two_factor", ResourceID: at.userID,
 		IPAddress: at.client.IPAddress, UserAgent: at.client.UserAgent, SourceService: at.client.SourceService,
-		Description: "Two-factor code rejected", Failed: true, ErrorMessage: msg,
+		Description: methodWords(method) + " rejected", Failed: true, ErrorMessage: msg,
 		Metadata: map[string]any{"operation": at.operation, "method": method, "throttled": throttled},
 	}
 	if at.operation == opLogin {

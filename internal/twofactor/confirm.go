@@ -3,7 +3,6 @@ package twofactor
 import (
 	"context"
 
-	"hmid/internal/audit"
 	"hmid/internal/db"
 )
 
@@ -27,7 +26,7 @@ func (s *Service) ConfirmCode(ctx context.Context, userID, code, operation strin
 		if err := spend(ctx, tx, userID, pr, s.Clock.Now()); err != nil {
 			return err
 		}
-		return s.record(ctx, tx, at, event{audit.TwoFAVerified, "Two-factor code verified to confirm " + operation,
+		return s.record(ctx, tx, at, event{verifiedType(pr.method), methodWords(pr.method) + " verified to confirm " + operation,
 			map[string]any{"operation": operation, "method": pr.method}})
 	})
 	return s.settle(ctx, at, pr.method, err)

@@ -441,7 +441,7 @@ func (s *Service) VerifyLogin(ctx context.Context, userID, code, ip, userAgent s
 		if err := spend(ctx, tx, userID, pr, s.Clock.Now()); err != nil {
 			return err
 		}
-		return s.record(ctx, tx, at, event{audit.TwoFAVerified, "Two-factor code verified at login", map[string]any{"operation": opLogin, "method": pr.method}})
+		return s.record(ctx, tx, at, event{verifiedType(pr.method), methodWords(pr.method) + " verified at login", map[string]any{"operation": opLogin, "method": pr.method}})
 	})
 	return s.settle(ctx, at, pr.method, err)
 }

@@ -107,6 +107,9 @@ func consoleFuncs(lang string) template.FuncMap {
 		"filters": func(action string, active int, errs map[string]string, fields ...Field) FilterBox {
 			return FilterBox{Action: action, Active: active, Invalid: len(errs) > 0, Fields: fields}
 		},
+		// stored shows a text hmid stores in English (an event's or a seeded
+		// role's description) in the page's language when it knows it.
+		"stored": func(s string) string { return Stored(lang, s) },
 	}
 }
 

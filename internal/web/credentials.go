@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -166,6 +167,11 @@ type clientPage struct {
 	Secret string
 	Panels []actionPanel
 	Err    FormError
+	// AccessLifetime and RefreshLifetime are the texts of the lifetime
+	// fields ("" for the server's default); AccessDefault and
+	// RefreshDefault the server's defaults in force, in seconds.
+	AccessLifetime, RefreshLifetime string
+	AccessDefault, RefreshDefault   int64
 }
 
 // keyPage is the creation form (New) or one key's page.
@@ -229,6 +235,8 @@ func (cp *CredentialPages) renderClient(w http.ResponseWriter, r *http.Request, 
 	v.PermissionScopes = strings.Join(oauth.PermissionScopes(v.Form.AllowedScopes), "\n")
 	v.RedirectURIs = strings.Join(v.Form.RedirectURIs, "\n")
 	v.PostLogoutURIs = strings.Join(v.Form.PostLogoutRedirectURIs, "\n")
+	v.AccessLifetime, v.RefreshLifetime = lifetimeText(v.Form.AccessTokenLifetimeSeconds), lifetimeText(v.Form.RefreshTokenLifetimeSeconds)
+	v.AccessDefault, v.RefreshDefault = cp.OAuth.DefaultLifetimes()
 	title := cp.Site.ClientTitle
 	if v.New {
 		title = cp.Site.NewClientTitle
@@ -290,6 +298,9 @@ func clientInput(r *http.Request, creating bool) oauth.ClientInput {
 		IDTokenSignedResponseAlg: str("id_token_signed_response_alg"),
 		PostLogoutRedirectURIs:   httpx.Opt[[]string]{Set: true, Value: redirectLines(r.PostFormValue("post_logout_redirect_uris"))},
 		BackchannelLogoutURI:     str("backchannel_logout_uri"),
+
+		AccessTokenLifetimeSeconds:  lifetimeField(r, "access_token_lifetime_seconds"),
+		RefreshTokenLifetimeSeconds: lifetimeField(r, "refresh_token_lifetime_seconds"),
 	}
 	in.GrantTypes = grantTypesInput(r)
 	clientAuthInput(r, &in)
@@ -302,6 +313,29 @@ func clientInput(r *http.Request, creating bool) oauth.ClientInput {
 		in.IsFirstParty = httpx.Opt[bool]{Set: true, Value: r.PostFormValue("is_first_party") == "yes"}
 	}
 	return in
+}
+
+// lifetimeField reads a token-lifetime field: empty is null (the server's
+// default); text that is no whole number is sent as -1, which the service
+// refuses with the field's bounds.
+func lifetimeField(r *http.Request, name string) oauth.ClientLifetime {
+	v := strings.TrimSpace(r.PostFormValue(name))
+	if v == "" {
+		return oauth.ClientLifetime{Set: true, Null: true}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		n = -1
+	}
+	return oauth.ClientLifetime{Set: true, Value: n}
+}
+
+// lifetimeText is a lifetime for its field: "" for the server's default.
+func lifetimeText(v *int64) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.FormatInt(*v, 10)
 }
 
 // entered is c with the values of the form, to show the form again as it
@@ -322,6 +356,7 @@ func entered(c oauth.Client, in oauth.ClientInput) *oauth.Client {
 	}
 	enteredAuth(&c, in)
 	c.PostLogoutRedirectURIs, c.BackchannelLogoutURI = in.PostLogoutRedirectURIs.Value, ptr(in.BackchannelLogoutURI)
+	c.AccessTokenLifetimeSeconds, c.RefreshTokenLifetimeSeconds = in.AccessTokenLifetimeSeconds.Ptr(), in.RefreshTokenLifetimeSeconds.Ptr()
 	if in.ClientType.Set {
 		c.ClientType = in.ClientType.Value
 	}

@@ -202,6 +202,16 @@ func EventText(t func(string) string, eventType string) string {
 	return t(key)
 }
 
+// EventTitle is an event in words, by its type and status: a failure has
+// a title of its own where the success's would say the opposite (a rejected
+// second factor is not "Second factor confirmed").
+func EventTitle(t func(string) string, eventType, status string) string {
+	if status == audit.StatusFailure && HasText("activity.event."+eventType+".failure") {
+		return t("activity.event." + eventType + ".failure")
+	}
+	return EventText(t, eventType)
+}
+
 // Deref is the string *s points to, "" for nil.
 func Deref(s *string) string {
 	if s == nil {

@@ -42,6 +42,7 @@ import (
 	"unicode"
 
 	"hmid/internal/apperr"
+	"hmid/internal/audit"
 	"hmid/internal/auth"
 	"hmid/internal/authflow"
 	"hmid/internal/authn"
@@ -52,7 +53,7 @@ import (
 	"hmid/internal/users"
 )
 
-//go:embed templates/*.html static/hmid.css static/hmid.js
+//go:embed templates/*.html static/hmid.css static/hmid.js static/favicon.ico
 var files embed.FS
 
 // Handler serves the pages.
@@ -139,6 +140,16 @@ func (h *Handler) Script(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(js)
 }
 
+// Favicon serves the embedded icon at /favicon.ico, where browsers ask for
+// it on every site: hmid's mark, a 32×32 PNG in an ICO container.
+func (h *Handler) Favicon(w http.ResponseWriter, r *http.Request) {
+	ico, _ := files.ReadFile("static/favicon.ico")
+	w.Header().Set("Content-Type", "image/x-icon")
+	w.Header().Set("Cache-Control", "public, max-age=86400")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(ico)
+}
+
 // templates holds, per language, one template per page drawn in the
 // layout (layout.html): the kit's message and error pages, and the pages of
 // the packages that add theirs (AddPages). The "t" function is bound to the
@@ -215,6 +226,9 @@ type View struct {
 	// step); NoCode says the two-factor step has no TOTP to ask for (the
 	// user's second factor is a passkey only).
 	Passkey, NoCode bool
+	// Password is the rules and strength hint of a form that sets a new
+	// password (registration, reset).
+	Password PasswordHint
 }
 
 // HiddenField is one hidden input of a form.
@@ -272,6 +286,15 @@ func (h *Handler) Fail(w http.ResponseWriter, r *http.Request, err error) {
 // errors are logged and shown only as a generic sentence.
 func (h *Handler) ErrorTextIn(ctx context.Context, lang string, err error) string {
 	t := Translator(lang)
+	if h.Auth != nil {
+		if text := PasswordProblem(lang, err, h.Auth.PasswordRules()); text != "" {
+			return text
+		}
+	}
+	var ban *auth.Ban
+	if errors.As(err, &ban) {
+		return BanText(lang, ban)
+	}
 	kind := apperr.KindOf(err)
 	if kind == apperr.Internal {
 		h.Log.ErrorContext(ctx, "page error", slog.String("error", err.Error()))
@@ -473,6 +496,24 @@ func Language(r *http.Request) string {
 
 // Source is the audit source_service of the pages: the identity web app.
 const Source = "id"
+
+// AdminSource is the audit source_service of the admin console's actions:
+// spec 2 (Events) names the operators' dashboard "backend".
+const AdminSource = "backend"
+
+// AuditSource wraps the handler of the page at path so that the events its
+// actions record without a source of their own are the website's ("id"), or
+// under /admin the admin console's ("backend"), rather than the API's
+// (audit.WithSource).
+func AuditSource(path string, h http.HandlerFunc) http.HandlerFunc {
+	src := Source
+	if path == "/admin" || strings.HasPrefix(path, "/admin/") {
+		src = AdminSource
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		h(w, r.WithContext(audit.WithSource(r.Context(), src)))
+	}
+}
 
 // ParseForm reads a urlencoded form post; a broken body is a 400.
 func ParseForm(r *http.Request) error {

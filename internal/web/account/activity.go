@@ -113,12 +113,12 @@ func (ap *ActivityPages) render(w http.ResponseWriter, r *http.Request, status i
 			byEvent[reports[i].AuditEventID] = &reports[i]
 			row := reportRow{Report: reports[i], ReasonText: t("activity.reason." + reports[i].Reason)}
 			if e, ok := reported[reports[i].AuditEventID]; ok {
-				row.What, row.EventAt = web.EventText(t, e.EventType), e.CreatedAt
+				row.What, row.EventAt = web.EventTitle(t, e.EventType, e.Status), e.CreatedAt
 			}
 			v.Reports = append(v.Reports, row)
 		}
 		for _, e := range events {
-			row := activityRow{Entry: e, What: web.EventText(t, e.EventType), Report: byEvent[e.ID],
+			row := activityRow{Entry: e, What: web.EventTitle(t, e.EventType, e.Status), Report: byEvent[e.ID],
 				Source: t("activity.source." + e.SourceService)}
 			if e.UserAgent != nil {
 				c := clientinfo.Parse(*e.UserAgent)

@@ -11,6 +11,7 @@ import (
 	"hmid/internal/audit"
 	"hmid/internal/authn"
 	"hmid/internal/httpx"
+	"hmid/internal/password"
 	"hmid/internal/useradmin"
 	"hmid/internal/users"
 	"hmid/internal/web"
@@ -60,9 +61,10 @@ type profileView struct {
 	EmailLogin    string
 	PendingChange *accounts.Pending
 	PendingLink   *accounts.Pending
-	MinPassword   int
 	// State is the account's state the page's notices show (state.go).
 	State accountState
+	// Password is the rules in force and the strength hint of the password.
+	Password web.PasswordHint
 }
 
 // localeNames are the names of locales in their own language.
@@ -83,7 +85,7 @@ func (pp *ProfilePages) render(w http.ResponseWriter, r *http.Request, status in
 		pp.H.Fail(w, r, err)
 		return
 	}
-	v := profileView{User: u, MinPassword: accounts.MinPassword}
+	v := profileView{User: u, Password: web.NewPasswordHint(pp.H.UserLanguage(r, p), pp.Accounts.PasswordRules())}
 	if form != nil {
 		v.Form = *form
 	}
@@ -266,7 +268,9 @@ func (pp *ProfilePages) RequestEmailLink(w http.ResponseWriter, r *http.Request)
 		form := &profileForm{LinkEmail: addr}
 		switch msg, field := pp.addressError(r, p, err); {
 		case errors.Is(err, accounts.ErrPasswordShort):
-			form.PasswordError = fmt.Sprintf(t("profile.link.short"), accounts.MinPassword)
+			form.PasswordError = fmt.Sprintf(t("profile.link.short"), pp.Accounts.PasswordRules().MinLength)
+		case errors.Is(err, password.ErrCommon):
+			form.PasswordError = t("pw.common")
 		case errors.Is(err, accounts.ErrPasswordLong):
 			form.PasswordError = t("profile.link.long")
 		case field:

@@ -46,7 +46,8 @@ const (
 // securityData is what templates/account_security.html reads.
 type securityData struct {
 	HasPassword bool
-	MinPassword int
+	// Password is the rules in force and the strength hint of the new password.
+	Password web.PasswordHint
 	// CurrentErr and NewErr are the field errors of the password form.
 	CurrentErr, NewErr string
 
@@ -141,7 +142,7 @@ func (sp *SecurityPages) render(w http.ResponseWriter, r *http.Request, status i
 		sp.H.Fail(w, r, err)
 		return
 	}
-	d.MinPassword = auth.MinPassword
+	d.Password = web.NewPasswordHint(sp.H.UserLanguage(r, authn.From(r.Context())), sp.H.Auth.PasswordRules())
 	v := web.ConsoleView{Title: "title.security", Section: "security", Error: errText, Data: d}
 	if d.flash != "" {
 		v.Flash = sp.t(r)(d.flash)
@@ -182,7 +183,10 @@ func (sp *SecurityPages) ChangePassword(w http.ResponseWriter, r *http.Request) 
 	case errors.Is(err, auth.ErrCurrentRequired):
 		d.CurrentErr = t("security.pw.currentrequired")
 	case errors.Is(err, auth.ErrNewPassword):
-		d.NewErr = fmt.Sprintf(t("security.pw.rules"), auth.MinPassword)
+		d.NewErr = web.PasswordProblem(sp.H.UserLanguage(r, authn.From(r.Context())), err, sp.H.Auth.PasswordRules())
+		if d.NewErr == "" {
+			d.NewErr = fmt.Sprintf(t("security.pw.rules"), sp.H.Auth.PasswordRules().MinLength)
+		}
 	case errors.Is(err, auth.ErrSamePassword):
 		d.NewErr = t("security.pw.same")
 	case errors.Is(err, auth.ErrNoPassword):

@@ -24,6 +24,10 @@ var templates embed.FS
 
 func init() { web.AddConsole(templates, "account_", false, nav) }
 
+// mayRegisterClients reports whether p may register OAuth clients: any user
+// (the rule of POST /v1/oauth/clients).
+func mayRegisterClients(p *authn.Principal) bool { return p != nil && p.UserID != "" }
+
 // nav is the account console's navigation, in order.
 var nav = []web.NavItem{
 	{Section: "profile", Href: "/account", Label: "nav.profile"},
@@ -33,8 +37,9 @@ var nav = []web.NavItem{
 	{Section: "apps", Href: "/account/apps", Label: "nav.apps"},
 	{Section: "activity", Href: "/account/activity", Label: "nav.activity"},
 	{Section: "data", Href: "/account/data", Label: "nav.data"},
-	{Section: "developer", Href: "/account/developer", Label: "nav.developer", Show: func(p *authn.Principal) bool {
-		return p.Can("oauth_clients:write") || p.Can("api_keys:write")
-	}},
+	// Every signed-in user may register OAuth clients (POST
+	// /v1/oauth/clients is Authenticated(), the clients are the user's own),
+	// so the page is in everyone's navigation, as the route lets everyone in.
+	{Section: "developer", Href: "/account/developer", Label: "nav.developer", Show: mayRegisterClients},
 	{Section: "integrations", Href: "/account/integrations", Label: "nav.integrations"},
 }

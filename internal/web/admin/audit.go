@@ -137,7 +137,7 @@ func eventPeople(events []audit.Entry) []string {
 
 // adminEvent is e in words for the log, with people naming its user ids.
 func adminEvent(t func(string) string, e audit.Entry, people map[string]audit.Person) adminEventRow {
-	row := adminEventRow{Entry: e, What: web.EventText(t, e.EventType), Source: t("activity.source." + e.SourceService)}
+	row := adminEventRow{Entry: e, What: web.EventTitle(t, e.EventType, e.Status), Source: t("activity.source." + e.SourceService)}
 	if id := web.Deref(e.UserID); id != "" {
 		row.User = id
 		if p, ok := people[id]; ok && p.Username != "" {

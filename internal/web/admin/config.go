@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"hmid/internal/apperr"
+	"hmid/internal/audit"
 	"hmid/internal/authn"
 	"hmid/internal/httpx"
 	"hmid/internal/settings"
@@ -20,8 +21,9 @@ import (
 // ConfigPages is /admin/config: the system configuration (each
 // entry's JSON value edited by its type, the list filtered by key prefix)
 // and the settings (create, edit, delete; public ones marked). It calls
-// settings.Service as the /v1/system-config and /v1/settings routes do;
-// those write no audit events, so neither do these pages.
+// settings.Service as the /v1/system-config and /v1/settings routes do: a
+// system-config change is audited (source_service backend), the settings
+// are not, as their routes' are not.
 type ConfigPages struct {
 	H        *web.Handler
 	Settings *settings.Service
@@ -65,7 +67,10 @@ type settingForm struct {
 
 // configView is the data of /admin/config.
 type configView struct {
-	Prefix   string
+	Prefix string
+	// Policies are the policy entries, grouped (policies.go); Config the
+	// other system-config entries.
+	Policies []policyGroup
 	Config   []configRow
 	Settings []settingRow
 	// CanWrite shows the forms (settings:write).
@@ -108,6 +113,7 @@ func (cp *ConfigPages) render(w http.ResponseWriter, r *http.Request, status int
 		return
 	}
 	v := configView{Prefix: prefix, CanWrite: p.Can("settings:write")}
+	v.Policies, entries = splitPolicies(entries, failed, cp.H.UserLanguage(r, p))
 	for _, e := range entries {
 		row := configEntryRow(e)
 		if failed != nil && failed.Key == e.Key {
@@ -210,7 +216,7 @@ func (cp *ConfigPages) UpdateConfig(w http.ResponseWriter, r *http.Request) {
 		posted.Rows = textRows(posted.Text)
 		raw = json.RawMessage(strings.TrimSpace(posted.Text))
 	}
-	if _, err := cp.Settings.UpdateConfig(ctx, key, raw); err != nil {
+	if _, err := cp.Settings.UpdateConfig(ctx, key, raw, audit.FromRequest(r, audit.Event{SourceService: adminSource})); err != nil {
 		posted.Error = cp.H.ErrorText(r, err)
 		t := web.Translator(cp.H.UserLanguage(r, p))
 		cp.render(w, r, cp.H.Status(w, err), t("admin.config.fixfield"), prefix, &posted)

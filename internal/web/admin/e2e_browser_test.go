@@ -123,7 +123,7 @@ func TestBrowserAdminBanEndToEnd(t *testing.T) {
 			chromedp.SendKeys(css(`#email`), grace.Email),
 			chromedp.SendKeys(css(`#password`), pw),
 			chromedp.Click(css(`form[action="/login"] button[type=submit]`)))
-		refused := untilText(t, user, "the refused sign-in", `main`, "banned until")
+		refused := untilText(t, user, "the refused sign-in", `main`, "Your account is blocked until")
 		if loc := webtest.Read(t, user, "location", chromedp.Location()); !strings.HasPrefix(loc, e.URL+"/login") {
 			t.Fatalf("a banned user signed in: at %s (%q)", loc, refused)
 		}

@@ -1,7 +1,9 @@
 package admin
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -20,6 +22,9 @@ import (
 type PlatformPages struct {
 	H         *web.Handler
 	Platforms *platforms.Service
+	// Configured reports whether hmid has the OAuth app of the sign-in
+	// provider slug (HMID_LOGIN_*); nil takes every one as configured.
+	Configured func(slug string) bool
 }
 
 // platformRow is a platform as the page shows it.
@@ -29,6 +34,9 @@ type platformRow struct {
 	// stored values, or after a refusal what was posted.
 	Registration, TwoFactor bool
 	Err                     web.FormError
+	// NotConfigured: an OAuth platform whose provider hmid has no app for,
+	// so nobody can sign in through it whatever its enabled flag says.
+	NotConfigured bool
 }
 
 // platformsView is the page's data.
@@ -36,6 +44,18 @@ type platformsView struct {
 	Rows []platformRow
 	// CanWrite shows the forms (settings:write, the PATCH routes' rule).
 	CanWrite bool
+}
+
+// EnvVars names the variables of the OAuth app of the provider slug.
+func (r platformRow) EnvVars() (id, secret string) {
+	base := "HMID_LOGIN_" + strings.ToUpper(strings.ReplaceAll(r.Slug, "-", "_"))
+	return base + "_CLIENT_ID", base + "_CLIENT_SECRET"
+}
+
+// UnconfiguredHelp says how to configure the provider, in lang's text t.
+func (r platformRow) UnconfiguredHelp(text string) string {
+	id, secret := r.EnvVars()
+	return fmt.Sprintf(text, id, secret)
 }
 
 // platformForm is a refused settings post: the platform and what was posted.
@@ -60,7 +80,8 @@ func (ap *PlatformPages) render(w http.ResponseWriter, r *http.Request, status i
 	}
 	v := platformsView{CanWrite: authn.From(r.Context()).Can("settings:write")}
 	for _, p := range list {
-		row := platformRow{Platform: p, Registration: p.RegistrationEnabled, TwoFactor: p.TwoFactorRequired}
+		row := platformRow{Platform: p, Registration: p.RegistrationEnabled, TwoFactor: p.TwoFactorRequired,
+			NotConfigured: p.IsOAuth && ap.Configured != nil && !ap.Configured(p.Slug)}
 		if form != nil && (form.Slug == p.Slug || form.Slug == p.ID) {
 			row.Registration, row.TwoFactor, row.Err = form.Registration, form.TwoFactor, form.Err
 		}
@@ -160,6 +181,8 @@ func init() {
 			"admin.platforms.title":                 "Login platforms",
 			"admin.platforms.intro":                 "The ways people sign in to hmid. A disabled platform accepts no new sign-ins or registrations; people who use it can still sign in through their other linked platforms.",
 			"admin.platforms.on":                    "Enabled",
+			"admin.platforms.unconfigured":          "Not configured",
+			"admin.platforms.unconfigured.help":     "hmid has no OAuth app for this provider, so its button is not shown and nobody can sign in through it. Set %s and %s and restart to offer it.",
 			"admin.platforms.off":                   "Disabled",
 			"admin.platforms.kind.oauth":            "External provider (OAuth)",
 			"admin.platforms.kind.password":         "Email and password",
@@ -189,6 +212,8 @@ func init() {
 			"admin.platforms.title":                 "Anmelde-Plattformen",
 			"admin.platforms.intro":                 "Die Wege, auf denen man sich bei hmid anmeldet. Eine deaktivierte Plattform nimmt keine neuen Anmeldungen oder Registrierungen an; wer sie nutzt, kann sich weiter über andere verknüpfte Plattformen anmelden.",
 			"admin.platforms.on":                    "Aktiv",
+			"admin.platforms.unconfigured":          "Nicht eingerichtet",
+			"admin.platforms.unconfigured.help":     "hmid hat keine OAuth-App für diesen Anbieter, daher wird seine Schaltfläche nicht gezeigt und niemand kann sich darüber anmelden. Setzen Sie %s und %s und starten Sie neu, um ihn anzubieten.",
 			"admin.platforms.off":                   "Deaktiviert",
 			"admin.platforms.kind.oauth":            "Externer Anbieter (OAuth)",
 			"admin.platforms.kind.password":         "E-Mail und Passwort",

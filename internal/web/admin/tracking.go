@@ -145,6 +145,10 @@ type tripView struct {
 	Distance  string
 	Points    []tracking.Point
 	PointsNav pageNav
+	// DeviceName is the name of the trip's device for readers who may read
+	// devices (devices:read, as GET /v1/devices/{id}); "" otherwise, when
+	// the page shows the device's id alone.
+	DeviceName string
 }
 
 // historyRow is a status change with where it happened written out.
@@ -174,6 +178,14 @@ func (tp *TrackingPages) Trip(w http.ResponseWriter, r *http.Request) {
 	v := tripView{Trip: t, StartPos: position(t.StartLatitude, t.StartLongitude), EndPos: position(t.EndLatitude, t.EndLongitude)}
 	if t.WeightKg != nil {
 		v.Weight = strconv.FormatFloat(*t.WeightKg, 'f', -1, 64) + " kg"
+	}
+	if t.DeviceID != nil && authn.From(ctx).Can("devices:read") {
+		if d, err := tp.Tracking.Device(ctx, *t.DeviceID); err == nil {
+			v.DeviceName = d.Name
+		} else if apperr.KindOf(err) != apperr.NotFound {
+			tp.H.Fail(w, r, err)
+			return
+		}
 	}
 	history, err := tp.Tracking.TripHistory(ctx, t.ID)
 	if err != nil {

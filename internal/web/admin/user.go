@@ -526,7 +526,7 @@ func (ap *UserPages) AuditLog(w http.ResponseWriter, r *http.Request) {
 	}
 	names := map[string]string{} // actor id → name, looked up once a page
 	for _, e := range events {
-		row := userAuditRow{Entry: e, What: web.EventText(t, e.EventType), Source: t("activity.source." + e.SourceService)}
+		row := userAuditRow{Entry: e, What: web.EventTitle(t, e.EventType, e.Status), Source: t("activity.source." + e.SourceService)}
 		if e.ActorID != nil && *e.ActorID != u.ID {
 			if _, ok := names[*e.ActorID]; !ok {
 				names[*e.ActorID] = ap.name(r, e.ActorID)
@@ -610,7 +610,7 @@ func init() {
 			"admin.user.ban.forever":         "The ban is permanent.",
 			"admin.user.ban.none":            "The user is not banned.",
 			"admin.user.ban.intro":           "A ban signs the user out everywhere, revokes their app tokens and refuses every sign-in until it ends or is lifted.",
-			"admin.user.ban.reason":          "Reason (optional)",
+			"admin.user.ban.reason":          "Reason (optional; shown to the user when they try to sign in)",
 			"admin.user.ban.duration":        "Duration",
 			"admin.user.ban.choose":          "Choose how long",
 			"admin.user.ban.d.hour":          "1 hour",
@@ -723,7 +723,7 @@ func init() {
 			"admin.user.ban.forever":         "Die Sperre ist dauerhaft.",
 			"admin.user.ban.none":            "Der Benutzer ist nicht gesperrt.",
 			"admin.user.ban.intro":           "Eine Sperre meldet den Benutzer überall ab, widerruft die Tokens seiner Apps und verweigert jede Anmeldung, bis sie endet oder aufgehoben wird.",
-			"admin.user.ban.reason":          "Grund (optional)",
+			"admin.user.ban.reason":          "Grund (optional; wird der Person bei der Anmeldung angezeigt)",
 			"admin.user.ban.duration":        "Dauer",
 			"admin.user.ban.choose":          "Dauer wählen",
 			"admin.user.ban.d.hour":          "1 Stunde",

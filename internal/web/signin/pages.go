@@ -173,6 +173,7 @@ func (h *Pages) RegisterForm(w http.ResponseWriter, r *http.Request) {
 	}
 	h.Render(w, r, http.StatusOK, "register", web.View{
 		Title: "title.register", CSRF: h.CSRFToken(w, r, "register", ""), ReturnTo: h.SafeReturn(r.URL.Query().Get("return_to")),
+		Password: web.NewPasswordHint(web.Language(r), h.Auth.PasswordRules()),
 	})
 }
 
@@ -188,6 +189,7 @@ func (h *Pages) RegisterSubmit(w http.ResponseWriter, r *http.Request) {
 		h.Render(w, r, status, "register", web.View{
 			Title: "title.register", CSRF: h.CSRFToken(w, r, "register", ""), Error: msg, ReturnTo: returnTo,
 			Email: r.PostFormValue("email"), Username: r.PostFormValue("username"),
+			Password: web.NewPasswordHint(lang, h.Auth.PasswordRules()),
 		})
 	}
 	if err := h.CheckCSRF(r, "register", ""); err != nil {
@@ -365,7 +367,8 @@ func (h *Pages) ResetForm(w http.ResponseWriter, r *http.Request) {
 		h.Message(w, r, http.StatusBadRequest, "title.reset", web.Translator(web.Language(r))("reset.missing"))
 		return
 	}
-	h.Render(w, r, http.StatusOK, "reset", web.View{Title: "title.reset", CSRF: h.CSRFToken(w, r, "reset", ""), Token: tok})
+	h.Render(w, r, http.StatusOK, "reset", web.View{Title: "title.reset", CSRF: h.CSRFToken(w, r, "reset", ""), Token: tok,
+		Password: web.NewPasswordHint(web.Language(r), h.Auth.PasswordRules())})
 }
 
 // ResetSubmit is POST /reset-password.
@@ -378,7 +381,8 @@ func (h *Pages) ResetSubmit(w http.ResponseWriter, r *http.Request) {
 	t := web.Translator(lang)
 	tok := strings.TrimSpace(r.PostFormValue("token"))
 	again := func(status int, msg string) {
-		h.Render(w, r, status, "reset", web.View{Title: "title.reset", CSRF: h.CSRFToken(w, r, "reset", ""), Token: tok, Error: msg})
+		h.Render(w, r, status, "reset", web.View{Title: "title.reset", CSRF: h.CSRFToken(w, r, "reset", ""), Token: tok, Error: msg,
+			Password: web.NewPasswordHint(lang, h.Auth.PasswordRules())})
 	}
 	if err := h.CheckCSRF(r, "reset", ""); err != nil {
 		again(http.StatusForbidden, t("err.csrf"))

@@ -369,7 +369,10 @@ func TestRegisterPage(t *testing.T) {
 		want(t, p, 200, "Konto erstellen", "Benutzername (optional)")
 		tok := field(t, csrfRE, p)
 		want(t, b.post("/register", url.Values{"email": {"page@example.test"}, "password": {pw}}), 403)
-		want(t, b.post("/register", url.Values{"csrf_token": {tok}, "email": {"page@example.test"}, "password": {"short"}}), 400, "Bitte prüfen Sie Ihre Eingabe")
+		want(t, b.post("/register", url.Values{"csrf_token": {tok}, "email": {"page@example.test"}, "password": {"short"}}), 400, "Das Passwort ist zu kurz. Verwenden Sie mindestens 8 Zeichen.")
+		// A common password is refused in the page's language; the form says so beforehand.
+		want(t, b.post("/register", url.Values{"csrf_token": {tok}, "email": {"page@example.test"}, "password": {"Passwort1"}}), 400, "gehört zu den häufigsten")
+		want(t, b.get("/register"), 200, "Häufige Passwörter wie 12345678 werden abgelehnt", `data-strength="#password-strength"`)
 		p = b.post("/register", url.Values{"csrf_token": {tok}, "email": {"page@example.test"}, "password": {pw}, "username": {"page_user"}, "return_to": {"/"}})
 		want(t, p, 303)
 		if b.cookie(auth.CookieName) == nil {
@@ -408,7 +411,8 @@ func TestPasswordResetPages(t *testing.T) {
 		p = b.get("/reset-password?token=" + m[1])
 		want(t, p, 200, "Choose a new password", m[1])
 		tok := field(t, csrfRE, p)
-		want(t, b.post("/reset-password", url.Values{"csrf_token": {tok}, "token": {m[1]}, "password": {"short"}}), 400, "Please check your input")
+		want(t, b.post("/reset-password", url.Values{"csrf_token": {tok}, "token": {m[1]}, "password": {"short"}}), 400, "The password is too short. Use at least 8 characters.")
+		want(t, b.post("/reset-password", url.Values{"csrf_token": {tok}, "token": {m[1]}, "password": {"iloveyou1"}}), 400, "one of the most common ones")
 		want(t, b.post("/reset-password", url.Values{"csrf_token": {tok}, "token": {m[1]}, "password": {"a new page password"}}), 200, "Your password has been changed")
 		want(t, b.post("/reset-password", url.Values{"csrf_token": {tok}, "token": {m[1]}, "password": {"a new page password"}}), 400, "invalid, has expired or was already used")
 		want(t, b.login(u.Email, "a new page password", ""), 303)
@@ -475,7 +479,7 @@ func TestLoginPageRefusals(t *testing.T) {
 			u.ID, apptest.Start.UnixMicro()); err != nil {
 			t.Fatal(err)
 		}
-		want(t, b.login(u.Email, pw, ""), 403, "Das ist nicht erlaubt:", "banned")
+		want(t, b.login(u.Email, pw, ""), 403, "Ihr Konto ist dauerhaft gesperrt. Angegebener Grund: spam")
 		if b.cookie(auth.CookieName) != nil {
 			t.Fatal("banned user got a session")
 		}
