@@ -502,7 +502,7 @@ func TestExport(t *testing.T) {
 		if err := json.Unmarshal(raw, &d); err != nil {
 			t.Fatal(err)
 		}
-		wantKeys := []string{"apiKeys", "connectedApps", "deletionStatus", "exportInfo", "exportLogs", "ownedApps", "platformAccounts", "roles", "sessions", "twoFactorAuth", "user"}
+		wantKeys := []string{"apiKeys", "connectedApps", "deletionStatus", "exportInfo", "exportLogs", "ownedApps", "passkeys", "platformAccounts", "roles", "sessions", "twoFactorAuth", "user"}
 		if got := slices.Sorted(maps.Keys(d)); !slices.Equal(got, wantKeys) {
 			t.Fatalf("data.json keys = %v", got)
 		}
