@@ -19,11 +19,11 @@ func registrationMode(mode string) apptest.Option {
 }
 
 // mcpRegistration is the registration request an MCP client sends (the
-// shape of Claude's and the MCP SDKs' requests): a public client with PKCE.
+// shape of MCP clients' and the MCP SDKs' requests): a public client with PKCE.
 func mcpRegistration() map[string]any {
 	return map[string]any{
-		"client_name":                "Claude",
-		"redirect_uris":              []string{"https://claude.ai/api/mcp/auth_callback"},
+		"client_name":                "Desk Assistant",
+		"redirect_uris":              []string{"https://mcp-client.example/api/mcp/auth_callback"},
 		"grant_types":                []string{"authorization_code", "refresh_token"},
 		"response_types":             []string{"code"},
 		"token_endpoint_auth_method": "none",
@@ -78,10 +78,10 @@ func TestDynamicRegistrationOpen(t *testing.T) {
 		reg := r.JSON()
 		id, rat := reg["client_id"].(string), reg["registration_access_token"].(string)
 		if _, has := reg["client_secret"]; has || !strings.HasPrefix(rat, "hm_rat_") || reg["registration_client_uri"] != e.URL+"/v1/oauth/register/"+id ||
-			reg["token_endpoint_auth_method"] != "none" || reg["scope"] != "offline_access openid profile" || reg["client_name"] != "Claude" {
+			reg["token_endpoint_auth_method"] != "none" || reg["scope"] != "offline_access openid profile" || reg["client_name"] != "Desk Assistant" {
 			t.Fatalf("registration answer %v", reg)
 		}
-		tok := dcrPKCEFlow(t, e, u.Token, id, "https://claude.ai/api/mcp/auth_callback", "openid offline_access")
+		tok := dcrPKCEFlow(t, e, u.Token, id, "https://mcp-client.example/api/mcp/auth_callback", "openid offline_access")
 		if tok.Status != http.StatusOK || tok.JSON()["refresh_token"] == nil {
 			t.Fatalf("token: %d %s", tok.Status, tok.Body)
 		}
@@ -109,15 +109,15 @@ func TestDynamicRegistrationOpen(t *testing.T) {
 			}
 		}
 		upd := mcpRegistration()
-		upd["client_id"], upd["client_name"] = id, "Claude Desktop"
-		if got := e.Do(t, apptest.Req{Method: "PUT", Path: path, Token: rat, Body: upd}); got.Status != http.StatusOK || got.JSON()["client_name"] != "Claude Desktop" {
+		upd["client_id"], upd["client_name"] = id, "Desk Assistant for desktops"
+		if got := e.Do(t, apptest.Req{Method: "PUT", Path: path, Token: rat, Body: upd}); got.Status != http.StatusOK || got.JSON()["client_name"] != "Desk Assistant for desktops" {
 			t.Fatalf("update: %d %s", got.Status, got.Body)
 		}
 		upd["token_endpoint_auth_method"] = "client_secret_basic" // public to confidential
 		oauthErr(t, e.Do(t, apptest.Req{Method: "PUT", Path: path, Token: rat, Body: upd}), http.StatusBadRequest, "invalid_client_metadata")
 		upd["token_endpoint_auth_method"], upd["redirect_uris"] = "none", []string{"javascript:alert(1)"}
 		oauthErr(t, e.Do(t, apptest.Req{Method: "PUT", Path: path, Token: rat, Body: upd}), http.StatusBadRequest, "invalid_redirect_uri")
-		if got := e.Do(t, apptest.Req{Method: "GET", Path: path, Token: rat}); got.JSON()["client_name"] != "Claude Desktop" {
+		if got := e.Do(t, apptest.Req{Method: "GET", Path: path, Token: rat}); got.JSON()["client_name"] != "Desk Assistant for desktops" {
 			t.Fatalf("a refused update changed the registration: %s", got.Body)
 		}
 

@@ -32,7 +32,7 @@ func TestBrowserAdminDynamicAndKeyClients(t *testing.T) {
 		css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
 		admin := e.NewUser(t, apptest.UserSpec{Username: "ops_admin", Email: "ops@example.test", Password: pw, SuperAdmin: true, Roles: []string{"role_admin", "role_user"}})
 		reg := e.Do(t, apptest.Req{Method: "POST", Path: "/v1/oauth/register", Body: map[string]any{
-			"client_name": "Claude", "redirect_uris": []string{"https://claude.ai/api/mcp/auth_callback"},
+			"client_name": "Desk Assistant", "redirect_uris": []string{"https://mcp-client.example/api/mcp/auth_callback"},
 			"grant_types": []string{"authorization_code", "refresh_token"}, "response_types": []string{"code"},
 			"token_endpoint_auth_method": "none",
 		}})
@@ -58,7 +58,7 @@ func TestBrowserAdminDynamicAndKeyClients(t *testing.T) {
 		webtest.Login(t, ctx, e.URL, admin.Email, pw)
 		webtest.Axe(t, ctx, e.URL+"/admin/clients")
 		list := webtest.Read(t, ctx, "list", chromedp.Text(css(`main`)))
-		if !strings.Contains(list, "Claude") || !strings.Contains(list, "dynamic") || !strings.Contains(list, "last token: never") {
+		if !strings.Contains(list, "Desk Assistant") || !strings.Contains(list, "dynamic") || !strings.Contains(list, "last token: never") {
 			t.Errorf("list: %q", list)
 		}
 		webtest.Screenshots(t, ctx, "admin-clients-dynamic")
