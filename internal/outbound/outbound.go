@@ -255,7 +255,7 @@ type boundedTransport struct{ base *http.Transport }
 func (b boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	res, err := b.base.RoundTrip(req)
 	if err == nil && res.Body != nil {
-		res.Body = &boundedBody{rc: res.Body, left: MaxResponseBytes}
+		res.Body = LimitBody(res.Body, MaxResponseBytes, ErrResponseTooLarge)
 	}
 	return res, err
 }
@@ -263,10 +263,19 @@ func (b boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // CloseIdleConnections lets http.Client.CloseIdleConnections reach the transport.
 func (b boundedTransport) CloseIdleConnections() { b.base.CloseIdleConnections() }
 
-// boundedBody reads at most left bytes, then ErrResponseTooLarge if more follow.
+// LimitBody wraps a response body so that reading more than limit bytes
+// fails with tooLarge instead of filling memory. A body of exactly limit
+// bytes reads whole: the one byte read past the limit tells it from a
+// longer one.
+func LimitBody(rc io.ReadCloser, limit int64, tooLarge error) io.ReadCloser {
+	return &boundedBody{rc: rc, left: limit, tooLarge: tooLarge}
+}
+
+// boundedBody reads at most left bytes, then tooLarge if more follow.
 type boundedBody struct {
-	rc   io.ReadCloser
-	left int64
+	rc       io.ReadCloser
+	left     int64
+	tooLarge error
 }
 
 func (b *boundedBody) Read(p []byte) (int, error) {
@@ -274,7 +283,7 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 		var one [1]byte
 		n, err := b.rc.Read(one[:])
 		if n > 0 {
-			return 0, ErrResponseTooLarge
+			return 0, b.tooLarge
 		}
 		return 0, err
 	}
