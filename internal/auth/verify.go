@@ -341,8 +341,7 @@ func (h *Handler) VerifyEmail(w http.ResponseWriter, r *http.Request) {
 	var b struct {
 		Token string `json:"token"`
 	}
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	if _, err := h.S.VerifyEmail(r.Context(), b.Token, h.meta(w, r)); err != nil {

@@ -78,8 +78,7 @@ func (h *Handler) RenameMine(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var in renameBody
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &in) {
 		return
 	}
 	if in.Name == nil {
