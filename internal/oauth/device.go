@@ -126,15 +126,11 @@ func normalizeUserCode(in string) (string, bool) {
 // with their client_id alone) and must be registered for the device grant.
 func (h *Handler) DeviceAuthorization(w http.ResponseWriter, r *http.Request) {
 	s := h.S
-	form, oe := parseForm(r)
-	if oe != nil {
-		writeOAuthError(w, oe)
+	c, form, ok := callerForm(w, r, s.formClient)
+	if !ok {
 		return
 	}
-	c, _, oe := s.authenticateClient(r.Context(), r, form)
-	if oe == nil {
-		oe = checkGrant(c, GrantDeviceCode)
-	}
+	oe := checkGrant(c, GrantDeviceCode)
 	var scopes []string
 	if oe == nil {
 		scopes, oe = deviceScopes(c, form)

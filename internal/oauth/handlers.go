@@ -48,8 +48,7 @@ func (h *Handler) GetClient(w http.ResponseWriter, r *http.Request) {
 // client_secret, _links: {self}} (DECISIONS: Tokens and secrets).
 func (h *Handler) CreateClient(w http.ResponseWriter, r *http.Request) {
 	var in ClientInput
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &in) {
 		return
 	}
 	c, err := h.S.CreateClient(r.Context(), authn.From(r.Context()), in, MetaFrom(r))
@@ -63,8 +62,7 @@ func (h *Handler) CreateClient(w http.ResponseWriter, r *http.Request) {
 // UpdateClient serves PATCH /v1/oauth/clients/{id} (owner or oauth_clients:update).
 func (h *Handler) UpdateClient(w http.ResponseWriter, r *http.Request) {
 	var in ClientInput
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &in) {
 		return
 	}
 	c, err := h.S.UpdateClient(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"), in, MetaFrom(r))

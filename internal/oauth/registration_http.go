@@ -104,8 +104,7 @@ func (h *Handler) DeleteRegistration(w http.ResponseWriter, r *http.Request) {
 // admins and system keys): 201 with the token, shown once.
 func (h *Handler) CreateInitialToken(w http.ResponseWriter, r *http.Request) {
 	var in InitialTokenInput
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &in) {
 		return
 	}
 	t, err := h.S.CreateInitialToken(r.Context(), authn.From(r.Context()), in)
