@@ -148,6 +148,26 @@ type Policy struct {
 // stands for itself). IPv4-mapped IPv6 prefixes are stored as IPv4, as
 // addresses are checked unmapped. Empty entries are skipped.
 func ParseAllowList(s string) ([]netip.Prefix, error) {
+	out, err := ParsePrefixes(s, func(part string) (netip.Prefix, error) {
+		a, err := netip.ParseAddr(part)
+		if err != nil || a.Zone() != "" {
+			return netip.Prefix{}, fmt.Errorf("%q is not a CIDR such as 127.0.0.0/8 or fd00::/8", part)
+		}
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	})
+	for i, p := range out {
+		if p.Addr().Is4In6() && p.Bits() >= 96 {
+			out[i] = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
+	}
+	return out, err
+}
+
+// ParsePrefixes parses a comma-separated list of CIDRs, masked, skipping
+// empty entries. An entry that is no CIDR goes to addr, which makes it a
+// prefix (a bare address standing for itself) or the error that names it;
+// the first error ends the list.
+func ParsePrefixes(s string, addr func(entry string) (netip.Prefix, error)) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
@@ -156,14 +176,9 @@ func ParseAllowList(s string) ([]netip.Prefix, error) {
 		}
 		p, err := netip.ParsePrefix(part)
 		if err != nil {
-			a, aerr := netip.ParseAddr(part)
-			if aerr != nil || a.Zone() != "" {
-				return nil, fmt.Errorf("%q is not a CIDR such as 127.0.0.0/8 or fd00::/8", part)
+			if p, err = addr(part); err != nil {
+				return nil, err
 			}
-			p = netip.PrefixFrom(a, a.BitLen())
-		}
-		if p.Addr().Is4In6() && p.Bits() >= 96 {
-			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
 		}
 		out = append(out, p.Masked())
 	}
