@@ -128,11 +128,8 @@ func (h *Handler) ResetRequest(w http.ResponseWriter, r *http.Request) {
 	if !httpx.Bind(w, r, &b) {
 		return
 	}
-	if err := h.S.RequestReset(r.Context(), b.Email, h.meta(w, r)); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, MessageAnswer{Message: ResetRequestedMessage})
+	err := h.S.RequestReset(r.Context(), b.Email, h.meta(w, r))
+	httpx.RespondJSON(w, r, http.StatusOK, MessageAnswer{Message: ResetRequestedMessage}, err)
 }
 
 // ResetDoneMessage confirms a password reset.
@@ -147,11 +144,8 @@ func (h *Handler) ResetConfirm(w http.ResponseWriter, r *http.Request) {
 	if !httpx.Bind(w, r, &b) {
 		return
 	}
-	if err := h.S.ConfirmReset(r.Context(), strings.TrimSpace(b.Token), b.Password, h.meta(w, r)); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, MessageAnswer{Message: ResetDoneMessage})
+	err := h.S.ConfirmReset(r.Context(), strings.TrimSpace(b.Token), b.Password, h.meta(w, r))
+	httpx.RespondJSON(w, r, http.StatusOK, MessageAnswer{Message: ResetDoneMessage}, err)
 }
 
 // meta is the Meta of a JSON request; throttle states become the RateLimit-*
@@ -198,9 +192,5 @@ func (h *Handler) ChangePassword(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := h.S.ChangePassword(r.Context(), authn.From(r.Context()), PasswordChange{Current: b.CurrentPassword, New: b.NewPassword}, h.meta(w, r))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, PasswordChangeAnswer{Message: PasswordChangedMessage, RevokedSessions: res.RevokedSessions})
+	httpx.RespondJSON(w, r, http.StatusOK, PasswordChangeAnswer{Message: PasswordChangedMessage, RevokedSessions: res.RevokedSessions}, err)
 }

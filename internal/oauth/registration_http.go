@@ -120,18 +120,10 @@ func (h *Handler) CreateInitialToken(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) ListInitialTokens(w http.ResponseWriter, r *http.Request) {
 	pg := httpx.ParsePage(r, 20)
 	out, total, err := h.S.ListInitialTokens(r.Context(), pg)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteList(w, r, out, pg, total)
+	httpx.RespondList(w, r, out, pg, total, err)
 }
 
 // RevokeInitialToken serves DELETE /v1/oauth/initial-access-tokens/{id}: 204.
 func (h *Handler) RevokeInitialToken(w http.ResponseWriter, r *http.Request) {
-	if err := h.S.RevokeInitialToken(r.Context(), chi.URLParam(r, "id")); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.NoContent(w)
+	httpx.RespondEmpty(w, r, h.S.RevokeInitialToken(r.Context(), chi.URLParam(r, "id")))
 }

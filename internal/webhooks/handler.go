@@ -18,11 +18,7 @@ type Handler struct{ S *Service }
 func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 	pg := httpx.ParsePage(r, 20)
 	list, total, err := h.S.List(r.Context(), pg)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteList(w, r, list, pg, total)
+	httpx.RespondList(w, r, list, pg, total, err)
 }
 
 // EventTypes serves GET /v1/webhooks/event-types: what an endpoint may
