@@ -171,6 +171,17 @@ type oauthClient struct {
 	net        *network
 }
 
+// newOAuthClient is the client of the platform slug (display name name) at
+// c's endpoints, sending its credentials as style says and asking for
+// scopes.
+func newOAuthClient(slug, name string, c endpointConfig, n *network, style oauth2.AuthStyle, scopes ...string) oauthClient {
+	return oauthClient{slug: slug, name: name, net: n, conf: oauth2.Config{
+		ClientID: c.clientID, ClientSecret: c.clientSecret, RedirectURL: c.redirectURL,
+		Endpoint: oauth2.Endpoint{AuthURL: c.authURL, TokenURL: c.tokenURL, AuthStyle: style},
+		Scopes:   scopes,
+	}}
+}
+
 func (c *oauthClient) Slug() string { return c.slug }
 func (c *oauthClient) Name() string { return c.name }
 
