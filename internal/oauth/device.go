@@ -140,11 +140,7 @@ func (h *Handler) DeviceAuthorization(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp, err := s.startDevice(r.Context(), c, scopes)
-	if err != nil {
-		writeOAuthError(w, asOAuth(r, err))
-		return
-	}
-	writeJSON(w, http.StatusOK, resp)
+	respondOAuth(w, r, resp, err)
 }
 
 // deviceScopes checks the scope of a device authorization request: OpenID

@@ -55,11 +55,7 @@ func (h *Handler) Introspect(w http.ResponseWriter, r *http.Request) {
 	// token_type_hint is only a hint (RFC 7662 §2.1): the prefix tells the
 	// kind, and an unknown hint is ignored rather than refused.
 	res, err := s.introspect(r.Context(), tok, clientID)
-	if err != nil {
-		writeOAuthError(w, asOAuth(r, err))
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
+	respondOAuth(w, r, res, err)
 }
 
 // introspectionCaller authenticates the caller of the introspection
