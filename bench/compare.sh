@@ -16,6 +16,7 @@
 # dbs 13 and 14 are emptied and used).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/sides.sh
 
 base_rev=${1:?usage: bench/compare.sh BASE_COMMIT}
 scenarios=${SCENARIOS:-oauth-refresh,oauth-userinfo,oauth-code-flow}
@@ -37,27 +38,12 @@ cleanup() {
 trap cleanup EXIT
 
 echo "building $base_rev and the work tree"
-git worktree add -q --detach "$work/src" "$base_rev"
-(cd "$work/src" && go build -o "$work/hmid-base" ./cmd/hmid)
-go build -o "$work/hmid-head" ./cmd/hmid
-go build -o "$work/bench" ./bench
-
-key=hm_compareSystemKey0123456789abcdefghijklmnopqr
-secret=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=
+build_sides "$base_rev"
 
 # start SIDE PORT REDIS_DB starts one server and waits until it answers.
 start() {
-  local side=$1 port=$2 rdb=$3 db redis=""
-  if [ "$engine" = postgres ]; then
-    local admin=$pg_url name="hmid_cmp_$side"
-    psql "$admin" -qc "DROP DATABASE IF EXISTS $name" -qc "CREATE DATABASE $name" >/dev/null
-    db=$(printf '%s' "$pg_url" | sed -E "s|^([a-z]+://[^/]*/)[^?]*|\1$name|")
-    redis="$redis_url/$rdb"
-    redis-cli -u "$redis" FLUSHDB >/dev/null
-  else
-    mkdir -p "$work/$side"
-    db="sqlite:$work/$side/hmid.db"
-  fi
+  local side=$1 port=$2 rdb=$3 db redis
+  side_store "$side" "hmid_cmp_$side" "$rdb"
   HMID_ADDR=127.0.0.1:$port HMID_PUBLIC_URL=http://127.0.0.1:$port HMID_DATABASE_URL=$db \
     HMID_REDIS_URL=$redis HMID_SECRET_KEY=$secret HMID_SYSTEM_API_KEY=$key \
     HMID_TRUSTED_PROXIES=127.0.0.1/32 HMID_ACCESS_LOG=off HMID_LOG_LEVEL=error \

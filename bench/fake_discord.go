@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"hmid/internal/httpx"
 )
 
 // The client the fake Discord knows: the credentials hmid is configured with.
@@ -188,7 +189,7 @@ func (f *fakeDiscord) token(w http.ResponseWriter, r *http.Request) {
 		scope += " email"
 	}
 	w.Header().Set("Cache-Control", "no-store") // RFC 6749 §5.1
-	writeJSON(w, http.StatusOK, map[string]any{"access_token": tok, "token_type": "Bearer",
+	httpx.JSON(w, http.StatusOK, map[string]any{"access_token": tok, "token_type": "Bearer",
 		"expires_in": 604800, "refresh_token": secret(), "scope": scope})
 }
 
@@ -198,7 +199,7 @@ func (f *fakeDiscord) me(w http.ResponseWriter, r *http.Request) {
 	g, known := f.tokens[tok]
 	f.mu.Unlock()
 	if !ok || !known {
-		writeJSON(w, http.StatusUnauthorized, map[string]any{"message": "401: Unauthorized", "code": 0})
+		httpx.JSON(w, http.StatusUnauthorized, map[string]any{"message": "401: Unauthorized", "code": 0})
 		return
 	}
 	// Discord ids are snowflakes; the fake's are one per bench account.
@@ -208,18 +209,12 @@ func (f *fakeDiscord) me(w http.ResponseWriter, r *http.Request) {
 	if g.email {
 		u["email"], u["verified"] = fmt.Sprintf("discord%d@bench.test", g.person), true
 	}
-	writeJSON(w, http.StatusOK, u)
+	httpx.JSON(w, http.StatusOK, u)
 }
 
 // oauthError is an OAuth 2.0 error answer (RFC 6749 §5.2).
 func oauthError(w http.ResponseWriter, status int, code string) {
-	writeJSON(w, status, map[string]string{"error": code})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	httpx.JSON(w, status, map[string]string{"error": code})
 }
 
 // secret is 256 random bits, base64url: a code or a token.

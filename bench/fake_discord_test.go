@@ -63,6 +63,12 @@ func redeem(t *testing.T, f *fakeDiscord, clientSecret, c string, kv ...string) 
 	req, _ := http.NewRequest(http.MethodPost, f.env("HMID_LOGIN_DISCORD_TOKEN_URL"), strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.SetBasicAuth(fakeDiscordClientID, clientSecret)
+	return do(t, req)
+}
+
+// do sends req and returns the status and the decoded JSON answer.
+func do(t *testing.T, req *http.Request) (int, map[string]any) {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -116,16 +122,7 @@ func TestFakeDiscordRefusesWhatDiscordRefuses(t *testing.T) {
 	me := func(tok string) (int, map[string]any) {
 		req, _ := http.NewRequest(http.MethodGet, f.env("HMID_LOGIN_DISCORD_API_URL")+"/users/@me", nil)
 		req.Header.Set("Authorization", "Bearer "+tok)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var u map[string]any
-		if err := json.NewDecoder(resp.Body).Decode(&u); err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, u
+		return do(t, req)
 	}
 	if st, u := me(tok["access_token"].(string)); st != http.StatusOK || u["id"] != "1200000000000000007" ||
 		u["email"] != "discord7@bench.test" || u["verified"] != true || u["username"] != "bench7" {

@@ -17,6 +17,7 @@
 # The callgrind files stay in the printed directory for callgrind_annotate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/sides.sh
 
 base_rev=${1:?usage: bench/instructions.sh BASE_COMMIT}
 scenario=${SCENARIO:-oauth-userinfo}
@@ -29,28 +30,14 @@ command -v valgrind >/dev/null || { echo "valgrind is needed (apt-get install va
 
 work=$(mktemp -d)
 echo "building $base_rev and the work tree; files in $work"
-git worktree add -q --detach "$work/src" "$base_rev"
 trap 'git worktree remove --force "$work/src" 2>/dev/null || true' EXIT
-(cd "$work/src" && go build -o "$work/hmid-base" ./cmd/hmid)
-go build -o "$work/hmid-head" ./cmd/hmid
-go build -o "$work/bench" ./bench
-
-key=hm_compareSystemKey0123456789abcdefghijklmnopqr
-secret=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=
+build_sides "$base_rev"
 
 # measure SIDE PORT REDIS_DB prints "SIDE requests instructions per-request".
 measure() {
-  local side=$1 port=$2 rdb=$3 db redis=""
+  local side=$1 port=$2 rdb=$3 db redis
   mkdir -p "$work/$side"
-  if [ "$engine" = postgres ]; then
-    local name="hmid_ins_$side"
-    psql "$pg_url" -qc "DROP DATABASE IF EXISTS $name" -qc "CREATE DATABASE $name" >/dev/null
-    db=$(printf '%s' "$pg_url" | sed -E "s|^([a-z]+://[^/]*/)[^?]*|\1$name|")
-    redis="$redis_url/$rdb"
-    redis-cli -u "$redis" FLUSHDB >/dev/null
-  else
-    db="sqlite:$work/$side/hmid.db"
-  fi
+  side_store "$side" "hmid_ins_$side" "$rdb"
   # Asynchronous preemption signals confuse valgrind; the timeouts are
   # raised because everything runs tens of times slower under it.
   GODEBUG=asyncpreemptoff=1 HMID_ADDR=127.0.0.1:$port HMID_PUBLIC_URL=http://127.0.0.1:$port \

@@ -27,30 +27,28 @@ func init() {
 	register(
 		Scenario{Name: "admin-users-list", About: "GET /v1/users: searches by username, email and id, and deep pages, over 100,000 users",
 			Setup: func(ctx context.Context, e *Env) (func(context.Context, int) error, error) {
-				if err := e.seedAdminUsers(ctx); err != nil {
-					return nil, err
-				}
-				key, err := e.apiKey(ctx, "users:read")
-				if err != nil {
-					return nil, err
-				}
-				return e.rotate(key, adminUsersPaths()), nil
+				return e.adminRequests(ctx, "users:read", adminUsersPaths(), e.seedAdminUsers)
 			}},
 		Scenario{Name: "admin-audit-list", About: "GET /v1/admin/audit: filters, user search, date ranges, sorts and pages over 1,000,000 events",
 			Setup: func(ctx context.Context, e *Env) (func(context.Context, int) error, error) {
-				if err := e.seedAdminUsers(ctx); err != nil {
-					return nil, err
-				}
-				if err := e.seedAdminAudit(ctx); err != nil {
-					return nil, err
-				}
-				key, err := e.apiKey(ctx, "audit:read")
-				if err != nil {
-					return nil, err
-				}
-				return e.rotate(key, adminAuditPaths()), nil
+				return e.adminRequests(ctx, "audit:read", adminAuditPaths(), e.seedAdminUsers, e.seedAdminAudit)
 			}},
 	)
+}
+
+// adminRequests runs the seeds, then makes the operation of an admin
+// scenario: the paths in turn, with an API key of scope.
+func (e *Env) adminRequests(ctx context.Context, scope string, paths []string, seeds ...func(context.Context) error) (func(context.Context, int) error, error) {
+	for _, seed := range seeds {
+		if err := seed(ctx); err != nil {
+			return nil, err
+		}
+	}
+	key, err := e.apiKey(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	return e.rotate(key, paths), nil
 }
 
 // adminUsersPaths are the requests of admin-users-list.

@@ -50,24 +50,16 @@ func init() {
 			}, nil
 		}},
 		Scenario{Name: "oauth-userinfo", About: "GET /v1/oauth/userinfo with an access token", Setup: func(ctx context.Context, e *Env) (func(context.Context, int) error, error) {
-			o, err := e.oauthSetup(ctx)
-			if err != nil {
-				return nil, err
-			}
-			t, err := o.codeFlow(ctx, e)
+			_, t, err := e.oauthToken(ctx)
 			if err != nil {
 				return nil, err
 			}
 			return e.get("/v1/oauth/userinfo", t.AccessToken), nil
 		}},
 		Scenario{Name: "oauth-revoke", About: "POST /v1/oauth/revoke of live access tokens", Setup: func(ctx context.Context, e *Env) (func(context.Context, int) error, error) {
-			o, err := e.oauthSetup(ctx)
-			if err != nil {
-				return nil, err
-			}
 			// A pool of live tokens made by refresh grants; once it is used up
 			// the revocations repeat (still a full lookup, an idempotent update).
-			t, err := o.codeFlow(ctx, e)
+			o, t, err := e.oauthToken(ctx)
 			if err != nil {
 				return nil, err
 			}
@@ -88,11 +80,7 @@ func init() {
 			}, nil
 		}},
 		Scenario{Name: "oauth-introspect", About: "POST /v1/oauth/introspect of a live access token by its confidential client (RFC 7662)", Setup: func(ctx context.Context, e *Env) (func(context.Context, int) error, error) {
-			o, err := e.oauthSetup(ctx)
-			if err != nil {
-				return nil, err
-			}
-			t, err := o.codeFlow(ctx, e)
+			o, t, err := e.oauthToken(ctx)
 			if err != nil {
 				return nil, err
 			}
@@ -162,6 +150,17 @@ func (e *Env) oauthSetup(ctx context.Context) (*oauthBench, error) {
 		return nil, fmt.Errorf("consent: status %d", a.status)
 	}
 	return o, nil
+}
+
+// oauthToken sets up a client and its user (oauthSetup) and runs one code
+// flow: the tokens the scenarios that use a live token start from.
+func (e *Env) oauthToken(ctx context.Context) (*oauthBench, tokenAnswer, error) {
+	o, err := e.oauthSetup(ctx)
+	if err != nil {
+		return nil, tokenAnswer{}, err
+	}
+	t, err := o.codeFlow(ctx, e)
+	return o, t, err
 }
 
 func (o *oauthBench) authorizeQuery(challenge string) url.Values {

@@ -25,18 +25,7 @@ func adminCommand() *command {
 	return &command{
 		name: "admin", args: "create --email EMAIL [--password-stdin]", summary: "create a super admin or make a user one",
 		detail: "subcommands:\n  create   " + subs[0].summary + "\n\n\"hmid admin create --help\" describes it.",
-		run: func(ctx context.Context, e env, fs *flag.FlagSet) error {
-			if fs.NArg() > 0 {
-				if c := find(subs, "admin "+fs.Arg(0)); c != nil {
-					return execute(ctx, e, c, fs.Args()[1:])
-				}
-			}
-			fmt.Fprintln(e.stderr, "usage: hmid admin create --email EMAIL [--password-stdin]")
-			if fs.NArg() == 0 {
-				return usageError{"admin needs a subcommand"}
-			}
-			return usageError{fmt.Sprintf("unknown admin subcommand %q", fs.Arg(0))}
-		},
+		run:    dispatch("admin", "usage: hmid admin create --email EMAIL [--password-stdin]", subs),
 	}
 }
 
@@ -55,10 +44,7 @@ func adminCreateCommand() *command {
 			fs.StringVar(&email, "email", "", "the administrator's email address (required)")
 			fs.BoolVar(&fromStdin, "password-stdin", false, "read the password from the first line of standard input")
 		},
-		run: func(ctx context.Context, e env, fs *flag.FlagSet) error {
-			if err := noArgs(fs); err != nil {
-				return err
-			}
+		run: withoutArgs(func(ctx context.Context, e env) error {
 			if strings.TrimSpace(email) == "" {
 				return usageError{"admin create needs --email"}
 			}
@@ -84,7 +70,7 @@ func adminCreateCommand() *command {
 				fmt.Fprintf(e.stdout, "%s (%s, user id %s) is a super admin now\n", a.Username, a.Email, a.UserID)
 			}
 			return nil
-		},
+		}),
 	}
 }
 

@@ -24,10 +24,7 @@ func healthcheckCommand() *command {
 		flags: func(fs *flag.FlagSet) {
 			fs.DurationVar(&timeout, "timeout", 5*time.Second, "give up after this long")
 		},
-		run: func(ctx context.Context, e env, fs *flag.FlagSet) error {
-			if err := noArgs(fs); err != nil {
-				return err
-			}
+		run: withoutArgs(func(ctx context.Context, e env) error {
 			cfg, err := config.FromEnv(e.getenv)
 			if err != nil {
 				return err
@@ -37,7 +34,7 @@ func healthcheckCommand() *command {
 				return err
 			}
 			return probe(ctx, url, timeout)
-		},
+		}),
 	}
 }
 

@@ -24,18 +24,7 @@ func keysCommand() *command {
 	return &command{
 		name: "keys", args: "create --system [--name NAME] | rotate [--alg ALG]", summary: "manage API keys and ID-token signing keys",
 		detail: "subcommands:\n" + strings.Join(detail, "\n") + "\n\n\"hmid keys create --help\" and \"hmid keys rotate --help\" describe them.",
-		run: func(ctx context.Context, e env, fs *flag.FlagSet) error {
-			if fs.NArg() > 0 {
-				if c := find(subs, "keys "+fs.Arg(0)); c != nil {
-					return execute(ctx, e, c, fs.Args()[1:])
-				}
-			}
-			fmt.Fprintln(e.stderr, strings.Join(usage, "\n"))
-			if fs.NArg() == 0 {
-				return usageError{"keys needs a subcommand"}
-			}
-			return usageError{fmt.Sprintf("unknown keys subcommand %q", fs.Arg(0))}
-		},
+		run:    dispatch("keys", strings.Join(usage, "\n"), subs),
 	}
 }
 
@@ -53,10 +42,7 @@ func keysRotateCommand() *command {
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&alg, "alg", "", "rotate only this algorithm's key: RS256 or ES256 (default: both)")
 		},
-		run: func(ctx context.Context, e env, fs *flag.FlagSet) error {
-			if err := noArgs(fs); err != nil {
-				return err
-			}
+		run: withoutArgs(func(ctx context.Context, e env) error {
 			var algs []string
 			if alg != "" {
 				a := strings.ToUpper(alg)
@@ -76,7 +62,7 @@ func keysRotateCommand() *command {
 			}
 			printSigningKeys(e.stdout, keys)
 			return nil
-		},
+		}),
 	}
 }
 
@@ -109,10 +95,7 @@ func keysCreateCommand() *command {
 			fs.BoolVar(&system, "system", false, "create a system key (required)")
 			fs.StringVar(&name, "name", "System", "the key's name, shown in key listings")
 		},
-		run: func(ctx context.Context, e env, fs *flag.FlagSet) error {
-			if err := noArgs(fs); err != nil {
-				return err
-			}
+		run: withoutArgs(func(ctx context.Context, e env) error {
 			if !system {
 				return usageError{"keys create needs --system: only system keys can be created from the command line"}
 			}
@@ -127,6 +110,6 @@ func keysCreateCommand() *command {
 			}
 			fmt.Fprintln(e.stdout, key)
 			return nil
-		},
+		}),
 	}
 }

@@ -171,6 +171,35 @@ func printOverview(w io.Writer, cmds []*command) {
 	fmt.Fprintln(w, "\n\"hmid <command> --help\" describes a command. Configuration is read from HMID_* environment variables (see README.md).")
 }
 
+// withoutArgs is the run of a command that takes no positional arguments:
+// it refuses them (noArgs), then calls run.
+func withoutArgs(run func(ctx context.Context, e env) error) func(context.Context, env, *flag.FlagSet) error {
+	return func(ctx context.Context, e env, fs *flag.FlagSet) error {
+		if err := noArgs(fs); err != nil {
+			return err
+		}
+		return run(ctx, e)
+	}
+}
+
+// dispatch is the run of the command group named group: it executes the
+// subcommand of subs that the first argument names; without one it prints
+// usage to stderr and fails with a usage error.
+func dispatch(group, usage string, subs []*command) func(context.Context, env, *flag.FlagSet) error {
+	return func(ctx context.Context, e env, fs *flag.FlagSet) error {
+		if fs.NArg() > 0 {
+			if c := find(subs, group+" "+fs.Arg(0)); c != nil {
+				return execute(ctx, e, c, fs.Args()[1:])
+			}
+		}
+		fmt.Fprintln(e.stderr, usage)
+		if fs.NArg() == 0 {
+			return usageError{group + " needs a subcommand"}
+		}
+		return usageError{fmt.Sprintf("unknown %s subcommand %q", group, fs.Arg(0))}
+	}
+}
+
 // noArgs refuses positional arguments for commands that take none.
 func noArgs(fs *flag.FlagSet) error {
 	if fs.NArg() > 0 {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -25,22 +24,16 @@ func serveCommand() *command {
 		detail: "Migrates and seeds the database, then answers HTTP on HMID_ADDR until SIGINT or SIGTERM,\n" +
 			"and /metrics on HMID_METRICS_ADDR when that is set. The first start on an empty database\n" +
 			"prints a system API key once on standard output.",
-		run: func(ctx context.Context, e env, fs *flag.FlagSet) error {
-			if err := noArgs(fs); err != nil {
-				return err
-			}
+		run: withoutArgs(func(ctx context.Context, e env) error {
 			return serve(ctx, e)
-		},
+		}),
 	}
 }
 
 func migrateCommand() *command {
 	return &command{
 		name: "migrate", args: "", summary: "apply database migrations and seed, then exit",
-		run: func(ctx context.Context, e env, fs *flag.FlagSet) error {
-			if err := noArgs(fs); err != nil {
-				return err
-			}
+		run: withoutArgs(func(ctx context.Context, e env) error {
 			srv, _, err := open(ctx, e, e.stdout, true)
 			if err != nil {
 				return err
@@ -48,20 +41,17 @@ func migrateCommand() *command {
 			defer srv.Close()
 			fmt.Fprintln(e.stdout, "database migrated and seeded")
 			return nil
-		},
+		}),
 	}
 }
 
 func versionCommand() *command {
 	return &command{
 		name: "version", args: "", summary: "print the version",
-		run: func(_ context.Context, e env, fs *flag.FlagSet) error {
-			if err := noArgs(fs); err != nil {
-				return err
-			}
+		run: withoutArgs(func(_ context.Context, e env) error {
 			fmt.Fprintln(e.stdout, "hmid", app.Version)
 			return nil
-		},
+		}),
 	}
 }
 

@@ -48,16 +48,11 @@ type loginBody struct {
 // Login is POST /v1/auth/login.
 func (h *Handler) Login(w http.ResponseWriter, r *http.Request) {
 	var b loginBody
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	res, err := h.S.Login(r.Context(), LoginInput(b), h.meta(w, r))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	h.answer(w, http.StatusOK, res)
+	h.answer(w, r, http.StatusOK, res, err)
 }
 
 type registerBody struct {
@@ -69,22 +64,23 @@ type registerBody struct {
 // Register is POST /v1/auth/register.
 func (h *Handler) Register(w http.ResponseWriter, r *http.Request) {
 	var b registerBody
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	res, err := h.S.Register(r.Context(), RegisterInput(b), h.meta(w, r))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	h.answer(w, http.StatusCreated, res)
+	h.answer(w, r, http.StatusCreated, res, err)
 }
 
 // TwoFactorMessage explains the second login step.
 const TwoFactorMessage = "Two-factor authentication is enabled: repeat the login with the code from your authenticator app or a backup code."
 
-func (h *Handler) answer(w http.ResponseWriter, status int, res Result) {
+// answer writes the outcome of a login or registration: err, the request
+// for the second factor, or the new session with its cookies.
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, status int, res Result, err error) {
+	if err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
 	if res.TwoFactorRequired {
 		httpx.JSON(w, http.StatusOK, TwoFactorAnswer{TwoFactorRequired: true, Message: TwoFactorMessage})
 		return
@@ -129,15 +125,11 @@ func (h *Handler) ResetRequest(w http.ResponseWriter, r *http.Request) {
 	var b struct {
 		Email string `json:"email"`
 	}
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
-	if err := h.S.RequestReset(r.Context(), b.Email, h.meta(w, r)); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, MessageAnswer{Message: ResetRequestedMessage})
+	err := h.S.RequestReset(r.Context(), b.Email, h.meta(w, r))
+	httpx.RespondJSON(w, r, http.StatusOK, MessageAnswer{Message: ResetRequestedMessage}, err)
 }
 
 // ResetDoneMessage confirms a password reset.
@@ -149,15 +141,11 @@ func (h *Handler) ResetConfirm(w http.ResponseWriter, r *http.Request) {
 		Token    string `json:"token"`
 		Password string `json:"password"`
 	}
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
-	if err := h.S.ConfirmReset(r.Context(), strings.TrimSpace(b.Token), b.Password, h.meta(w, r)); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, MessageAnswer{Message: ResetDoneMessage})
+	err := h.S.ConfirmReset(r.Context(), strings.TrimSpace(b.Token), b.Password, h.meta(w, r))
+	httpx.RespondJSON(w, r, http.StatusOK, MessageAnswer{Message: ResetDoneMessage}, err)
 }
 
 // meta is the Meta of a JSON request; throttle states become the RateLimit-*
@@ -200,14 +188,9 @@ func (h *Handler) ChangePassword(w http.ResponseWriter, r *http.Request) {
 		CurrentPassword string `json:"current_password"`
 		NewPassword     string `json:"new_password"`
 	}
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	res, err := h.S.ChangePassword(r.Context(), authn.From(r.Context()), PasswordChange{Current: b.CurrentPassword, New: b.NewPassword}, h.meta(w, r))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, PasswordChangeAnswer{Message: PasswordChangedMessage, RevokedSessions: res.RevokedSessions})
+	httpx.RespondJSON(w, r, http.StatusOK, PasswordChangeAnswer{Message: PasswordChangedMessage, RevokedSessions: res.RevokedSessions}, err)
 }

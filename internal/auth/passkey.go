@@ -23,25 +23,10 @@ func (s *Service) LoginVerified(ctx context.Context, userID, provider string, am
 	if err != nil {
 		return Result{}, err
 	}
-	if banned, reason, until, err := s.activeBan(ctx, s.DB, a.userID); err != nil {
-		return Result{}, err
-	} else if banned {
-		return Result{}, banError(reason, until)
-	}
-	res := Result{User: summary(a)}
-	now := s.now()
-	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
-		var err error
-		res.Session, err = s.startSessionAMR(ctx, tx, a.userID, a.provider, amr, now, m)
-		return err
-	})
-	if err != nil {
+	if err := s.refuseBanned(ctx, a.userID); err != nil {
 		return Result{}, err
 	}
-	if a.provider == Platform {
-		res.Device = newDevice(s.Box, a.userID, now)
-	}
-	return res, nil
+	return s.openSession(ctx, Result{User: summary(a)}, a, amr, m)
 }
 
 // verifiedAccount is the login view of userID for LoginVerified.
@@ -57,17 +42,7 @@ func (s *Service) verifiedAccount(ctx context.Context, userID, provider string) 
 		a.userID, a.provider = userID, PasskeyProvider
 		return a, nil
 	case Platform:
-		if err := s.requireEnabled(ctx); err != nil {
-			return account{}, err
-		}
-		a, found, err := s.accountByUser(ctx, userID)
-		if err != nil {
-			return account{}, err
-		}
-		if !found || a.deleted {
-			return account{}, errBadCredentials
-		}
-		return a, nil
+		return s.platformAccount(ctx, userID)
 	}
 	var enabled bool
 	if err := s.DB.QueryRowContext(ctx, `SELECT enabled FROM platforms WHERE slug = $1`, provider).Scan(&enabled); err != nil {

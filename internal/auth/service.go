@@ -255,6 +255,16 @@ func (s *Service) activeBan(ctx context.Context, q db.Querier, userID string) (b
 	return true, r.String, exp.Ptr(), nil
 }
 
+// refuseBanned is the ban error (banError) when userID is banned, nil when
+// not, or the error of reading the bans.
+func (s *Service) refuseBanned(ctx context.Context, userID string) error {
+	banned, reason, until, err := s.activeBan(ctx, s.DB, userID)
+	if err != nil || !banned {
+		return err
+	}
+	return banError(reason, until)
+}
+
 // Ban is the cause of a refusal because the account is banned, so the
 // pages can tell the person in their own language until when and why: the
 // reason the operator gave is shown to the person (the ban form says so).
@@ -426,22 +436,31 @@ func (s *Service) LoginWithCode(ctx context.Context, userID, provider, code stri
 	if provider != Platform {
 		return s.providerCode(ctx, userID, provider, code, m)
 	}
-	if err := s.requireEnabled(ctx); err != nil {
-		return Result{}, err
-	}
-	a, found, err := s.accountByUser(ctx, userID)
+	a, err := s.platformAccount(ctx, userID)
 	if err != nil {
 		return Result{}, err
 	}
-	if !found || a.deleted {
-		return Result{}, errBadCredentials
-	}
-	if banned, reason, until, err := s.activeBan(ctx, s.DB, a.userID); err != nil {
+	if err := s.refuseBanned(ctx, a.userID); err != nil {
 		return Result{}, err
-	} else if banned {
-		return Result{}, banError(reason, until)
 	}
 	return s.secondStep(ctx, a, code, m)
+}
+
+// platformAccount is the login view of userID's email-platform account
+// for a login whose first step is behind it. It fails while the platform is
+// disabled, and a deleted user is refused like a wrong password.
+func (s *Service) platformAccount(ctx context.Context, userID string) (account, error) {
+	if err := s.requireEnabled(ctx); err != nil {
+		return account{}, err
+	}
+	a, found, err := s.accountByUser(ctx, userID)
+	if err != nil {
+		return account{}, err
+	}
+	if !found || a.deleted {
+		return account{}, errBadCredentials
+	}
+	return a, nil
 }
 
 // secondStep applies two-factor authentication and creates the session.
@@ -467,10 +486,16 @@ func (s *Service) secondStep(ctx context.Context, a account, code string, m Meta
 			return Result{}, err
 		}
 	}
+	return s.openSession(ctx, res, a, sessions.AMR(a.provider == Platform, mfa), m)
+}
+
+// openSession creates a's session with amr (startSessionAMR) and returns
+// res with it.
+func (s *Service) openSession(ctx context.Context, res Result, a account, amr []string, m Meta) (Result, error) {
 	now := s.now()
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
 		var err error
-		res.Session, err = s.startSession(ctx, tx, a.userID, a.provider, mfa, now, m)
+		res.Session, err = s.startSessionAMR(ctx, tx, a.userID, a.provider, amr, now, m)
 		return err
 	})
 	if err != nil {

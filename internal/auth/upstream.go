@@ -75,10 +75,8 @@ func (s *Service) providerCode(ctx context.Context, userID, provider, code strin
 	if err != nil {
 		return Result{}, err
 	}
-	if banned, reason, until, err := s.activeBan(ctx, s.DB, a.userID); err != nil {
+	if err := s.refuseBanned(ctx, a.userID); err != nil {
 		return Result{}, err
-	} else if banned {
-		return Result{}, banError(reason, until)
 	}
 	return s.secondStep(ctx, a, code, m)
 }

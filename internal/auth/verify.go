@@ -341,8 +341,7 @@ func (h *Handler) VerifyEmail(w http.ResponseWriter, r *http.Request) {
 	var b struct {
 		Token string `json:"token"`
 	}
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	if _, err := h.S.VerifyEmail(r.Context(), b.Token, h.meta(w, r)); err != nil {
@@ -356,9 +355,5 @@ func (h *Handler) VerifyEmail(w http.ResponseWriter, r *http.Request) {
 // the session (the route admits session tokens only).
 func (h *Handler) ResendVerification(w http.ResponseWriter, r *http.Request) {
 	exp, err := h.S.ResendVerification(r.Context(), authn.From(r.Context()).UserID, h.meta(w, r))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, VerifyMailAnswer{Message: VerifyMailSentMessage, ExpiresAt: exp.UTC()})
+	httpx.RespondJSON(w, r, http.StatusOK, VerifyMailAnswer{Message: VerifyMailSentMessage, ExpiresAt: exp.UTC()}, err)
 }

@@ -159,13 +159,20 @@ func (m *MemoryLimiter) storeLocked(key string, tat, now time.Time) {
 	} else {
 		delete(m.tat, key)
 	}
-	m.ops++
-	if m.ops%4096 != 0 {
+	sweep(m.tat, &m.ops, func(t time.Time) bool { return !t.After(now) })
+}
+
+// sweep deletes from m, on every few thousandth call counted in ops, the
+// entries that are gone: the in-process maps stay bounded by the keys in
+// use without a sweep on every write.
+func sweep[K comparable, V any](m map[K]V, ops *int, gone func(V) bool) {
+	*ops++
+	if *ops%4096 != 0 {
 		return
 	}
-	for k, t := range m.tat {
-		if !t.After(now) {
-			delete(m.tat, k)
+	for k, v := range m {
+		if gone(v) {
+			delete(m, k)
 		}
 	}
 }

@@ -10,12 +10,22 @@ import (
 	"hmid/internal/clock/clocktest"
 )
 
+// testLimiter is what both limiters are: a GCRA limiter and a sliding
+// window one.
+type testLimiter interface {
+	cache.Limiter
+	cache.WindowLimiter
+}
+
 // limiters returns the in-process limiter on clk and, when
-// HMID_TEST_REDIS_URL is set, the Redis limiter (which keeps Redis's clock).
-func limiters(t *testing.T, clk *clocktest.Fake) map[string]cache.Limiter {
-	out := map[string]cache.Limiter{"memory": cache.NewMemoryLimiter(clk.Now)}
+// HMID_TEST_REDIS_URL is set, the Redis limiter, whose windows read clk too
+// (its GCRA keeps Redis's clock).
+func limiters(t *testing.T, clk *clocktest.Fake) map[string]testLimiter {
+	out := map[string]testLimiter{"memory": cache.NewMemoryLimiter(clk.Now)}
 	if r := testRedis(t); r != nil {
-		out["redis"] = cache.NewRedisLimiter(r)
+		rl := cache.NewRedisLimiter(r)
+		rl.Now = clk.Now
+		out["redis"] = rl
 	}
 	return out
 }

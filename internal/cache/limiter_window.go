@@ -106,15 +106,9 @@ func (m *MemoryLimiter) AllowWindow(_ context.Context, key string, w Window) (De
 // event has left its window, so the map stays bounded by the keys active
 // within one window.
 func (m *MemoryLimiter) sweepWindowsLocked(now time.Time) {
-	m.winOps++
-	if m.winOps%4096 != 0 {
-		return
-	}
-	for k, lw := range m.win {
-		if len(lw.log) == 0 || !lw.log[len(lw.log)-1].Add(lw.size).After(now) {
-			delete(m.win, k)
-		}
-	}
+	sweep(m.win, &m.winOps, func(lw *memWindow) bool {
+		return len(lw.log) == 0 || !lw.log[len(lw.log)-1].Add(lw.size).After(now)
+	})
 }
 
 // WindowKeyPrefix is the prefix of the Redis sorted sets of the sliding

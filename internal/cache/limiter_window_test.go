@@ -11,29 +11,17 @@ import (
 	"hmid/internal/clock/clocktest"
 )
 
-// windowLimiters returns the in-process limiter and, when
-// HMID_TEST_REDIS_URL is set, the Redis limiter, both on the fake clock clk.
-func windowLimiters(t *testing.T, clk *clocktest.Fake) map[string]cache.WindowLimiter {
-	out := map[string]cache.WindowLimiter{"memory": cache.NewMemoryLimiter(clk.Now)}
-	if r := testRedis(t); r != nil {
-		rl := cache.NewRedisLimiter(r)
-		rl.Now = clk.Now
-		out["redis"] = rl
-	}
-	return out
-}
-
 // TestWindowAtMostMaxInAnyWindow: 30 per 60 s means 30 in any 60-second
 // interval. 30 posts spread over 15 s are allowed and the 31st within the
 // minute is refused (a GCRA with a burst of 30 let one more through every
 // 2 s); as the window slides, exactly as many are allowed again as have
 // left it, and Retry-After is when the oldest counted one leaves.
 func TestWindowAtMostMaxInAnyWindow(t *testing.T) {
-	for name := range windowLimiters(t, clocktest.NewFake(time.Now())) {
+	for name := range limiters(t, clocktest.NewFake(time.Now())) {
 		t.Run(name, func(t *testing.T) {
 			start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 			clk := clocktest.NewFake(start)
-			lim := windowLimiters(t, clk)[name]
+			lim := limiters(t, clk)[name]
 			ctx := context.Background()
 			w := cache.Window{Max: 30, Size: time.Minute}
 			allow := func() cache.Decision {
@@ -94,7 +82,7 @@ func TestWindowAtMostMaxInAnyWindow(t *testing.T) {
 
 // TestWindowConcurrent: concurrent events never exceed the limit.
 func TestWindowConcurrent(t *testing.T) {
-	for name, lim := range windowLimiters(t, clocktest.NewFake(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))) {
+	for name, lim := range limiters(t, clocktest.NewFake(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))) {
 		t.Run(name, func(t *testing.T) {
 			var wg sync.WaitGroup
 			var mu sync.Mutex
@@ -125,7 +113,7 @@ func TestWindowConcurrent(t *testing.T) {
 
 // TestWindowInvalid: a window without room or length is an error, not a limit.
 func TestWindowInvalid(t *testing.T) {
-	for name, lim := range windowLimiters(t, clocktest.NewFake(time.Now())) {
+	for name, lim := range limiters(t, clocktest.NewFake(time.Now())) {
 		for _, w := range []cache.Window{{Max: 0, Size: time.Minute}, {Max: 1, Size: 0}} {
 			if _, err := lim.AllowWindow(context.Background(), "k", w); err == nil {
 				t.Fatalf("%s: %+v accepted", name, w)

@@ -38,7 +38,7 @@ func (m *Memory) getLocked(key string, now time.Time) (memItem, bool) {
 	if !ok {
 		return memItem{}, false
 	}
-	if !it.exp.IsZero() && !now.Before(it.exp) {
+	if it.expired(now) {
 		delete(m.items, key)
 		return memItem{}, false
 	}
@@ -47,16 +47,11 @@ func (m *Memory) getLocked(key string, now time.Time) (memItem, bool) {
 
 // sweepLocked drops expired items every few thousand writes so the map stays bounded.
 func (m *Memory) sweepLocked(now time.Time) {
-	m.sets++
-	if m.sets%4096 != 0 {
-		return
-	}
-	for k, it := range m.items {
-		if !it.exp.IsZero() && !now.Before(it.exp) {
-			delete(m.items, k)
-		}
-	}
+	sweep(m.items, &m.sets, func(it memItem) bool { return it.expired(now) })
 }
+
+// expired reports whether the item's time is up at now (a zero exp never is).
+func (it memItem) expired(now time.Time) bool { return !it.exp.IsZero() && !now.Before(it.exp) }
 
 // Get returns a copy of the value or ErrMiss.
 func (m *Memory) Get(_ context.Context, key string) ([]byte, error) {

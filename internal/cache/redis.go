@@ -153,15 +153,11 @@ func (g *guard) DialHook(next redis.DialHook) redis.DialHook { return next }
 // ProcessHook bounds one command.
 func (g *guard) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if g.down.Load() && ctx.Value(probeKey{}) == nil {
+		if g.refuses(ctx) {
 			cmd.SetErr(ErrNotAnswering)
 			return ErrNotAnswering
 		}
-		bctx, cancel := g.within(ctx)
-		defer cancel()
-		err := next(bctx, cmd)
-		g.observe(ctx, err)
-		return err
+		return bounded(g, ctx, next, cmd)
 	}
 }
 
@@ -170,18 +166,30 @@ func (g *guard) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		// The probe's PING passes, and so does the handshake of the
 		// connection it opens (HELLO, CLIENT SETINFO: a pipeline).
-		if g.down.Load() && ctx.Value(probeKey{}) == nil {
+		if g.refuses(ctx) {
 			for _, c := range cmds {
 				c.SetErr(ErrNotAnswering)
 			}
 			return ErrNotAnswering
 		}
-		bctx, cancel := g.within(ctx)
-		defer cancel()
-		err := next(bctx, cmds)
-		g.observe(ctx, err)
-		return err
+		return bounded(g, ctx, next, cmds)
 	}
+}
+
+// refuses reports whether a command is refused at once: Redis is known not
+// to answer and the command is not the probe's.
+func (g *guard) refuses(ctx context.Context) bool {
+	return g.down.Load() && ctx.Value(probeKey{}) == nil
+}
+
+// bounded runs next on cmds within the guard's bound and lets the guard see
+// the outcome: a command or a pipeline alike.
+func bounded[C any](g *guard, ctx context.Context, next func(context.Context, C) error, cmds C) error {
+	bctx, cancel := g.within(ctx)
+	defer cancel()
+	err := next(bctx, cmds)
+	g.observe(ctx, err)
+	return err
 }
 
 // within returns ctx bounded by the guard's bound.

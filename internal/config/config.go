@@ -226,23 +226,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 // trustedProxies parses HMID_TRUSTED_PROXIES: comma-separated CIDRs, a bare
 // address meaning that one host.
 func trustedProxies(v string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, part := range strings.Split(v, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		p, err := netip.ParsePrefix(part)
+	return outbound.ParsePrefixes(v, func(part string) (netip.Prefix, error) {
+		a, err := netip.ParseAddr(part)
 		if err != nil {
-			a, aerr := netip.ParseAddr(part)
-			if aerr != nil {
-				return nil, fmt.Errorf("HMID_TRUSTED_PROXIES: %q is not a CIDR or address", part)
-			}
-			p = netip.PrefixFrom(a, a.BitLen())
+			return netip.Prefix{}, fmt.Errorf("HMID_TRUSTED_PROXIES: %q is not a CIDR or address", part)
 		}
-		out = append(out, p.Masked())
-	}
-	return out, nil
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	})
 }
 
 // readOutbound reads what requests to URLs users supply may reach:

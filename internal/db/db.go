@@ -393,6 +393,22 @@ func (d *DB) PrepareWrite(ctx context.Context, query string) (*WriteStmt, error)
 // Close releases the prepared statement.
 func (w *WriteStmt) Close() error { return w.stmt.Close() }
 
+// Every calls tick every interval, the first time one interval from now,
+// until ctx ends: the loop of the jobs that poll the database (purges,
+// reloads, the connection watchdog).
+func Every(ctx context.Context, interval time.Duration, tick func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			tick()
+		}
+	}
+}
+
 // TryLock takes a named, non-blocking lock shared by every instance on the same
 // database, for background jobs that must run on one instance at a time. On
 // PostgreSQL it is a session-level advisory lock held on a dedicated connection;

@@ -9,6 +9,13 @@ import (
 	"hmid/internal/dbtest"
 )
 
+// eachDB runs test on a migrated database of each engine.
+func eachDB(t *testing.T, test func(t *testing.T, ctx context.Context, d *db.DB)) {
+	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
+		test(t, context.Background(), eng.Open(t))
+	})
+}
+
 func TestMigrateTxAndHooks(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
 		ctx := context.Background()

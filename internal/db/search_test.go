@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"hmid/internal/db"
-	"hmid/internal/dbtest"
 )
 
 // TestUserMatch checks the user search's rule on both engines: the exact
@@ -14,9 +13,7 @@ import (
 // characters as written; LIKE's wildcards are plain characters, and a
 // search ending in the greatest code point still has its range.
 func TestUserMatch(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
-		ctx := context.Background()
-		d := eng.Open(t)
+	eachDB(t, func(t *testing.T, ctx context.Context, d *db.DB) {
 		users := []struct{ id, username, email, name string }{
 			{"u1", "member_1", "Member.One@Example.test", "Ærø Ødegaard"},
 			{"u2", "member_10", "", "Zoë"},

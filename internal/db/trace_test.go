@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"hmid/internal/db"
-	"hmid/internal/dbtest"
 	"hmid/internal/telemetry"
 )
 
@@ -19,8 +18,7 @@ import (
 // through DB and Tx is a child span of the caller's span carrying the
 // statement's text (placeholders, no values) and its outcome.
 func TestStatementSpans(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
-		d := eng.Open(t)
+	eachDB(t, func(t *testing.T, _ context.Context, d *db.DB) {
 		exp := tracetest.NewInMemoryExporter()
 		tr := telemetry.Use(sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp)))
 		defer tr.Shutdown(context.Background())
@@ -55,7 +53,7 @@ func TestStatementSpans(t *testing.T) {
 		}
 		parent.End()
 
-		system := map[string]string{"sqlite": "sqlite", "postgres": "postgresql"}[eng.Name]
+		system := map[db.Flavor]string{db.SQLite: "sqlite", db.Postgres: "postgresql"}[d.Flavor]
 		want := []struct {
 			name, text string
 			failed     bool

@@ -54,21 +54,20 @@ func (t *Tx) stmtCtx(ctx context.Context) context.Context {
 }
 
 // ExecContext runs a statement in the transaction.
-func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (res sql.Result, err error) {
-	countStatement(ctx, query)
-	if end := t.d.traceStatement(ctx, query); end != nil {
-		defer func() { end(err) }()
-	}
-	t.wrote = append(t.wrote, t.d.versions.of(query)...)
-	ctx = t.stmtCtx(ctx)
-	if st := t.stmt(ctx, query); st != nil {
-		return st.ExecContext(ctx, args...)
-	}
-	return t.tx.ExecContext(ctx, query, args...)
+func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return txRun(t, ctx, query, args, (*sql.Stmt).ExecContext, (*sql.Tx).ExecContext)
 }
 
 // QueryContext runs a query in the transaction.
-func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (rows *sql.Rows, err error) {
+func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return txRun(t, ctx, query, args, (*sql.Stmt).QueryContext, (*sql.Tx).QueryContext)
+}
+
+// txRun runs query in t, counted, traced and its tables noted as written:
+// through prepared on the statement DB has prepared, else through direct.
+func txRun[T any](t *Tx, ctx context.Context, query string, args []any,
+	prepared func(*sql.Stmt, context.Context, ...any) (T, error),
+	direct func(*sql.Tx, context.Context, string, ...any) (T, error)) (res T, err error) {
 	countStatement(ctx, query)
 	if end := t.d.traceStatement(ctx, query); end != nil {
 		defer func() { end(err) }()
@@ -76,9 +75,9 @@ func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (rows 
 	t.wrote = append(t.wrote, t.d.versions.of(query)...)
 	ctx = t.stmtCtx(ctx)
 	if st := t.stmt(ctx, query); st != nil {
-		return st.QueryContext(ctx, args...)
+		return prepared(st, ctx, args...)
 	}
-	return t.tx.QueryContext(ctx, query, args...)
+	return direct(t.tx, ctx, query, args...)
 }
 
 // QueryRowContext runs a single-row query in the transaction.

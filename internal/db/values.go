@@ -117,28 +117,32 @@ func (s Strings) Value() (driver.Value, error) {
 
 // IsUniqueViolation reports whether err is a unique or primary-key constraint failure.
 func IsUniqueViolation(err error) bool {
-	if err == nil {
-		return false
-	}
-	var coded interface{ SQLState() string }
-	if errors.As(err, &coded) {
-		return coded.SQLState() == "23505"
-	}
-	msg := err.Error()
-	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "PRIMARY KEY constraint failed") || strings.Contains(msg, "SQLSTATE 23505")
+	return isViolation(err, "23505", "UNIQUE constraint failed", "PRIMARY KEY constraint failed")
 }
 
 // IsForeignKeyViolation reports whether err is a foreign-key constraint failure.
 func IsForeignKeyViolation(err error) bool {
+	return isViolation(err, "23503", "FOREIGN KEY constraint failed")
+}
+
+// isViolation reports whether err is a constraint failure: on PostgreSQL
+// one of SQLSTATE state, on SQLite one whose message holds one of
+// sqliteTexts (or a PostgreSQL error that reached us as text only).
+func isViolation(err error, state string, sqliteTexts ...string) bool {
 	if err == nil {
 		return false
 	}
 	var coded interface{ SQLState() string }
 	if errors.As(err, &coded) {
-		return coded.SQLState() == "23503"
+		return coded.SQLState() == state
 	}
 	msg := err.Error()
-	return strings.Contains(msg, "FOREIGN KEY constraint failed") || strings.Contains(msg, "SQLSTATE 23503")
+	for _, t := range append(sqliteTexts, "SQLSTATE "+state) {
+		if strings.Contains(msg, t) {
+			return true
+		}
+	}
+	return false
 }
 
 // Like escapes s for use inside a LIKE pattern with ESCAPE '\'.

@@ -188,27 +188,20 @@ func (w *watchdog) freeze() {
 func (w *watchdog) loop() {
 	defer close(w.done)
 	defer w.dropProbe()
-	t := time.NewTicker(w.tick)
-	defer t.Stop()
-	for {
-		select {
-		case <-w.ctx.Done():
-			return
-		case <-t.C:
-		}
+	Every(w.ctx, w.tick, func() {
 		if w.frozen.Load() {
 			if w.ask() == nil {
 				w.frozen.Store(false)
 			}
-			continue
+			return
 		}
 		if oldest := w.oldestWait(); oldest.IsZero() || time.Since(oldest) < w.suspect {
-			continue
+			return
 		}
 		if err := w.ask(); err != nil && w.ctx.Err() == nil { // a probe cut by Close is no freeze
 			w.freeze()
 		}
-	}
+	})
 }
 
 // ask sends the server an empty query on the probe connection, connecting

@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"math/big"
@@ -345,73 +346,66 @@ func TestSMTPSenderTLSPolicy(t *testing.T) {
 	ctx := context.Background()
 	trust := withTLSConfig(&tls.Config{RootCAs: pool})
 
-	t.Run("opportunistic sends without STARTTLS", func(t *testing.T) {
-		addr, be := startServer(t, plainOnly, cert, "", "")
-		s, err := NewSMTPSender("smtp://"+addr, "no-reply@example.org", trust)
+	// send starts a server in mode (with user and password, when set),
+	// sends m through a sender for urlFormat with the server's address, and
+	// returns what the server got and the send's error.
+	send := func(t *testing.T, mode serverMode, user, password, urlFormat string, opts ...SMTPOption) ([]received, error) {
+		t.Helper()
+		addr, be := startServer(t, mode, cert, user, password)
+		s, err := NewSMTPSender(fmt.Sprintf(urlFormat, addr), "no-reply@example.org", opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Send(ctx, m); err != nil {
+		err = s.Send(ctx, m)
+		return be.messages(), err
+	}
+
+	t.Run("opportunistic sends without STARTTLS", func(t *testing.T) {
+		msgs, err := send(t, plainOnly, "", "", "smtp://%s", trust)
+		if err != nil {
 			t.Fatalf("Send: %v", err)
 		}
-		if msgs := be.messages(); len(msgs) != 1 || msgs[0].tls {
+		if len(msgs) != 1 || msgs[0].tls {
 			t.Fatalf("messages = %+v, want one without TLS", msgs)
 		}
 	})
 
 	t.Run("opportunistic upgrades when offered", func(t *testing.T) {
-		addr, be := startServer(t, withSTARTTLS, cert, "", "")
-		s, err := NewSMTPSender("smtp://"+addr, "no-reply@example.org", trust)
+		msgs, err := send(t, withSTARTTLS, "", "", "smtp://%s", trust)
 		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Send(ctx, m); err != nil {
 			t.Fatalf("Send: %v", err)
 		}
-		if msgs := be.messages(); len(msgs) != 1 || !msgs[0].tls {
+		if len(msgs) != 1 || !msgs[0].tls {
 			t.Fatalf("messages = %+v, want one over TLS", msgs)
 		}
 	})
 
 	t.Run("required refuses a server without STARTTLS", func(t *testing.T) {
-		addr, be := startServer(t, plainOnly, cert, "", "")
-		s, err := NewSMTPSender("smtp://"+addr+"?tls=required", "no-reply@example.org", trust)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Send(ctx, m); err == nil {
+		msgs, err := send(t, plainOnly, "", "", "smtp://%s?tls=required", trust)
+		if err == nil {
 			t.Fatal("Send succeeded without TLS")
 		} else if !strings.Contains(err.Error(), "STARTTLS") {
 			t.Errorf("err = %v, want a STARTTLS failure", err)
 		}
-		if n := len(be.messages()); n != 0 {
+		if n := len(msgs); n != 0 {
 			t.Fatalf("server got %d messages", n)
 		}
 	})
 
 	t.Run("untrusted certificate is refused", func(t *testing.T) {
-		addr, be := startServer(t, implicitTLS, cert, "", "")
-		s, err := NewSMTPSender("smtps://"+addr, "no-reply@example.org")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Send(ctx, m); err == nil {
+		msgs, err := send(t, implicitTLS, "", "", "smtps://%s")
+		if err == nil {
 			t.Fatal("Send succeeded with an untrusted certificate")
 		} else if !strings.Contains(err.Error(), "certificate") {
 			t.Errorf("err = %v, want a certificate failure", err)
 		}
-		if n := len(be.messages()); n != 0 {
+		if n := len(msgs); n != 0 {
 			t.Fatalf("server got %d messages", n)
 		}
 	})
 
 	t.Run("wrong password is refused", func(t *testing.T) {
-		addr, be := startServer(t, withSTARTTLS, cert, "mailer", "right")
-		s, err := NewSMTPSender("smtp://mailer:wrong@"+addr, "no-reply@example.org", trust)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = s.Send(ctx, m)
+		msgs, err := send(t, withSTARTTLS, "mailer", "right", "smtp://mailer:wrong@%s", trust)
 		if err == nil {
 			t.Fatal("Send succeeded with a wrong password")
 		}
@@ -421,7 +415,7 @@ func TestSMTPSenderTLSPolicy(t *testing.T) {
 		if strings.Contains(err.Error(), "wrong") {
 			t.Errorf("error reveals the password: %v", err)
 		}
-		if n := len(be.messages()); n != 0 {
+		if n := len(msgs); n != 0 {
 			t.Fatalf("server got %d messages", n)
 		}
 	})

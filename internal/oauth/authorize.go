@@ -503,8 +503,7 @@ type ConsentBody struct {
 // denies a pending authorization; the answer is a 302 to the client.
 func (h *Handler) Consent(w http.ResponseWriter, r *http.Request) {
 	var b ConsentBody
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	if b.PendingAuthorizationID == "" || b.Approved == nil {

@@ -275,28 +275,6 @@ func validHTTPURL(field string, v *string) error {
 	return nil
 }
 
-// checkBackchannelTarget refuses, with a helpful 400 at registration, a
-// backchannel_logout_uri whose host is a literal internal address or
-// localhost that HMID_OUTBOUND_ALLOW_CIDRS does not allow: hmid would never
-// deliver there. Names are not resolved here; the outbound client checks
-// the address it dials, which is what must hold (DNS can change).
-func (s *Service) checkBackchannelTarget(c Client) error {
-	if c.BackchannelLogoutURI == nil {
-		return nil
-	}
-	err := s.Outbound.CheckURL(*c.BackchannelLogoutURI)
-	var refused *outbound.RefusedError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &refused):
-		return apperr.OnField("backchannel_logout_uri", apperr.Invalid(
-			"backchannel_logout_uri names an internal address, %s (%s): hmid sends nothing there unless the operator allows its range in %s",
-			refused.Addr, refused.Range, outbound.EnvAllowCIDRs))
-	}
-	return apperr.OnField("backchannel_logout_uri", apperr.Invalid("backchannel_logout_uri: %s", err.Error()))
-}
-
 // checkOutboundTargets checks, at creation, the URLs hmid will call.
 func (s *Service) checkOutboundTargets(c Client) error {
 	if err := s.checkBackchannelTarget(c); err != nil {
@@ -305,23 +283,38 @@ func (s *Service) checkOutboundTargets(c Client) error {
 	return s.checkJWKSTarget(c)
 }
 
+// checkBackchannelTarget refuses, with a helpful 400 at registration, a
+// backchannel_logout_uri whose host is a literal internal address or
+// localhost that HMID_OUTBOUND_ALLOW_CIDRS does not allow: hmid would never
+// deliver there. Names are not resolved here; the outbound client checks
+// the address it dials, which is what must hold (DNS can change).
+func (s *Service) checkBackchannelTarget(c Client) error {
+	return s.checkTarget("backchannel_logout_uri", c.BackchannelLogoutURI, "sends")
+}
+
 // checkJWKSTarget refuses a jwks_uri naming an internal address the
 // outbound rules do not allow, like checkBackchannelTarget.
 func (s *Service) checkJWKSTarget(c Client) error {
-	if c.JWKSURI == nil {
+	return s.checkTarget("jwks_uri", c.JWKSURI, "fetches")
+}
+
+// checkTarget refuses the URL uri of the client's field when the outbound
+// rules would refuse it; verb says what hmid does with it.
+func (s *Service) checkTarget(field string, uri *string, verb string) error {
+	if uri == nil {
 		return nil
 	}
-	err := s.Outbound.CheckURL(*c.JWKSURI)
+	err := s.Outbound.CheckURL(*uri)
 	var refused *outbound.RefusedError
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &refused):
-		return apperr.OnField("jwks_uri", apperr.Invalid(
-			"jwks_uri names an internal address, %s (%s): hmid fetches nothing there unless the operator allows its range in %s",
-			refused.Addr, refused.Range, outbound.EnvAllowCIDRs))
+		return apperr.OnField(field, apperr.Invalid(
+			"%s names an internal address, %s (%s): hmid %s nothing there unless the operator allows its range in %s",
+			field, refused.Addr, refused.Range, verb, outbound.EnvAllowCIDRs))
 	}
-	return apperr.OnField("jwks_uri", apperr.Invalid("jwks_uri: %s", err.Error()))
+	return apperr.OnField(field, apperr.Invalid("%s: %s", field, err.Error()))
 }
 
 // applyInput validates the set fields of in and applies them to c.
@@ -407,18 +400,28 @@ func applyRedirectURIs(c *Client, in ClientInput, creating bool) error {
 	if len(uris) == 0 || len(uris) > 20 {
 		return apperr.OnField("redirect_uris", apperr.Invalid("redirect_uris needs at least one and at most 20 URIs"))
 	}
-	var clean []string
+	clean, err := normalizeURIs("redirect_uris", uris)
+	if err != nil {
+		return err
+	}
+	c.RedirectURIs = clean
+	return nil
+}
+
+// normalizeURIs normalizes the redirect URIs of field (normalizeRedirectURI)
+// and drops duplicates.
+func normalizeURIs(field string, uris []string) ([]string, error) {
+	clean := []string{}
 	for _, raw := range uris {
 		u, err := normalizeRedirectURI(raw)
 		if err != nil {
-			return apperr.OnField("redirect_uris", err)
+			return nil, apperr.OnField(field, err)
 		}
 		if !slices.Contains(clean, u) {
 			clean = append(clean, u)
 		}
 	}
-	c.RedirectURIs = clean
-	return nil
+	return clean, nil
 }
 
 // applyScopes applies allowed_scopes, known scopes only; a creation without
@@ -574,6 +577,15 @@ func actorKey(p *authn.Principal) string {
 		return p.Actor()
 	}
 	return ""
+}
+
+// auditClient records e, a change p made to c, in tx: on c's owner, with p
+// as the actor when p is someone else.
+func (s *Service) auditClient(ctx context.Context, tx *db.Tx, p *authn.Principal, c Client, m Meta, e audit.Event) error {
+	owner := auditUser(c)
+	e.UserID, e.ActorID, e.ResourceType, e.ResourceID = owner, actorIfOther(p, owner), "oauth_client", c.ID
+	_, err := s.Audit.Record(ctx, tx, m.event(e))
+	return err
 }
 
 func auditUser(c Client) string {
@@ -741,12 +753,7 @@ func (s *Service) saveClient(ctx context.Context, p *authn.Principal, c Client, 
 				return err
 			}
 		}
-		owner := auditUser(c)
-		_, err := s.Audit.Record(ctx, tx, m.event(audit.Event{
-			UserID: owner, ActorID: actorIfOther(p, owner), EventType: audit.ClientUpdated, ResourceType: "oauth_client", ResourceID: c.ID,
-			Description: "OAuth client " + c.Name + " updated",
-		}))
-		return err
+		return s.auditClient(ctx, tx, p, c, m, audit.Event{EventType: audit.ClientUpdated, Description: "OAuth client " + c.Name + " updated"})
 	})
 }
 
@@ -784,12 +791,8 @@ func (s *Service) RegenerateSecret(ctx context.Context, p *authn.Principal, id s
 			token.Hash(secret), db.TS(s.Clock.Now()), c.ID); err != nil {
 			return err
 		}
-		owner := auditUser(c)
-		_, err := s.Audit.Record(ctx, tx, m.event(audit.Event{
-			UserID: owner, ActorID: actorIfOther(p, owner), EventType: audit.ClientSecretRegenerated, ResourceType: "oauth_client", ResourceID: c.ID,
-			Description: "secret of OAuth client " + c.Name + " regenerated",
-		}))
-		return err
+		return s.auditClient(ctx, tx, p, c, m, audit.Event{EventType: audit.ClientSecretRegenerated,
+			Description: "secret of OAuth client " + c.Name + " regenerated"})
 	})
 	return secret, err
 }
@@ -812,11 +815,7 @@ func (s *Service) DeleteClient(ctx context.Context, p *authn.Principal, id strin
 		if _, err := tx.ExecContext(ctx, `DELETE FROM oauth_clients WHERE id = $1`, c.ID); err != nil {
 			return err
 		}
-		owner := auditUser(c)
-		_, err := s.Audit.Record(ctx, tx, m.event(audit.Event{
-			UserID: owner, ActorID: actorIfOther(p, owner), EventType: audit.ClientDeleted, ResourceType: "oauth_client", ResourceID: c.ID,
-			Description: "OAuth client " + c.Name + " deleted", Metadata: map[string]any{"name": c.Name},
-		}))
-		return err
+		return s.auditClient(ctx, tx, p, c, m, audit.Event{EventType: audit.ClientDeleted,
+			Description: "OAuth client " + c.Name + " deleted", Metadata: map[string]any{"name": c.Name}})
 	})
 }

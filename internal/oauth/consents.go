@@ -44,11 +44,7 @@ func (h *Handler) ListMyConsents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	list, err := h.S.ListUserConsents(r.Context(), uid)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, consentList{Consents: list})
+	httpx.RespondJSON(w, r, http.StatusOK, consentList{Consents: list}, err)
 }
 
 // RevokeMyConsent serves DELETE /v1/users/me/consents/{client_id}: the
@@ -60,9 +56,6 @@ func (h *Handler) RevokeMyConsent(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	if err := h.S.RevokeConsent(r.Context(), uid, chi.URLParam(r, "client_id"), MetaFrom(r)); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, consentResult{Success: true, Message: "Consent revoked; the app's access to your account has ended"})
+	err = h.S.RevokeConsent(r.Context(), uid, chi.URLParam(r, "client_id"), MetaFrom(r))
+	httpx.RespondJSON(w, r, http.StatusOK, consentResult{Success: true, Message: "Consent revoked; the app's access to your account has ended"}, err)
 }

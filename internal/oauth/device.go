@@ -126,15 +126,11 @@ func normalizeUserCode(in string) (string, bool) {
 // with their client_id alone) and must be registered for the device grant.
 func (h *Handler) DeviceAuthorization(w http.ResponseWriter, r *http.Request) {
 	s := h.S
-	form, oe := parseForm(r)
-	if oe != nil {
-		writeOAuthError(w, oe)
+	c, form, ok := callerForm(w, r, s.formClient)
+	if !ok {
 		return
 	}
-	c, _, oe := s.authenticateClient(r.Context(), r, form)
-	if oe == nil {
-		oe = checkGrant(c, GrantDeviceCode)
-	}
+	oe := checkGrant(c, GrantDeviceCode)
 	var scopes []string
 	if oe == nil {
 		scopes, oe = deviceScopes(c, form)
@@ -144,11 +140,7 @@ func (h *Handler) DeviceAuthorization(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp, err := s.startDevice(r.Context(), c, scopes)
-	if err != nil {
-		writeOAuthError(w, asOAuth(r, err))
-		return
-	}
-	writeJSON(w, http.StatusOK, resp)
+	respondOAuth(w, r, resp, err)
 }
 
 // deviceScopes checks the scope of a device authorization request: OpenID

@@ -71,6 +71,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	httpx.JSON(w, status, v)
 }
 
+// respondOAuth writes err as an OAuth error (asOAuth) when it is not nil,
+// else v as a 200 JSON answer.
+func respondOAuth(w http.ResponseWriter, r *http.Request, v any, err error) {
+	if err != nil {
+		writeOAuthError(w, asOAuth(r, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
 // asOAuth turns any error into an OAuth error, logging internal ones.
 func asOAuth(r *http.Request, err error) *Error {
 	if e, ok := err.(*Error); ok {

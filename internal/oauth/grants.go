@@ -39,49 +39,39 @@ func auditEvent(userID, typ string, c Client, desc string, meta map[string]any) 
 
 // ListUserConsents returns the clients the user has consented to, newest first.
 func (s *Service) ListUserConsents(ctx context.Context, userID string) ([]ConsentInfo, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT c.id, c.name, c.logo_url, k.scopes, c.is_first_party, k.updated_at
+	return db.All(ctx, s.DB, scanConsentInfo, `SELECT c.id, c.name, c.logo_url, k.scopes, c.is_first_party, k.updated_at
 		FROM oauth_consents k JOIN oauth_clients c ON c.id = k.client_id WHERE k.user_id = $1 ORDER BY k.updated_at DESC, c.id`, userID)
-	if err != nil {
-		return nil, err
+}
+
+func scanConsentInfo(row db.Scanner) (ConsentInfo, error) {
+	var ci ConsentInfo
+	var scopes db.Strings
+	var logo sql.NullString
+	var at int64
+	if err := row.Scan(&ci.ClientID, &ci.ClientName, &logo, &scopes, &ci.IsFirstParty, &at); err != nil {
+		return ci, err
 	}
-	defer rows.Close()
-	out := []ConsentInfo{}
-	for rows.Next() {
-		var ci ConsentInfo
-		var scopes db.Strings
-		var logo sql.NullString
-		var at int64
-		if err := rows.Scan(&ci.ClientID, &ci.ClientName, &logo, &scopes, &ci.IsFirstParty, &at); err != nil {
-			return nil, err
-		}
-		ci.LogoURL, ci.Scopes, ci.GrantedAt = db.StringPtr(logo), scopes, db.FromTS(at)
-		out = append(out, ci)
-	}
-	return out, rows.Err()
+	ci.LogoURL, ci.Scopes, ci.GrantedAt = db.StringPtr(logo), scopes, db.FromTS(at)
+	return ci, nil
 }
 
 // ListUserTokens returns the user's access and refresh tokens that are
 // neither expired nor revoked, newest first.
 func (s *Service) ListUserTokens(ctx context.Context, userID string) ([]TokenInfo, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT t.id, t.kind, c.id, c.name, t.scopes, t.created_at, t.expires_at
+	return db.All(ctx, s.DB, scanTokenInfo, `SELECT t.id, t.kind, c.id, c.name, t.scopes, t.created_at, t.expires_at
 		FROM oauth_tokens t JOIN oauth_clients c ON c.id = t.client_id
 		WHERE t.user_id = $1 AND t.revoked_at IS NULL AND t.expires_at > $2 ORDER BY t.created_at DESC, t.id`, userID, db.TS(s.Clock.Now()))
-	if err != nil {
-		return nil, err
+}
+
+func scanTokenInfo(row db.Scanner) (TokenInfo, error) {
+	var ti TokenInfo
+	var scopes db.Strings
+	var c, e int64
+	if err := row.Scan(&ti.ID, &ti.Kind, &ti.ClientID, &ti.ClientName, &scopes, &c, &e); err != nil {
+		return ti, err
 	}
-	defer rows.Close()
-	out := []TokenInfo{}
-	for rows.Next() {
-		var ti TokenInfo
-		var scopes db.Strings
-		var c, e int64
-		if err := rows.Scan(&ti.ID, &ti.Kind, &ti.ClientID, &ti.ClientName, &scopes, &c, &e); err != nil {
-			return nil, err
-		}
-		ti.Scopes, ti.CreatedAt, ti.ExpiresAt = scopes, db.FromTS(c), db.FromTS(e)
-		out = append(out, ti)
-	}
-	return out, rows.Err()
+	ti.Scopes, ti.CreatedAt, ti.ExpiresAt = scopes, db.FromTS(c), db.FromTS(e)
+	return ti, nil
 }
 
 // RevokeConsent deletes the user's consent to a client and revokes every

@@ -27,52 +27,34 @@ func (h *Handler) ListAllClients(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) list(w http.ResponseWriter, r *http.Request, all bool) {
 	pg := httpx.ParsePage(r, 20)
 	out, total, err := h.S.ListClients(r.Context(), authn.From(r.Context()), all, pg)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteList(w, r, out, pg, total)
+	httpx.RespondList(w, r, out, pg, total, err)
 }
 
 // GetClient serves GET /v1/oauth/clients/{id} (owner or oauth_clients:read).
 func (h *Handler) GetClient(w http.ResponseWriter, r *http.Request) {
 	c, err := h.S.GetClient(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, c)
+	httpx.Respond(w, r, http.StatusOK, c, err)
 }
 
 // CreateClient serves POST /v1/oauth/clients: 201 {data: client with
 // client_secret, _links: {self}} (DECISIONS: Tokens and secrets).
 func (h *Handler) CreateClient(w http.ResponseWriter, r *http.Request) {
 	var in ClientInput
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &in) {
 		return
 	}
 	c, err := h.S.CreateClient(r.Context(), authn.From(r.Context()), in, MetaFrom(r))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResourceAt(w, r, http.StatusCreated, c, "/v1/oauth/clients/"+c.ID)
+	httpx.RespondAt(w, r, http.StatusCreated, c, "/v1/oauth/clients/"+c.ID, err)
 }
 
 // UpdateClient serves PATCH /v1/oauth/clients/{id} (owner or oauth_clients:update).
 func (h *Handler) UpdateClient(w http.ResponseWriter, r *http.Request) {
 	var in ClientInput
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &in) {
 		return
 	}
 	c, err := h.S.UpdateClient(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"), in, MetaFrom(r))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, c)
+	httpx.Respond(w, r, http.StatusOK, c, err)
 }
 
 // RegenerateSecret serves POST /v1/oauth/clients/{id}/regenerate-secret:
@@ -93,9 +75,5 @@ func (h *Handler) RegenerateSecret(w http.ResponseWriter, r *http.Request) {
 
 // DeleteClient serves DELETE /v1/oauth/clients/{id} (owner or oauth_clients:delete).
 func (h *Handler) DeleteClient(w http.ResponseWriter, r *http.Request) {
-	if err := h.S.DeleteClient(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"), MetaFrom(r)); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.NoContent(w)
+	httpx.RespondEmpty(w, r, h.S.DeleteClient(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"), MetaFrom(r)))
 }

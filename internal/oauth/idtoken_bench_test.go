@@ -33,14 +33,7 @@ func BenchmarkIDTokenSign(b *testing.B) {
 	})
 	for _, alg := range KeyAlgs {
 		b.Run(alg, func(b *testing.B) {
-			kid, priv, err := generateKey(alg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			k, err := newSigningKey(kid, alg, priv)
-			if err != nil {
-				b.Fatal(err)
-			}
+			_, k := testKey(b, alg)
 			for b.Loop() {
 				if _, err := k.sign(claims); err != nil {
 					b.Fatal(err)
@@ -50,18 +43,25 @@ func BenchmarkIDTokenSign(b *testing.B) {
 	}
 }
 
+// testKey is a new signing key of alg and its kid.
+func testKey(tb testing.TB, alg string) (string, *signingKey) {
+	tb.Helper()
+	kid, priv, err := generateKey(alg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	k, err := newSigningKey(kid, alg, priv)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return kid, k
+}
+
 // TestSignedTokensVerify checks that sign's hand-assembled JWS is a token
 // golang-jwt verifies with the public key, with kid and typ in its header.
 func TestSignedTokensVerify(t *testing.T) {
 	for _, alg := range KeyAlgs {
-		kid, priv, err := generateKey(alg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		k, err := newSigningKey(kid, alg, priv)
-		if err != nil {
-			t.Fatal(err)
-		}
+		kid, k := testKey(t, alg)
 		raw, err := k.sign(benchClaims())
 		if err != nil {
 			t.Fatal(err)

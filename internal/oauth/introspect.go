@@ -48,29 +48,14 @@ type Introspection struct {
 // lets the server decline to reveal it). A system key sees every token.
 func (h *Handler) Introspect(w http.ResponseWriter, r *http.Request) {
 	s := h.S
-	form, oe := parseForm(r)
-	if oe != nil {
-		writeOAuthError(w, oe)
-		return
-	}
-	clientID, oe := s.introspectionCaller(r, form)
-	if oe != nil {
-		writeOAuthError(w, logged(r, oe))
-		return
-	}
-	tok := form.Get("token")
-	if tok == "" {
-		writeOAuthError(w, oerr(ErrInvalidRequest, "token is required"))
+	clientID, tok, ok := tokenRequest(w, r, s.introspectionCaller)
+	if !ok {
 		return
 	}
 	// token_type_hint is only a hint (RFC 7662 §2.1): the prefix tells the
 	// kind, and an unknown hint is ignored rather than refused.
 	res, err := s.introspect(r.Context(), tok, clientID)
-	if err != nil {
-		writeOAuthError(w, asOAuth(r, err))
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
+	respondOAuth(w, r, res, err)
 }
 
 // introspectionCaller authenticates the caller of the introspection

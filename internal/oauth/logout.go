@@ -80,15 +80,9 @@ func applyPostLogoutURIs(c *Client, in ClientInput) error {
 		if len(uris) > 20 {
 			return apperr.OnField("post_logout_redirect_uris", apperr.Invalid("post_logout_redirect_uris takes at most 20 URIs"))
 		}
-		clean := []string{}
-		for _, raw := range uris {
-			u, err := normalizeRedirectURI(raw)
-			if err != nil {
-				return apperr.OnField("post_logout_redirect_uris", err)
-			}
-			if !slices.Contains(clean, u) {
-				clean = append(clean, u)
-			}
+		clean, err := normalizeURIs("post_logout_redirect_uris", uris)
+		if err != nil {
+			return err
 		}
 		c.PostLogoutRedirectURIs = clean
 	}

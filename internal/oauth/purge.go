@@ -164,27 +164,20 @@ func (s *Service) RunPurge(ctx context.Context, interval time.Duration, logf fun
 // (DB.TryLock under lock: a PostgreSQL advisory lock), logging failures
 // through logf.
 func (s *Service) every(ctx context.Context, interval time.Duration, lock string, logf func(error), job func(context.Context) error) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	db.Every(ctx, interval, func() {
 		release, ok, err := s.DB.TryLock(ctx, lock)
 		if err != nil {
 			logf(err)
-			continue
+			return
 		}
 		if !ok {
-			continue
+			return
 		}
 		if err := job(ctx); err != nil && ctx.Err() == nil {
 			logf(err)
 		}
 		release()
-	}
+	})
 }
 
 // expireRegistrations records when a token was last issued to each

@@ -104,8 +104,7 @@ func (h *Handler) DeleteRegistration(w http.ResponseWriter, r *http.Request) {
 // admins and system keys): 201 with the token, shown once.
 func (h *Handler) CreateInitialToken(w http.ResponseWriter, r *http.Request) {
 	var in InitialTokenInput
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &in) {
 		return
 	}
 	t, err := h.S.CreateInitialToken(r.Context(), authn.From(r.Context()), in)
@@ -121,18 +120,10 @@ func (h *Handler) CreateInitialToken(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) ListInitialTokens(w http.ResponseWriter, r *http.Request) {
 	pg := httpx.ParsePage(r, 20)
 	out, total, err := h.S.ListInitialTokens(r.Context(), pg)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteList(w, r, out, pg, total)
+	httpx.RespondList(w, r, out, pg, total, err)
 }
 
 // RevokeInitialToken serves DELETE /v1/oauth/initial-access-tokens/{id}: 204.
 func (h *Handler) RevokeInitialToken(w http.ResponseWriter, r *http.Request) {
-	if err := h.S.RevokeInitialToken(r.Context(), chi.URLParam(r, "id")); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.NoContent(w)
+	httpx.RespondEmpty(w, r, h.S.RevokeInitialToken(r.Context(), chi.URLParam(r, "id")))
 }

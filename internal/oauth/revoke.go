@@ -4,12 +4,51 @@ import (
 	"database/sql"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"hmid/internal/authn"
 	"hmid/internal/db"
 	"hmid/internal/token"
 )
+
+// callerForm is the front of the endpoints whose caller authenticates in
+// or beside a form body (device authorization, revocation, introspection):
+// it parses the form and authenticates the caller with authenticate. On
+// failure it has answered, and ok is false.
+func callerForm[C any](w http.ResponseWriter, r *http.Request, authenticate func(*http.Request, url.Values) (C, *Error)) (caller C, form url.Values, ok bool) {
+	form, oe := parseForm(r)
+	if oe != nil {
+		writeOAuthError(w, oe)
+		return caller, nil, false
+	}
+	if caller, oe = authenticate(r, form); oe != nil {
+		writeOAuthError(w, logged(r, oe))
+		return caller, nil, false
+	}
+	return caller, form, true
+}
+
+// tokenRequest is callerForm for the endpoints that act on the form's
+// token (RFC 7009 §2.1, RFC 7662 §2.1), which is required.
+func tokenRequest[C any](w http.ResponseWriter, r *http.Request, authenticate func(*http.Request, url.Values) (C, *Error)) (caller C, tok string, ok bool) {
+	caller, form, ok := callerForm(w, r, authenticate)
+	if !ok {
+		return caller, "", false
+	}
+	if tok = form.Get("token"); tok == "" {
+		writeOAuthError(w, oerr(ErrInvalidRequest, "token is required"))
+		return caller, "", false
+	}
+	return caller, tok, true
+}
+
+// formClient authenticates the client of a form as at the token endpoint
+// (authenticateClient), for callerForm.
+func (s *Service) formClient(r *http.Request, form url.Values) (Client, *Error) {
+	c, _, oe := s.authenticateClient(r.Context(), r, form)
+	return c, oe
+}
 
 // Revoke serves POST /v1/oauth/revoke (RFC 7009; spec 1, Revocation). The
 // client must authenticate; the answer is 200 whether or not the token
@@ -19,19 +58,8 @@ import (
 // (RFC 7009 §2.1: "all access tokens based on the same authorization grant").
 func (h *Handler) Revoke(w http.ResponseWriter, r *http.Request) {
 	s := h.S
-	form, oe := parseForm(r)
-	if oe != nil {
-		writeOAuthError(w, oe)
-		return
-	}
-	c, _, oe := s.authenticateClient(r.Context(), r, form)
-	if oe != nil {
-		writeOAuthError(w, logged(r, oe))
-		return
-	}
-	tok := form.Get("token")
-	if tok == "" {
-		writeOAuthError(w, oerr(ErrInvalidRequest, "token is required"))
+	c, tok, ok := tokenRequest(w, r, s.formClient)
+	if !ok {
 		return
 	}
 	// The hint only speeds up a lookup (RFC 7009 §2.1); tokens are found by

@@ -148,6 +148,26 @@ type Policy struct {
 // stands for itself). IPv4-mapped IPv6 prefixes are stored as IPv4, as
 // addresses are checked unmapped. Empty entries are skipped.
 func ParseAllowList(s string) ([]netip.Prefix, error) {
+	out, err := ParsePrefixes(s, func(part string) (netip.Prefix, error) {
+		a, err := netip.ParseAddr(part)
+		if err != nil || a.Zone() != "" {
+			return netip.Prefix{}, fmt.Errorf("%q is not a CIDR such as 127.0.0.0/8 or fd00::/8", part)
+		}
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	})
+	for i, p := range out {
+		if p.Addr().Is4In6() && p.Bits() >= 96 {
+			out[i] = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
+	}
+	return out, err
+}
+
+// ParsePrefixes parses a comma-separated list of CIDRs, masked, skipping
+// empty entries. An entry that is no CIDR goes to addr, which makes it a
+// prefix (a bare address standing for itself) or the error that names it;
+// the first error ends the list.
+func ParsePrefixes(s string, addr func(entry string) (netip.Prefix, error)) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
@@ -156,14 +176,9 @@ func ParseAllowList(s string) ([]netip.Prefix, error) {
 		}
 		p, err := netip.ParsePrefix(part)
 		if err != nil {
-			a, aerr := netip.ParseAddr(part)
-			if aerr != nil || a.Zone() != "" {
-				return nil, fmt.Errorf("%q is not a CIDR such as 127.0.0.0/8 or fd00::/8", part)
+			if p, err = addr(part); err != nil {
+				return nil, err
 			}
-			p = netip.PrefixFrom(a, a.BitLen())
-		}
-		if p.Addr().Is4In6() && p.Bits() >= 96 {
-			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
 		}
 		out = append(out, p.Masked())
 	}
@@ -255,7 +270,7 @@ type boundedTransport struct{ base *http.Transport }
 func (b boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	res, err := b.base.RoundTrip(req)
 	if err == nil && res.Body != nil {
-		res.Body = &boundedBody{rc: res.Body, left: MaxResponseBytes}
+		res.Body = LimitBody(res.Body, MaxResponseBytes, ErrResponseTooLarge)
 	}
 	return res, err
 }
@@ -263,10 +278,19 @@ func (b boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // CloseIdleConnections lets http.Client.CloseIdleConnections reach the transport.
 func (b boundedTransport) CloseIdleConnections() { b.base.CloseIdleConnections() }
 
-// boundedBody reads at most left bytes, then ErrResponseTooLarge if more follow.
+// LimitBody wraps a response body so that reading more than limit bytes
+// fails with tooLarge instead of filling memory. A body of exactly limit
+// bytes reads whole: the one byte read past the limit tells it from a
+// longer one.
+func LimitBody(rc io.ReadCloser, limit int64, tooLarge error) io.ReadCloser {
+	return &boundedBody{rc: rc, left: limit, tooLarge: tooLarge}
+}
+
+// boundedBody reads at most left bytes, then tooLarge if more follow.
 type boundedBody struct {
-	rc   io.ReadCloser
-	left int64
+	rc       io.ReadCloser
+	left     int64
+	tooLarge error
 }
 
 func (b *boundedBody) Read(p []byte) (int, error) {
@@ -274,7 +298,7 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 		var one [1]byte
 		n, err := b.rc.Read(one[:])
 		if n > 0 {
-			return 0, ErrResponseTooLarge
+			return 0, b.tooLarge
 		}
 		return 0, err
 	}

@@ -58,11 +58,7 @@ func (h *Handler) ListMine(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) list(w http.ResponseWriter, r *http.Request, uid string) {
 	out, err := h.S.List(r.Context(), uid)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, list{Data: out})
+	httpx.RespondJSON(w, r, http.StatusOK, list{Data: out}, err)
 }
 
 // renameBody is the body of PATCH /v1/users/me/passkeys/{id}.
@@ -78,8 +74,7 @@ func (h *Handler) RenameMine(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var in renameBody
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &in) {
 		return
 	}
 	if in.Name == nil {
@@ -87,11 +82,7 @@ func (h *Handler) RenameMine(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pk, err := h.S.Rename(r.Context(), uid, chi.URLParam(r, "id"), *in.Name)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, map[string]any{"data": pk})
+	httpx.RespondJSON(w, r, http.StatusOK, map[string]any{"data": pk}, err)
 }
 
 // RemoveMine serves DELETE /v1/users/me/passkeys/{id}.
@@ -101,11 +92,7 @@ func (h *Handler) RemoveMine(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	if err := h.S.Remove(r.Context(), "", uid, chi.URLParam(r, "id"), ClientFrom(r)); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.NoContent(w)
+	httpx.RespondEmpty(w, r, h.S.Remove(r.Context(), "", uid, chi.URLParam(r, "id"), ClientFrom(r)))
 }
 
 // ListUser serves GET /v1/users/{id}/passkeys (operators).
@@ -121,11 +108,7 @@ func (h *Handler) ListUser(w http.ResponseWriter, r *http.Request) {
 // RemoveUser serves DELETE /v1/users/{id}/passkeys/{passkey_id} (operators).
 func (h *Handler) RemoveUser(w http.ResponseWriter, r *http.Request) {
 	p := authn.From(r.Context())
-	if err := h.S.Remove(r.Context(), p.UserID, chi.URLParam(r, "id"), chi.URLParam(r, "passkey_id"), ClientFrom(r)); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.NoContent(w)
+	httpx.RespondEmpty(w, r, h.S.Remove(r.Context(), p.UserID, chi.URLParam(r, "id"), chi.URLParam(r, "passkey_id"), ClientFrom(r)))
 }
 
 // userExists answers 404 for an unknown user.

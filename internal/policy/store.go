@@ -133,16 +133,9 @@ func (s *Store) Tick(ctx context.Context) error {
 // report (a failure keeps the last snapshot: policies never fall back to
 // defaults because a store hiccuped).
 func (s *Store) Run(ctx context.Context, every time.Duration, report func(error)) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := s.Tick(ctx); err != nil && ctx.Err() == nil {
-				report(err)
-			}
+	db.Every(ctx, every, func() {
+		if err := s.Tick(ctx); err != nil && ctx.Err() == nil {
+			report(err)
 		}
-	}
+	})
 }

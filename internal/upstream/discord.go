@@ -28,14 +28,9 @@ type discord struct {
 var _ Provider = (*discord)(nil)
 
 func newDiscord(c endpointConfig, n *network) *discord {
-	return &discord{
-		oauthClient: oauthClient{slug: "discord", name: "Discord", net: n, conf: oauth2.Config{
-			ClientID: c.clientID, ClientSecret: c.clientSecret, RedirectURL: c.redirectURL,
-			Endpoint: oauth2.Endpoint{AuthURL: c.authURL, TokenURL: c.tokenURL, AuthStyle: oauth2.AuthStyleInHeader},
-			Scopes:   []string{"identify", "email"},
-		}},
-		api: c.apiURL,
-	}
+	// Discord reads the client's credentials from HTTP Basic (RFC 6749
+	// §2.3.1 client_secret_basic).
+	return &discord{oauthClient: newOAuthClient("discord", "Discord", c, n, oauth2.AuthStyleInHeader, "identify", "email"), api: c.apiURL}
 }
 
 // discordUser is the part of Discord's user object

@@ -76,14 +76,8 @@ func TestProviderFailures(t *testing.T) {
 				f, env := tg.fake(t)
 				g := newRig(t, env)
 				g.reg.SetTimeout(300 * time.Millisecond)
-				to, bind := g.begin(t, tg.slug, "/")
-				cb := upstreamtest.Consent(t, to)
-				c, err := g.flow.Finish(context.Background(), callback(cb, bind), tg.slug)
-				if err != nil {
-					t.Fatal(err)
-				}
+				p, c := g.finish(t, tg.slug)
 				f.Fail(tc.path, tc.handler)
-				p, _ := g.reg.Get(tg.slug)
 				start := time.Now()
 				id, err := p.Exchange(context.Background(), c.Code, c.Params)
 				if took := time.Since(start); took > 3*time.Second {
@@ -105,13 +99,7 @@ func TestProviderFailures(t *testing.T) {
 // The PKCE verifier really is checked: the code does not work with another.
 func TestExchangeNeedsTheVerifier(t *testing.T) {
 	f := fakeDiscord(t, map[string]any{"id": "1", "username": "u"})
-	g := newRig(t, f.Env("discord"))
-	to, bind := g.begin(t, "discord", "/")
-	c, err := g.flow.Finish(context.Background(), callback(upstreamtest.Consent(t, to), bind), "discord")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := g.reg.Get("discord")
+	p, c := newRig(t, f.Env("discord")).finish(t, "discord")
 	wrong := c.Params
 	wrong.Verifier = strings.Repeat("a", 43)
 	if _, err := p.Exchange(context.Background(), c.Code, wrong); !isKind(err, ErrProvider) || !strings.Contains(err.Error(), "invalid_grant") {
@@ -122,14 +110,8 @@ func TestExchangeNeedsTheVerifier(t *testing.T) {
 // An unreachable provider is an ErrProvider too.
 func TestProviderUnreachable(t *testing.T) {
 	f := fakeDiscord(t, map[string]any{"id": "1", "username": "u"})
-	g := newRig(t, f.Env("discord"))
-	to, bind := g.begin(t, "discord", "/")
-	c, err := g.flow.Finish(context.Background(), callback(upstreamtest.Consent(t, to), bind), "discord")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, c := newRig(t, f.Env("discord")).finish(t, "discord")
 	f.Close()
-	p, _ := g.reg.Get("discord")
 	if _, err := p.Exchange(context.Background(), c.Code, c.Params); !isKind(err, ErrProvider) || !strings.Contains(err.Error(), "unreachable") {
 		t.Fatalf("err = %v, want ErrProvider unreachable", err)
 	}

@@ -34,14 +34,7 @@ type github struct {
 var _ Provider = (*github)(nil)
 
 func newGitHub(c endpointConfig, n *network) *github {
-	return &github{
-		oauthClient: oauthClient{slug: "github", name: "GitHub", net: n, conf: oauth2.Config{
-			ClientID: c.clientID, ClientSecret: c.clientSecret, RedirectURL: c.redirectURL,
-			Endpoint: oauth2.Endpoint{AuthURL: c.authURL, TokenURL: c.tokenURL, AuthStyle: oauth2.AuthStyleInParams},
-			Scopes:   []string{"read:user", "user:email"},
-		}},
-		api: c.apiURL,
-	}
+	return &github{oauthClient: newOAuthClient("github", "GitHub", c, n, oauth2.AuthStyleInParams, "read:user", "user:email"), api: c.apiURL}
 }
 
 // githubUser is the part of GitHub's user object hmid uses; id is a number.

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"hmid/internal/outbound"
 	"hmid/internal/telemetry"
 )
 
@@ -76,33 +77,9 @@ func (t limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp.Body = &limitedBody{rc: resp.Body, left: maxResponse}
+	resp.Body = outbound.LimitBody(resp.Body, maxResponse, errTooLarge)
 	return resp, nil
 }
-
-type limitedBody struct {
-	rc   io.ReadCloser
-	left int64
-}
-
-func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		// Tell a body of exactly maxResponse bytes from a longer one.
-		var one [1]byte
-		if n, _ := b.rc.Read(one[:]); n > 0 {
-			return 0, errTooLarge
-		}
-		return b.rc.Read(p)
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.rc.Read(p)
-	b.left -= int64(n)
-	return n, err
-}
-
-func (b *limitedBody) Close() error { return b.rc.Close() }
 
 // getJSON GETs url with the access token and decodes the JSON answer into v.
 // Any failure is an *Error of kind ErrProvider naming what went wrong.
@@ -192,6 +169,17 @@ type oauthClient struct {
 	slug, name string
 	conf       oauth2.Config
 	net        *network
+}
+
+// newOAuthClient is the client of the platform slug (display name name) at
+// c's endpoints, sending its credentials as style says and asking for
+// scopes.
+func newOAuthClient(slug, name string, c endpointConfig, n *network, style oauth2.AuthStyle, scopes ...string) oauthClient {
+	return oauthClient{slug: slug, name: name, net: n, conf: oauth2.Config{
+		ClientID: c.clientID, ClientSecret: c.clientSecret, RedirectURL: c.redirectURL,
+		Endpoint: oauth2.Endpoint{AuthURL: c.authURL, TokenURL: c.tokenURL, AuthStyle: style},
+		Scopes:   scopes,
+	}}
 }
 
 func (c *oauthClient) Slug() string { return c.slug }

@@ -95,3 +95,28 @@ func (g *rig) signIn(t *testing.T, slug string) (*Identity, error) {
 	p, _ := g.reg.Get(slug)
 	return p.Exchange(context.Background(), c.Code, c.Params)
 }
+
+// mustSignIn runs a whole sign-in with slug on a new rig over env and
+// returns the identity; the test fails if the sign-in does.
+func mustSignIn(t *testing.T, env map[string]string, slug string) *Identity {
+	t.Helper()
+	id, err := newRig(t, env).signIn(t, slug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// finish runs a sign-in with slug up to the code (Begin, the consent at
+// the fake, Finish) and returns the provider and hmid's callback; the test
+// fails if Finish does.
+func (g *rig) finish(t *testing.T, slug string) (Provider, *Callback) {
+	t.Helper()
+	to, bind := g.begin(t, slug, "/")
+	c, err := g.flow.Finish(context.Background(), callback(upstreamtest.Consent(t, to), bind), slug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := g.reg.Get(slug)
+	return p, c
+}

@@ -27,16 +27,9 @@ type twitch struct {
 var _ Provider = (*twitch)(nil)
 
 func newTwitch(c endpointConfig, n *network) *twitch {
-	return &twitch{
-		// Twitch's token endpoint reads client_id and client_secret from
-		// the form body (RFC 6749 §2.3.1 client_secret_post).
-		oauthClient: oauthClient{slug: "twitch", name: "Twitch", net: n, conf: oauth2.Config{
-			ClientID: c.clientID, ClientSecret: c.clientSecret, RedirectURL: c.redirectURL,
-			Endpoint: oauth2.Endpoint{AuthURL: c.authURL, TokenURL: c.tokenURL, AuthStyle: oauth2.AuthStyleInParams},
-			Scopes:   []string{"user:read:email"},
-		}},
-		api: c.apiURL,
-	}
+	// Twitch's token endpoint reads client_id and client_secret from the
+	// form body (RFC 6749 §2.3.1 client_secret_post).
+	return &twitch{oauthClient: newOAuthClient("twitch", "Twitch", c, n, oauth2.AuthStyleInParams, "user:read:email"), api: c.apiURL}
 }
 
 // twitchUsers is Helix's Get Users answer: {"data": [user]}.

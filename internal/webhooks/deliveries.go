@@ -35,7 +35,7 @@ type Delivery struct {
 const deliveryCols = `d.id, d.endpoint_id, d.message_id, m.event_type, d.status, d.attempts, d.next_attempt_at, d.last_attempt_at,
 	d.last_status_code, d.last_duration_ms, d.last_error, d.created_at`
 
-func scanDelivery(row interface{ Scan(...any) error }) (Delivery, error) {
+func scanDelivery(row db.Scanner) (Delivery, error) {
 	var (
 		d                 Delivery
 		next, last, durMS sql.NullInt64
@@ -68,21 +68,9 @@ func (s *Service) Deliveries(ctx context.Context, endpointID string, pg httpx.Pa
 	if err := s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id = $1`, endpointID).Scan(&total); err != nil {
 		return nil, 0, err
 	}
-	rows, err := s.DB.QueryContext(ctx, `SELECT `+deliveryCols+` FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id
+	out, err := db.All(ctx, s.DB, scanDelivery, `SELECT `+deliveryCols+` FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id
 		WHERE d.endpoint_id = $1 ORDER BY d.created_at DESC, d.id DESC LIMIT $2 OFFSET $3`, endpointID, pg.Limit, pg.Offset())
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	out := []Delivery{}
-	for rows.Next() {
-		d, err := scanDelivery(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, d)
-	}
-	return out, total, rows.Err()
+	return out, total, err
 }
 
 func getDelivery(ctx context.Context, q db.Querier, id string) (Delivery, error) {

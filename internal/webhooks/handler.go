@@ -18,11 +18,7 @@ type Handler struct{ S *Service }
 func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 	pg := httpx.ParsePage(r, 20)
 	list, total, err := h.S.List(r.Context(), pg)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteList(w, r, list, pg, total)
+	httpx.RespondList(w, r, list, pg, total, err)
 }
 
 // EventTypes serves GET /v1/webhooks/event-types: what an endpoint may
@@ -35,95 +31,70 @@ func (h *Handler) EventTypes(w http.ResponseWriter, r *http.Request) {
 // shown this once.
 func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 	var in Input
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &in) {
 		return
 	}
 	e, err := h.S.Create(r.Context(), authn.From(r.Context()), audit.FromRequest(r, audit.Event{}), in)
+	respondSecret(w, r, http.StatusCreated, e, err)
+}
+
+// respondSecret answers e, whose secret is shown this once, so no cache
+// may keep the answer; or err.
+func respondSecret(w http.ResponseWriter, r *http.Request, status int, e Endpoint, err error) {
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	httpx.WriteResourceAt(w, r, http.StatusCreated, e, "/v1/webhooks/"+e.ID)
+	httpx.WriteResourceAt(w, r, status, e, "/v1/webhooks/"+e.ID)
 }
 
 // Get serves GET /v1/webhooks/{id}.
 func (h *Handler) Get(w http.ResponseWriter, r *http.Request) {
 	e, err := h.S.Get(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, e)
+	httpx.Respond(w, r, http.StatusOK, e, err)
 }
 
 // Update serves PATCH /v1/webhooks/{id}: url, description, event_types,
 // enabled; absent fields stay.
 func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 	var in Input
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &in) {
 		return
 	}
 	e, err := h.S.Update(r.Context(), authn.From(r.Context()), audit.FromRequest(r, audit.Event{}), chi.URLParam(r, "id"), in)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, e)
+	httpx.Respond(w, r, http.StatusOK, e, err)
 }
 
 // Delete serves DELETE /v1/webhooks/{id}: 204.
 func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
-	if err := h.S.Delete(r.Context(), authn.From(r.Context()), audit.FromRequest(r, audit.Event{}), chi.URLParam(r, "id")); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.NoContent(w)
+	httpx.RespondEmpty(w, r, h.S.Delete(r.Context(), authn.From(r.Context()), audit.FromRequest(r, audit.Event{}), chi.URLParam(r, "id")))
 }
 
 // Rotate serves POST /v1/webhooks/{id}/rotate: the endpoint with its new
 // secret, shown this once; the old one signs alongside for 24 hours.
 func (h *Handler) Rotate(w http.ResponseWriter, r *http.Request) {
 	e, err := h.S.Rotate(r.Context(), authn.From(r.Context()), audit.FromRequest(r, audit.Event{}), chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	w.Header().Set("Cache-Control", "no-store")
-	httpx.WriteResourceAt(w, r, http.StatusOK, e, "/v1/webhooks/"+e.ID)
+	respondSecret(w, r, http.StatusOK, e, err)
 }
 
 // Deliveries serves GET /v1/webhooks/{id}/deliveries: newest first, paginated.
 func (h *Handler) Deliveries(w http.ResponseWriter, r *http.Request) {
 	pg := httpx.ParsePage(r, 20)
 	list, total, err := h.S.Deliveries(r.Context(), chi.URLParam(r, "id"), pg)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteList(w, r, list, pg, total)
+	httpx.RespondList(w, r, list, pg, total, err)
 }
 
 // Resend serves POST /v1/webhooks/{id}/deliveries/{delivery_id}/resend:
 // 202 with the new delivery of the same message.
 func (h *Handler) Resend(w http.ResponseWriter, r *http.Request) {
 	d, err := h.S.Resend(r.Context(), chi.URLParam(r, "id"), chi.URLParam(r, "delivery_id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResourceAt(w, r, http.StatusAccepted, d, "/v1/webhooks/"+d.EndpointID+"/deliveries")
+	httpx.RespondAt(w, r, http.StatusAccepted, d, "/v1/webhooks/"+d.EndpointID+"/deliveries", err)
 }
 
 // Test serves POST /v1/webhooks/{id}/test: 202 with the delivery of a
 // webhook_test message.
 func (h *Handler) Test(w http.ResponseWriter, r *http.Request) {
 	d, err := h.S.Test(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResourceAt(w, r, http.StatusAccepted, d, "/v1/webhooks/"+d.EndpointID+"/deliveries")
+	httpx.RespondAt(w, r, http.StatusAccepted, d, "/v1/webhooks/"+d.EndpointID+"/deliveries", err)
 }

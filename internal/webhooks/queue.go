@@ -96,17 +96,10 @@ func (s *Service) Watch(interval time.Duration) (stop func() error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+		db.Every(ctx, interval, func() {
 			var v int64
 			if err := s.DB.QueryRowContext(ctx, `SELECT version FROM webhook_state WHERE id = 1`).Scan(&v); err != nil {
-				continue // the database is away; the next tick tries again
+				return // the database is away; the next tick tries again
 			}
 			s.subs.mu.RLock()
 			stale := v != s.subs.shared
@@ -116,7 +109,7 @@ func (s *Service) Watch(interval time.Duration) (stop func() error) {
 					s.Log.Warn("webhooks: loading the subscriptions failed", "err", err)
 				}
 			}
-		}
+		})
 	}()
 	return func() error { cancel(); <-done; return nil }
 }

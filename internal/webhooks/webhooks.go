@@ -109,7 +109,7 @@ func EventTypes() []string { return audit.EventTypes }
 
 const endpointCols = `id, url, description, event_types, enabled, disabled_reason, disabled_at, previous_secret_expires_at, created_at, updated_at`
 
-func scanEndpoint(row interface{ Scan(...any) error }) (Endpoint, error) {
+func scanEndpoint(row db.Scanner) (Endpoint, error) {
 	var (
 		e                  Endpoint
 		types              string
@@ -267,20 +267,8 @@ func (s *Service) List(ctx context.Context, pg httpx.Page) ([]Endpoint, int, err
 	if err := s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM webhook_endpoints`).Scan(&total); err != nil {
 		return nil, 0, err
 	}
-	rows, err := s.DB.QueryContext(ctx, `SELECT `+endpointCols+` FROM webhook_endpoints ORDER BY created_at, id LIMIT $1 OFFSET $2`, pg.Limit, pg.Offset())
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	out := []Endpoint{}
-	for rows.Next() {
-		e, err := scanEndpoint(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, e)
-	}
-	return out, total, rows.Err()
+	out, err := db.All(ctx, s.DB, scanEndpoint, `SELECT `+endpointCols+` FROM webhook_endpoints ORDER BY created_at, id LIMIT $1 OFFSET $2`, pg.Limit, pg.Offset())
+	return out, total, err
 }
 
 // CountTurnedOff returns how many endpoints hmid turned off because their

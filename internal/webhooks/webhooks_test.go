@@ -58,6 +58,26 @@ func newInstance(t testing.TB, d *db.DB, clk *clocktest.Fake, policy outbound.Po
 	return &instance{d: d, clock: clk, audit: w, s: s, worker: webhooks.NewWorker(s, policy.Client())}
 }
 
+// eachInstance runs test on one instance, on a fake clock at start, over
+// each database engine.
+func eachInstance(t *testing.T, test func(t *testing.T, in *instance, clk *clocktest.Fake)) {
+	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
+		clk := clocktest.NewFake(start)
+		test(t, newInstance(t, eng.Open(t), clk, loopback), clk)
+	})
+}
+
+// twoInstances are two instances on one PostgreSQL database, as two hmid
+// processes share one; the test is skipped without PostgreSQL.
+func twoInstances(t *testing.T) (a, b *instance) {
+	if dbtest.PostgresURL() == "" {
+		t.Skip("HMID_TEST_POSTGRES_URL is not set")
+	}
+	eng := dbtest.Engine{Name: "postgres", URL: dbtest.Postgres(t)}
+	clk := clocktest.NewFake(start)
+	return newInstance(t, eng.Open(t), clk, loopback), newInstance(t, eng.Open(t), clk, loopback)
+}
+
 func (in *instance) endpoint(t testing.TB, url string, types ...string) webhooks.Endpoint {
 	t.Helper()
 	e, err := in.s.Create(context.Background(), nil, audit.Event{}, webhooks.Input{
@@ -135,9 +155,7 @@ func TestSignMatchesTheSpecificationsVector(t *testing.T) {
 // once, signed, as {type, timestamp, data}; one that wants other types gets
 // nothing.
 func TestDeliveredOncePerEndpoint(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
-		clk := clocktest.NewFake(start)
-		in := newInstance(t, eng.Open(t), clk, loopback)
+	eachInstance(t, func(t *testing.T, in *instance, clk *clocktest.Fake) {
 		a, b, c := newReceiver(t, 0), newReceiver(t, 0), newReceiver(t, 0)
 		ea := in.endpoint(t, a.URL+"/hook", audit.ClientCreated, audit.Login)
 		eb := in.endpoint(t, b.URL, audit.ClientCreated)
@@ -197,9 +215,7 @@ func checkDelivered(t *testing.T, in *instance, rc *receiver, secret, id string,
 // TestThirdAttemptSameID: a receiver that fails twice gets the message on
 // the third attempt, with the same webhook-id each time.
 func TestThirdAttemptSameID(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
-		clk := clocktest.NewFake(start)
-		in := newInstance(t, eng.Open(t), clk, loopback)
+	eachInstance(t, func(t *testing.T, in *instance, clk *clocktest.Fake) {
 		rc := newReceiver(t, 2)
 		e := in.endpoint(t, rc.URL, audit.Login)
 		in.record(t, audit.Login)
@@ -265,14 +281,7 @@ func TestCrashLosesNothing(t *testing.T) {
 // TestTwoInstancesDeliverOnce: two instances on one PostgreSQL, sending at
 // the same time, deliver each message once.
 func TestTwoInstancesDeliverOnce(t *testing.T) {
-	url := dbtest.PostgresURL()
-	if url == "" {
-		t.Skip("HMID_TEST_POSTGRES_URL is not set")
-	}
-	eng := dbtest.Engine{Name: "postgres", URL: dbtest.Postgres(t)}
-	clk := clocktest.NewFake(start)
-	a := newInstance(t, eng.Open(t), clk, loopback)
-	b := newInstance(t, eng.Open(t), clk, loopback)
+	a, b := twoInstances(t)
 	rc := newReceiver(t, 0)
 	a.endpoint(t, rc.URL, audit.Login)
 	const n = 40
@@ -341,9 +350,7 @@ func TestPrivateAddressRefused(t *testing.T) {
 // TestRotationSignsWithBoth: after a rotation both secrets sign for 24 h,
 // then only the new one.
 func TestRotationSignsWithBoth(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
-		clk := clocktest.NewFake(start)
-		in := newInstance(t, eng.Open(t), clk, loopback)
+	eachInstance(t, func(t *testing.T, in *instance, clk *clocktest.Fake) {
 		rc := newReceiver(t, 0)
 		old := in.endpoint(t, rc.URL, audit.Login)
 		rot, err := in.s.Rotate(context.Background(), nil, audit.Event{}, old.ID)
@@ -375,9 +382,7 @@ func TestRotationSignsWithBoth(t *testing.T) {
 // TestGivingUpDisablesTheEndpoint: an endpoint that fails for a day is
 // turned off, with a reason, an audit event, and no more deliveries.
 func TestGivingUpDisablesTheEndpoint(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
-		clk := clocktest.NewFake(start)
-		in := newInstance(t, eng.Open(t), clk, loopback)
+	eachInstance(t, func(t *testing.T, in *instance, clk *clocktest.Fake) {
 		rc := newReceiver(t, 1000)
 		e := in.endpoint(t, rc.URL, audit.Login)
 		in.record(t, audit.Login)
@@ -415,9 +420,7 @@ func TestGivingUpDisablesTheEndpoint(t *testing.T) {
 // the statements it ran before webhooks; a subscribed one adds two (the
 // message and its deliveries), however many endpoints want it.
 func TestNoSubscriberNoStatement(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
-		clk := clocktest.NewFake(start)
-		in := newInstance(t, eng.Open(t), clk, loopback)
+	eachInstance(t, func(t *testing.T, in *instance, clk *clocktest.Fake) {
 		count := func() int {
 			ctx, c := db.WithStatementCounter(context.Background())
 			if _, err := in.audit.Record(ctx, in.d, audit.Event{EventType: audit.Login}); err != nil {
@@ -453,14 +456,7 @@ func TestNoSubscriberNoStatement(t *testing.T) {
 // TestOtherInstancesChangesArrive: an endpoint created on one instance is
 // seen by another's subscription set through the shared counter.
 func TestOtherInstancesChangesArrive(t *testing.T) {
-	url := dbtest.PostgresURL()
-	if url == "" {
-		t.Skip("HMID_TEST_POSTGRES_URL is not set")
-	}
-	eng := dbtest.Engine{Name: "postgres", URL: dbtest.Postgres(t)}
-	clk := clocktest.NewFake(start)
-	a := newInstance(t, eng.Open(t), clk, loopback)
-	b := newInstance(t, eng.Open(t), clk, loopback)
+	a, b := twoInstances(t)
 	stop := b.s.Watch(20 * time.Millisecond)
 	defer stop()
 	if b.s.Subscribed(context.Background(), audit.Login) {
@@ -479,9 +475,7 @@ func TestOtherInstancesChangesArrive(t *testing.T) {
 // TestBadInput: what an endpoint may not be is refused with a validation
 // error and changes nothing.
 func TestBadInput(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
-		clk := clocktest.NewFake(start)
-		in := newInstance(t, eng.Open(t), clk, loopback)
+	eachInstance(t, func(t *testing.T, in *instance, clk *clocktest.Fake) {
 		in.s.AllowHTTP = false
 		ok := httpx.Opt[string]{Set: true, Value: "https://receiver.example/hook"}
 		types := httpx.Opt[[]string]{Set: true, Value: []string{audit.Login}}
@@ -522,9 +516,7 @@ func TestBadInput(t *testing.T) {
 // TestPurgeKeepsWhatIsStillNeeded: finished deliveries and their messages
 // go after Keep; a pending delivery and its message stay.
 func TestPurgeKeepsWhatIsStillNeeded(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
-		clk := clocktest.NewFake(start)
-		in := newInstance(t, eng.Open(t), clk, loopback)
+	eachInstance(t, func(t *testing.T, in *instance, clk *clocktest.Fake) {
 		ok, failing := newReceiver(t, 0), newReceiver(t, 1000)
 		in.endpoint(t, ok.URL, audit.Login)
 		in.endpoint(t, failing.URL, audit.Logout)

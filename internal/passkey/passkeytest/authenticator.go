@@ -137,15 +137,20 @@ func (a *Authenticator) Create(options []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return a.credential(map[string]any{
+		"clientDataJSON":    b64.EncodeToString(a.ClientData("webauthn.create", o.PublicKey.Challenge)),
+		"attestationObject": b64.EncodeToString(att),
+		"transports":        []string{"internal"},
+	}, map[string]any{"credProps": map[string]any{"rk": true}})
+}
+
+// credential is the PublicKeyCredential (§5.1) the browser hands the page:
+// this authenticator's credential with response and the client extension
+// results.
+func (a *Authenticator) credential(response, extensions map[string]any) ([]byte, error) {
 	return json.Marshal(map[string]any{
 		"id": b64.EncodeToString(a.credID), "rawId": b64.EncodeToString(a.credID), "type": "public-key",
-		"authenticatorAttachment": "platform",
-		"response": map[string]any{
-			"clientDataJSON":    b64.EncodeToString(a.ClientData("webauthn.create", o.PublicKey.Challenge)),
-			"attestationObject": b64.EncodeToString(att),
-			"transports":        []string{"internal"},
-		},
-		"clientExtensionResults": map[string]any{"credProps": map[string]any{"rk": true}},
+		"authenticatorAttachment": "platform", "response": response, "clientExtensionResults": extensions,
 	})
 }
 
@@ -170,17 +175,12 @@ func (a *Authenticator) Assert(clientData []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(map[string]any{
-		"id": b64.EncodeToString(a.credID), "rawId": b64.EncodeToString(a.credID), "type": "public-key",
-		"authenticatorAttachment": "platform",
-		"response": map[string]any{
-			"clientDataJSON":    b64.EncodeToString(clientData),
-			"authenticatorData": b64.EncodeToString(ad),
-			"signature":         b64.EncodeToString(sig),
-			"userHandle":        b64.EncodeToString(a.userHandle),
-		},
-		"clientExtensionResults": map[string]any{},
-	})
+	return a.credential(map[string]any{
+		"clientDataJSON":    b64.EncodeToString(clientData),
+		"authenticatorData": b64.EncodeToString(ad),
+		"signature":         b64.EncodeToString(sig),
+		"userHandle":        b64.EncodeToString(a.userHandle),
+	}, map[string]any{})
 }
 
 // SetUserHandle replaces the user handle assertions carry (a test of a

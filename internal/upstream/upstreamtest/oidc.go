@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+
+	"hmid/internal/httpx"
 )
 
 // KeyID is the "kid" of the key an OIDC fake signs its ID tokens with.
@@ -66,7 +68,7 @@ func NewOIDC(t testing.TB, now func() time.Time) *OIDC {
 		o.mu.Lock()
 		iss := o.issuer()
 		o.mu.Unlock()
-		writeJSON(w, map[string]any{
+		httpx.JSON(w, http.StatusOK, map[string]any{
 			"issuer": iss, "authorization_endpoint": o.URL() + "/authorize", "token_endpoint": o.URL() + "/token",
 			"jwks_uri": o.URL() + "/jwks", "userinfo_endpoint": o.URL() + "/userinfo",
 			"response_types_supported": []string{"code"}, "subject_types_supported": []string{"public"},
@@ -75,7 +77,7 @@ func NewOIDC(t testing.TB, now func() time.Time) *OIDC {
 		})
 	})
 	o.HandleFunc("GET /jwks", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &o.key.PublicKey, KeyID: KeyID, Algorithm: "RS256", Use: "sig"}}})
+		httpx.JSON(w, http.StatusOK, jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &o.key.PublicKey, KeyID: KeyID, Algorithm: "RS256", Use: "sig"}}})
 	})
 	o.HandleFunc("GET /userinfo", func(w http.ResponseWriter, r *http.Request) {
 		o.serveUser(w, r, func() any { return o.Info })

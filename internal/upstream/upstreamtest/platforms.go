@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"hmid/internal/httpx"
 )
 
 // Person is who signs in at a fake, in terms common to every provider.
@@ -35,15 +37,10 @@ type Person struct {
 // null avatar.
 func NewDiscord(t testing.TB) *Provider {
 	t.Helper()
-	p := New(t, "basic")
-	p.apiPath = "/api"
-	p.Set(func() {
-		p.person = func(who Person) {
-			p.User = map[string]any{"id": who.Subject, "username": who.Username, "global_name": orNull(who.Name),
-				"avatar": nil, "email": orNull(who.Email), "verified": who.EmailVerified}
-		}
-	})
-	p.SetPerson(Person{Subject: "80351110224678912", Username: "nelly", Name: "Nelly",
+	p := newPlatform(t, "basic", "/api", func(p *Provider, who Person) {
+		p.User = map[string]any{"id": who.Subject, "username": who.Username, "global_name": orNull(who.Name),
+			"avatar": nil, "email": orNull(who.Email), "verified": who.EmailVerified}
+	}, Person{Subject: "80351110224678912", Username: "nelly", Name: "Nelly",
 		Email: "nelly@discord.example", EmailVerified: true})
 	p.HandleFunc("GET /api/users/@me", func(w http.ResponseWriter, r *http.Request) {
 		p.serveUser(w, r, func() any { return p.User })
@@ -63,25 +60,21 @@ func NewDiscord(t testing.TB) *Provider {
 // the only, primary address.
 func NewGitHub(t testing.TB) *Provider {
 	t.Helper()
-	p := New(t, "post")
-	p.Set(func() {
-		p.FormToken = true
-		p.person = func(who Person) {
-			var id any = who.Subject
-			if n, err := strconv.ParseUint(who.Subject, 10, 64); err == nil {
-				id = n
-			}
-			p.User = map[string]any{"login": who.Username, "id": id, "name": orNull(who.Name), "type": "User",
-				"avatar_url": "https://avatars.githubusercontent.com/u/" + url.PathEscape(who.Subject) + "?v=4"}
-			p.Emails = []map[string]any{}
-			if who.Email != "" {
-				p.Emails = append(p.Emails, map[string]any{"email": who.Email, "primary": true,
-					"verified": who.EmailVerified, "visibility": "private"})
-			}
+	p := newPlatform(t, "post", "", func(p *Provider, who Person) {
+		var id any = who.Subject
+		if n, err := strconv.ParseUint(who.Subject, 10, 64); err == nil {
+			id = n
 		}
-	})
-	p.SetPerson(Person{Subject: "583231", Username: "octocat", Name: "The Octocat",
+		p.User = map[string]any{"login": who.Username, "id": id, "name": orNull(who.Name), "type": "User",
+			"avatar_url": "https://avatars.githubusercontent.com/u/" + url.PathEscape(who.Subject) + "?v=4"}
+		p.Emails = []map[string]any{}
+		if who.Email != "" {
+			p.Emails = append(p.Emails, map[string]any{"email": who.Email, "primary": true,
+				"verified": who.EmailVerified, "visibility": "private"})
+		}
+	}, Person{Subject: "583231", Username: "octocat", Name: "The Octocat",
 		Email: "octocat@github.example", EmailVerified: true})
+	p.Set(func() { p.FormToken = true })
 	check := func(w http.ResponseWriter, r *http.Request) bool {
 		accept := r.Header.Get("Accept")
 		if !strings.Contains(accept, "application/vnd.github+json") && !strings.Contains(accept, "application/json") {
@@ -117,22 +110,17 @@ func NewGitHub(t testing.TB) *Provider {
 // address only when it is verified, as Helix returns only verified ones.
 func NewTwitch(t testing.TB) *Provider {
 	t.Helper()
-	p := New(t, "post")
-	p.apiPath = "/helix"
-	p.Set(func() {
-		p.person = func(who Person) {
-			p.User = map[string]any{"id": who.Subject, "login": who.Username, "display_name": who.Name,
-				"type": "", "broadcaster_type": "", "profile_image_url": ""}
-			if who.Email != "" && who.EmailVerified {
-				p.User["email"] = who.Email
-			}
+	p := newPlatform(t, "post", "/helix", func(p *Provider, who Person) {
+		p.User = map[string]any{"id": who.Subject, "login": who.Username, "display_name": who.Name,
+			"type": "", "broadcaster_type": "", "profile_image_url": ""}
+		if who.Email != "" && who.EmailVerified {
+			p.User["email"] = who.Email
 		}
-	})
-	p.SetPerson(Person{Subject: "141981764", Username: "twitchdev", Name: "TwitchDev",
+	}, Person{Subject: "141981764", Username: "twitchdev", Name: "TwitchDev",
 		Email: "dev@twitch.example", EmailVerified: true})
 	p.HandleFunc("GET /helix/users", func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Client-Id") != ClientID {
-			writeJSONStatus(w, http.StatusUnauthorized, map[string]any{"error": "Unauthorized", "status": 401, "message": "Client ID and OAuth token do not match"})
+			httpx.JSON(w, http.StatusUnauthorized, map[string]any{"error": "Unauthorized", "status": 401, "message": "Client ID and OAuth token do not match"})
 			return
 		}
 		p.serveUser(w, r, func() any {
@@ -143,6 +131,19 @@ func NewTwitch(t testing.TB) *Provider {
 			return map[string]any{"data": users}
 		})
 	})
+	return p
+}
+
+// newPlatform starts a fake of a platform with a user API: New with
+// clientAuth, the user API below apiPath, person writing a Person into the
+// knobs in the platform's format (it runs under the fake's lock), signed in
+// as first.
+func newPlatform(t testing.TB, clientAuth, apiPath string, person func(p *Provider, who Person), first Person) *Provider {
+	t.Helper()
+	p := New(t, clientAuth)
+	p.apiPath = apiPath
+	p.Set(func() { p.person = func(who Person) { person(p, who) } })
+	p.SetPerson(first)
 	return p
 }
 

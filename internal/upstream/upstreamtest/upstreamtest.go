@@ -12,7 +12,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"io"
 	"maps"
 	"net/http"
@@ -21,6 +20,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"hmid/internal/httpx"
 )
 
 // The client credentials every fake accepts at its token endpoint.
@@ -257,7 +258,7 @@ func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
 	if idToken != nil {
 		body["id_token"] = idToken(g)
 	}
-	writeJSON(w, body)
+	httpx.JSON(w, http.StatusOK, body)
 }
 
 // Authorized checks the bearer token of a user-API request (RFC 6750 §2.1)
@@ -269,7 +270,7 @@ func (p *Provider) Authorized(w http.ResponseWriter, r *http.Request) bool {
 	valid := ok && p.tokens[tok]
 	p.mu.Unlock()
 	if !valid {
-		writeJSONStatus(w, http.StatusUnauthorized, map[string]any{"message": "401: Unauthorized", "code": 0})
+		httpx.JSON(w, http.StatusUnauthorized, map[string]any{"message": "401: Unauthorized", "code": 0})
 		return false
 	}
 	return true
@@ -283,7 +284,7 @@ func (p *Provider) serveUser(w http.ResponseWriter, r *http.Request, body func()
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	writeJSON(w, body())
+	httpx.JSON(w, http.StatusOK, body())
 }
 
 // Consent follows authURL, the authorization URL hmid sent the browser to,
@@ -338,15 +339,7 @@ func envPrefix(slug string) string {
 
 // tokenError is an error answer of the token endpoint (RFC 6749 §5.2).
 func tokenError(w http.ResponseWriter, code string) {
-	writeJSONStatus(w, http.StatusBadRequest, map[string]string{"error": code, "error_description": "refused by the fake"})
-}
-
-func writeJSON(w http.ResponseWriter, v any) { writeJSONStatus(w, http.StatusOK, v) }
-
-func writeJSONStatus(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	httpx.JSON(w, http.StatusBadRequest, map[string]string{"error": code, "error_description": "refused by the fake"})
 }
 
 // randomToken makes codes and access tokens no one can guess.
