@@ -158,6 +158,43 @@ func AcceptDialogs(ctx context.Context) *atomic.Int32 {
 	return &n
 }
 
+// AskedDialogs answers OK to every JavaScript dialog the tab of ctx opens
+// from now on and sends its message to the channel it returns, so a test
+// can check what a data-confirm form asked.
+func AskedDialogs(ctx context.Context) <-chan string {
+	asked := make(chan string, 16)
+	go func() {
+		for ev, err := range chromedp.Events(ctx, page.JavascriptDialogOpening) {
+			if err != nil {
+				return
+			}
+			asked <- ev.Message
+			go func() {
+				_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+			}()
+		}
+	}()
+	return asked
+}
+
+// WaitText waits until the text of the element sel contains want (a
+// form's answer replaces the page, whose old notice may still show
+// meanwhile), failing the test with what after 15 s.
+func WaitText(t testing.TB, ctx context.Context, what, sel, want string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		got, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel), chromedp.AtLeast(0)))
+		if err == nil && strings.Contains(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s shows %q, want %q", what, sel, got, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // Login signs the browser in through hmid's login page at base (the
 // server's URL) with email and password, and waits until the browser has
 // left the login page. Accounts with two-factor authentication need the
