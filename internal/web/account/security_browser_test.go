@@ -27,8 +27,7 @@ import (
 // the setup, during it and with the backup codes is saved at desktop and
 // phone width.
 func TestBrowserConsoleSecurity(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
-		ctx := webtest.Chromium(t)
+	webtest.Each(t, func(t *testing.T, e *apptest.Env, ctx context.Context) {
 		if _, err := e.Server.DB.ExecContext(t.Context(), `UPDATE roles SET requires_two_factor = TRUE WHERE id = 'role_moderator'`); err != nil {
 			t.Fatal(err)
 		}

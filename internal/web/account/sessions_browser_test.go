@@ -1,6 +1,7 @@
 package account_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,8 +18,7 @@ import (
 // then on while the others still work; "Sign out everywhere else" asks
 // first and ends every session but the browser's own.
 func TestBrowserConsoleSessions(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
-		ctx := webtest.Chromium(t)
+	webtest.Each(t, func(t *testing.T, e *apptest.Env, ctx context.Context) {
 		u := e.NewUser(t, apptest.UserSpec{Password: pw})
 		phoneToken, phoneID := e.NewSession(t, u.ID)
 		if _, err := e.Server.DB.ExecContext(t.Context(), `UPDATE sessions SET device_type = 'mobile', browser_name = 'Firefox', os_name = 'Android', ip_address = '203.0.113.24' WHERE id = $1`, phoneID); err != nil {

@@ -1,6 +1,7 @@
 package admin_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -28,8 +29,7 @@ import (
 // set the platforms and configuration pages are saved at desktop and phone
 // width.
 func TestBrowserAdminConfig(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
-		ctx := webtest.Chromium(t)
+	webtest.Each(t, func(t *testing.T, e *apptest.Env, ctx context.Context) {
 		role := "role_settings"
 		now := db.TS(e.Clock.Now())
 		exec := func(q string, args ...any) {
@@ -171,8 +171,7 @@ func TestBrowserAdminConfig(t *testing.T) {
 // the backend. The page is checked by axe in both themes, in English and in
 // German, and with HMID_SCREENSHOTS saved at desktop and phone width.
 func TestBrowserAdminPolicies(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
-		ctx := webtest.Chromium(t)
+	webtest.Each(t, func(t *testing.T, e *apptest.Env, ctx context.Context) {
 		admin := e.NewUser(t, apptest.UserSpec{Username: "ada_admin", Email: "ada@example.test", Password: pw, SuperAdmin: true})
 		css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
 		until := func(what, sel, want string) { t.Helper(); webtest.WaitText(t, ctx, what, sel, want) }

@@ -43,8 +43,7 @@ func wantAsked(t *testing.T, asked <-chan string, want string) {
 // the audit log are saved at desktop and phone width (the user's page
 // while the ban is on).
 func TestBrowserAdminUser(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
-		ctx := webtest.Chromium(t)
+	webtest.Each(t, func(t *testing.T, e *apptest.Env, ctx context.Context) {
 		asked := webtest.AskedDialogs(ctx)
 		exec := func(q string, args ...any) {
 			t.Helper()

@@ -27,6 +27,8 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"hmid/internal/apptest"
 )
 
 // AxeVersion is the version of the vendored axe-core.
@@ -95,6 +97,13 @@ func Chromium(t testing.TB) context.Context {
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	t.Cleanup(cancel)
 	return tctx
+}
+
+// Each runs f on each database engine (apptest.Each) with a headless
+// Chromium of its own (Chromium): the start of every browser test that
+// drives one server. opts configure the server as apptest.Each's do.
+func Each(t *testing.T, f func(t *testing.T, e *apptest.Env, ctx context.Context), opts ...apptest.Option) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) { f(t, e, Chromium(t)) }, opts...)
 }
 
 // Do runs actions in the browser, failing the test with what when one fails.
