@@ -80,6 +80,18 @@ func EventTypeChoices(t func(string) string, selected string) []Choice {
 	return out
 }
 
+// EventFields are the event type and the status select of a filter of
+// audit events q, with the refusals errs at their fields: the same on
+// every page that lists events.
+func EventFields(t func(string) string, q url.Values, errs map[string]string) (eventType, status SelectField) {
+	eventType = SelectField{ID: "f-event", Name: "event_type", Label: t("activity.field.event"), All: t("activity.all"),
+		Options: EventTypeChoices(t, q.Get("event_type")), Error: errs["event_type"]}
+	status = SelectField{ID: "f-status", Name: "status", Label: t("activity.field.status"), All: t("activity.all"),
+		Options: Choices(t, "activity.status.", []string{audit.StatusSuccess, audit.StatusFailure}, q.Get("status")),
+		Error:   errs["status"]}
+	return eventType, status
+}
+
 // Choices are the options of a select of values, each labelled with the
 // text prefix+value, with selected selected.
 func Choices(t func(string) string, prefix string, values []string, selected string) []Choice {
