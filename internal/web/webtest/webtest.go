@@ -29,6 +29,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"hmid/internal/apptest"
+	"hmid/internal/dbtest"
 )
 
 // AxeVersion is the version of the vendored axe-core.
@@ -104,6 +105,14 @@ func Chromium(t testing.TB) context.Context {
 // drives one server. opts configure the server as apptest.Each's do.
 func Each(t *testing.T, f func(t *testing.T, e *apptest.Env, ctx context.Context), opts ...apptest.Option) {
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) { f(t, e, Chromium(t)) }, opts...)
+}
+
+// OnSQLite starts a headless Chromium and hmid on SQLite alone, for a
+// browser test whose pages do not depend on the engine (a page drawn from
+// data the API put there).
+func OnSQLite(t *testing.T) (context.Context, *apptest.Env) {
+	ctx := Chromium(t)
+	return ctx, apptest.New(t, dbtest.Engine{Name: "sqlite", URL: dbtest.SQLite(t)})
 }
 
 // Do runs actions in the browser, failing the test with what when one fails.
