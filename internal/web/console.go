@@ -109,8 +109,18 @@ func consoleFuncs(lang string) template.FuncMap {
 		// stored shows a text hmid stores in English (an event's or a seeded
 		// role's description) in the page's language when it knows it.
 		"stored": func(s string) string { return Stored(lang, s) },
+		// button gathers a form of one button for the "post-button" part:
+		// {{template "post-button" (button "/path" "label.key" "secondary" $.CSRF)}}.
+		"button": func(action, label, class, csrf string) PostButton {
+			return PostButton{Action: action, Label: label, Class: class, CSRF: csrf}
+		},
 	}
 }
+
+// PostButton is a form of one button that posts to Action with the
+// console's CSRF token, as the "post-button" part draws it: Label is the
+// button's message key, Class its classes ("" for the plain button).
+type PostButton struct{ Action, Label, Class, CSRF string }
 
 // NavItem is one entry of a console's navigation.
 type NavItem struct {
