@@ -44,12 +44,12 @@ func roleUser(t testing.TB, e *apptest.Env, perms ...string) apptest.User {
 // in to the pages with, say); the new role and the User role come first.
 func roleUserWith(t testing.TB, e *apptest.Env, spec apptest.UserSpec, perms ...string) apptest.User {
 	t.Helper()
-	spec.Roles = append([]string{newRole(t, e, perms...), "role_user"}, spec.Roles...)
+	spec.Roles = append([]string{roleWith(t, e, perms...), "role_user"}, spec.Roles...)
 	return e.NewUser(t, spec)
 }
 
-// newRole makes a role with exactly perms and returns its id.
-func newRole(t testing.TB, e *apptest.Env, perms ...string) string {
+// roleWith makes a role with exactly perms and returns its id.
+func roleWith(t testing.TB, e *apptest.Env, perms ...string) string {
 	t.Helper()
 	id := "role_t_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
 	now := db.TS(e.Clock.Now())

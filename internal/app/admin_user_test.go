@@ -392,7 +392,7 @@ func TestAdminUserTwoFactorReset(t *testing.T) {
 		if st := tfStatus(t, e, u.Token); st["enabled"] != false || st["backup_codes_remaining"] != float64(0) {
 			t.Fatalf("status after the reset: %v", st)
 		}
-		msgs := tfMails(t, e, u.Email)
+		msgs := outbox(t, e, u.Email)
 		if len(msgs) == 0 || msgs[0].Kind != mail.KindTwoFactorReset {
 			t.Fatalf("mails: %v", msgs)
 		}

@@ -16,7 +16,6 @@ import (
 	"hmid/internal/apptest"
 	"hmid/internal/chat"
 	"hmid/internal/db"
-	"hmid/internal/dbtest"
 	"hmid/internal/realtime"
 )
 
@@ -419,12 +418,7 @@ func TestChatPlatform(t *testing.T) {
 // TestChatBotAcrossInstances: a sync request on instance B reaches the bot
 // connected to instance A, and its answer comes back to B.
 func TestChatBotAcrossInstances(t *testing.T) {
-	if dbtest.PostgresURL() == "" || dbtest.RedisURL() == "" {
-		t.Skip("needs HMID_TEST_POSTGRES_URL and HMID_TEST_REDIS_URL")
-	}
-	eng := dbtest.Engine{Name: "postgres", URL: dbtest.Postgres(t), RedisURL: dbtest.RedisURL()}
-	a := apptest.New(t, eng)
-	b := apptest.New(t, eng)
+	a, b := apptest.NewRedisPair(t)
 	b.Call(t, "POST", "/v1/chatplatform/sync", a.SystemKey, nil, http.StatusServiceUnavailable)
 	bot := startBot(t, a, a.SystemKey, goodAnswer)
 	res := b.Call(t, "POST", "/v1/chatplatform/sync", a.SystemKey, nil, http.StatusOK).JSON()

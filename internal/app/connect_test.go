@@ -1,10 +1,7 @@
 package app_test
 
 import (
-	"archive/zip"
-	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -37,15 +34,7 @@ func TestExportIncludesAppsAndTwoFactor(t *testing.T) {
 		c := mkClient(t, e, u.Token, map[string]any{"name": "My Own App"})
 		tokens(t, e, u.Token, c, authzParams(c.ID))
 		r := e.Call(t, "GET", "/v1/user/export", u.Token, nil, http.StatusOK)
-		zr, err := zip.NewReader(bytes.NewReader(r.Body), int64(len(r.Body)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := zr.Open("data.json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, _ := io.ReadAll(f)
+		raw := openZip(t, r.Body)["data.json"]
 		var d struct {
 			ConnectedApps []struct{ Name string } `json:"connectedApps"`
 			OwnedApps     []struct{ Name string } `json:"ownedApps"`

@@ -31,16 +31,10 @@ func secPasswordHash(t *testing.T, e *apptest.Env, userID string) string {
 func secMailKinds(t *testing.T, e *apptest.Env, addr string) []string {
 	t.Helper()
 	var out []string
-	for _, m := range tfMails(t, e, addr) {
+	for _, m := range outbox(t, e, addr) {
 		out = append(out, m.Kind)
 	}
 	return out
-}
-
-// secLoginStatus is the status of a password login of u with pw.
-func secLoginStatus(t *testing.T, e *apptest.Env, u apptest.User, pw string) int {
-	t.Helper()
-	return e.Do(t, apptest.Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": u.Email, "password": pw}}).Status
 }
 
 func TestChangePasswordREST(t *testing.T) {
@@ -91,16 +85,16 @@ func TestChangePasswordREST(t *testing.T) {
 		// The other session is signed out, the calling one stays.
 		e.Call(t, "GET", "/v1/users/me", other, nil, http.StatusUnauthorized)
 		e.Call(t, "GET", "/v1/users/me", u.Token, nil, http.StatusOK)
-		if st := secLoginStatus(t, e, u, next); st != http.StatusOK {
+		if st := loginStatus(t, e, u.Email, next); st != http.StatusOK {
 			t.Fatalf("login with the new password: %d", st)
 		}
-		if st := secLoginStatus(t, e, u, old); st != http.StatusUnauthorized {
+		if st := loginStatus(t, e, u.Email, old); st != http.StatusUnauthorized {
 			t.Fatalf("login with the old password: %d", st)
 		}
 		if n := count(t, e, `SELECT COUNT(*) FROM audit_events WHERE user_id = $1 AND event_type = 'password_changed' AND status = 'success'`, u.ID); n != 1 {
 			t.Fatalf("password_changed events = %d", n)
 		}
-		msgs := tfMails(t, e, u.Email)
+		msgs := outbox(t, e, u.Email)
 		if len(msgs) != 1 || msgs[0].Kind != mail.KindPasswordChanged || !strings.Contains(msgs[0].Text, "/forgot-password") {
 			t.Fatalf("mails: %+v", msgs)
 		}
@@ -115,7 +109,7 @@ func TestChangePasswordResetLinkDies(t *testing.T) {
 		e.Call(t, "POST", secPasswordPath, u.Token, map[string]any{"current_password": "correct horse battery", "new_password": "a brand new one"}, http.StatusOK)
 		// A reset link mailed before the change cannot undo it.
 		e.Call(t, "POST", "/v1/auth/password-reset/confirm", "", map[string]any{"token": tok, "password": "attacker's choice"}, http.StatusBadRequest)
-		if st := secLoginStatus(t, e, u, "a brand new one"); st != http.StatusOK {
+		if st := loginStatus(t, e, u.Email, "a brand new one"); st != http.StatusOK {
 			t.Fatalf("login after the dead reset link: %d", st)
 		}
 	})
@@ -130,14 +124,14 @@ func TestChangePasswordThrottledLikeLogin(t *testing.T) {
 		for i := 0; i < auth.FailPerAccount-1; i++ {
 			e.Call(t, "POST", secPasswordPath, u.Token, map[string]any{"current_password": "guess", "new_password": "whatever long"}, http.StatusBadRequest)
 		}
-		if st := secLoginStatus(t, e, u, "guess"); st != http.StatusUnauthorized {
+		if st := loginStatus(t, e, u.Email, "guess"); st != http.StatusUnauthorized {
 			t.Fatalf("last failed login: %d", st)
 		}
 		r := e.Do(t, apptest.Req{Method: "POST", Path: secPasswordPath, Token: u.Token, Body: map[string]any{"current_password": pw, "new_password": "whatever long"}})
 		if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" {
 			t.Fatalf("over the limit, even with the right password: %d %s", r.Status, r.Body)
 		}
-		if st := secLoginStatus(t, e, u, pw); st != http.StatusTooManyRequests {
+		if st := loginStatus(t, e, u.Email, pw); st != http.StatusTooManyRequests {
 			t.Fatalf("login over the limit: %d", st)
 		}
 		e.Advance(t, auth.FailWindow)
@@ -206,7 +200,7 @@ func TestConsoleSecurityPassword(t *testing.T) {
 		if after := b.get("/account/security"); after.status != http.StatusOK || !strings.Contains(after.body, "Your password was changed.") {
 			t.Fatalf("after the change: %d %s", after.status, after.body)
 		}
-		if st := secLoginStatus(t, e, u, next); st != http.StatusOK {
+		if st := loginStatus(t, e, u.Email, next); st != http.StatusOK {
 			t.Fatalf("login with the new password: %d", st)
 		}
 		if kinds := secMailKinds(t, e, u.Email); len(kinds) != 1 || kinds[0] != mail.KindPasswordChanged {

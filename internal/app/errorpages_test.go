@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -20,20 +19,7 @@ const browserAccept = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*
 // without the contract check (an HTML error page is not the API's answer).
 func raw(t *testing.T, e *apptest.Env, method, path string, hdr map[string]string) *apptest.Resp {
 	t.Helper()
-	req, err := http.NewRequest(method, e.URL+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	res, err := e.Client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	return &apptest.Resp{Status: res.StatusCode, Header: res.Header, Body: body}
+	return e.Raw(t, method, path, "", nil, hdr)
 }
 
 // wantPage checks that r is an error page of status in the hmid style,

@@ -21,7 +21,7 @@ import (
 // bound can only come from the dependency timeout.
 const frozenBound = config.DefaultDependencyTimeout + time.Second
 
-// timedDo is rawDo that also reports how long the answer took.
+// timedDo is Env.Raw that also reports how long the answer took.
 func timedDo(t *testing.T, e *apptest.Env, method, path, tok, body string) (*apptest.Resp, time.Duration) {
 	t.Helper()
 	hdr := map[string]string{}
@@ -29,7 +29,7 @@ func timedDo(t *testing.T, e *apptest.Env, method, path, tok, body string) (*app
 		hdr["Content-Type"] = "application/json"
 	}
 	start := time.Now()
-	r := rawDo(t, e, method, path, tok, strings.NewReader(body), hdr)
+	r := e.Raw(t, method, path, tok, strings.NewReader(body), hdr)
 	return r, time.Since(start)
 }
 
@@ -144,7 +144,7 @@ func TestFrozenPostgresIsAnsweredWithinTheDependencyTimeout(t *testing.T) {
 func recovered(t *testing.T, e *apptest.Env, tok string) {
 	t.Helper()
 	eventually(t, "requests succeed after PostgreSQL thaws", func() bool {
-		return rawDo(t, e, "GET", "/v1/users", e.SystemKey, nil, nil).Status == http.StatusOK
+		return e.Raw(t, "GET", "/v1/users", e.SystemKey, nil, nil).Status == http.StatusOK
 	})
 	e.Call(t, "GET", "/v1/users/me", tok, nil, http.StatusOK)
 	e.Call(t, "POST", "/v1/devices", e.SystemKey, map[string]string{"name": "after"}, http.StatusCreated)
@@ -175,7 +175,7 @@ func TestFrozenRedisIsAnsweredWithinTheDependencyTimeout(t *testing.T) {
 
 		px.Thaw()
 		signedIn := func() bool {
-			return rawDo(t, e, "POST", "/v1/auth/login", "", bytes.NewReader(login),
+			return e.Raw(t, "POST", "/v1/auth/login", "", bytes.NewReader(login),
 				map[string]string{"Content-Type": "application/json"}).Status == http.StatusOK
 		}
 		eventually(t, "sign-in succeeds after Redis thaws", signedIn)

@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -14,25 +13,14 @@ import (
 
 // rawBoundary sends a request the contract router cannot match (a NUL or invalid
 // UTF-8 in the path, a non-API page) and returns status and body.
-func rawBoundary(t *testing.T, e *apptest.Env, method, path, ctype, body string, hdr map[string]string) (int, string) {
+func rawBoundary(t *testing.T, e *apptest.Env, method, path, ctype, body string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, e.URL+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
+	hdr := map[string]string{}
 	if ctype != "" {
-		req.Header.Set("Content-Type", ctype)
+		hdr["Content-Type"] = ctype
 	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	res, err := e.Client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(b)
+	r := e.Raw(t, method, path, "", strings.NewReader(body), hdr)
+	return r.Status, string(r.Body)
 }
 
 // wantBad asserts a 400 {error: kind, message} answer.
@@ -52,7 +40,7 @@ func TestBoundaryRefusesNULAndInvalidUTF8(t *testing.T) {
 		r := e.Do(t, apptest.Req{Method: "POST", Path: "/v1/auth/login", Body: `{"email":"a\u0000b@example.com","password":"password123"}`})
 		wantBad(t, "login with \\u0000 in the email", r, "BadRequest")
 		for _, p := range []string{"/v1/platforms/a%00b", "/v1/platforms/a%ffb"} {
-			if st, body := rawBoundary(t, e, "GET", p, "", "", nil); st != http.StatusBadRequest || !strings.Contains(body, `"error":"BadRequest"`) {
+			if st, body := rawBoundary(t, e, "GET", p, "", ""); st != http.StatusBadRequest || !strings.Contains(body, `"error":"BadRequest"`) {
 				t.Fatalf("GET %s: %d %s", p, st, body)
 			}
 		}
@@ -109,7 +97,7 @@ func TestBoundaryForms(t *testing.T) {
 		}
 		r := e.Do(t, apptest.Req{Method: "GET", Path: "/v1/oauth/authorize?client_id=%ff&response_type=code"})
 		oauthErr(t, r, http.StatusBadRequest, "invalid_request")
-		st, body := rawBoundary(t, e, "POST", "/login", "application/x-www-form-urlencoded", "email=a%00b%40example.com&password=password123", nil)
+		st, body := rawBoundary(t, e, "POST", "/login", "application/x-www-form-urlencoded", "email=a%00b%40example.com&password=password123")
 		if st != http.StatusBadRequest || !strings.Contains(body, `"BadRequest"`) {
 			t.Fatalf("login page with NUL: %d %s", st, body)
 		}

@@ -1,13 +1,11 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"hmid/internal/app"
@@ -47,7 +45,7 @@ func TestMetricsAddrTakesMetricsOffTheMainListener(t *testing.T) {
 // TestAccessLogNamesTheRoutePattern checks the access-log line of a request
 // to /v1/users/{id} carries that pattern, not "unmatched".
 func TestAccessLogNamesTheRoutePattern(t *testing.T) {
-	var logs syncBuffer
+	var logs apptest.SyncBuffer
 	cfg := config.Config{Addr: ":0", PublicURL: "http://localhost", DatabaseURL: "memory",
 		SecretKey: "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", MailFrom: "hmid@localhost"}
 	srv, err := app.New(context.Background(), cfg, app.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
@@ -77,22 +75,4 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
-}
-
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

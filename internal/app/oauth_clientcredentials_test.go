@@ -182,7 +182,7 @@ func TestClientCredentialsRefusals(t *testing.T) {
 func TestClientPermissionScopes(t *testing.T) {
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
-		role := newRole(t, e, "devices:read", "gps:write")
+		role := roleWith(t, e, "devices:read", "gps:write")
 		dev := e.NewUser(t, apptest.UserSpec{Roles: []string{role, "role_developer", "role_user"}})
 		body := func(scopes ...string) map[string]any {
 			return map[string]any{"name": "svc", "redirect_uris": []string{cb}, "grant_types": []string{"client_credentials"}, "allowed_scopes": scopes}

@@ -31,29 +31,6 @@ func newFaultProxy(t testing.TB, target string) *faultProxy { return faultproxy.
 // hostOf returns the host:port of a URL.
 func hostOf(t testing.TB, rawURL string) string { return faultproxy.HostOf(t, rawURL) }
 
-// rawDo sends a request without the contract check: an outage may answer
-// 503 on any operation (api/openapi.yaml says so once, in its description).
-func rawDo(t testing.TB, e *apptest.Env, method, path, tok string, body io.Reader, hdr map[string]string) *apptest.Resp {
-	t.Helper()
-	req, err := http.NewRequest(method, e.URL+path, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	res, err := e.Client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return &apptest.Resp{Status: res.StatusCode, Header: res.Header, Body: b}
-}
-
 // wantUnavailable asserts a 503 ServiceUnavailable REST error with Retry-After.
 func wantUnavailable(t testing.TB, r *apptest.Resp, what string) {
 	t.Helper()
@@ -105,7 +82,7 @@ func TestInFlightCapAnswersFast503(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		start := time.Now()
-		r = rawDo(t, e, "GET", "/v1", "", nil, nil)
+		r = e.Raw(t, "GET", "/v1", "", nil, nil)
 		if took := time.Since(start); r.Status == http.StatusServiceUnavailable && took > 500*time.Millisecond {
 			t.Fatalf("the refusal took %v, want it at once", took)
 		}
@@ -120,7 +97,7 @@ func TestInFlightCapAnswersFast503(t *testing.T) {
 		t.Fatalf("Retry-After = %q, want 1", r.Header.Get("Retry-After"))
 	}
 	// Probes are not refused: a busy server is alive.
-	if r := rawDo(t, e, "GET", "/livez", "", nil, nil); r.Status != http.StatusOK {
+	if r := e.Raw(t, "GET", "/livez", "", nil, nil); r.Status != http.StatusOK {
 		t.Fatalf("/livez while busy: %d %s", r.Status, r.Body)
 	}
 	// The slot comes back once the held request ends.
@@ -128,7 +105,7 @@ func TestInFlightCapAnswersFast503(t *testing.T) {
 		t.Fatalf("the sync with a silent bot: %d, want 503", st)
 	}
 	for time.Now().Before(deadline) {
-		if r = rawDo(t, e, "GET", "/v1", "", nil, nil); r.Status == http.StatusOK {
+		if r = e.Raw(t, "GET", "/v1", "", nil, nil); r.Status == http.StatusOK {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -218,7 +195,7 @@ func TestFrozenPostgresAnswers503(t *testing.T) {
 	px.Freeze()
 	for _, q := range []struct{ path, tok string }{{"/v1/users", e.SystemKey}, {"/v1/users/me", admin.Token}, {"/v1/roles", e.SystemKey}} {
 		start := time.Now()
-		r := rawDo(t, e, "GET", q.path, q.tok, nil, nil)
+		r := e.Raw(t, "GET", q.path, q.tok, nil, nil)
 		took := time.Since(start)
 		wantUnavailable(t, r, "GET "+q.path+" on a frozen database")
 		if took > 3*time.Second {
@@ -229,7 +206,7 @@ func TestFrozenPostgresAnswers503(t *testing.T) {
 	// The frozen server is held as such until its next probe answers,
 	// a tick (a twentieth of HMID_DEPENDENCY_TIMEOUT) away.
 	eventually(t, "requests succeed after PostgreSQL thaws", func() bool {
-		return rawDo(t, e, "GET", "/v1/users", e.SystemKey, nil, nil).Status == http.StatusOK
+		return e.Raw(t, "GET", "/v1/users", e.SystemKey, nil, nil).Status == http.StatusOK
 	})
 	e.Call(t, "GET", "/v1/users/me", admin.Token, nil, http.StatusOK)
 }
@@ -256,13 +233,13 @@ func TestPostgresDownIsAlways503(t *testing.T) {
 			{"POST", "/v1/devices", e.SystemKey, `{"name":"d"}`},
 			{"POST", "/v1/auth/login", "", `{"email":"` + admin.Email + `","password":"whatever-it-is"}`},
 		} {
-			r := rawDo(t, e, q.method, q.path, q.tok, strings.NewReader(q.body), map[string]string{"Content-Type": "application/json"})
+			r := e.Raw(t, q.method, q.path, q.tok, strings.NewReader(q.body), map[string]string{"Content-Type": "application/json"})
 			wantUnavailable(t, r, q.method+" "+q.path+" with PostgreSQL down (round "+string(rune('1'+i))+")")
 		}
 		form := url.Values{"grant_type": {"client_credentials"}, "client_id": {client.ID}, "client_secret": {client.Secret}}
-		r := rawDo(t, e, "POST", "/v1/oauth/token", "", strings.NewReader(form.Encode()), map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
+		r := e.Raw(t, "POST", "/v1/oauth/token", "", strings.NewReader(form.Encode()), map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
 		oauthErr(t, r, http.StatusServiceUnavailable, "temporarily_unavailable")
-		r = rawDo(t, e, "GET", "/v1/oauth/authorize?"+authzParams(client.ID).Encode(), admin.Token, nil, nil)
+		r = e.Raw(t, "GET", "/v1/oauth/authorize?"+authzParams(client.ID).Encode(), admin.Token, nil, nil)
 		oauthErr(t, r, http.StatusServiceUnavailable, "temporarily_unavailable")
 	}
 	// GraphQL answers in its own envelope, with REST's kind as the code.
@@ -321,7 +298,7 @@ func TestRedisDownKeepsSessionsAndKeys(t *testing.T) {
 		_ = keyID
 
 		body, _ := json.Marshal(map[string]string{"email": user.Email, "password": user.Password})
-		r := rawDo(t, e, "POST", "/v1/auth/login", "", bytes.NewReader(body), map[string]string{"Content-Type": "application/json"})
+		r := e.Raw(t, "POST", "/v1/auth/login", "", bytes.NewReader(body), map[string]string{"Content-Type": "application/json"})
 		wantUnavailable(t, r, "login with Redis down")
 
 		h := e.Call(t, "GET", "/health", "", nil, http.StatusServiceUnavailable).JSON()
@@ -355,7 +332,7 @@ func TestFullDiskIs503AndInHealth(t *testing.T) {
 	var r *apptest.Resp
 	for i := range 500 { // until a write needs a page the database may not have
 		body := fmt.Sprintf(`{"name":"device %d %s"}`, i, strings.Repeat("x", 200))
-		r = rawDo(t, e, "POST", "/v1/devices", e.SystemKey, strings.NewReader(body), map[string]string{"Content-Type": "application/json"})
+		r = e.Raw(t, "POST", "/v1/devices", e.SystemKey, strings.NewReader(body), map[string]string{"Content-Type": "application/json"})
 		if r.Status != http.StatusCreated {
 			break
 		}

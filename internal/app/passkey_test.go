@@ -1,12 +1,9 @@
 package app_test
 
 import (
-	"archive/zip"
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -60,15 +57,6 @@ func signCount(t *testing.T, e *apptest.Env, id string) int64 {
 	t.Helper()
 	var n int64
 	if err := e.Server.DB.QueryRowContext(context.Background(), `SELECT sign_count FROM passkeys WHERE id = $1`, id).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-func countRows(t *testing.T, e *apptest.Env, q string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := e.Server.DB.QueryRowContext(context.Background(), q, args...).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -132,7 +120,7 @@ func TestPasskeyRegistrationAndREST(t *testing.T) {
 		e.Call(t, "DELETE", "/v1/users/"+other.ID+"/passkeys/"+pk.ID, admin.Token, nil, 404)
 		e.Call(t, "DELETE", "/v1/users/"+u.ID+"/passkeys/"+pk.ID, admin.Token, nil, 204)
 		e.Call(t, "DELETE", "/v1/users/me/passkeys/"+pk.ID, u.Token, nil, 404)
-		if n := countRows(t, e, `SELECT COUNT(*) FROM audit_events WHERE user_id = $1 AND event_type = 'passkey_removed' AND actor_id = $2`, u.ID, admin.ID); n != 1 {
+		if n := count(t, e, `SELECT COUNT(*) FROM audit_events WHERE user_id = $1 AND event_type = 'passkey_removed' AND actor_id = $2`, u.ID, admin.ID); n != 1 {
 			t.Fatalf("passkey_removed by the operator audited %d times", n)
 		}
 		got, _ = mailtest.Outbox(context.Background(), e.Server.DB, u.Email)
@@ -170,7 +158,7 @@ func TestPasskeyRegistrationBadInput(t *testing.T) {
 		if _, err := svc.FinishRegistration(ctx, u.ID, "browser-1", body, "", pkClient); !apperr.Is(err, apperr.Validation) {
 			t.Errorf("wrong origin: %v", err)
 		}
-		if n := countRows(t, e, `SELECT COUNT(*) FROM passkeys`); n != 0 {
+		if n := count(t, e, `SELECT COUNT(*) FROM passkeys`); n != 0 {
 			t.Fatalf("%d passkeys stored from bad input", n)
 		}
 	}, onLocalhost)
@@ -278,7 +266,7 @@ func TestPasskeyLoginRules(t *testing.T) {
 				return err
 			}, apperr.Unauthorized},
 		}
-		sessionsBefore := countRows(t, e, `SELECT COUNT(*) FROM sessions`)
+		sessionsBefore := count(t, e, `SELECT COUNT(*) FROM sessions`)
 		for name, c := range refused {
 			if err := c.run(); !apperr.Is(err, c.kind) {
 				t.Errorf("%s: %v, want %s", name, err, c.kind)
@@ -287,10 +275,10 @@ func TestPasskeyLoginRules(t *testing.T) {
 		if got := signCount(t, e, pk.ID); got != before {
 			t.Fatalf("a refused assertion moved the counter from %d to %d", before, got)
 		}
-		if n := countRows(t, e, `SELECT COUNT(*) FROM sessions`); n != sessionsBefore {
+		if n := count(t, e, `SELECT COUNT(*) FROM sessions`); n != sessionsBefore {
 			t.Fatalf("refusals created sessions")
 		}
-		if n := countRows(t, e, `SELECT COUNT(*) FROM audit_events WHERE user_id = $1 AND event_type = 'passkey_login' AND status = 'failure' AND metadata LIKE '%clone_suspected%'`, u.ID); n != 1 {
+		if n := count(t, e, `SELECT COUNT(*) FROM audit_events WHERE user_id = $1 AND event_type = 'passkey_login' AND status = 'failure' AND metadata LIKE '%clone_suspected%'`, u.ID); n != 1 {
 			t.Fatalf("clone audited %d times", n)
 		}
 		// The genuine authenticator still works after the clone was refused.
@@ -399,15 +387,7 @@ func TestPasskeyLifecycleHooks(t *testing.T) {
 		e.Call(t, "PATCH", "/v1/users/me/passkeys/"+passkeyID(t, e, u.ID), u.Token, map[string]any{"name": "Blue key"}, 200)
 
 		r := e.Call(t, "GET", "/v1/user/export", u.Token, nil, 200)
-		zr, err := zip.NewReader(bytes.NewReader(r.Body), int64(len(r.Body)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := zr.Open("data.json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, _ := io.ReadAll(f)
+		raw := openZip(t, r.Body)["data.json"]
 		var data struct {
 			Passkeys []map[string]any `json:"passkeys"`
 		}
@@ -420,14 +400,14 @@ func TestPasskeyLifecycleHooks(t *testing.T) {
 		}
 
 		e.Call(t, "POST", "/v1/users/"+u.ID+"/2fa/reset", admin.Token, map[string]any{"reason": "lost the key"}, 200)
-		if n := countRows(t, e, `SELECT COUNT(*) FROM passkeys WHERE user_id = $1`, u.ID); n != 0 {
+		if n := count(t, e, `SELECT COUNT(*) FROM passkeys WHERE user_id = $1`, u.ID); n != 0 {
 			t.Fatalf("%d passkeys left after the reset", n)
 		}
 		e.Call(t, "POST", "/v1/users/"+u.ID+"/2fa/reset", admin.Token, map[string]any{"reason": "again"}, 400)
 
 		registerPasskey(t, e, u.ID, newAuthenticator(e))
 		e.Call(t, "POST", "/v1/admin/users/"+u.ID+"/force-delete", admin.Token, map[string]any{"reason": "asked"}, 200)
-		if n := countRows(t, e, `SELECT COUNT(*) FROM passkeys WHERE user_id = $1`, u.ID); n != 0 {
+		if n := count(t, e, `SELECT COUNT(*) FROM passkeys WHERE user_id = $1`, u.ID); n != 0 {
 			t.Fatalf("%d passkeys left after deletion", n)
 		}
 	}, onLocalhost)
@@ -470,7 +450,7 @@ func TestPasskeyGraphQL(t *testing.T) {
 		if r["data"].(map[string]any)["removePasskey"].(map[string]any)["success"] != true {
 			t.Fatalf("removePasskey = %v", r)
 		}
-		if n := countRows(t, e, `SELECT COUNT(*) FROM passkeys`); n != 0 {
+		if n := count(t, e, `SELECT COUNT(*) FROM passkeys`); n != 0 {
 			t.Fatalf("%d passkeys after removePasskey", n)
 		}
 	}, onLocalhost)

@@ -24,10 +24,7 @@ func loginStatus(t *testing.T, e *apptest.Env, email, pw string) int {
 // lastMailKind is the kind of the newest mail to addr, "" for none.
 func lastMailKind(t *testing.T, e *apptest.Env, addr string) string {
 	t.Helper()
-	msgs, err := mailtest.Outbox(context.Background(), e.Server.DB, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	msgs := outbox(t, e, addr)
 	if len(msgs) == 0 {
 		return ""
 	}

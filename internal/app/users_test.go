@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"hmid/internal/access"
 	"hmid/internal/apptest"
 	"hmid/internal/db"
 )
@@ -25,19 +24,6 @@ func scalar[T any](t *testing.T, e *apptest.Env, q string, args ...any) T {
 		t.Fatalf("query: %v\n%s", err, q)
 	}
 	return v
-}
-
-// roleWith creates a role holding perms and returns its id.
-func roleWith(t *testing.T, e *apptest.Env, perms ...string) string {
-	t.Helper()
-	id := "role_t_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
-	now := db.TS(e.Clock.Now())
-	execSQL(t, e, `INSERT INTO roles (id, name, description, is_system, requires_two_factor, created_at, updated_at) VALUES ($1, $1, 'test', FALSE, FALSE, $2, $2)`, id, now)
-	for _, p := range perms {
-		res, act, _ := strings.Cut(p, ":")
-		execSQL(t, e, `INSERT INTO role_permissions (role_id, permission_id, created_at) VALUES ($1, $2, $3)`, id, access.PermissionID(res, act), now)
-	}
-	return id
 }
 
 // manager is a non-admin user holding the users permissions through a role.
