@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -19,7 +20,7 @@ import (
 	"hmid/internal/users"
 )
 
-// exec runs a fixture statement.
+// execSQL runs a fixture statement.
 func execSQL(t testing.TB, e *apptest.Env, q string, args ...any) {
 	t.Helper()
 	if _, err := e.Server.DB.ExecContext(context.Background(), q, args...); err != nil {
@@ -94,6 +95,16 @@ func addAccount(t testing.TB, e *apptest.Env, userID, slug string) string {
 	execSQL(t, e, `INSERT INTO platform_accounts (id, user_id, platform_id, platform_user_id, username, is_primary, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, 'someone', FALSE, $5, $5)`, id, userID, users.PlatformID(slug), uuid.NewString(), now)
 	return id
+}
+
+// outbox returns the mails to addr, newest first.
+func outbox(t testing.TB, e *apptest.Env, to string) []mail.Message {
+	t.Helper()
+	msgs, err := mailtest.Outbox(context.Background(), e.Server.DB, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msgs
 }
 
 var mailToken = regexp.MustCompile(`token=([0-9A-Za-z]+)`)
@@ -282,4 +293,16 @@ func auditCount(t *testing.T, e *apptest.Env, eventType, resourceID string) int 
 		t.Fatal(err)
 	}
 	return n
+}
+
+// waitFor polls cond until it holds (events cross goroutines and sockets).
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

@@ -207,7 +207,7 @@ func TestFrozenPostgresAnswers503(t *testing.T) {
 	px.Thaw()
 	// The frozen server is held as such until its next probe answers,
 	// a tick (a twentieth of HMID_DEPENDENCY_TIMEOUT) away.
-	eventually(t, "requests succeed after PostgreSQL thaws", func() bool {
+	waitFor(t, "requests succeed after PostgreSQL thaws", func() bool {
 		return e.Raw(t, "GET", "/v1/users", e.SystemKey, nil, nil).Status == http.StatusOK
 	})
 	e.Call(t, "GET", "/v1/users/me", admin.Token, nil, http.StatusOK)
@@ -414,18 +414,6 @@ func wantHealthNames(t *testing.T, e *apptest.Env, healthStatus, readyStatus, se
 	}
 }
 
-// eventually calls f until it reports true, for up to 10 s.
-func eventually(t *testing.T, what string, f func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestFrozenPostgresIsAnsweredWithinTheDependencyTimeout freezes PostgreSQL
 // behind a proxy (its connections stay open and swallow every byte, as a
 // SIGSTOPped server's or a black-holed network's do) and expects requests,
@@ -491,7 +479,7 @@ func TestFrozenPostgresIsAnsweredWithinTheDependencyTimeout(t *testing.T) {
 // then expects reads, a write and the probes to succeed.
 func recovered(t *testing.T, e *apptest.Env, tok string) {
 	t.Helper()
-	eventually(t, "requests succeed after PostgreSQL thaws", func() bool {
+	waitFor(t, "requests succeed after PostgreSQL thaws", func() bool {
 		return e.Raw(t, "GET", "/v1/users", e.SystemKey, nil, nil).Status == http.StatusOK
 	})
 	e.Call(t, "GET", "/v1/users/me", tok, nil, http.StatusOK)
@@ -526,7 +514,7 @@ func TestFrozenRedisIsAnsweredWithinTheDependencyTimeout(t *testing.T) {
 			return e.Raw(t, "POST", "/v1/auth/login", "", bytes.NewReader(login),
 				map[string]string{"Content-Type": "application/json"}).Status == http.StatusOK
 		}
-		eventually(t, "sign-in succeeds after Redis thaws", signedIn)
+		waitFor(t, "sign-in succeeds after Redis thaws", signedIn)
 		e.Call(t, "GET", "/health", "", nil, http.StatusOK)
 
 		// The probes' own pings are bounded when they are the first to
@@ -534,7 +522,7 @@ func TestFrozenRedisIsAnsweredWithinTheDependencyTimeout(t *testing.T) {
 		px.Freeze()
 		wantHealthNames(t, e, "redis and websocket unavailable", "redis unavailable", "redis")
 		px.Thaw()
-		eventually(t, "sign-in succeeds after Redis thaws again", signedIn)
+		waitFor(t, "sign-in succeeds after Redis thaws again", signedIn)
 		e.Call(t, "GET", "/readyz", "", nil, http.StatusOK)
 	})
 }

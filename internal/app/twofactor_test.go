@@ -19,7 +19,6 @@ import (
 	"hmid/internal/apptest"
 	"hmid/internal/auth"
 	"hmid/internal/mail"
-	"hmid/internal/mail/mailtest"
 	"hmid/internal/users"
 )
 
@@ -75,16 +74,6 @@ func tfEnable(t testing.TB, e *apptest.Env, u apptest.User) (string, []string) {
 func tfStatus(t testing.TB, e *apptest.Env, tok string) map[string]any {
 	t.Helper()
 	return e.Call(t, "GET", tfBase+"/status", tok, nil, http.StatusOK).JSON()
-}
-
-// outbox returns the mails to addr, newest first.
-func outbox(t testing.TB, e *apptest.Env, to string) []mail.Message {
-	t.Helper()
-	msgs, err := mailtest.Outbox(context.Background(), e.Server.DB, to)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return msgs
 }
 
 var backupCodeShape = regexp.MustCompile(`^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$`)
