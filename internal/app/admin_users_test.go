@@ -761,17 +761,6 @@ func TestAdminUserList(t *testing.T) {
 	})
 }
 
-// rolePerms returns the permission strings of a role as the REST API lists them.
-func rolePerms(t *testing.T, e *apptest.Env, roleID string) []string {
-	t.Helper()
-	var out []string
-	for _, p := range e.Call(t, "GET", "/v1/roles/"+roleID+"/permissions", e.SystemKey, nil, http.StatusOK).JSON()["data"].([]any) {
-		m := p.(map[string]any)
-		out = append(out, m["resource"].(string)+":"+m["action"].(string))
-	}
-	return out
-}
-
 // TestAdminRoles drives /admin/roles as a super admin: create a role (bad
 // input refused, a taken name refused), edit it, give it a permission and
 // take it away, delete it with the confirmation box, and be refused, in
@@ -845,7 +834,7 @@ func TestAdminRoles(t *testing.T) {
 		if q := developerPost(t, b, "/admin/roles/"+id, "/admin/roles/"+id+"/permissions", url.Values{"permission_id": {auditRead}}); q.status != http.StatusSeeOther {
 			t.Fatalf("add permission: %d %s", q.status, q.body)
 		}
-		if got := rolePerms(t, e, id); len(got) != 1 || got[0] != "audit:read" {
+		if got := e.RolePermissions(t, id); len(got) != 1 || got[0] != "audit:read" {
 			t.Fatalf("permissions after adding: %v", got)
 		}
 		page = b.get("/admin/roles/" + id)
@@ -859,12 +848,12 @@ func TestAdminRoles(t *testing.T) {
 		if q := developerPost(t, b, "/admin/roles/"+id, "/admin/roles/"+id+"/permissions/"+auditRead+"/remove", url.Values{}); q.status != http.StatusSeeOther {
 			t.Fatalf("remove permission: %d %s", q.status, q.body)
 		}
-		if got := rolePerms(t, e, id); len(got) != 0 {
+		if got := e.RolePermissions(t, id); len(got) != 0 {
 			t.Fatalf("permissions after removing: %v", got)
 		}
 
 		// Without the CSRF token nothing happens.
-		if q := b.do("POST", "/admin/roles/"+id+"/permissions", url.Values{"permission_id": {auditRead}}); q.status != http.StatusForbidden || len(rolePerms(t, e, id)) != 0 {
+		if q := b.do("POST", "/admin/roles/"+id+"/permissions", url.Values{"permission_id": {auditRead}}); q.status != http.StatusForbidden || len(e.RolePermissions(t, id)) != 0 {
 			t.Errorf("add without CSRF token: %d", q.status)
 		}
 
@@ -938,14 +927,14 @@ func TestAdminRolesEscalation(t *testing.T) {
 		if q.status != http.StatusForbidden || !strings.Contains(q.body, "you cannot remove users:read, which you do not hold") {
 			t.Errorf("escalating removal: %d %s", q.status, q.body)
 		}
-		if got := rolePerms(t, e, custom); len(got) != 1 || got[0] != "users:read" {
+		if got := e.RolePermissions(t, custom); len(got) != 1 || got[0] != "users:read" {
 			t.Fatalf("refused changes changed the role: %v", got)
 		}
 		// What the operator holds they may give.
 		if q := b.do("POST", "/admin/roles/"+custom+"/permissions", url.Values{"permission_id": {auditRead}, "csrf_token": {tok}}); q.status != http.StatusSeeOther {
 			t.Fatalf("grant held permission: %d %s", q.status, q.body)
 		}
-		if got := rolePerms(t, e, custom); len(got) != 2 {
+		if got := e.RolePermissions(t, custom); len(got) != 2 {
 			t.Fatalf("permissions after granting: %v", got)
 		}
 
@@ -959,7 +948,7 @@ func TestAdminRolesEscalation(t *testing.T) {
 		if q.status != http.StatusForbidden || !strings.Contains(q.body, "only a super admin can change the permissions of the system role") {
 			t.Errorf("changing a system role's permissions: %d %s", q.status, q.body)
 		}
-		if got := rolePerms(t, e, "role_moderator"); len(got) != 2 {
+		if got := e.RolePermissions(t, "role_moderator"); len(got) != 2 {
 			t.Fatalf("the Moderator role changed: %v", got)
 		}
 
