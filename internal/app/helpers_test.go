@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -293,16 +292,4 @@ func auditCount(t *testing.T, e *apptest.Env, eventType, resourceID string) int 
 		t.Fatal(err)
 	}
 	return n
-}
-
-// waitFor polls cond until it holds (events cross goroutines and sockets).
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
