@@ -14,13 +14,6 @@ import (
 	"hmid/internal/token"
 )
 
-// configOperator is a user with a password (to sign in through the login
-// page) holding a role with exactly perms.
-func configOperator(t *testing.T, e *apptest.Env, perms ...string) apptest.User {
-	t.Helper()
-	return e.NewUser(t, apptest.UserSpec{Password: "correct horse battery", Roles: []string{"role_user", roleWith(t, e, perms...)}})
-}
-
 // platformField reads one field of GET /v1/platforms/{slug}.
 func platformField(t *testing.T, e *apptest.Env, slug, field string) any {
 	t.Helper()
@@ -36,7 +29,7 @@ func (b *browser) post(t *testing.T, pageBody, action string, form url.Values) p
 
 func TestAdminPlatforms(t *testing.T) {
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
-		op := configOperator(t, e, "settings:read", "settings:write")
+		op := operator(t, e, "settings:read", "settings:write")
 		b := signedInBrowser(t, e, op)
 		p := b.get("/admin/platforms")
 		if p.status != http.StatusOK || !strings.Contains(p.body, "Discord") || !strings.Contains(p.body, `action="/admin/platforms/discord/enabled"`) {
@@ -121,7 +114,7 @@ func TestAdminPlatforms(t *testing.T) {
 		}
 
 		// settings:read sees the platforms without forms and cannot change them.
-		reader := signedInBrowser(t, e, configOperator(t, e, "settings:read"))
+		reader := signedInBrowser(t, e, operator(t, e, "settings:read"))
 		if r := reader.get("/admin/platforms"); r.status != http.StatusOK || strings.Contains(r.body, `action="/admin/platforms/`) || !strings.Contains(r.body, "Registration is closed.") {
 			t.Fatalf("reader's page: %d %s", r.status, r.body)
 		}
@@ -140,7 +133,7 @@ func TestAdminConfig(t *testing.T) {
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		now := db.TS(e.Clock.Now())
 		execSQL(t, e, `INSERT INTO system_config (key, value, description, updated_at) VALUES ('feature.beta', 'false', 'Beta features', $1), ('site.motto', '"Fleet"', 'Shown in the footer', $1)`, now)
-		op := configOperator(t, e, "settings:read", "settings:write", "settings:delete")
+		op := operator(t, e, "settings:read", "settings:write", "settings:delete")
 		b := signedInBrowser(t, e, op)
 		p := b.get("/admin/config")
 		// The ids count the entries in key order, which seeded entries of
@@ -268,7 +261,7 @@ func TestAdminConfig(t *testing.T) {
 		}
 
 		// Permissions: settings:read sees without forms; settings:write cannot delete.
-		reader := signedInBrowser(t, e, configOperator(t, e, "settings:read"))
+		reader := signedInBrowser(t, e, operator(t, e, "settings:read"))
 		if r := reader.get("/admin/config"); r.status != http.StatusOK || strings.Contains(r.body, `action="/admin/config/`) || !strings.Contains(r.body, `<pre class="value">`) {
 			t.Fatalf("reader's page: %d %s", r.status, r.body)
 		}
@@ -284,7 +277,7 @@ func TestAdminConfig(t *testing.T) {
 		if r := reader.get("/admin/config/new-setting"); r.status != http.StatusForbidden {
 			t.Errorf("reader's new setting form: %d", r.status)
 		}
-		writer := signedInBrowser(t, e, configOperator(t, e, "settings:read", "settings:write"))
+		writer := signedInBrowser(t, e, operator(t, e, "settings:read", "settings:write"))
 		if w := writer.get("/admin/config/settings/site.title"); w.status != http.StatusOK || strings.Contains(w.body, "/delete") {
 			t.Fatalf("writer's setting page offers deletion: %s", w.body)
 		}

@@ -524,13 +524,6 @@ func TestAdminUserAuditLog(t *testing.T) {
 	})
 }
 
-// overviewOperator is a user with a password who holds a new role with
-// exactly perms (plus the User role).
-func overviewOperator(t *testing.T, e *apptest.Env, perms ...string) apptest.User {
-	t.Helper()
-	return e.NewUser(t, apptest.UserSpec{Password: "correct horse battery", Roles: []string{roleWith(t, e, perms...), "role_user"}})
-}
-
 // overviewTile returns the number the overview shows under label, "" when
 // the page has no such count.
 func overviewTile(body, label string) string {
@@ -639,7 +632,7 @@ func TestAdminOverview(t *testing.T) {
 
 		// An operator holding only audit:read sees the sign-ins and the
 		// reports, no other count, and only the audit entry of the navigation.
-		auditor := signedInBrowser(t, e, overviewOperator(t, e, "audit:read"))
+		auditor := signedInBrowser(t, e, operator(t, e, "audit:read"))
 		q := auditor.get("/admin")
 		if q.status != http.StatusOK || overviewTile(q.body, "Pending reports") != "1" || overviewTile(q.body, "Users") != "" ||
 			overviewTile(q.body, "API keys") != "" || !strings.Contains(q.body, `class="chart"`) {
@@ -649,7 +642,7 @@ func TestAdminOverview(t *testing.T) {
 			t.Errorf("audit:read navigation: %s", got)
 		}
 		// users:read: users and sessions, no chart.
-		reader := signedInBrowser(t, e, overviewOperator(t, e, "users:read"))
+		reader := signedInBrowser(t, e, operator(t, e, "users:read"))
 		q = reader.get("/admin")
 		if q.status != http.StatusOK || overviewTile(q.body, "Users") == "" || overviewTile(q.body, "Active sessions") == "" ||
 			overviewTile(q.body, "Pending reports") != "" || strings.Contains(q.body, `class="chart"`) {
@@ -684,7 +677,7 @@ func TestAdminUserList(t *testing.T) {
 			SELECT $1, 'enabled', 'x', id, 0, 0, 0, 0 FROM platforms WHERE slug = 'email'`, grace.ID)
 		e.Call(t, "DELETE", "/v1/users/"+gone.ID, admin.Token, nil, http.StatusNoContent)
 
-		reader := overviewOperator(t, e, "users:read")
+		reader := operator(t, e, "users:read")
 		b := signedInBrowser(t, e, reader)
 		p := b.get("/admin/users")
 		if p.status != http.StatusOK || !strings.Contains(p.body, `<a href="/admin/users/`+ada.ID+`"><strong>ada_lovelace</strong></a>`) ||
@@ -706,7 +699,7 @@ func TestAdminUserList(t *testing.T) {
 		if r := row(p.body, grace.ID); !strings.Contains(r, ">Active<") || strings.Contains(r, "2FA") {
 			t.Errorf("grace for users:read: %s", r)
 		}
-		manager := signedInBrowser(t, e, overviewOperator(t, e, "users:read", "two_factor:manage"))
+		manager := signedInBrowser(t, e, operator(t, e, "users:read", "two_factor:manage"))
 		if r := row(manager.get("/admin/users").body, grace.ID); !strings.Contains(r, ">2FA on<") {
 			t.Errorf("grace for two_factor:manage: %s", r)
 		}
@@ -754,7 +747,7 @@ func TestAdminUserList(t *testing.T) {
 			t.Errorf("past the end:\n%s", q.body)
 		}
 		// The page has the rule of GET /v1/users: users:read.
-		auditor := signedInBrowser(t, e, overviewOperator(t, e, "audit:read"))
+		auditor := signedInBrowser(t, e, operator(t, e, "audit:read"))
 		if q := auditor.get("/admin/users"); q.status != http.StatusForbidden || !strings.Contains(q.body, "users:read") {
 			t.Errorf("audit:read on the users list: %d\n%s", q.status, q.body)
 		}
@@ -967,7 +960,7 @@ func TestAdminRolesEscalation(t *testing.T) {
 // for holders of permissions:write, with the rules of /v1/permissions.
 func TestAdminRolesPermissions(t *testing.T) {
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
-		reader := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery", Roles: []string{"role_user", roleWith(t, e, "roles:read", "permissions:read")}})
+		reader := operator(t, e, "roles:read", "permissions:read")
 		rb := signedInBrowser(t, e, reader)
 		total := count(t, e, `SELECT COUNT(*) FROM permissions`)
 		l := rb.get("/admin/roles/permissions")
@@ -1019,7 +1012,7 @@ func TestAdminRolesPermissions(t *testing.T) {
 // 403 page, and the actions are refused without changing anything.
 func TestAdminRolesNeedRolesRead(t *testing.T) {
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
-		u := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery", Roles: []string{"role_user", roleWith(t, e, "audit:read")}})
+		u := operator(t, e, "audit:read")
 		b := signedInBrowser(t, e, u)
 		for _, path := range []string{"/admin/roles", "/admin/roles/role_user", "/admin/roles/permissions"} {
 			if p := b.get(path); p.status != http.StatusForbidden || !strings.Contains(p.body, "<html") {

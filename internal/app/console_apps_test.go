@@ -314,7 +314,7 @@ func TestOwnDeletionThrottledAndSecondFactor(t *testing.T) {
 		// Without a password the second factor confirms; without either there is nothing to confirm with.
 		d, _ := providerUser(t, e, "discord")
 		e.Call(t, "POST", path, d.Token, map[string]any{"code": "123456"}, http.StatusForbidden)
-		b := cookieBrowser(t, e, d)
+		b := browserWithToken(t, e, d.Token)
 		if p := b.get("/account/data"); !strings.Contains(p.body, "Turn on two-factor authentication first") || strings.Contains(p.body, `action="/account/data/deletion"`) {
 			t.Errorf("page without a way to confirm: %s", p.body)
 		}
@@ -338,16 +338,6 @@ func TestOwnDeletionThrottledAndSecondFactor(t *testing.T) {
 		e.Call(t, "POST", path, d.Token, map[string]any{"code": codes[0]}, http.StatusBadRequest) // single use
 		e.Call(t, "POST", path, d.Token, map[string]any{"code": tfCode(t, secret, e.Clock.Now().Add(30*time.Second))}, http.StatusOK)
 	})
-}
-
-// cookieBrowser is a browser holding u's existing session as its
-// cookie (for users who sign in with a provider, not the login form).
-func cookieBrowser(t *testing.T, e *apptest.Env, u apptest.User) *browser {
-	t.Helper()
-	b := newBrowser(t, e)
-	base, _ := url.Parse(e.URL)
-	b.c.Jar.SetCookies(base, []*http.Cookie{{Name: "hmid_session", Value: u.Token, Path: "/"}})
-	return b
 }
 
 // developerSecretRE finds a secret shown once on a developer page.

@@ -524,7 +524,7 @@ func TestPolicyGraphQLClientLifetimes(t *testing.T) {
 // changes; a good one is saved and audited from the backend.
 func TestPolicyConsoleForm(t *testing.T) {
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
-		op := configOperator(t, e, "settings:read", "settings:write")
+		op := operator(t, e, "settings:read", "settings:write")
 		b := signedInBrowser(t, e, op)
 		p := b.get("/admin/config")
 		for _, want := range []string{`id="policy-h"`, `id="pol-session.idle_timeout_seconds"`, `min="0" max="31536000"`, "0 (off) or 300 to 31536000", `type="checkbox" id="pol-password.refuse_common" name="value" value="true"`} {
@@ -614,7 +614,7 @@ func TestDeveloperInNavigation(t *testing.T) {
 func TestPlatformsNotConfigured(t *testing.T) {
 	env := map[string]string{"HMID_LOGIN_DISCORD_CLIENT_ID": "discord-app", "HMID_LOGIN_DISCORD_CLIENT_SECRET": "discord-secret"}
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
-		op := configOperator(t, e, "settings:read", "settings:write")
+		op := operator(t, e, "settings:read", "settings:write")
 		p := signedInBrowser(t, e, op).get("/admin/platforms")
 		section := func(name string) string {
 			i := strings.Index(p.body, ">"+name+" <span")
