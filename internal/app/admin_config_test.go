@@ -20,11 +20,25 @@ func platformField(t *testing.T, e *apptest.Env, slug, field string) any {
 	return e.Call(t, "GET", "/v1/platforms/"+slug, "", nil, http.StatusOK).JSON()["data"].(map[string]any)[field]
 }
 
-// post sends a console form with the page's CSRF token for action.
+// post sends a console form to action with the CSRF token of the form for
+// action in pageBody; the token is set in form (nil for a form of no fields).
 func (b *browser) post(t *testing.T, pageBody, action string, form url.Values) page {
 	t.Helper()
+	if form == nil {
+		form = url.Values{}
+	}
 	form.Set("csrf_token", formToken(t, pageBody, action))
 	return b.do("POST", action, form)
+}
+
+// postFrom is post with the page at from, which must answer 200.
+func postFrom(t *testing.T, b *browser, from, action string, form url.Values) page {
+	t.Helper()
+	p := b.get(from)
+	if p.status != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", from, p.status, p.body)
+	}
+	return b.post(t, p.body, action, form)
 }
 
 func TestAdminPlatforms(t *testing.T) {
@@ -372,7 +386,7 @@ func TestAdminClients(t *testing.T) {
 		if form.status != http.StatusOK || !strings.Contains(form.body, `name="is_first_party"`) || !strings.Contains(form.body, "Only super admins can set it") {
 			t.Fatalf("registration form for a developer: %d %s", form.status, form.body)
 		}
-		refused := developerPost(t, b, "/admin/clients/new", "/admin/clients", clientForm("Sneaky First Party", "is_first_party", "yes"))
+		refused := postFrom(t, b, "/admin/clients/new", "/admin/clients", clientForm("Sneaky First Party", "is_first_party", "yes"))
 		if refused.status != http.StatusForbidden || !strings.Contains(refused.body, `id="firstparty-error"`) ||
 			!strings.Contains(refused.body, "only super admins and system keys can register first-party clients") ||
 			!strings.Contains(refused.body, `value="Sneaky First Party"`) || developerSecret(refused.body) != "" {
@@ -387,7 +401,7 @@ func TestAdminClients(t *testing.T) {
 
 		// ... and as a super admin: registered, first party, its secret shown once, audited from the backend.
 		ab := signedInBrowser(t, e, admin)
-		fp := developerPost(t, ab, "/admin/clients/new", "/admin/clients", clientForm("Our Own App", "is_first_party", "yes"))
+		fp := postFrom(t, ab, "/admin/clients/new", "/admin/clients", clientForm("Our Own App", "is_first_party", "yes"))
 		secret := developerSecret(fp.body)
 		if fp.status != http.StatusCreated || !strings.HasPrefix(secret, "hm_sec_") || !strings.Contains(fp.body, "first-party client: it cannot be changed") {
 			t.Fatalf("first party by a super admin: %d %s", fp.status, fp.body)
@@ -417,7 +431,7 @@ func TestAdminClients(t *testing.T) {
 			t.Fatalf("client page: %d %s", p.status, p.body)
 		}
 		edit := clientForm("Owner App Renamed", "redirect_uris", cb, "is_active", "yes")
-		if q := developerPost(t, b, page, page, edit); q.status != http.StatusSeeOther || q.location != page {
+		if q := postFrom(t, b, page, page, edit); q.status != http.StatusSeeOther || q.location != page {
 			t.Fatalf("edit: %d %q %s", q.status, q.location, q.body)
 		}
 		if got := clientJSON(t, e, ownerClient); got["name"] != "Owner App Renamed" {
@@ -433,11 +447,11 @@ func TestAdminClients(t *testing.T) {
 		if tokens.Status != http.StatusOK {
 			t.Fatalf("token: %d %s", tokens.Status, tokens.Body)
 		}
-		if q := developerPost(t, b, page, page+"/active", url.Values{"active": {"no"}}); q.status != http.StatusBadRequest ||
+		if q := postFrom(t, b, page, page+"/active", url.Values{"active": {"no"}}); q.status != http.StatusBadRequest ||
 			!strings.Contains(q.body, `id="confirm_deactivate-error"`) || clientJSON(t, e, ownerClient)["is_active"] != true {
 			t.Errorf("deactivate without the box: %d %s", q.status, q.body)
 		}
-		if q := developerPost(t, b, page, page+"/active", url.Values{"active": {"no"}, "confirm": {"yes"}}); q.status != http.StatusSeeOther || q.location != page {
+		if q := postFrom(t, b, page, page+"/active", url.Values{"active": {"no"}, "confirm": {"yes"}}); q.status != http.StatusSeeOther || q.location != page {
 			t.Fatalf("deactivate: %d %s", q.status, q.body)
 		}
 		if clientJSON(t, e, ownerClient)["is_active"] != false {
@@ -461,10 +475,10 @@ func TestAdminClients(t *testing.T) {
 		}
 
 		// Regenerate the secret: the box, then shown once; the old one dies.
-		if q := developerPost(t, b, page, page+"/secret", url.Values{}); q.status != http.StatusBadRequest {
+		if q := postFrom(t, b, page, page+"/secret", url.Values{}); q.status != http.StatusBadRequest {
 			t.Errorf("regenerate without the box: %d", q.status)
 		}
-		q := developerPost(t, b, page, page+"/secret", url.Values{"confirm": {"yes"}})
+		q := postFrom(t, b, page, page+"/secret", url.Values{"confirm": {"yes"}})
 		newSecret := developerSecret(q.body)
 		if q.status != http.StatusOK || newSecret == "" || newSecret == c.Secret {
 			t.Fatalf("regenerate: %d %s", q.status, q.body)
@@ -479,7 +493,7 @@ func TestAdminClients(t *testing.T) {
 		if p := reader.get("/admin/clients"); p.status != http.StatusOK || !strings.Contains(p.body, "Owner App Renamed") {
 			t.Errorf("reader's list: %d", p.status)
 		}
-		if p := developerPost(t, reader, page, page+"/active", url.Values{"active": {"no"}, "confirm": {"yes"}}); p.status != http.StatusForbidden ||
+		if p := postFrom(t, reader, page, page+"/active", url.Values{"active": {"no"}, "confirm": {"yes"}}); p.status != http.StatusForbidden ||
 			!strings.Contains(p.body, "missing permission oauth_clients:update") || clientJSON(t, e, ownerClient)["is_active"] != true {
 			t.Errorf("deactivate by a reader: %d %s", p.status, p.body)
 		}
@@ -490,10 +504,10 @@ func TestAdminClients(t *testing.T) {
 		}
 
 		// Delete: the box, then gone, back to the list.
-		if q := developerPost(t, b, page, page+"/delete", url.Values{}); q.status != http.StatusBadRequest {
+		if q := postFrom(t, b, page, page+"/delete", url.Values{}); q.status != http.StatusBadRequest {
 			t.Errorf("delete without the box: %d", q.status)
 		}
-		if q := developerPost(t, b, page, page+"/delete", url.Values{"confirm": {"yes"}}); q.status != http.StatusSeeOther || q.location != "/admin/clients" {
+		if q := postFrom(t, b, page, page+"/delete", url.Values{"confirm": {"yes"}}); q.status != http.StatusSeeOther || q.location != "/admin/clients" {
 			t.Fatalf("delete: %d %q %s", q.status, q.location, q.body)
 		}
 		e.Call(t, "GET", "/v1/oauth/clients/"+ownerClient, e.SystemKey, nil, http.StatusNotFound)
@@ -565,7 +579,7 @@ func TestAdminAPIKeys(t *testing.T) {
 		}
 		systemKeys := func() int { return count(t, e, `SELECT COUNT(*) FROM api_keys WHERE is_system`) }
 		before := systemKeys()
-		if p := developerPost(t, b, "/admin/api-keys/new", "/admin/api-keys", url.Values{"name": {"sys"}, "is_system": {"yes"}}); p.status != http.StatusForbidden ||
+		if p := postFrom(t, b, "/admin/api-keys/new", "/admin/api-keys", url.Values{"name": {"sys"}, "is_system": {"yes"}}); p.status != http.StatusForbidden ||
 			!strings.Contains(p.body, `id="system-error"`) || developerSecret(p.body) != "" || systemKeys() != before {
 			t.Errorf("system key by a developer: %d %s", p.status, p.body)
 		}
@@ -573,11 +587,11 @@ func TestAdminAPIKeys(t *testing.T) {
 		if f := ab.get("/admin/api-keys/new"); !strings.Contains(f.body, `name="is_system"`) || !strings.Contains(f.body, `value="users:read"`) {
 			t.Errorf("super admin's key form: %s", f.body)
 		}
-		if p := developerPost(t, ab, "/admin/api-keys/new", "/admin/api-keys", url.Values{"name": {"sys"}, "is_system": {"yes"}, "scopes": {"users:read"}}); p.status != http.StatusBadRequest ||
+		if p := postFrom(t, ab, "/admin/api-keys/new", "/admin/api-keys", url.Values{"name": {"sys"}, "is_system": {"yes"}, "scopes": {"users:read"}}); p.status != http.StatusBadRequest ||
 			!strings.Contains(p.body, `id="scopes-error"`) || !strings.Contains(p.body, `name="is_system" value="yes" checked`) || systemKeys() != before {
 			t.Errorf("system key with scopes: %d %s", p.status, p.body)
 		}
-		p := developerPost(t, ab, "/admin/api-keys/new", "/admin/api-keys", url.Values{"name": {"Deploy bot"}, "is_system": {"yes"}})
+		p := postFrom(t, ab, "/admin/api-keys/new", "/admin/api-keys", url.Values{"name": {"Deploy bot"}, "is_system": {"yes"}})
 		sysKey := developerSecret(p.body)
 		if p.status != http.StatusCreated || !strings.HasPrefix(sysKey, "hm_") || !strings.Contains(p.body, "System key") || !strings.Contains(p.body, "No user") {
 			t.Fatalf("system key: %d %s", p.status, p.body)
@@ -600,21 +614,21 @@ func TestAdminAPIKeys(t *testing.T) {
 		if q := ab.do("POST", sysPage+"/delete", url.Values{"csrf_token": {tok}, "confirm": {"yes"}}); q.status != http.StatusForbidden || !strings.Contains(q.body, "system API keys cannot be deleted") {
 			t.Errorf("delete a system key: %d %s", q.status, q.body)
 		}
-		if q := developerPost(t, ab, sysPage, sysPage+"/active", url.Values{"active": {"no"}}); q.status != http.StatusBadRequest || !strings.Contains(q.body, `id="confirm_deactivate-error"`) {
+		if q := postFrom(t, ab, sysPage, sysPage+"/active", url.Values{"active": {"no"}}); q.status != http.StatusBadRequest || !strings.Contains(q.body, `id="confirm_deactivate-error"`) {
 			t.Errorf("deactivate without the box: %d %s", q.status, q.body)
 		}
 		e.Call(t, "GET", "/v1/roles", sysKey, nil, http.StatusOK)
-		if q := developerPost(t, ab, sysPage, sysPage+"/active", url.Values{"active": {"no"}, "confirm": {"yes"}}); q.status != http.StatusSeeOther || q.location != sysPage {
+		if q := postFrom(t, ab, sysPage, sysPage+"/active", url.Values{"active": {"no"}, "confirm": {"yes"}}); q.status != http.StatusSeeOther || q.location != sysPage {
 			t.Fatalf("deactivate: %d %s", q.status, q.body)
 		}
 		e.Call(t, "GET", "/v1/roles", sysKey, nil, http.StatusUnauthorized)
-		if q := developerPost(t, ab, sysPage, sysPage+"/active", url.Values{"active": {"yes"}}); q.status != http.StatusSeeOther {
+		if q := postFrom(t, ab, sysPage, sysPage+"/active", url.Values{"active": {"yes"}}); q.status != http.StatusSeeOther {
 			t.Fatalf("activate: %d %s", q.status, q.body)
 		}
 		e.Call(t, "GET", "/v1/roles", sysKey, nil, http.StatusOK)
 
 		// An ordinary key by the super admin is theirs.
-		p = developerPost(t, ab, "/admin/api-keys/new", "/admin/api-keys", url.Values{"name": {"Admin script"}, "scopes": {"users:read"}})
+		p = postFrom(t, ab, "/admin/api-keys/new", "/admin/api-keys", url.Values{"name": {"Admin script"}, "scopes": {"users:read"}})
 		if p.status != http.StatusCreated || count(t, e, `SELECT COUNT(*) FROM api_keys WHERE user_id = $1 AND name = 'Admin script' AND NOT is_system`, admin.ID) != 1 {
 			t.Fatalf("ordinary key: %d %s", p.status, p.body)
 		}
@@ -625,29 +639,29 @@ func TestAdminAPIKeys(t *testing.T) {
 		if kp.status != http.StatusOK || !strings.Contains(kp.body, dev.Username) || !strings.Contains(kp.body, `<option value="role_admin">`) {
 			t.Fatalf("key page: %d %s", kp.status, kp.body)
 		}
-		if q := developerPost(t, ab, page, page+"/roles", url.Values{"role_id": {"role_developer"}}); q.status != http.StatusSeeOther || q.location != page {
+		if q := postFrom(t, ab, page, page+"/roles", url.Values{"role_id": {"role_developer"}}); q.status != http.StatusSeeOther || q.location != page {
 			t.Fatalf("add role: %d %s", q.status, q.body)
 		}
 		if rl := e.Call(t, "GET", "/v1/api-keys/"+devKeyID+"/roles", e.SystemKey, nil, http.StatusOK).JSON()["data"].([]any); len(rl) != 1 {
 			t.Fatalf("roles after adding: %v", rl)
 		}
-		if q := developerPost(t, ab, page, page+"/roles/role_developer/remove", url.Values{}); q.status != http.StatusSeeOther {
+		if q := postFrom(t, ab, page, page+"/roles/role_developer/remove", url.Values{}); q.status != http.StatusSeeOther {
 			t.Fatalf("remove role: %d %s", q.status, q.body)
 		}
 		if rl := e.Call(t, "GET", "/v1/api-keys/"+devKeyID+"/roles", e.SystemKey, nil, http.StatusOK).JSON()["data"].([]any); len(rl) != 0 {
 			t.Fatalf("roles after removing: %v", rl)
 		}
-		q := developerPost(t, ab, page, page+"/regenerate", url.Values{"confirm": {"yes"}})
+		q := postFrom(t, ab, page, page+"/regenerate", url.Values{"confirm": {"yes"}})
 		newKey := developerSecret(q.body)
 		if q.status != http.StatusOK || newKey == "" || newKey == devKey {
 			t.Fatalf("regenerate: %d %s", q.status, q.body)
 		}
 		e.Call(t, "GET", "/v1/users/me", devKey, nil, http.StatusUnauthorized)
 		e.Call(t, "GET", "/v1/users/me", newKey, nil, http.StatusOK)
-		if q := developerPost(t, ab, page, page+"/delete", url.Values{}); q.status != http.StatusBadRequest {
+		if q := postFrom(t, ab, page, page+"/delete", url.Values{}); q.status != http.StatusBadRequest {
 			t.Errorf("delete without the box: %d", q.status)
 		}
-		if q := developerPost(t, ab, page, page+"/delete", url.Values{"confirm": {"yes"}}); q.status != http.StatusSeeOther || q.location != "/admin/api-keys" {
+		if q := postFrom(t, ab, page, page+"/delete", url.Values{"confirm": {"yes"}}); q.status != http.StatusSeeOther || q.location != "/admin/api-keys" {
 			t.Fatalf("delete: %d %s", q.status, q.body)
 		}
 		e.Call(t, "GET", "/v1/users/me", newKey, nil, http.StatusUnauthorized)

@@ -31,21 +31,6 @@ func operator(t *testing.T, e *apptest.Env, perms ...string) apptest.User {
 	return e.NewUser(t, apptest.UserSpec{Password: operatorPassword, Roles: []string{"role_user", roleWith(t, e, perms...)}})
 }
 
-// adminPost sends the form posting to action on the page at from, with the
-// page's CSRF token and the fields given.
-func adminPost(t *testing.T, b *browser, from, action string, fields url.Values) page {
-	t.Helper()
-	p := b.get(from)
-	if p.status != http.StatusOK {
-		t.Fatalf("GET %s: %d %s", from, p.status, p.body)
-	}
-	form := url.Values{"csrf_token": {formToken(t, p.body, action)}}
-	for k, v := range fields {
-		form[k] = v
-	}
-	return b.do("POST", action, form)
-}
-
 // postWithToken posts fields to action with a valid console CSRF token (a
 // console page's token is the session's, valid for every console form), for
 // forms the page does not show: the refusals of the route and the service.
@@ -57,14 +42,6 @@ func postWithToken(t *testing.T, b *browser, action string, fields url.Values) p
 		form[k] = v
 	}
 	return b.do("POST", action, form)
-}
-
-// wantDone checks a successful console action: a redirect to to.
-func wantDone(t *testing.T, p page, to string) {
-	t.Helper()
-	if p.status != http.StatusSeeOther || p.location != to {
-		t.Fatalf("want a redirect to %s, got %d %q: %s", to, p.status, p.location, p.body)
-	}
 }
 
 // backendEvents counts the audit events of eventType about userID done by
@@ -154,7 +131,7 @@ func TestAdminUserRoles(t *testing.T) {
 		if !strings.Contains(p.body, `<option value="`+small+`"`) || strings.Contains(p.body, `<option value="role_admin"`) {
 			t.Fatalf("role choice: %s", p.body)
 		}
-		wantDone(t, adminPost(t, b, path, path+"/roles", url.Values{"role_id": {small}}), path)
+		wantRedirect(t, postFrom(t, b, path, path+"/roles", url.Values{"role_id": {small}}), path)
 		roles := e.Call(t, "GET", "/v1/users/"+u.ID+"/roles", e.SystemKey, nil, http.StatusOK).Body
 		if !strings.Contains(string(roles), small) {
 			t.Fatalf("roles after assigning: %s", roles)
@@ -174,11 +151,11 @@ func TestAdminUserRoles(t *testing.T) {
 			t.Fatal("role_admin was assigned")
 		}
 		// No role chosen: 400 at the field.
-		if q := adminPost(t, b, path, path+"/roles", url.Values{"role_id": {""}}); q.status != http.StatusBadRequest || !strings.Contains(q.body, `aria-invalid="true"`) {
+		if q := postFrom(t, b, path, path+"/roles", url.Values{"role_id": {""}}); q.status != http.StatusBadRequest || !strings.Contains(q.body, `aria-invalid="true"`) {
 			t.Fatalf("no role: %d", q.status)
 		}
 
-		wantDone(t, adminPost(t, b, path, path+"/roles/"+small+"/remove", nil), path)
+		wantRedirect(t, postFrom(t, b, path, path+"/roles/"+small+"/remove", nil), path)
 		roles = e.Call(t, "GET", "/v1/users/"+u.ID+"/roles", e.SystemKey, nil, http.StatusOK).Body
 		if strings.Contains(string(roles), small) {
 			t.Fatalf("roles after removing: %s", roles)
@@ -201,13 +178,13 @@ func TestAdminUserSessions(t *testing.T) {
 		if !strings.Contains(p.body, path+"/sessions/"+u.SessionID+"/revoke") {
 			t.Fatalf("sessions: %s", p.body)
 		}
-		wantDone(t, adminPost(t, b, path, path+"/sessions/"+u.SessionID+"/revoke", nil), path)
+		wantRedirect(t, postFrom(t, b, path, path+"/sessions/"+u.SessionID+"/revoke", nil), path)
 		e.Call(t, "GET", "/v1/users/me", u.Token, nil, http.StatusUnauthorized)
 		e.Call(t, "GET", "/v1/users/me", second, nil, http.StatusOK)
 		if q := postWithToken(t, b, path+"/sessions/"+u.SessionID+"/revoke", nil); q.status != http.StatusNotFound {
 			t.Errorf("revoking an ended session: %d", q.status)
 		}
-		wantDone(t, adminPost(t, b, path, path+"/sessions/revoke-all", nil), path)
+		wantRedirect(t, postFrom(t, b, path, path+"/sessions/revoke-all", nil), path)
 		e.Call(t, "GET", "/v1/users/me", second, nil, http.StatusUnauthorized)
 		if n := backendEvents(t, e, u.ID, op.ID, "session_revoked"); n != 2 {
 			t.Fatalf("session audit events from the console = %d", n)
@@ -218,7 +195,7 @@ func TestAdminUserSessions(t *testing.T) {
 		// An operator who is no super admin cannot sign a super admin out.
 		super := e.Admin(t)
 		sp := "/admin/users/" + super.ID
-		if q := adminPost(t, b, sp, sp+"/sessions/revoke-all", nil); q.status != http.StatusForbidden {
+		if q := postFrom(t, b, sp, sp+"/sessions/revoke-all", nil); q.status != http.StatusForbidden {
 			t.Errorf("signing out a super admin: %d", q.status)
 		}
 		e.Call(t, "GET", "/v1/users/me", super.Token, nil, http.StatusOK)
@@ -236,24 +213,24 @@ func TestAdminUserBan(t *testing.T) {
 		}
 
 		// Without the box ticked, and with a duration off the list: 400, no ban.
-		if q := adminPost(t, b, path, path+"/ban", url.Values{"reason": {"spam"}, "duration_seconds": {"86400"}}); q.status != http.StatusBadRequest ||
+		if q := postFrom(t, b, path, path+"/ban", url.Values{"reason": {"spam"}, "duration_seconds": {"86400"}}); q.status != http.StatusBadRequest ||
 			!strings.Contains(q.body, `id="ban-confirm-err"`) || !strings.Contains(q.body, ">spam</textarea>") {
 			t.Fatalf("ban without confirmation: %d %s", q.status, q.body)
 		}
 		for _, d := range []string{"soon", ""} {
-			if q := adminPost(t, b, path, path+"/ban", url.Values{"confirm": {"yes"}, "duration_seconds": {d}}); q.status != http.StatusBadRequest ||
+			if q := postFrom(t, b, path, path+"/ban", url.Values{"confirm": {"yes"}, "duration_seconds": {d}}); q.status != http.StatusBadRequest ||
 				!strings.Contains(q.body, `id="ban-duration-err"`) {
 				t.Fatalf("ban with the duration %q: %d", d, q.status)
 			}
 		}
-		if q := adminPost(t, b, path, path+"/ban", url.Values{"confirm": {"yes"}, "duration_seconds": {"-5"}}); q.status != http.StatusBadRequest {
+		if q := postFrom(t, b, path, path+"/ban", url.Values{"confirm": {"yes"}, "duration_seconds": {"-5"}}); q.status != http.StatusBadRequest {
 			t.Fatalf("ban with a negative duration: %d", q.status)
 		}
 		if status()["is_banned"] != false {
 			t.Fatal("a refused ban banned the user")
 		}
 
-		wantDone(t, adminPost(t, b, path, path+"/ban", url.Values{"confirm": {"yes"}, "reason": {"spam"}, "duration_seconds": {"86400"}}), path)
+		wantRedirect(t, postFrom(t, b, path, path+"/ban", url.Values{"confirm": {"yes"}, "reason": {"spam"}, "duration_seconds": {"86400"}}), path)
 		st := status()
 		ban, _ := st["active_ban"].(map[string]any)
 		if st["is_banned"] != true || ban["reason"] != "spam" || ban["banned_by"] != op.ID || ban["is_permanent"] != false ||
@@ -275,7 +252,7 @@ func TestAdminUserBan(t *testing.T) {
 			t.Errorf("second ban: %d", q.status)
 		}
 
-		wantDone(t, adminPost(t, b, path, path+"/ban/lift", nil), path)
+		wantRedirect(t, postFrom(t, b, path, path+"/ban/lift", nil), path)
 		if status()["is_banned"] != false {
 			t.Fatal("the ban was not lifted")
 		}
@@ -287,7 +264,7 @@ func TestAdminUserBan(t *testing.T) {
 			t.Errorf("lifting no ban: %d", q.status)
 		}
 		// A permanent ban, and the history on the page.
-		wantDone(t, adminPost(t, b, path, path+"/ban", url.Values{"confirm": {"yes"}, "duration_seconds": {"permanent"}}), path)
+		wantRedirect(t, postFrom(t, b, path, path+"/ban", url.Values{"confirm": {"yes"}, "duration_seconds": {"permanent"}}), path)
 		if st := status(); st["active_ban"].(map[string]any)["is_permanent"] != true {
 			t.Fatalf("permanent ban = %v", st)
 		}
@@ -313,13 +290,13 @@ func TestAdminUserDeletion(t *testing.T) {
 			return e.Call(t, "GET", "/v1/admin/users/"+u.ID+"/deletion-status", e.SystemKey, nil, http.StatusOK).JSON()
 		}
 
-		if q := adminPost(t, b, path, path+"/deletion", nil); q.status != http.StatusBadRequest || !strings.Contains(q.body, `id="schedule-confirm-err"`) {
+		if q := postFrom(t, b, path, path+"/deletion", nil); q.status != http.StatusBadRequest || !strings.Contains(q.body, `id="schedule-confirm-err"`) {
 			t.Fatalf("deletion without confirmation: %d", q.status)
 		}
 		if status()["is_deleted"] != false {
 			t.Fatal("an unconfirmed deletion deleted the user")
 		}
-		wantDone(t, adminPost(t, b, path, path+"/deletion", url.Values{"confirm": {"yes"}}), path)
+		wantRedirect(t, postFrom(t, b, path, path+"/deletion", url.Values{"confirm": {"yes"}}), path)
 		if st := status(); st["is_deleted"] != true || st["is_scheduled_for_deletion"] != true {
 			t.Fatalf("after deleting: %v", st)
 		}
@@ -331,7 +308,7 @@ func TestAdminUserDeletion(t *testing.T) {
 			t.Fatalf("the page of a deleted user: %d %s", p.status, p.body)
 		}
 
-		wantDone(t, adminPost(t, b, path, path+"/deletion/cancel", nil), path)
+		wantRedirect(t, postFrom(t, b, path, path+"/deletion/cancel", nil), path)
 		if st := status(); st["is_deleted"] != false || st["is_scheduled_for_deletion"] != false {
 			t.Fatalf("after cancelling: %v", st)
 		}
@@ -344,13 +321,13 @@ func TestAdminUserDeletion(t *testing.T) {
 
 		// Removing at once needs the username typed exactly.
 		for _, typed := range []string{"", "Grace_Hopper", "grace"} {
-			q := adminPost(t, b, path, path+"/deletion/force", url.Values{"confirm_username": {typed}})
+			q := postFrom(t, b, path, path+"/deletion/force", url.Values{"confirm_username": {typed}})
 			if q.status != http.StatusBadRequest || !strings.Contains(q.body, `id="force-username-err"`) {
 				t.Fatalf("force with %q typed: %d", typed, q.status)
 			}
 		}
 		status()
-		wantDone(t, adminPost(t, b, path, path+"/deletion/force", url.Values{"confirm_username": {"grace_hopper"}, "reason": {"asked by mail"}}), "/admin/users")
+		wantRedirect(t, postFrom(t, b, path, path+"/deletion/force", url.Values{"confirm_username": {"grace_hopper"}, "reason": {"asked by mail"}}), "/admin/users")
 		e.Call(t, "GET", "/v1/users/"+u.ID, e.SystemKey, nil, http.StatusNotFound)
 		if n := count(t, e, `SELECT COUNT(*) FROM audit_events WHERE event_type = 'user_deleted' AND actor_id = $1 AND source_service = 'backend' AND user_id IS NULL
 			AND description = 'Account permanently deleted'`, op.ID); n != 1 {
@@ -383,11 +360,11 @@ func TestAdminUserTwoFactorReset(t *testing.T) {
 			t.Fatalf("two-factor state: %s", p.body)
 		}
 		// A reason and the box are needed; refused, nothing changes.
-		if q := adminPost(t, b, path, path+"/2fa/reset", url.Values{"confirm": {"yes"}, "reason": {"  "}}); q.status != http.StatusBadRequest ||
+		if q := postFrom(t, b, path, path+"/2fa/reset", url.Values{"confirm": {"yes"}, "reason": {"  "}}); q.status != http.StatusBadRequest ||
 			!strings.Contains(q.body, `id="reset-reason-err"`) {
 			t.Fatalf("reset without a reason: %d %s", q.status, q.body)
 		}
-		if q := adminPost(t, b, path, path+"/2fa/reset", url.Values{"reason": {"lost phone"}}); q.status != http.StatusBadRequest ||
+		if q := postFrom(t, b, path, path+"/2fa/reset", url.Values{"reason": {"lost phone"}}); q.status != http.StatusBadRequest ||
 			!strings.Contains(q.body, `id="reset-confirm-err"`) || !strings.Contains(q.body, ">lost phone</textarea>") {
 			t.Fatalf("reset without confirmation: %d", q.status)
 		}
@@ -395,7 +372,7 @@ func TestAdminUserTwoFactorReset(t *testing.T) {
 			t.Fatal("a refused reset turned two-factor authentication off")
 		}
 
-		wantDone(t, adminPost(t, b, path, path+"/2fa/reset", url.Values{"confirm": {"yes"}, "reason": {"lost phone, called support"}}), path)
+		wantRedirect(t, postFrom(t, b, path, path+"/2fa/reset", url.Values{"confirm": {"yes"}, "reason": {"lost phone, called support"}}), path)
 		if st := tfStatus(t, e, u.Token); st["enabled"] != false || st["backup_codes_remaining"] != float64(0) {
 			t.Fatalf("status after the reset: %v", st)
 		}
@@ -777,11 +754,11 @@ func TestAdminRoles(t *testing.T) {
 		}
 
 		// Bad input: a field error, 400, nothing created; a taken name: 409.
-		if p := developerPost(t, b, "/admin/roles", "/admin/roles", url.Values{"name": {"  "}, "description": {"kept"}}); p.status != http.StatusBadRequest ||
+		if p := postFrom(t, b, "/admin/roles", "/admin/roles", url.Values{"name": {"  "}, "description": {"kept"}}); p.status != http.StatusBadRequest ||
 			!strings.Contains(p.body, `id="name-error"`) || !strings.Contains(p.body, "Nothing was saved") || !strings.Contains(p.body, ">kept</textarea>") {
 			t.Errorf("blank name: %d %s", p.status, p.body)
 		}
-		if p := developerPost(t, b, "/admin/roles", "/admin/roles", url.Values{"name": {"moderator"}}); p.status != http.StatusConflict ||
+		if p := postFrom(t, b, "/admin/roles", "/admin/roles", url.Values{"name": {"moderator"}}); p.status != http.StatusConflict ||
 			!strings.Contains(p.body, "A role with this name already exists.") || !strings.Contains(p.body, `aria-invalid="true"`) {
 			t.Errorf("taken name: %d %s", p.status, p.body)
 		}
@@ -790,7 +767,7 @@ func TestAdminRoles(t *testing.T) {
 		}
 
 		// Create: the answer is the new role's page.
-		p := developerPost(t, b, "/admin/roles", "/admin/roles", url.Values{"name": {" Auditors "}, "description": {"Read the log"}, "requires_two_factor": {"yes"}})
+		p := postFrom(t, b, "/admin/roles", "/admin/roles", url.Values{"name": {" Auditors "}, "description": {"Read the log"}, "requires_two_factor": {"yes"}})
 		if p.status != http.StatusSeeOther || !strings.HasPrefix(p.location, "/admin/roles/") {
 			t.Fatalf("create: %d %q %s", p.status, p.location, p.body)
 		}
@@ -806,7 +783,7 @@ func TestAdminRoles(t *testing.T) {
 		}
 
 		// Edit: rename, change the description, no longer require two-factor.
-		if q := developerPost(t, b, "/admin/roles/"+id, "/admin/roles/"+id, url.Values{"name": {"Log readers"}, "description": {"changed"}}); q.status != http.StatusSeeOther ||
+		if q := postFrom(t, b, "/admin/roles/"+id, "/admin/roles/"+id, url.Values{"name": {"Log readers"}, "description": {"changed"}}); q.status != http.StatusSeeOther ||
 			q.location != "/admin/roles/"+id {
 			t.Fatalf("edit: %d %q %s", q.status, q.location, q.body)
 		}
@@ -814,7 +791,7 @@ func TestAdminRoles(t *testing.T) {
 		if got["name"] != "Log readers" || got["description"] != "changed" || got["requires_two_factor"] != false {
 			t.Fatalf("edited role: %v", got)
 		}
-		if q := developerPost(t, b, "/admin/roles/"+id, "/admin/roles/"+id, url.Values{"name": {"Developer"}, "description": {"x"}}); q.status != http.StatusConflict ||
+		if q := postFrom(t, b, "/admin/roles/"+id, "/admin/roles/"+id, url.Values{"name": {"Developer"}, "description": {"x"}}); q.status != http.StatusConflict ||
 			!strings.Contains(q.body, `id="name-error"`) || !strings.Contains(q.body, `value="Developer"`) {
 			t.Errorf("rename to a taken name: %d %s", q.status, q.body)
 		}
@@ -824,7 +801,7 @@ func TestAdminRoles(t *testing.T) {
 
 		// Permissions: add one, see it counted, remove it.
 		auditRead := access.PermissionID("audit", "read")
-		if q := developerPost(t, b, "/admin/roles/"+id, "/admin/roles/"+id+"/permissions", url.Values{"permission_id": {auditRead}}); q.status != http.StatusSeeOther {
+		if q := postFrom(t, b, "/admin/roles/"+id, "/admin/roles/"+id+"/permissions", url.Values{"permission_id": {auditRead}}); q.status != http.StatusSeeOther {
 			t.Fatalf("add permission: %d %s", q.status, q.body)
 		}
 		if got := e.RolePermissions(t, id); len(got) != 1 || got[0] != "audit:read" {
@@ -835,10 +812,10 @@ func TestAdminRoles(t *testing.T) {
 			strings.Contains(page.body, `<option value="`+auditRead+`"`) {
 			t.Errorf("role page after adding: %s", page.body)
 		}
-		if q := developerPost(t, b, "/admin/roles/"+id, "/admin/roles/"+id+"/permissions", url.Values{"permission_id": {"nope"}}); q.status != http.StatusNotFound {
+		if q := postFrom(t, b, "/admin/roles/"+id, "/admin/roles/"+id+"/permissions", url.Values{"permission_id": {"nope"}}); q.status != http.StatusNotFound {
 			t.Errorf("unknown permission: %d %s", q.status, q.body)
 		}
-		if q := developerPost(t, b, "/admin/roles/"+id, "/admin/roles/"+id+"/permissions/"+auditRead+"/remove", url.Values{}); q.status != http.StatusSeeOther {
+		if q := postFrom(t, b, "/admin/roles/"+id, "/admin/roles/"+id+"/permissions/"+auditRead+"/remove", url.Values{}); q.status != http.StatusSeeOther {
 			t.Fatalf("remove permission: %d %s", q.status, q.body)
 		}
 		if got := e.RolePermissions(t, id); len(got) != 0 {
@@ -871,12 +848,12 @@ func TestAdminRoles(t *testing.T) {
 		}
 
 		// Delete: without the box, 400 and nothing happens; with it, gone.
-		if q := developerPost(t, b, "/admin/roles/"+id, "/admin/roles/"+id+"/delete", url.Values{}); q.status != http.StatusBadRequest ||
+		if q := postFrom(t, b, "/admin/roles/"+id, "/admin/roles/"+id+"/delete", url.Values{}); q.status != http.StatusBadRequest ||
 			!strings.Contains(q.body, `id="confirm_delete-error"`) {
 			t.Errorf("delete without confirmation: %d %s", q.status, q.body)
 		}
 		e.Call(t, "GET", "/v1/roles/"+id, e.SystemKey, nil, http.StatusOK)
-		if q := developerPost(t, b, "/admin/roles/"+id, "/admin/roles/"+id+"/delete", url.Values{"confirm": {"yes"}}); q.status != http.StatusSeeOther || q.location != "/admin/roles" {
+		if q := postFrom(t, b, "/admin/roles/"+id, "/admin/roles/"+id+"/delete", url.Values{"confirm": {"yes"}}); q.status != http.StatusSeeOther || q.location != "/admin/roles" {
 			t.Fatalf("delete: %d %q %s", q.status, q.location, q.body)
 		}
 		e.Call(t, "GET", "/v1/roles/"+id, e.SystemKey, nil, http.StatusNotFound)
@@ -981,7 +958,7 @@ func TestAdminRolesPermissions(t *testing.T) {
 		admin := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery", SuperAdmin: true})
 		b := signedInBrowser(t, e, admin)
 		for _, c := range []struct{ resource, action, field string }{{"Bad Name", "read", "resource"}, {"reports", "", "action"}} {
-			q := developerPost(t, b, "/admin/roles/permissions", "/admin/roles/permissions", url.Values{"resource": {c.resource}, "action": {c.action}, "description": {"kept"}})
+			q := postFrom(t, b, "/admin/roles/permissions", "/admin/roles/permissions", url.Values{"resource": {c.resource}, "action": {c.action}, "description": {"kept"}})
 			if q.status != http.StatusBadRequest || !strings.Contains(q.body, `id="`+c.field+`-error"`) || !strings.Contains(q.body, ">kept</textarea>") {
 				t.Errorf("%s:%s: %d %s", c.resource, c.action, q.status, q.body)
 			}
@@ -989,7 +966,7 @@ func TestAdminRolesPermissions(t *testing.T) {
 		if n := count(t, e, `SELECT COUNT(*) FROM permissions`); n != total {
 			t.Fatalf("bad input created %d permissions", n-total)
 		}
-		q := developerPost(t, b, "/admin/roles/permissions", "/admin/roles/permissions", url.Values{"resource": {"reports"}, "action": {"read"}, "description": {"Read reports"}})
+		q := postFrom(t, b, "/admin/roles/permissions", "/admin/roles/permissions", url.Values{"resource": {"reports"}, "action": {"read"}, "description": {"Read reports"}})
 		if q.status != http.StatusSeeOther || q.location != "/admin/roles/permissions" {
 			t.Fatalf("create: %d %s", q.status, q.body)
 		}
@@ -1001,7 +978,7 @@ func TestAdminRolesPermissions(t *testing.T) {
 		if !found {
 			t.Fatal("the created permission is not listed by the API")
 		}
-		if q := developerPost(t, b, "/admin/roles/permissions", "/admin/roles/permissions", url.Values{"resource": {"reports"}, "action": {"read"}}); q.status != http.StatusConflict ||
+		if q := postFrom(t, b, "/admin/roles/permissions", "/admin/roles/permissions", url.Values{"resource": {"reports"}, "action": {"read"}}); q.status != http.StatusConflict ||
 			!strings.Contains(q.body, "This permission already exists.") {
 			t.Errorf("duplicate: %d %s", q.status, q.body)
 		}

@@ -499,7 +499,7 @@ func TestAdminChat(t *testing.T) {
 		}
 
 		// Sync without a bot: the 503 in words, nothing stored.
-		q := submitConsole(b, p, "/admin/chat/sync", nil)
+		q := b.post(t, p.body, "/admin/chat/sync", nil)
 		pageShows(t, "sync without a bot", q, http.StatusServiceUnavailable, "No chat-platform bot is connected", "503 Service Unavailable")
 		if d := e.Call(t, "GET", "/v1/chatplatform/guilds", sys, nil, http.StatusOK).JSON()["data"].([]any); len(d) != 0 {
 			t.Fatalf("guilds after a sync without a bot: %v", d)
@@ -507,7 +507,7 @@ func TestAdminChat(t *testing.T) {
 
 		// With the bot: the sync stores what it reports and the page shows what REST serves.
 		bot := startBot(t, e, sys, goodAnswer)
-		q = submitConsole(b, p, "/admin/chat/sync", nil)
+		q = b.post(t, p.body, "/admin/chat/sync", nil)
 		if q.status != http.StatusSeeOther || q.location != "/admin/chat" {
 			t.Fatalf("sync: %d %q %s", q.status, q.location, q.body)
 		}
@@ -599,14 +599,14 @@ func TestAdminChat(t *testing.T) {
 
 		// Sync one guild, and its members, from the guild page.
 		gp = b.get("/admin/chat/guilds/" + gid)
-		q = submitConsole(b, gp, "/admin/chat/sync", url.Values{"guild_id": {gid}})
+		q = b.post(t, gp.body, "/admin/chat/sync", url.Values{"guild_id": {gid}})
 		if q.status != http.StatusSeeOther || q.location != "/admin/chat/guilds/"+gid {
 			t.Fatalf("sync one guild: %d %q %s", q.status, q.location, q.body)
 		}
 		if m := bot.last(); !strings.Contains(string(m.Payload), gid) {
 			t.Fatalf("sync request for one guild: %s", m.Payload)
 		}
-		q = submitConsole(b, gp, "/admin/chat/guilds/"+gid+"/members/sync", nil)
+		q = b.post(t, gp.body, "/admin/chat/guilds/"+gid+"/members/sync", nil)
 		if q.status != http.StatusSeeOther || q.location != "/admin/chat/guilds/"+gid {
 			t.Fatalf("member sync: %d %q %s", q.status, q.location, q.body)
 		}
@@ -618,18 +618,18 @@ func TestAdminChat(t *testing.T) {
 		// A bot that reports a failure: the page says what it reported.
 		bot.setAnswer(func(string, json.RawMessage) any { return map[string]any{"success": false, "error": "Missing Access"} })
 		p = b.get("/admin/chat")
-		pageShows(t, "bot failure", submitConsole(b, p, "/admin/chat/sync", nil), http.StatusBadGateway, "The bot could not do the sync", "Missing Access")
-		pageShows(t, "bot failure, members", submitConsole(b, gp, "/admin/chat/guilds/"+gid+"/members/sync", nil), http.StatusBadGateway, "Missing Access")
+		pageShows(t, "bot failure", b.post(t, p.body, "/admin/chat/sync", nil), http.StatusBadGateway, "The bot could not do the sync", "Missing Access")
+		pageShows(t, "bot failure, members", b.post(t, gp.body, "/admin/chat/guilds/"+gid+"/members/sync", nil), http.StatusBadGateway, "Missing Access")
 		_ = bot.c.ws.Close(websocket.StatusNormalClosure, "")
 		waitFor(t, "bot gone", func() bool { return !e.Server.Hub.BotConnected() })
-		pageShows(t, "member sync without a bot", submitConsole(b, gp, "/admin/chat/guilds/"+gid+"/members/sync", nil), http.StatusServiceUnavailable,
+		pageShows(t, "member sync without a bot", b.post(t, gp.body, "/admin/chat/guilds/"+gid+"/members/sync", nil), http.StatusServiceUnavailable,
 			"No chat-platform bot is connected", g.Name)
 
 		// Bot settings: the changed fields are saved and audited from the backend.
 		p = b.get("/admin/chat")
 		settings := url.Values{"sync_interval_seconds": {"3600"}, "initial_delay_seconds": {"10"}, "command_cooldown_seconds": {"10"},
 			"default_language": {"de"}, "notify_on_guild_join": {"on"}, "notify_on_guild_leave": {"on"}}
-		q = submitConsole(b, p, "/admin/chat/settings", settings)
+		q = b.post(t, p.body, "/admin/chat/settings", settings)
 		if q.status != http.StatusSeeOther || q.location != "/admin/chat" {
 			t.Fatalf("save settings: %d %q %s", q.status, q.location, q.body)
 		}
@@ -648,7 +648,7 @@ func TestAdminChat(t *testing.T) {
 		p = b.get("/admin/chat")
 		pageShows(t, "saved", p, http.StatusOK, "The bot settings were saved.", `value="de"`)
 		// The same values again: nothing to change, no event.
-		q = submitConsole(b, p, "/admin/chat/settings", settings)
+		q = b.post(t, p.body, "/admin/chat/settings", settings)
 		if q.status != http.StatusSeeOther {
 			t.Fatalf("unchanged settings: %d %s", q.status, q.body)
 		}
@@ -662,7 +662,7 @@ func TestAdminChat(t *testing.T) {
 			}
 			form.Set(field, value)
 			form.Set("auto_sync_enabled", "on")
-			q = submitConsole(b, p, "/admin/chat/settings", form)
+			q = b.post(t, p.body, "/admin/chat/settings", form)
 			pageShows(t, "bad "+field, q, http.StatusBadRequest, "Please check the marked fields.", `value="`+value+`"`)
 			if !regexp.MustCompile(`id="` + field + `"[^>]*aria-invalid="true"`).MatchString(q.body) {
 				t.Errorf("bad %s: the field is not marked", field)
@@ -677,7 +677,7 @@ func TestAdminChat(t *testing.T) {
 		gs := "/v1/chatplatform/guilds/" + gid + "/settings"
 		gp = b.get("/admin/chat/guilds/" + gid)
 		pageShows(t, "language form", gp, http.StatusOK, "Leave empty to use the bot&#39;s default (de).")
-		q = submitConsole(b, gp, "/admin/chat/guilds/"+gid+"/settings", url.Values{"default_language": {"pt-BR"}})
+		q = b.post(t, gp.body, "/admin/chat/guilds/"+gid+"/settings", url.Values{"default_language": {"pt-BR"}})
 		if q.status != http.StatusSeeOther {
 			t.Fatalf("save language: %d %s", q.status, q.body)
 		}
@@ -685,9 +685,9 @@ func TestAdminChat(t *testing.T) {
 			t.Fatalf("guild settings after the page: %v", r)
 		}
 		pageShows(t, "language saved", b.get("/admin/chat/guilds/"+gid), http.StatusOK, "The guild&#39;s language was saved.", `value="pt-BR"`)
-		q = submitConsole(b, gp, "/admin/chat/guilds/"+gid+"/settings", url.Values{"default_language": {"!!"}})
+		q = b.post(t, gp.body, "/admin/chat/guilds/"+gid+"/settings", url.Values{"default_language": {"!!"}})
 		pageShows(t, "bad language", q, http.StatusBadRequest, "default_language must be a language tag", `value="!!"`, `id="guild-language-error"`)
-		q = submitConsole(b, gp, "/admin/chat/guilds/"+gid+"/settings", url.Values{"default_language": {""}})
+		q = b.post(t, gp.body, "/admin/chat/guilds/"+gid+"/settings", url.Values{"default_language": {""}})
 		if q.status != http.StatusSeeOther {
 			t.Fatalf("clear language: %d %s", q.status, q.body)
 		}

@@ -33,16 +33,6 @@ func userAsAPI(t *testing.T, e *apptest.Env, tok string) map[string]any {
 	return data(t, e.Call(t, "GET", "/v1/users/me", tok, nil, http.StatusOK))
 }
 
-// submitConsole sends a console form: the page's CSRF token for action, plus form.
-func submitConsole(b *browser, page page, action string, form url.Values) page {
-	b.t.Helper()
-	if form == nil {
-		form = url.Values{}
-	}
-	form.Set("csrf_token", formToken(b.t, page.body, action))
-	return b.do("POST", action, form)
-}
-
 // wantRedirect checks a POST-redirect-GET answer leading to to.
 func wantRedirect(t *testing.T, p page, to string) {
 	t.Helper()
@@ -76,13 +66,13 @@ func TestConsoleProfile(t *testing.T) {
 			t.Errorf("save without CSRF: %d", q.status)
 		}
 		// A taken name (compared case-insensitively) is a field error, 409.
-		q := submitConsole(b, p, "/account/profile", url.Values{"username": {"taken_one"}, "avatars_enabled": {"on"}})
+		q := b.post(t, p.body, "/account/profile", url.Values{"username": {"taken_one"}, "avatars_enabled": {"on"}})
 		if q.status != http.StatusConflict || !strings.Contains(q.body, "This username is taken") ||
 			!strings.Contains(q.body, `value="taken_one"`) || !strings.Contains(q.body, `aria-invalid="true"`) {
 			t.Fatalf("taken username: %d %s", q.status, q.body)
 		}
 		// A name breaking the rule is a field error, 400.
-		q = submitConsole(b, p, "/account/profile", url.Values{"username": {"no spaces please"}, "privacy_mode": {"on"}, "avatars_enabled": {"on"}})
+		q = b.post(t, p.body, "/account/profile", url.Values{"username": {"no spaces please"}, "privacy_mode": {"on"}, "avatars_enabled": {"on"}})
 		if q.status != http.StatusBadRequest || !strings.Contains(q.body, "Use 3 to 30 characters") || !strings.Contains(q.body, `id="privacy_mode" name="privacy_mode" aria-describedby="privacy-help" checked`) {
 			t.Fatalf("invalid username: %d %s", q.status, q.body)
 		}
@@ -91,7 +81,7 @@ func TestConsoleProfile(t *testing.T) {
 		}
 
 		// Rename and turn privacy mode on: the same change PATCH /v1/users/{id} makes.
-		wantRedirect(t, submitConsole(b, p, "/account/profile", url.Values{"username": {"Renamed_1"}, "privacy_mode": {"on"}, "avatars_enabled": {"on"}}), "/account")
+		wantRedirect(t, b.post(t, p.body, "/account/profile", url.Values{"username": {"Renamed_1"}, "privacy_mode": {"on"}, "avatars_enabled": {"on"}}), "/account")
 		if d := userAsAPI(t, e, u.Token); d["username"] != "Renamed_1" || d["privacy_mode"] != true || d["avatars_enabled"] != true {
 			t.Fatalf("after save: %v", d)
 		}
@@ -104,17 +94,17 @@ func TestConsoleProfile(t *testing.T) {
 			t.Errorf("after saving: %s", p.body)
 		}
 		// Unticking avatars turns them off (an unticked box is not sent).
-		wantRedirect(t, submitConsole(b, p, "/account/profile", url.Values{"username": {"Renamed_1"}, "privacy_mode": {"on"}}), "/account")
+		wantRedirect(t, b.post(t, p.body, "/account/profile", url.Values{"username": {"Renamed_1"}, "privacy_mode": {"on"}}), "/account")
 		if d := userAsAPI(t, e, u.Token); d["avatars_enabled"] != false {
 			t.Fatalf("avatars still on: %v", d)
 		}
 
 		// The language: German switches the pages; an unknown one is refused.
 		p = b.get("/account")
-		if q := submitConsole(b, p, "/account/language", url.Values{"locale": {"xx"}}); q.status != http.StatusBadRequest || !strings.Contains(q.body, "locale must be one of en, de") {
+		if q := b.post(t, p.body, "/account/language", url.Values{"locale": {"xx"}}); q.status != http.StatusBadRequest || !strings.Contains(q.body, "locale must be one of en, de") {
 			t.Errorf("unknown locale: %d %s", q.status, q.body)
 		}
-		wantRedirect(t, submitConsole(b, p, "/account/language", url.Values{"locale": {"de"}}), "/account")
+		wantRedirect(t, b.post(t, p.body, "/account/language", url.Values{"locale": {"de"}}), "/account")
 		if d := userAsAPI(t, e, u.Token); d["preferred_locale"] != "de" {
 			t.Fatalf("locale = %v", d["preferred_locale"])
 		}
@@ -124,7 +114,7 @@ func TestConsoleProfile(t *testing.T) {
 				t.Errorf("German page lacks %q", want)
 			}
 		}
-		wantRedirect(t, submitConsole(b, p, "/account/language", url.Values{"locale": {""}}), "/account")
+		wantRedirect(t, b.post(t, p.body, "/account/language", url.Values{"locale": {""}}), "/account")
 		if d := userAsAPI(t, e, u.Token); d["preferred_locale"] != nil {
 			t.Fatalf("locale not cleared: %v", d["preferred_locale"])
 		}
@@ -146,11 +136,11 @@ func TestConsoleEmailChange(t *testing.T) {
 		pending := "/v1/users/" + u.ID + "/email/pending"
 
 		// An address in use and a malformed one are field errors; nothing is pending.
-		if q := submitConsole(b, p, "/account/email", url.Values{"email": {"Taken@Example.test"}}); q.status != http.StatusConflict ||
+		if q := b.post(t, p.body, "/account/email", url.Values{"email": {"Taken@Example.test"}}); q.status != http.StatusConflict ||
 			!strings.Contains(q.body, "already used by another account") || !strings.Contains(q.body, `value="Taken@Example.test"`) {
 			t.Errorf("taken address: %d %s", q.status, q.body)
 		}
-		if q := submitConsole(b, p, "/account/email", url.Values{"email": {"not an address"}}); q.status != http.StatusBadRequest || !strings.Contains(q.body, `id="new-email-error"`) {
+		if q := b.post(t, p.body, "/account/email", url.Values{"email": {"not an address"}}); q.status != http.StatusBadRequest || !strings.Contains(q.body, `id="new-email-error"`) {
 			t.Errorf("malformed address: %d %s", q.status, q.body)
 		}
 		if r := e.Call(t, "GET", pending, u.Token, nil, http.StatusOK).JSON(); r["pending"] != false {
@@ -158,7 +148,7 @@ func TestConsoleEmailChange(t *testing.T) {
 		}
 
 		// Request: the change waits for the mailed link, and the page says so.
-		wantRedirect(t, submitConsole(b, p, "/account/email", url.Values{"email": {"Next@Example.test"}}), "/account")
+		wantRedirect(t, b.post(t, p.body, "/account/email", url.Values{"email": {"Next@Example.test"}}), "/account")
 		if r := e.Call(t, "GET", pending, u.Token, nil, http.StatusOK).JSON(); r["pending"] != true || r["new_email"] != "next@example.test" {
 			t.Fatalf("pending = %v", r)
 		}
@@ -170,19 +160,19 @@ func TestConsoleEmailChange(t *testing.T) {
 			}
 		}
 		// Cancel: DELETE …/email/pending; a second cancel (a stale page) is explained.
-		wantRedirect(t, submitConsole(b, p, "/account/email/cancel", nil), "/account")
+		wantRedirect(t, b.post(t, p.body, "/account/email/cancel", nil), "/account")
 		if r := e.Call(t, "GET", pending, u.Token, nil, http.StatusOK).JSON(); r["pending"] != false {
 			t.Fatalf("pending after cancel = %v", r)
 		}
 		if q := b.get("/account"); !strings.Contains(q.body, "The email change was cancelled.") || strings.Contains(q.body, "Waiting for confirmation") {
 			t.Errorf("after cancel: %s", q.body)
 		}
-		if q := submitConsole(b, p, "/account/email/cancel", nil); q.status != http.StatusNotFound || !strings.Contains(q.body, "Nothing is waiting for confirmation") {
+		if q := b.post(t, p.body, "/account/email/cancel", nil); q.status != http.StatusNotFound || !strings.Contains(q.body, "Nothing is waiting for confirmation") {
 			t.Errorf("second cancel: %d %s", q.status, q.body)
 		}
 
 		// The whole way: request again, open the mailed link, confirm; the profile shows the new address.
-		wantRedirect(t, submitConsole(b, p, "/account/email", url.Values{"email": {"final@example.test"}}), "/account")
+		wantRedirect(t, b.post(t, p.body, "/account/email", url.Values{"email": {"final@example.test"}}), "/account")
 		tok, _ := tokenFrom(t, e, "final@example.test", mail.KindEmailChangeVerify)
 		form := b.get("/account/email/verify?token=" + tok)
 		done := b.do("POST", "/account/email/verify", url.Values{"csrf_token": {formField(t, csrfRE, form.body)}, "token": {tok}})
@@ -203,22 +193,22 @@ func TestConsoleEmailLink(t *testing.T) {
 		if p.status != http.StatusOK || !strings.Contains(p.body, "Sign in with email and password") || strings.Contains(p.body, `action="/account/email"`) {
 			t.Fatalf("provider user's profile: %d %s", p.status, p.body)
 		}
-		q := submitConsole(b, p, "/account/email-link", url.Values{"email": {"linked@example.test"}, "password": {"short"}})
+		q := b.post(t, p.body, "/account/email-link", url.Values{"email": {"linked@example.test"}, "password": {"short"}})
 		if q.status != http.StatusBadRequest || !strings.Contains(q.body, "The password is too short. Use at least 8 characters.") || !strings.Contains(q.body, `value="linked@example.test"`) {
 			t.Fatalf("short password: %d %s", q.status, q.body)
 		}
-		wantRedirect(t, submitConsole(b, p, "/account/email-link", url.Values{"email": {"linked@example.test"}, "password": {"long enough password"}}), "/account")
+		wantRedirect(t, b.post(t, p.body, "/account/email-link", url.Values{"email": {"linked@example.test"}, "password": {"long enough password"}}), "/account")
 		p = b.get("/account")
 		if !strings.Contains(p.body, "Waiting for confirmation: linked@example.test") {
 			t.Fatalf("pending link not shown: %s", p.body)
 		}
 		// Cancel, then link for real through the mailed link.
-		wantRedirect(t, submitConsole(b, p, "/account/email-link/cancel", nil), "/account")
+		wantRedirect(t, b.post(t, p.body, "/account/email-link/cancel", nil), "/account")
 		if r := e.Call(t, "GET", "/v1/users/"+u.ID+"/email-link/pending", u.Token, nil, http.StatusOK).JSON(); r["pending"] != false {
 			t.Fatalf("pending link after cancel = %v", r)
 		}
 		p = b.get("/account")
-		wantRedirect(t, submitConsole(b, p, "/account/email-link", url.Values{"email": {"linked@example.test"}, "password": {"long enough password"}}), "/account")
+		wantRedirect(t, b.post(t, p.body, "/account/email-link", url.Values{"email": {"linked@example.test"}, "password": {"long enough password"}}), "/account")
 		tok, _ := tokenFrom(t, e, "linked@example.test", mail.KindEmailLinkVerify)
 		form := b.get("/account/email-link/verify?token=" + tok)
 		if done := b.do("POST", "/account/email-link/verify", url.Values{"csrf_token": {formField(t, csrfRE, form.body)}, "token": {tok}}); done.status != http.StatusOK {
@@ -257,11 +247,11 @@ func TestConsoleLinkedAccounts(t *testing.T) {
 		unlink := "/account/linked/" + discord + "/unlink"
 
 		// Unlinking needs the confirmation box.
-		if q := submitConsole(b, p, unlink, nil); q.status != http.StatusBadRequest || !strings.Contains(q.body, "Tick “Yes, unlink” to confirm") {
+		if q := b.post(t, p.body, unlink, nil); q.status != http.StatusBadRequest || !strings.Contains(q.body, "Tick “Yes, unlink” to confirm") {
 			t.Errorf("unconfirmed unlink: %d %s", q.status, q.body)
 		}
 		// Make Discord primary: the REST API sees it, and the page explains why it cannot be unlinked now.
-		wantRedirect(t, submitConsole(b, p, "/account/linked/"+discord+"/primary", nil), "/account/linked")
+		wantRedirect(t, b.post(t, p.body, "/account/linked/"+discord+"/primary", nil), "/account/linked")
 		if a := accounts(); !a["discord"] || a["email"] {
 			t.Fatalf("primary after the change: %v", a)
 		}
@@ -278,9 +268,9 @@ func TestConsoleLinkedAccounts(t *testing.T) {
 			t.Fatal("a refused unlink removed an account")
 		}
 		// Back to email as primary, then unlink Discord.
-		wantRedirect(t, submitConsole(b, p, "/account/linked/"+email+"/primary", nil), "/account/linked")
+		wantRedirect(t, b.post(t, p.body, "/account/linked/"+email+"/primary", nil), "/account/linked")
 		p = b.get("/account/linked")
-		wantRedirect(t, submitConsole(b, p, unlink, url.Values{"confirm": {"yes"}}), "/account/linked")
+		wantRedirect(t, b.post(t, p.body, unlink, url.Values{"confirm": {"yes"}}), "/account/linked")
 		if a := accounts(); len(a) != 1 || !a["email"] {
 			t.Fatalf("after unlink: %v", a)
 		}

@@ -351,18 +351,6 @@ func developerSecret(body string) string {
 	return ""
 }
 
-// developerPost posts form to action with the CSRF token of the form for
-// action on the page at from.
-func developerPost(t *testing.T, b *browser, from, action string, form url.Values) page {
-	t.Helper()
-	p := b.get(from)
-	if p.status != http.StatusOK {
-		t.Fatalf("GET %s: %d %s", from, p.status, p.body)
-	}
-	form.Set("csrf_token", formToken(t, p.body, action))
-	return b.do("POST", action, form)
-}
-
 // clientForm is a valid registration form.
 func clientForm(name string, extra ...string) url.Values {
 	f := url.Values{"name": {name}, "description": {"console test"}, "client_type": {"confidential"},
@@ -398,7 +386,7 @@ func TestConsoleDeveloperClients(t *testing.T) {
 			// Logout tokens need an asymmetric algorithm (HS256 here).
 			{"backchannel_logout_uri", "https://app.example/bcl", `id="backchannel-error"`},
 		} {
-			p := developerPost(t, b, "/account/developer/clients/new", "/account/developer/clients", clientForm("Bad App", c.field, c.value))
+			p := postFrom(t, b, "/account/developer/clients/new", "/account/developer/clients", clientForm("Bad App", c.field, c.value))
 			if p.status != http.StatusBadRequest || !strings.Contains(p.body, c.want) || !strings.Contains(p.body, "Nothing was saved") ||
 				(c.field != "allowed_scopes" && !strings.Contains(p.body, `aria-invalid="true"`)) {
 				t.Errorf("%s=%q: %d %s", c.field, c.value, p.status, p.body)
@@ -414,13 +402,13 @@ func TestConsoleDeveloperClients(t *testing.T) {
 		if strings.Contains(b.get("/account/developer/clients/new").body, `name="is_first_party"`) {
 			t.Error("the first-party box is shown to a developer")
 		}
-		if p := developerPost(t, b, "/account/developer/clients/new", "/account/developer/clients", clientForm("Mine", "is_first_party", "yes")); p.status != http.StatusForbidden ||
+		if p := postFrom(t, b, "/account/developer/clients/new", "/account/developer/clients", clientForm("Mine", "is_first_party", "yes")); p.status != http.StatusForbidden ||
 			!strings.Contains(p.body, `id="firstparty-error"`) || clients() != 0 {
 			t.Errorf("first party by a developer: %d %s", p.status, p.body)
 		}
 
 		// Register: the answer shows the secret once, and the secret works at the token endpoint.
-		p := developerPost(t, b, "/account/developer/clients/new", "/account/developer/clients", clientForm("Console App"))
+		p := postFrom(t, b, "/account/developer/clients/new", "/account/developer/clients", clientForm("Console App"))
 		secret := developerSecret(p.body)
 		if p.status != http.StatusCreated || !strings.HasPrefix(secret, "hm_sec_") || !strings.Contains(p.body, "only time the secret is shown") {
 			t.Fatalf("register: %d %s", p.status, p.body)
@@ -457,7 +445,7 @@ func TestConsoleDeveloperClients(t *testing.T) {
 			"post_logout_redirect_uris", "https://app.example/bye\n", "backchannel_logout_uri", "https://app.example/bcl",
 			"id_token_signed_response_alg", "ES256")
 		edit["allowed_scopes"] = []string{"openid", "email", "offline_access"}
-		if q := developerPost(t, b, "/account/developer/clients/"+clientID, "/account/developer/clients/"+clientID, edit); q.status != http.StatusSeeOther || q.location != "/account/developer/clients/"+clientID {
+		if q := postFrom(t, b, "/account/developer/clients/"+clientID, "/account/developer/clients/"+clientID, edit); q.status != http.StatusSeeOther || q.location != "/account/developer/clients/"+clientID {
 			t.Fatalf("edit: %d %q %s", q.status, q.location, q.body)
 		}
 		got = e.Call(t, "GET", "/v1/oauth/clients/"+clientID, dev.Token, nil, http.StatusOK).JSON()["data"].(map[string]any)
@@ -470,7 +458,7 @@ func TestConsoleDeveloperClients(t *testing.T) {
 			t.Error("no confirmation after saving")
 		}
 		bad := clientForm("Not Saved", "redirect_uris", "javascript://x", "is_active", "yes")
-		if q := developerPost(t, b, "/account/developer/clients/"+clientID, "/account/developer/clients/"+clientID, bad); q.status != http.StatusBadRequest ||
+		if q := postFrom(t, b, "/account/developer/clients/"+clientID, "/account/developer/clients/"+clientID, bad); q.status != http.StatusBadRequest ||
 			!strings.Contains(q.body, `id="redirect_uris-error"`) || !strings.Contains(q.body, "javascript://x") ||
 			!strings.Contains(q.body, `value="Not Saved"`) || !strings.Contains(q.body, `<h2 id="client-h">Renamed App`) {
 			t.Errorf("edit with a bad redirect URI: %d %s", q.status, q.body)
@@ -481,10 +469,10 @@ func TestConsoleDeveloperClients(t *testing.T) {
 
 		// Regenerate: needs the box; the new secret is shown once and the old one dies.
 		regen := "/account/developer/clients/" + clientID + "/secret"
-		if q := developerPost(t, b, "/account/developer/clients/"+clientID, regen, url.Values{}); q.status != http.StatusBadRequest || !strings.Contains(q.body, `id="confirm_regen-error"`) {
+		if q := postFrom(t, b, "/account/developer/clients/"+clientID, regen, url.Values{}); q.status != http.StatusBadRequest || !strings.Contains(q.body, `id="confirm_regen-error"`) {
 			t.Errorf("regenerate without the box: %d %s", q.status, q.body)
 		}
-		q := developerPost(t, b, "/account/developer/clients/"+clientID, regen, url.Values{"confirm": {"yes"}})
+		q := postFrom(t, b, "/account/developer/clients/"+clientID, regen, url.Values{"confirm": {"yes"}})
 		newSecret := developerSecret(q.body)
 		if q.status != http.StatusOK || newSecret == "" || newSecret == secret {
 			t.Fatalf("regenerate: %d %s", q.status, q.body)
@@ -513,10 +501,10 @@ func TestConsoleDeveloperClients(t *testing.T) {
 
 		// Delete: needs the box, then the client is gone.
 		del := "/account/developer/clients/" + clientID + "/delete"
-		if q := developerPost(t, b, "/account/developer/clients/"+clientID, del, url.Values{}); q.status != http.StatusBadRequest || clients() != 1 {
+		if q := postFrom(t, b, "/account/developer/clients/"+clientID, del, url.Values{}); q.status != http.StatusBadRequest || clients() != 1 {
 			t.Errorf("delete without the box: %d", q.status)
 		}
-		if q := developerPost(t, b, "/account/developer/clients/"+clientID, del, url.Values{"confirm": {"yes"}}); q.status != http.StatusSeeOther || q.location != "/account/developer" {
+		if q := postFrom(t, b, "/account/developer/clients/"+clientID, del, url.Values{"confirm": {"yes"}}); q.status != http.StatusSeeOther || q.location != "/account/developer" {
 			t.Fatalf("delete: %d %q %s", q.status, q.location, q.body)
 		}
 		e.Call(t, "GET", "/v1/oauth/clients/"+clientID, dev.Token, nil, http.StatusNotFound)
@@ -530,7 +518,7 @@ func TestConsoleDeveloperClients(t *testing.T) {
 		if !strings.Contains(ab.get("/account/developer/clients/new").body, `name="is_first_party"`) {
 			t.Fatal("no first-party box for a super admin")
 		}
-		fp := developerPost(t, ab, "/account/developer/clients/new", "/account/developer/clients", clientForm("Our App", "is_first_party", "yes", "client_type", "public"))
+		fp := postFrom(t, ab, "/account/developer/clients/new", "/account/developer/clients", clientForm("Our App", "is_first_party", "yes", "client_type", "public"))
 		if fp.status != http.StatusCreated || developerSecret(fp.body) != "" || !strings.Contains(fp.body, "first-party client: it cannot be changed") ||
 			strings.Contains(fp.body, "/delete") || strings.Contains(fp.body, "/secret") {
 			t.Errorf("first-party public client: %d %s", fp.status, fp.body)
@@ -561,7 +549,7 @@ func TestConsoleDeveloperKeys(t *testing.T) {
 			{url.Values{"name": {"k"}, "expires": {"next week"}}, http.StatusBadRequest, `id="expires-error"`},
 			{url.Values{"name": {""}}, http.StatusBadRequest, `id="name-error"`},
 		} {
-			p := developerPost(t, b, "/account/developer/keys/new", "/account/developer/keys", c.form)
+			p := postFrom(t, b, "/account/developer/keys/new", "/account/developer/keys", c.form)
 			if p.status != c.status || !strings.Contains(p.body, c.want) || developerSecret(p.body) != "" {
 				t.Errorf("%v: %d %s", c.form, p.status, p.body)
 			}
@@ -571,7 +559,7 @@ func TestConsoleDeveloperKeys(t *testing.T) {
 		}
 
 		// Create: the key is shown once and works as a bearer on the API.
-		p := developerPost(t, b, "/account/developer/keys/new", "/account/developer/keys", url.Values{
+		p := postFrom(t, b, "/account/developer/keys/new", "/account/developer/keys", url.Values{
 			"name": {"ci"}, "description": {"for CI"}, "scopes": {"api_keys:read", "two_factor:read"}, "expires": {today.Format("2006-01-02")}})
 		key := developerSecret(p.body)
 		if p.status != http.StatusCreated || !strings.HasPrefix(key, "hm_") {
@@ -603,17 +591,17 @@ func TestConsoleDeveloperKeys(t *testing.T) {
 			t.Errorf("role choice: %s", page.body)
 		}
 		roles := "/account/developer/keys/" + keyID + "/roles"
-		if q := developerPost(t, b, "/account/developer/keys/"+keyID, roles, url.Values{"role_id": {"role_admin"}}); q.status != http.StatusForbidden || !strings.Contains(q.body, `id="role_id-error"`) {
+		if q := postFrom(t, b, "/account/developer/keys/"+keyID, roles, url.Values{"role_id": {"role_admin"}}); q.status != http.StatusForbidden || !strings.Contains(q.body, `id="role_id-error"`) {
 			t.Errorf("a role the caller lacks: %d %s", q.status, q.body)
 		}
-		if q := developerPost(t, b, "/account/developer/keys/"+keyID, roles, url.Values{"role_id": {"role_developer"}}); q.status != http.StatusSeeOther {
+		if q := postFrom(t, b, "/account/developer/keys/"+keyID, roles, url.Values{"role_id": {"role_developer"}}); q.status != http.StatusSeeOther {
 			t.Fatalf("add role: %d %s", q.status, q.body)
 		}
 		if rl := e.Call(t, "GET", "/v1/api-keys/"+keyID+"/roles", dev.Token, nil, http.StatusOK).JSON()["data"].([]any); len(rl) != 1 {
 			t.Fatalf("key roles after adding: %v", rl)
 		}
 		remove := roles + "/role_developer/remove"
-		if q := developerPost(t, b, "/account/developer/keys/"+keyID, remove, url.Values{}); q.status != http.StatusSeeOther {
+		if q := postFrom(t, b, "/account/developer/keys/"+keyID, remove, url.Values{}); q.status != http.StatusSeeOther {
 			t.Fatalf("remove role: %d %s", q.status, q.body)
 		}
 		if rl := e.Call(t, "GET", "/v1/api-keys/"+keyID+"/roles", dev.Token, nil, http.StatusOK).JSON()["data"].([]any); len(rl) != 0 {
@@ -622,11 +610,11 @@ func TestConsoleDeveloperKeys(t *testing.T) {
 
 		// Regenerate: shown once, the old value dead at once.
 		regen := "/account/developer/keys/" + keyID + "/regenerate"
-		if q := developerPost(t, b, "/account/developer/keys/"+keyID, regen, url.Values{}); q.status != http.StatusBadRequest {
+		if q := postFrom(t, b, "/account/developer/keys/"+keyID, regen, url.Values{}); q.status != http.StatusBadRequest {
 			t.Errorf("regenerate without the box: %d", q.status)
 		}
 		e.Call(t, "GET", "/v1/api-keys", key, nil, http.StatusOK)
-		q := developerPost(t, b, "/account/developer/keys/"+keyID, regen, url.Values{"confirm": {"yes"}})
+		q := postFrom(t, b, "/account/developer/keys/"+keyID, regen, url.Values{"confirm": {"yes"}})
 		newKey := developerSecret(q.body)
 		if q.status != http.StatusOK || newKey == "" || newKey == key {
 			t.Fatalf("regenerate: %d %s", q.status, q.body)
@@ -667,10 +655,10 @@ func TestConsoleDeveloperKeys(t *testing.T) {
 
 		// Delete: needs the box, then the key is refused.
 		del := "/account/developer/keys/" + keyID + "/delete"
-		if q := developerPost(t, b, "/account/developer/keys/"+keyID, del, url.Values{}); q.status != http.StatusBadRequest || keys() != 1 {
+		if q := postFrom(t, b, "/account/developer/keys/"+keyID, del, url.Values{}); q.status != http.StatusBadRequest || keys() != 1 {
 			t.Errorf("delete without the box: %d", q.status)
 		}
-		if q := developerPost(t, b, "/account/developer/keys/"+keyID, del, url.Values{"confirm": {"yes"}}); q.status != http.StatusSeeOther || q.location != "/account/developer" {
+		if q := postFrom(t, b, "/account/developer/keys/"+keyID, del, url.Values{"confirm": {"yes"}}); q.status != http.StatusSeeOther || q.location != "/account/developer" {
 			t.Fatalf("delete: %d %q %s", q.status, q.location, q.body)
 		}
 		e.Call(t, "GET", "/v1/api-keys", newKey, nil, http.StatusUnauthorized)

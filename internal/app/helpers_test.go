@@ -285,11 +285,8 @@ func ban(t *testing.T, e *apptest.Env, userID string) {
 	}
 }
 
+// auditCount counts the audit events of eventType about resourceID.
 func auditCount(t *testing.T, e *apptest.Env, eventType, resourceID string) int {
 	t.Helper()
-	var n int
-	if err := e.Server.DB.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM audit_events WHERE event_type = $1 AND resource_id = $2`, eventType, resourceID).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return count(t, e, `SELECT COUNT(*) FROM audit_events WHERE event_type = $1 AND resource_id = $2`, eventType, resourceID)
 }

@@ -411,12 +411,12 @@ func TestConsoleClientGrantTypes(t *testing.T) {
 			t.Fatalf("form without grant types: %s", p.body)
 		}
 		none := clientForm("Grants App", "redirect_uris", cb, "is_active", "yes", "grant_types_shown", "yes")
-		if q := developerPost(t, b, path, path, none); q.status != http.StatusBadRequest || !strings.Contains(q.body, `id="grant_types-error"`) {
+		if q := postFrom(t, b, path, path, none); q.status != http.StatusBadRequest || !strings.Contains(q.body, `id="grant_types-error"`) {
 			t.Fatalf("no grant ticked: %d %s", q.status, q.body)
 		}
 		form := clientForm("Grants App", "redirect_uris", cb, "is_active", "yes", "grant_types_shown", "yes")
 		form["grant_types"] = []string{"authorization_code", "refresh_token", "client_credentials"}
-		if q := developerPost(t, b, path, path, form); q.status != http.StatusSeeOther {
+		if q := postFrom(t, b, path, path, form); q.status != http.StatusSeeOther {
 			t.Fatalf("save: %d %s", q.status, q.body)
 		}
 		got := e.Call(t, "GET", "/v1/oauth/clients/"+c.ID, dev.Token, nil, http.StatusOK).JSON()["data"].(map[string]any)
@@ -645,7 +645,7 @@ func TestFirstPartySecretRegeneration(t *testing.T) {
 			func() string {
 				ab := signedInBrowser(t, e, admin)
 				page := "/admin/clients/" + first.ID
-				return developerSecret(developerPost(t, ab, page, page+"/secret", url.Values{"confirm": {"yes"}}).body)
+				return developerSecret(postFrom(t, ab, page, page+"/secret", url.Values{"confirm": {"yes"}}).body)
 			},
 		} {
 			prev := secretHash(first.ID)
@@ -682,13 +682,10 @@ func register(t *testing.T, e *apptest.Env, tok string, body map[string]any) *ap
 	return e.Do(t, apptest.Req{Method: "POST", Path: "/v1/oauth/register", Token: tok, Body: body})
 }
 
+// dynamicCount counts the clients made by dynamic registration.
 func dynamicCount(t *testing.T, e *apptest.Env) int {
 	t.Helper()
-	var n int
-	if err := e.Server.DB.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM oauth_clients WHERE registration_kind IS NOT NULL`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return count(t, e, `SELECT COUNT(*) FROM oauth_clients WHERE registration_kind IS NOT NULL`)
 }
 
 // dcrPKCEFlow runs the authorization code flow with PKCE for a public client

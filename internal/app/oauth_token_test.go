@@ -308,12 +308,7 @@ func reuseInterval(d time.Duration) apptest.Option {
 // reuseEvents counts the refresh_token_reused events of a client with the status.
 func reuseEvents(t *testing.T, e *apptest.Env, clientID, status string) int {
 	t.Helper()
-	var n int
-	if err := e.Server.DB.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM audit_events WHERE event_type = 'refresh_token_reused' AND resource_id = $1 AND status = $2`,
-		clientID, status).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return count(t, e, `SELECT COUNT(*) FROM audit_events WHERE event_type = 'refresh_token_reused' AND resource_id = $1 AND status = $2`, clientID, status)
 }
 
 // refreshed asserts a successful refresh and returns its access and refresh token.
