@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"hmid/internal/apptest"
+	"hmid/internal/config"
 	"hmid/internal/db"
 	"hmid/internal/token"
 )
@@ -712,4 +713,34 @@ func TestSystemKeyREST(t *testing.T) {
 		}
 		e.Call(t, "PATCH", "/v1/api-keys/"+own["id"].(string), dev.Token, map[string]any{"is_system": true}, http.StatusBadRequest)
 	})
+}
+
+// TestPlatformsNotConfigured: an OAuth platform without its provider's app
+// shows "Not configured" and how to configure it, not "Enabled"; one with
+// an app shows "Enabled".
+func TestPlatformsNotConfigured(t *testing.T) {
+	env := map[string]string{"HMID_LOGIN_DISCORD_CLIENT_ID": "discord-app", "HMID_LOGIN_DISCORD_CLIENT_SECRET": "discord-secret"}
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		op := operator(t, e, "settings:read", "settings:write")
+		p := signedInBrowser(t, e, op).get("/admin/platforms")
+		section := func(name string) string {
+			i := strings.Index(p.body, ">"+name+" <span")
+			if i < 0 {
+				t.Fatalf("no section of %s: %s", name, p.body)
+			}
+			return p.body[i : i+200]
+		}
+		if s := section("GitHub"); !strings.Contains(s, "Not configured") || strings.Contains(s, ">Enabled<") {
+			t.Errorf("GitHub without an app: %s", s)
+		}
+		if !strings.Contains(p.body, "HMID_LOGIN_GITHUB_CLIENT_ID and HMID_LOGIN_GITHUB_CLIENT_SECRET") {
+			t.Error("the page does not say how to configure GitHub")
+		}
+		if s := section("Discord"); !strings.Contains(s, ">Enabled<") {
+			t.Errorf("Discord with an app: %s", s)
+		}
+		if s := section("Email"); strings.Contains(s, "Not configured") {
+			t.Errorf("the email platform needs no app: %s", s)
+		}
+	}, func(c *config.Config) { c.LoginEnv = func(k string) string { return env[k] } })
 }

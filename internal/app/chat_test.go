@@ -862,3 +862,22 @@ func slicesSpan(v []float64) float64 {
 	}
 	return hi - lo
 }
+
+// TestTripPageNamesTheDevice: the trip page names the trip's device for a
+// reader who may read devices, and shows only its id to one who may not.
+func TestTripPageNamesTheDevice(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		sys := e.SystemKey
+		data := func(r *apptest.Resp) map[string]any { return r.JSON()["data"].(map[string]any) }
+		devID := data(e.Call(t, "POST", "/v1/devices", sys, map[string]any{"name": "Barge Anna", "device_type": "tracker"}, http.StatusCreated))["id"].(string)
+		id := data(e.Call(t, "POST", "/v1/trips", sys, map[string]any{"name": "Rhine run", "device_id": devID}, http.StatusCreated))["id"].(string)
+		both := signedInBrowser(t, e, chatAdmin(t, e, "devices:read", "trips:read")).get("/admin/tracking/trips/" + id)
+		if both.status != http.StatusOK || !strings.Contains(both.body, "Barge Anna") || !strings.Contains(both.body, devID) {
+			t.Fatalf("trip page for devices:read: %d %s", both.status, both.body)
+		}
+		tripsOnly := signedInBrowser(t, e, chatAdmin(t, e, "trips:read")).get("/admin/tracking/trips/" + id)
+		if tripsOnly.status != http.StatusOK || strings.Contains(tripsOnly.body, "Barge Anna") || !strings.Contains(tripsOnly.body, devID) {
+			t.Fatalf("trip page without devices:read: %d", tripsOnly.status)
+		}
+	})
+}

@@ -976,3 +976,49 @@ func TestConsoleIntegrations(t *testing.T) {
 			TokenURL: fake.URL + "/oauth2/token", APIURL: fake.URL + "/helix"}
 	})
 }
+
+// TestConsoleActionsAreTheWebsites: actions taken on the pages are recorded
+// as the website's (source_service id) or the admin console's (backend),
+// not as the API's, also where the area is called without a source: the
+// consent page, disconnecting an app, downloading one's data.
+func TestConsoleActionsAreTheWebsites(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		u := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery"})
+		c, _ := consentedApp(t, e, u, "Harbour Planner")
+		b := signedInBrowser(t, e, u)
+		p := b.get("/account/apps")
+		action := "/account/apps/" + c.ID + "/revoke"
+		if q := b.post(t, p.body, action, url.Values{}); q.status != http.StatusSeeOther {
+			t.Fatalf("revoke: %d %s", q.status, q.body)
+		}
+		if n := count(t, e, `SELECT COUNT(*) FROM audit_events WHERE event_type = 'consent_revoked' AND resource_id = $1 AND source_service = 'id'`, c.ID); n != 1 {
+			t.Fatalf("consent_revoked from the website = %d, want 1", n)
+		}
+		if d := b.get("/account/data/export"); d.status != http.StatusOK {
+			t.Fatalf("export: %d", d.status)
+		}
+		if n := count(t, e, `SELECT COUNT(*) FROM audit_events WHERE event_type = 'data_exported' AND user_id = $1 AND source_service = 'id'`, u.ID); n != 1 {
+			t.Fatalf("data_exported from the website = %d, want 1", n)
+		}
+		// The API's own calls stay the API's.
+		if n := count(t, e, `SELECT COUNT(*) FROM audit_events WHERE event_type = 'consent_granted' AND resource_id = $1 AND source_service = 'api'`, c.ID); n != 1 {
+			t.Fatalf("consent_granted through the API = %d, want 1", n)
+		}
+	})
+}
+
+// TestDeveloperInNavigation: every user may register OAuth clients, so the
+// Developer page is in every user's navigation, not only a developer's.
+func TestDeveloperInNavigation(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		plain := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery"})
+		b := signedInBrowser(t, e, plain)
+		p := b.get("/account")
+		if !strings.Contains(p.body, `href="/account/developer"`) {
+			t.Fatalf("a plain user's navigation lacks the Developer page")
+		}
+		if d := b.get("/account/developer"); d.status != http.StatusOK {
+			t.Fatalf("developer page: %d", d.status)
+		}
+	})
+}

@@ -192,3 +192,13 @@ func TestEveryPageParses(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFavicon: /favicon.ico is the embedded icon, not a 404.
+func TestFavicon(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		r := e.Do(t, apptest.Req{Method: "GET", Path: "/favicon.ico"})
+		if r.Status != http.StatusOK || r.Header.Get("Content-Type") != "image/x-icon" || len(r.Body) < 100 || string(r.Body[:4]) != "\x00\x00\x01\x00" {
+			t.Fatalf("favicon: %d %s %d bytes", r.Status, r.Header.Get("Content-Type"), len(r.Body))
+		}
+	})
+}
