@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"hmid/internal/apptest"
 )
 
 // testEnv is a fresh SQLite configuration in a temporary directory.
@@ -42,22 +44,7 @@ func (te *testEnv) migrated() bool {
 }
 
 // syncBuffer collects output written by a command running in another goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = apptest.SyncBuffer
 
 func TestVersionAndUsage(t *testing.T) {
 	var out bytes.Buffer

@@ -15,7 +15,6 @@ import (
 	"hmid/internal/apptest"
 	"hmid/internal/audit"
 	"hmid/internal/db"
-	"hmid/internal/dbtest"
 	"hmid/internal/events"
 	"hmid/internal/realtime"
 )
@@ -391,12 +390,7 @@ func TestWSUnansweredPingsDrop(t *testing.T) {
 // TestWSAcrossInstances runs two instances on one PostgreSQL and Redis: a
 // client on A receives an event published on B.
 func TestWSAcrossInstances(t *testing.T) {
-	if dbtest.PostgresURL() == "" || dbtest.RedisURL() == "" {
-		t.Skip("needs HMID_TEST_POSTGRES_URL and HMID_TEST_REDIS_URL")
-	}
-	eng := dbtest.Engine{Name: "postgres", URL: dbtest.Postgres(t), RedisURL: dbtest.RedisURL()}
-	a := apptest.New(t, eng)
-	b := apptest.New(t, eng)
+	a, b := apptest.NewRedisPair(t)
 	admin := a.Admin(t)
 	c := mustDial(t, a, admin.Token)
 	c.mustAck("subscribe", "1", "gps.device.shared")

@@ -17,8 +17,8 @@ import (
 	"github.com/pquerna/otp/totp"
 
 	"hmid/internal/apptest"
+	"hmid/internal/auth"
 	"hmid/internal/mail"
-	"hmid/internal/mail/mailtest"
 	"hmid/internal/users"
 )
 
@@ -74,31 +74,6 @@ func tfEnable(t testing.TB, e *apptest.Env, u apptest.User) (string, []string) {
 func tfStatus(t testing.TB, e *apptest.Env, tok string) map[string]any {
 	t.Helper()
 	return e.Call(t, "GET", tfBase+"/status", tok, nil, http.StatusOK).JSON()
-}
-
-func tfMails(t testing.TB, e *apptest.Env, to string) []mail.Message {
-	t.Helper()
-	msgs, err := mailtest.Outbox(context.Background(), e.Server.DB, to)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return msgs
-}
-
-func tfCount(t testing.TB, e *apptest.Env, q string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := e.Server.DB.QueryRowContext(context.Background(), q, args...).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-func tfExec(t testing.TB, e *apptest.Env, q string, args ...any) {
-	t.Helper()
-	if _, err := e.Server.DB.ExecContext(context.Background(), q, args...); err != nil {
-		t.Fatal(err)
-	}
 }
 
 var backupCodeShape = regexp.MustCompile(`^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$`)
@@ -168,7 +143,7 @@ func TestTwoFactorLifecycle(t *testing.T) {
 			seen[c.(string)] = true
 		}
 		// Backup codes are stored as Argon2id hashes only.
-		if n := tfCount(t, e, `SELECT COUNT(*) FROM two_factor_backup_codes WHERE user_id = $1 AND code_hash LIKE '$argon2id$%'`, u.ID); n != 10 {
+		if n := count(t, e, `SELECT COUNT(*) FROM two_factor_backup_codes WHERE user_id = $1 AND code_hash LIKE '$argon2id$%'`, u.ID); n != 10 {
 			t.Fatalf("stored hashes = %d", n)
 		}
 		st = tfStatus(t, e, u.Token)
@@ -231,8 +206,8 @@ func TestTwoFactorLifecycle(t *testing.T) {
 		if st := tfStatus(t, e, u.Token); st["enabled"] != false || st["backup_codes_remaining"] != float64(0) {
 			t.Fatalf("status after disable = %v", st)
 		}
-		if n := tfCount(t, e, `SELECT COUNT(*) FROM two_factor WHERE user_id = $1`, u.ID) +
-			tfCount(t, e, `SELECT COUNT(*) FROM two_factor_backup_codes WHERE user_id = $1`, u.ID); n != 0 {
+		if n := count(t, e, `SELECT COUNT(*) FROM two_factor WHERE user_id = $1`, u.ID) +
+			count(t, e, `SELECT COUNT(*) FROM two_factor_backup_codes WHERE user_id = $1`, u.ID); n != 0 {
 			t.Fatalf("%d rows left after disable", n)
 		}
 		// Already disabled: disable and regenerate answer 400.
@@ -256,17 +231,17 @@ func TestTwoFactorLifecycle(t *testing.T) {
 
 		// Audit trail and mails.
 		for typ, want := range map[string]int{"2fa_enabled": 3, "2fa_disabled": 3, "2fa_backup_codes_regenerated": 1} {
-			if n := tfCount(t, e, `SELECT COUNT(*) FROM audit_events WHERE user_id = $1 AND event_type = $2 AND status = 'success'`, u.ID, typ); n != want {
+			if n := count(t, e, `SELECT COUNT(*) FROM audit_events WHERE user_id = $1 AND event_type = $2 AND status = 'success'`, u.ID, typ); n != want {
 				t.Errorf("%s events = %d, want %d", typ, n, want)
 			}
 		}
 		// A rejected code is its method's event with status failure: a
 		// TOTP's 2fa_verified, a backup code's 2fa_backup_code_used.
-		if n := tfCount(t, e, `SELECT COUNT(*) FROM audit_events WHERE user_id = $1 AND event_type IN ('2fa_verified', '2fa_backup_code_used') AND status = 'failure'`, u.ID); n < 5 {
+		if n := count(t, e, `SELECT COUNT(*) FROM audit_events WHERE user_id = $1 AND event_type IN ('2fa_verified', '2fa_backup_code_used') AND status = 'failure'`, u.ID); n < 5 {
 			t.Errorf("failed 2fa_verified and 2fa_backup_code_used events = %d", n)
 		}
 		kinds := map[string]int{}
-		for _, m := range tfMails(t, e, u.Email) {
+		for _, m := range outbox(t, e, u.Email) {
 			kinds[m.Kind]++
 			if m.Locale != "en" {
 				t.Errorf("mail %s in %s", m.Kind, m.Locale)
@@ -281,13 +256,13 @@ func TestTwoFactorLifecycle(t *testing.T) {
 func TestTwoFactorMailsInUserLocale(t *testing.T) {
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
-		tfExec(t, e, `UPDATE users SET preferred_locale = 'de' WHERE id = $1`, u.ID)
+		execSQL(t, e, `UPDATE users SET preferred_locale = 'de' WHERE id = $1`, u.ID)
 		secret, _ := tfEnable(t, e, u)
 		e.Clock.Advance(30 * time.Second)
 		e.Call(t, "POST", tfBase+"/backup-codes/regenerate", u.Token, map[string]any{"code": tfCode(t, secret, e.Clock.Now())}, http.StatusOK)
 		e.Clock.Advance(30 * time.Second)
 		e.Call(t, "DELETE", tfBase, u.Token, map[string]any{"code": tfCode(t, secret, e.Clock.Now())}, http.StatusOK)
-		msgs := tfMails(t, e, u.Email)
+		msgs := outbox(t, e, u.Email)
 		if len(msgs) != 3 {
 			t.Fatalf("mails = %d", len(msgs))
 		}
@@ -333,7 +308,7 @@ func TestTwoFactorPlatforms(t *testing.T) {
 			t.Fatalf("setup = %s", r.Body)
 		}
 		// A platform that supports it once enabled by an operator.
-		tfExec(t, e, `UPDATE platforms SET two_factor_supported = TRUE WHERE slug = 'discord'`)
+		execSQL(t, e, `UPDATE platforms SET two_factor_supported = TRUE WHERE slug = 'discord'`)
 		r = e.Call(t, "POST", tfBase+"/setup", u.Token, map[string]any{"platform_id": "discord"}, http.StatusOK)
 		secret := r.JSON()["secret"].(string)
 		e.Call(t, "POST", tfBase+"/verify", u.Token, map[string]any{"code": tfCode(t, secret, e.Clock.Now())}, http.StatusOK)
@@ -355,9 +330,9 @@ func TestTwoFactorPermissions(t *testing.T) {
 		other := e.NewUser(t, apptest.UserSpec{})
 		admin := e.Admin(t)
 		manager := e.NewUser(t, apptest.UserSpec{})
-		tfExec(t, e, `INSERT INTO roles (id, name, description, is_system, requires_two_factor, created_at, updated_at) VALUES ('role_tfm', 'TF Manager', '', FALSE, FALSE, 0, 0)`)
-		tfExec(t, e, `INSERT INTO role_permissions (role_id, permission_id, created_at) SELECT 'role_tfm', id, 0 FROM permissions WHERE resource = 'two_factor' AND action = 'manage'`)
-		tfExec(t, e, `INSERT INTO user_roles (user_id, role_id, created_at) VALUES ($1, 'role_tfm', 0)`, manager.ID)
+		execSQL(t, e, `INSERT INTO roles (id, name, description, is_system, requires_two_factor, created_at, updated_at) VALUES ('role_tfm', 'TF Manager', '', FALSE, FALSE, 0, 0)`)
+		execSQL(t, e, `INSERT INTO role_permissions (role_id, permission_id, created_at) SELECT 'role_tfm', id, 0 FROM permissions WHERE resource = 'two_factor' AND action = 'manage'`)
+		execSQL(t, e, `INSERT INTO user_roles (user_id, role_id, created_at) VALUES ($1, 'role_tfm', 0)`, manager.ID)
 		noScope, _ := e.NewAPIKey(t, u.ID)
 		readKey, _ := e.NewAPIKey(t, u.ID, "two_factor:read")
 		writeKey, _ := e.NewAPIKey(t, u.ID, "two_factor:read", "two_factor:write")
@@ -409,7 +384,7 @@ func TestTwoFactorPermissions(t *testing.T) {
 			t.Fatalf("other user's status = %v", st)
 		}
 		// The audit names who acted.
-		if n := tfCount(t, e, `SELECT COUNT(*) FROM audit_events WHERE user_id = $1 AND event_type = '2fa_enabled' AND actor_id = $2`, other.ID, manager.ID); n != 1 {
+		if n := count(t, e, `SELECT COUNT(*) FROM audit_events WHERE user_id = $1 AND event_type = '2fa_enabled' AND actor_id = $2`, other.ID, manager.ID); n != 1 {
 			t.Fatalf("2fa_enabled with actor = %d", n)
 		}
 
@@ -425,7 +400,7 @@ func TestTwoFactorPermissions(t *testing.T) {
 		e.Call(t, "DELETE", tfBase, e.SystemKey, map[string]any{"user_id": other.ID, "code": tfCode(t, secret, e.Clock.Now())}, http.StatusOK)
 		e.Call(t, "GET", tfBase+"/requirement"+q, e.SystemKey, nil, http.StatusOK)
 		// A deleted user is not found.
-		tfExec(t, e, `UPDATE users SET deleted_at = 1 WHERE id = $1`, other.ID)
+		execSQL(t, e, `UPDATE users SET deleted_at = 1 WHERE id = $1`, other.ID)
 		e.Call(t, "GET", tfBase+"/status"+q, e.SystemKey, nil, http.StatusNotFound)
 	})
 }
@@ -449,9 +424,9 @@ func TestTwoFactorThrottleParallel(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		count := map[int]int{}
+		perStatus := map[int]int{}
 		for i, s := range statuses {
-			count[s]++
+			perStatus[s]++
 			if s == http.StatusTooManyRequests {
 				// Five attempts at once use the allowance up; one comes
 				// back every FailureWindow/MaxFailures = 60 s.
@@ -460,10 +435,10 @@ func TestTwoFactorThrottleParallel(t *testing.T) {
 				}
 			}
 		}
-		if count[http.StatusBadRequest] != 5 || count[http.StatusTooManyRequests] != 15 {
-			t.Fatalf("statuses = %v, want 5×400 and 15×429", count)
+		if perStatus[http.StatusBadRequest] != 5 || perStatus[http.StatusTooManyRequests] != 15 {
+			t.Fatalf("statuses = %v, want 5×400 and 15×429", perStatus)
 		}
-		if got := tfCount(t, e, `SELECT COUNT(*) FROM audit_events WHERE user_id = $1 AND event_type = '2fa_verified' AND status = 'failure'`, u.ID); got != n {
+		if got := count(t, e, `SELECT COUNT(*) FROM audit_events WHERE user_id = $1 AND event_type = '2fa_verified' AND status = 'failure'`, u.ID); got != n {
 			t.Fatalf("failed attempts audited = %d, want %d", got, n)
 		}
 		// While blocked, even the right code (here at the login step) is refused.
@@ -491,8 +466,8 @@ func TestTwoFactorRequirementAndLogin(t *testing.T) {
 		}
 
 		// A role that requires it.
-		tfExec(t, e, `UPDATE roles SET requires_two_factor = TRUE WHERE id = 'role_moderator'`)
-		tfExec(t, e, `INSERT INTO user_roles (user_id, role_id, created_at) VALUES ($1, 'role_moderator', 0)`, u.ID)
+		execSQL(t, e, `UPDATE roles SET requires_two_factor = TRUE WHERE id = 'role_moderator'`)
+		execSQL(t, e, `INSERT INTO user_roles (user_id, role_id, created_at) VALUES ($1, 'role_moderator', 0)`, u.ID)
 		req = e.Call(t, "GET", tfBase+"/requirement", u.Token, nil, http.StatusOK).JSON()
 		if roles := req["required_by_roles"].([]any); req["required"] != true || len(roles) != 1 || roles[0] != "Moderator" || !strings.Contains(req["reason"].(string), "Moderator") {
 			t.Fatalf("requirement with role = %v", req)
@@ -503,14 +478,14 @@ func TestTwoFactorRequirementAndLogin(t *testing.T) {
 
 		// A login platform that requires it (the user's last login platform).
 		v := e.NewUser(t, apptest.UserSpec{})
-		tfExec(t, e, `UPDATE platforms SET two_factor_required = TRUE WHERE slug = 'github'`)
+		execSQL(t, e, `UPDATE platforms SET two_factor_required = TRUE WHERE slug = 'github'`)
 		if need, _ := sf.SetupRequired(ctx, v.ID, "github"); !need {
 			t.Fatal("SetupRequired on a platform that requires it = false")
 		}
 		if need, _ := sf.SetupRequired(ctx, v.ID, ""); need {
 			t.Fatal("SetupRequired on the user's email login = true")
 		}
-		tfExec(t, e, `UPDATE users SET last_login_provider = 'github' WHERE id = $1`, v.ID)
+		execSQL(t, e, `UPDATE users SET last_login_provider = 'github' WHERE id = $1`, v.ID)
 		req = e.Call(t, "GET", tfBase+"/requirement", v.Token, nil, http.StatusOK).JSON()
 		if req["required"] != true || len(req["required_by_roles"].([]any)) != 0 || !strings.Contains(req["reason"].(string), "GitHub") {
 			t.Fatalf("requirement by platform = %v", req)
@@ -552,14 +527,14 @@ func TestTwoFactorRequirementAndLogin(t *testing.T) {
 		if err := sf.VerifyLogin(ctx, u.ID, codes[4], "127.0.0.1", "test"); err == nil {
 			t.Fatal("backup code accepted twice at login")
 		}
-		if n := tfCount(t, e, `SELECT COUNT(*) FROM audit_events WHERE user_id = $1 AND event_type = 'login_failed' AND status = 'failure'`, u.ID); n != 3 {
+		if n := count(t, e, `SELECT COUNT(*) FROM audit_events WHERE user_id = $1 AND event_type = 'login_failed' AND status = 'failure'`, u.ID); n != 3 {
 			t.Fatalf("login_failed events = %d, want 3", n)
 		}
-		if n := tfCount(t, e, `SELECT COUNT(*) FROM audit_events WHERE user_id = $1 AND event_type = '2fa_verified' AND status = 'success'`, u.ID); n != 2 {
+		if n := count(t, e, `SELECT COUNT(*) FROM audit_events WHERE user_id = $1 AND event_type = '2fa_verified' AND status = 'success'`, u.ID); n != 2 {
 			t.Fatalf("2fa_verified events = %d, want 2 (verify and the TOTP login)", n)
 		}
 		// The backup code is an event of its own.
-		if n := tfCount(t, e, `SELECT COUNT(*) FROM audit_events WHERE user_id = $1 AND event_type = '2fa_backup_code_used' AND status = 'success'
+		if n := count(t, e, `SELECT COUNT(*) FROM audit_events WHERE user_id = $1 AND event_type = '2fa_backup_code_used' AND status = 'success'
 			AND metadata LIKE '%"method":"backup_code"%'`, u.ID); n != 1 {
 			t.Fatalf("2fa_backup_code_used events = %d, want 1 (the backup-code login)", n)
 		}
@@ -591,7 +566,7 @@ func TestTwoFactorSingleUseUnderRace(t *testing.T) {
 				t.Fatalf("parallel verify answered %d", s)
 			}
 		}
-		if ok != 1 || tfCount(t, e, `SELECT COUNT(*) FROM two_factor_backup_codes WHERE user_id = $1`, u.ID) != 10 {
+		if ok != 1 || count(t, e, `SELECT COUNT(*) FROM two_factor_backup_codes WHERE user_id = $1`, u.ID) != 10 {
 			t.Fatalf("parallel verify: %d successes, statuses %v", ok, statuses)
 		}
 
@@ -665,6 +640,34 @@ func TestTwoFactorAuditDetails(t *testing.T) {
 		}
 		if !strings.Contains(meta, `"operation":"verify"`) || !strings.Contains(meta, `"method":"totp"`) || errMsg == "" {
 			t.Fatalf("failed attempt event: %s %s", meta, errMsg)
+		}
+	})
+}
+
+// TestLoginDeviceCookieTwoFactor: with two-factor authentication the device
+// cookie comes with the session, after the code, not after the password
+// alone.
+func TestLoginDeviceCookieTwoFactor(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		const pw = "correct horse battery"
+		u := e.NewUser(t, apptest.UserSpec{Password: pw})
+		secret, _ := tfEnable(t, e, u)
+		device := func(r *apptest.Resp) *http.Cookie {
+			for _, c := range (&http.Response{Header: r.Header}).Cookies() {
+				if c.Name == auth.DeviceCookieName {
+					return c
+				}
+			}
+			return nil
+		}
+		r := e.Call(t, "POST", "/v1/auth/login", "", map[string]any{"email": u.Email, "password": pw}, http.StatusOK)
+		if r.JSON()["two_factor_required"] != true || device(r) != nil {
+			t.Fatalf("password step: %s %v", r.Body, r.Header)
+		}
+		e.Clock.Advance(31 * time.Second) // a fresh TOTP step
+		r = e.Call(t, "POST", "/v1/auth/login", "", map[string]any{"email": u.Email, "password": pw, "code": tfCode(t, secret, e.Clock.Now())}, http.StatusOK)
+		if c := device(r); c == nil || c.Value == "" || !c.HttpOnly {
+			t.Fatalf("no device cookie after the code: %v", r.Header)
 		}
 	})
 }

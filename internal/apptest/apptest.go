@@ -154,31 +154,52 @@ func (e *Env) Do(t testing.TB, q Req) *Resp {
 		}
 		body, ctype = bytes.NewReader(raw), "application/json"
 	}
-	req, err := http.NewRequest(q.Method, e.URL+q.Path, body)
+	hdr := make(map[string]string, len(q.Header)+1)
+	if ctype != "" {
+		hdr["Content-Type"] = ctype
+	}
+	for k, v := range q.Header {
+		hdr[k] = v
+	}
+	req, r, err := e.send(t, q.Method, q.Path, q.Token, body, hdr)
+	if err != nil {
+		t.Fatalf("read body: %v", err)
+	}
+	e.checkContract(t, req, r)
+	return r
+}
+
+// Raw sends a request as it is, without the contract check: for the answers
+// a test provokes outside the contract on purpose (HTML error pages, the 503
+// of an outage on any operation, refused bodies at the boundary). A body cut
+// off by the server is returned as far as it came.
+func (e *Env) Raw(t testing.TB, method, path, tok string, body io.Reader, hdr map[string]string) *Resp {
+	t.Helper()
+	_, r, _ := e.send(t, method, path, tok, body, hdr)
+	return r
+}
+
+// send sends one request with the bearer token tok (if any) and the headers
+// hdr, and reads the answer whole; err is the error of reading its body.
+func (e *Env) send(t testing.TB, method, path, tok string, body io.Reader, hdr map[string]string) (req *http.Request, r *Resp, err error) {
+	t.Helper()
+	req, err = http.NewRequest(method, e.URL+path, body)
 	if err != nil {
 		t.Fatalf("request: %v", err)
 	}
-	if ctype != "" {
-		req.Header.Set("Content-Type", ctype)
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
 	}
-	if q.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+q.Token)
-	}
-	for k, v := range q.Header {
+	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
 	res, err := e.Client.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", q.Method, q.Path, err)
+		t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatalf("read body: %v", err)
-	}
-	r := &Resp{Status: res.StatusCode, Header: res.Header, Body: raw}
-	e.checkContract(t, req, r)
-	return r
+	return req, &Resp{Status: res.StatusCode, Header: res.Header, Body: raw}, err
 }
 
 // Call is Do with the common arguments, failing unless the status is want.

@@ -2,6 +2,7 @@ package apptest
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -115,4 +116,16 @@ func mustExec(t testing.TB, d *db.DB, q string, args ...any) {
 	if _, err := d.ExecContext(context.Background(), q, args...); err != nil {
 		t.Fatalf("fixture: %v\n%s", err, q)
 	}
+}
+
+// RolePermissions returns the permissions of a role as the REST API lists
+// them, each as resource:action.
+func (e *Env) RolePermissions(t testing.TB, roleID string) []string {
+	t.Helper()
+	var out []string
+	for _, p := range e.Call(t, "GET", "/v1/roles/"+roleID+"/permissions", e.SystemKey, nil, http.StatusOK).JSON()["data"].([]any) {
+		m := p.(map[string]any)
+		out = append(out, m["resource"].(string)+":"+m["action"].(string))
+	}
+	return out
 }

@@ -70,3 +70,15 @@ func NewPair(t *testing.T, redisURL string, opts ...Option) (a, b *Env) {
 	b.SystemKey = a.SystemKey
 	return a, b
 }
+
+// NewRedisPair is NewPair on the Redis of HMID_TEST_REDIS_URL, for what only
+// Redis carries from one instance to the other (the real-time channel, the
+// chat bot's requests). It skips the test unless both HMID_TEST_POSTGRES_URL
+// and HMID_TEST_REDIS_URL are set.
+func NewRedisPair(t *testing.T, opts ...Option) (a, b *Env) {
+	t.Helper()
+	if dbtest.PostgresURL() == "" || dbtest.RedisURL() == "" {
+		t.Skip("needs HMID_TEST_POSTGRES_URL and HMID_TEST_REDIS_URL")
+	}
+	return NewPair(t, dbtest.RedisURL(), opts...)
+}

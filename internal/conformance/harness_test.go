@@ -261,18 +261,9 @@ func (c *rp) idToken(r *result, raw, nonce string) map[string]any {
 	} else {
 		r.require(claims["nonce"] == nil, "ValidateIdTokenNonce / none sent, none returned")
 	}
-	if v, ok := claims["auth_time"]; ok {
-		_, isNum := v.(float64)
-		r.require(isNum, "ValidateIdToken / auth_time is a number")
-	}
-	if v, ok := claims["acr"]; ok {
-		_, isStr := v.(string)
-		r.require(isStr, "ValidateIdTokenACRClaim / string")
-	}
-	if v, ok := claims["amr"]; ok {
-		_, isList := v.([]any)
-		r.require(isList, "ValidateIdToken / amr is an array")
-	}
+	requireKind[float64](r, claims, "auth_time", "ValidateIdToken / auth_time is a number")
+	requireKind[string](r, claims, "acr", "ValidateIdTokenACRClaim / string")
+	requireKind[[]any](r, claims, "amr", "ValidateIdToken / amr is an array")
 	return claims
 }
 
@@ -302,18 +293,19 @@ func (c *rp) userinfo(r *result, at, how string) map[string]any {
 func checkStandardClaims(r *result, m map[string]any) {
 	r.t.Helper()
 	for _, k := range []string{"sub", "name", "picture", "preferred_username", "locale", "email"} {
-		if v, ok := m[k]; ok {
-			_, isStr := v.(string)
-			r.require(isStr, "ValidateUserInfoStandardClaims / "+k+" is a string")
-		}
+		requireKind[string](r, m, k, "ValidateUserInfoStandardClaims / "+k+" is a string")
 	}
-	if v, ok := m["email_verified"]; ok {
-		_, isBool := v.(bool)
-		r.require(isBool, "ValidateUserInfoStandardClaims / email_verified is a boolean")
-	}
-	if v, ok := m["updated_at"]; ok {
-		_, isNum := v.(float64)
-		r.require(isNum, "EnsureUserInfoUpdatedAtValid")
+	requireKind[bool](r, m, "email_verified", "ValidateUserInfoStandardClaims / email_verified is a boolean")
+	requireKind[float64](r, m, "updated_at", "EnsureUserInfoUpdatedAtValid")
+}
+
+// requireKind is the condition cond that m[key], when present, is a T (a
+// claim's JSON type: float64, string, bool, []any).
+func requireKind[T any](r *result, m map[string]any, key, cond string) {
+	r.t.Helper()
+	if v, ok := m[key]; ok {
+		_, is := v.(T)
+		r.require(is, cond)
 	}
 }
 
@@ -347,4 +339,16 @@ func rsaBits(k jose.JSONWebKey) int {
 		return pub.N.BitLen()
 	}
 	return 0
+}
+
+// reauthenticate sends q with the user's session, requires that the user is
+// asked to log in again, logs in and returns the checked claims of the ID
+// token the code that comes back is exchanged for (prompt=login, max_age).
+func (c *rp) reauthenticate(r *result, q url.Values) map[string]any {
+	r.t.Helper()
+	u := c.front(r.t, c.user.Token, q)
+	r.require(c.isLogin(u), "the user is asked to log in again", u)
+	session, back := c.login(r.t, u)
+	code := c.callback(r, c.front(r.t, session, back), q)
+	return c.checkTokenResponse(r, c.exchange(r.t, code, "client_secret_basic"), q.Get("nonce"))
 }

@@ -1,12 +1,22 @@
 package conformance_test
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"html"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 
 	"hmid/internal/apptest"
 )
@@ -226,4 +236,218 @@ func TestBackChannelLogoutOP(t *testing.T) {
 			r.logoutPromptNone()
 		})
 	}, apptest.AllowLoopbackOutbound)
+}
+
+// logoutRig is one OpenID Provider under test with a signed-in browser
+// session, an RS256 client registered for logout, and that client's
+// back-channel logout endpoint (a fake RP recording the logout tokens).
+type logoutRig struct {
+	t      *testing.T
+	e      *apptest.Env
+	userID string
+	// owner registers the client.
+	owner string
+	// session is the browser's hmid_session token and sessionID its id.
+	session, sessionID string
+	clientID, secret   string
+	redirect           string
+	postLogout         string
+
+	rpMu   sync.Mutex
+	tokens []string
+	seen   chan string
+}
+
+func newLogoutRig(t *testing.T, e *apptest.Env) *logoutRig {
+	t.Helper()
+	r := &logoutRig{t: t, e: e, seen: make(chan string, 16)}
+	rp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method != http.MethodPost || req.URL.Path != "/backchannel" {
+			http.NotFound(w, req)
+			return
+		}
+		tok := req.PostFormValue("logout_token")
+		r.rpMu.Lock()
+		r.tokens = append(r.tokens, tok)
+		r.rpMu.Unlock()
+		r.seen <- tok
+	}))
+	t.Cleanup(rp.Close)
+	owner := e.NewUser(t, apptest.UserSpec{})
+	u := e.NewUser(t, apptest.UserSpec{})
+	r.owner, r.userID = owner.Token, u.ID
+	r.session, r.sessionID = e.NewSession(t, u.ID)
+	r.redirect, r.postLogout = rp.URL+"/callback", rp.URL+"/post_logout_redirect"
+	c := e.Call(t, "POST", "/v1/oauth/clients", owner.Token, map[string]any{
+		"name": "conformance suite", "redirect_uris": []string{r.redirect}, "id_token_signed_response_alg": "RS256",
+		"post_logout_redirect_uris": []string{r.postLogout}, "backchannel_logout_uri": rp.URL + "/backchannel",
+		"backchannel_logout_session_required": true,
+	}, http.StatusCreated).JSON()["data"].(map[string]any)
+	r.clientID, r.secret = c["id"].(string), c["client_secret"].(string)
+	return r
+}
+
+// logoutBrowser sends a request as the browser: Accept text/html and the
+// session cookie (while the rig's session is set), plus extra cookies.
+func (r *logoutRig) logoutBrowser(method, path string, form url.Values, extra ...*http.Cookie) *apptest.Resp {
+	r.t.Helper()
+	cookies := []string{"hmid_session=" + r.session}
+	for _, c := range extra {
+		cookies = append(cookies, c.Name+"="+c.Value)
+	}
+	hdr := map[string]string{"Accept": "text/html", "Cookie": strings.Join(cookies, "; ")}
+	if method == http.MethodGet {
+		if form != nil {
+			path += "?" + form.Encode()
+		}
+		return r.e.Do(r.t, apptest.Req{Method: method, Path: path, Header: hdr})
+	}
+	return r.e.Do(r.t, apptest.Req{Method: method, Path: path, Body: form, Header: hdr})
+}
+
+// logoutLogin runs a normal authorization-code flow in the browser session
+// and returns the ID token (the first phase of every logout module).
+func (r *logoutRig) logoutLogin() string {
+	r.t.Helper()
+	q := url.Values{"response_type": {"code"}, "client_id": {r.clientID}, "redirect_uri": {r.redirect},
+		"scope": {"openid"}, "state": {"st"}, "nonce": {"n-0S6_WzA2Mj"}}
+	res := r.logoutBrowser(http.MethodGet, "/v1/oauth/authorize", q)
+	if res.Status == http.StatusFound && strings.Contains(res.Header.Get("Location"), "/consent") {
+		pending, _ := url.Parse(res.Header.Get("Location"))
+		res = r.e.Do(r.t, apptest.Req{Method: "POST", Path: "/v1/oauth/authorize/consent", Token: r.session,
+			Body: map[string]any{"pending_authorization_id": pending.Query().Get("pending_authorization_id"), "approved": true}})
+	}
+	loc, err := url.Parse(res.Header.Get("Location"))
+	if err != nil || loc.Query().Get("code") == "" {
+		r.t.Fatalf("authorization: %d %s", res.Status, res.Header.Get("Location"))
+	}
+	tok := r.e.Do(r.t, apptest.Req{Method: "POST", Path: "/v1/oauth/token", Body: url.Values{
+		"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")}, "redirect_uri": {r.redirect},
+		"client_id": {r.clientID}, "client_secret": {r.secret}}})
+	if tok.Status != http.StatusOK {
+		r.t.Fatalf("token: %d %s", tok.Status, tok.Body)
+	}
+	return tok.JSON()["id_token"].(string)
+}
+
+// logoutEnd sends the browser to the end_session_endpoint with params.
+func (r *logoutRig) logoutEnd(params url.Values) *apptest.Resp {
+	r.t.Helper()
+	return r.logoutBrowser(http.MethodGet, "/v1/oauth/logout", params)
+}
+
+var logoutHidden = regexp.MustCompile(`<input type="hidden" name="([a-z_]+)" value="([^"]*)">`)
+
+// logoutConfirm presses "Log out" on the confirmation page res.
+func (r *logoutRig) logoutConfirm(res *apptest.Resp) *apptest.Resp {
+	r.t.Helper()
+	if !logoutAsks(res) {
+		r.t.Fatalf("want the confirmation page, got %d %.300s", res.Status, res.Body)
+	}
+	form := url.Values{"hmid_confirm": {"logout"}}
+	for _, m := range logoutHidden.FindAllStringSubmatch(string(res.Body), -1) {
+		form.Set(m[1], html.UnescapeString(m[2]))
+	}
+	var extra []*http.Cookie
+	for _, c := range (&http.Response{Header: res.Header}).Cookies() {
+		if c.Name == "hmid_csrf" {
+			extra = append(extra, c)
+		}
+	}
+	return r.logoutBrowser(http.MethodPost, "/v1/oauth/logout", form, extra...)
+}
+
+// logoutAsks reports whether res is the "Log out of hmid?" page.
+func logoutAsks(res *apptest.Resp) bool {
+	return res.Status == http.StatusOK && strings.Contains(string(res.Body), "Log out of hmid?")
+}
+
+// logoutErrorPage asserts the OP showed an error page and did not redirect
+// (the modules that expect "an error page saying the request is invalid").
+func (r *logoutRig) logoutErrorPage(res *apptest.Resp) {
+	r.t.Helper()
+	if res.Status != http.StatusBadRequest || res.Header.Get("Location") != "" || !strings.Contains(res.Header.Get("Content-Type"), "text/html") {
+		r.t.Fatalf("want an HTML error page without redirect, got %d Location %q", res.Status, res.Header.Get("Location"))
+	}
+}
+
+// logoutLoggedOutPage asserts the "you are logged out" page (no redirect).
+func (r *logoutRig) logoutLoggedOutPage(res *apptest.Resp) {
+	r.t.Helper()
+	if res.Status != http.StatusOK || res.Header.Get("Location") != "" || !strings.Contains(string(res.Body), "You have been logged out.") {
+		r.t.Fatalf("want the logged-out page, got %d %.300s", res.Status, res.Body)
+	}
+}
+
+// logoutRedirect asserts a redirect to the registered post_logout_redirect_uri
+// and returns its query.
+func (r *logoutRig) logoutRedirect(res *apptest.Resp) url.Values {
+	r.t.Helper()
+	loc, err := url.Parse(res.Header.Get("Location"))
+	if (res.Status != http.StatusFound && res.Status != http.StatusSeeOther) || err != nil {
+		r.t.Fatalf("want a redirect, got %d %q", res.Status, res.Header.Get("Location"))
+	}
+	q := loc.Query()
+	loc.RawQuery = ""
+	if loc.String() != r.postLogout {
+		r.t.Fatalf("redirect to %s, want %s", loc, r.postLogout)
+	}
+	return q
+}
+
+// logoutPromptNone is the third phase of the logout modules: an
+// authorization request with prompt=none must now fail with login_required,
+// as the user has been logged out.
+func (r *logoutRig) logoutPromptNone() {
+	r.t.Helper()
+	q := url.Values{"response_type": {"code"}, "client_id": {r.clientID}, "redirect_uri": {r.redirect},
+		"scope": {"openid"}, "state": {"st2"}, "prompt": {"none"}}
+	res := r.logoutBrowser(http.MethodGet, "/v1/oauth/authorize", q)
+	loc, _ := url.Parse(res.Header.Get("Location"))
+	if res.Status != http.StatusFound || loc == nil || loc.Query().Get("error") != "login_required" {
+		r.t.Fatalf("prompt=none after logout: %d %q, want error=login_required", res.Status, res.Header.Get("Location"))
+	}
+}
+
+// logoutStillSignedIn asserts the session survived (a refused request must not log out).
+func (r *logoutRig) logoutStillSignedIn() {
+	r.t.Helper()
+	r.e.Call(r.t, "GET", "/v1/users/me", r.session, nil, http.StatusOK)
+}
+
+// logoutClaims verifies raw with the OP's jwks_uri and returns its header typ and claims.
+func (r *logoutRig) logoutClaims(raw string) (string, map[string]any) {
+	r.t.Helper()
+	ks := oidc.NewRemoteKeySet(context.Background(), r.e.URL+"/v1/oauth/jwks")
+	if _, err := ks.VerifySignature(context.Background(), raw); err != nil {
+		r.t.Fatalf("signature not verifiable with jwks_uri: %v", err)
+	}
+	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.RS256})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var m map[string]any
+	if err := tok.UnsafeClaimsWithoutVerification(&m); err != nil {
+		r.t.Fatal(err)
+	}
+	typ, _ := tok.Headers[0].ExtraHeaders["typ"].(string)
+	return typ, m
+}
+
+// logoutAwaitToken runs delivery passes until the fake RP got a logout token.
+func (r *logoutRig) logoutAwaitToken() string {
+	r.t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		if _, err := r.e.Server.Backchannel.RunOnce(context.Background()); err != nil {
+			r.t.Logf("delivery pass: %v", err)
+		}
+		select {
+		case tok := <-r.seen:
+			return tok
+		case <-deadline:
+			r.t.Fatal("the OP sent no back-channel logout request")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

@@ -1,13 +1,11 @@
 package web
 
 import (
-	"bytes"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
-	"log/slog"
 	"net/http"
 	"path"
 	"strings"
@@ -53,7 +51,8 @@ var consoles []consoleSite
 // AddConsole adds a console: its pages are the files prefix*.html in the
 // templates directory of fsys (a page's name is its file name without
 // .html), nav is its navigation and admin marks the admin console. Each
-// page is parsed with the frame (console.html), the pieces pages share
+// page is parsed with the frame (console.html and the head it shares with
+// the layout, head.html), the pieces pages share
 // (parts_*.html: form fields, event texts, pagers) and the parts both
 // consoles show (shared_*.html: a client's page, a key's page). A console
 // package calls it from init; each page is parsed when it is first drawn
@@ -76,7 +75,7 @@ func AddConsole(fsys fs.FS, prefix string, admin bool, nav []NavItem) {
 			funcs := consoleFuncs(lang)
 			consoleTemplates[lang][strings.TrimSuffix(path.Base(name), ".html")] = newPage(func() (*template.Template, error) {
 				tpl, err := template.New("console.html").Funcs(funcs).
-					ParseFS(files, "templates/console.html", "templates/parts_*.html", "templates/shared_*.html")
+					ParseFS(files, "templates/console.html", "templates/head.html", "templates/parts_*.html", "templates/shared_*.html")
 				if err != nil {
 					return nil, err
 				}
@@ -110,8 +109,18 @@ func consoleFuncs(lang string) template.FuncMap {
 		// stored shows a text hmid stores in English (an event's or a seeded
 		// role's description) in the page's language when it knows it.
 		"stored": func(s string) string { return Stored(lang, s) },
+		// button gathers a form of one button for the "post-button" part:
+		// {{template "post-button" (button "/path" "label.key" "secondary" $.CSRF)}}.
+		"button": func(action, label, class, csrf string) PostButton {
+			return PostButton{Action: action, Label: label, Class: class, CSRF: csrf}
+		},
 	}
 }
+
+// PostButton is a form of one button that posts to Action with the
+// console's CSRF token, as the "post-button" part draws it: Label is the
+// button's message key, Class its classes ("" for the plain button).
+type PostButton struct{ Action, Label, Class, CSRF string }
 
 // NavItem is one entry of a console's navigation.
 type NavItem struct {
@@ -183,21 +192,7 @@ func (h *Handler) Console(w http.ResponseWriter, r *http.Request, status int, pa
 			v.Nav = append(v.Nav, navLink{Href: n.Href, Label: t(n.Label), Current: n.Section == v.Section})
 		}
 	}
-	tpl, err := consoleTemplates[v.Lang][page].get()
-	if err != nil {
-		h.Log.ErrorContext(r.Context(), "console template", slog.String("page", page), slog.String("error", err.Error()))
-		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
-	}
-	var buf bytes.Buffer
-	if err := tpl.Execute(&buf, v); err != nil {
-		h.Log.ErrorContext(r.Context(), "render console page", slog.String("page", page), slog.String("error", err.Error()))
-		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	h.draw(w, r, status, consoleTemplates[v.Lang][page], page, v)
 }
 
 // ConsolePost reads a console form post and checks its CSRF token. It

@@ -80,6 +80,18 @@ func EventTypeChoices(t func(string) string, selected string) []Choice {
 	return out
 }
 
+// EventFields are the event type and the status select of a filter of
+// audit events q, with the refusals errs at their fields: the same on
+// every page that lists events.
+func EventFields(t func(string) string, q url.Values, errs map[string]string) (eventType, status SelectField) {
+	eventType = SelectField{ID: "f-event", Name: "event_type", Label: t("activity.field.event"), All: t("activity.all"),
+		Options: EventTypeChoices(t, q.Get("event_type")), Error: errs["event_type"]}
+	status = SelectField{ID: "f-status", Name: "status", Label: t("activity.field.status"), All: t("activity.all"),
+		Options: Choices(t, "activity.status.", []string{audit.StatusSuccess, audit.StatusFailure}, q.Get("status")),
+		Error:   errs["status"]}
+	return eventType, status
+}
+
 // Choices are the options of a select of values, each labelled with the
 // text prefix+value, with selected selected.
 func Choices(t func(string) string, prefix string, values []string, selected string) []Choice {
@@ -123,14 +135,7 @@ type Pager struct {
 // NewPager places the page pg of a listing at path with the filter q,
 // which shows shown of total events.
 func NewPager(pg httpx.Page, total, shown int, path string, q url.Values) Pager {
-	link := func(n int) string {
-		c := url.Values{}
-		for k, vals := range q {
-			c[k] = vals
-		}
-		c.Set("page", strconv.Itoa(n))
-		return path + "?" + c.Encode()
-	}
+	link := func(n int) string { return WithParam(path, q, "page", strconv.Itoa(n)) }
 	v := Pager{Total: total, Page: pg.Page, TotalPages: pg.TotalPages(total), PrevLabel: "activity.newer", NextLabel: "activity.older"}
 	if shown > 0 {
 		v.From = pg.Offset() + 1
@@ -146,6 +151,18 @@ func NewPager(pg httpx.Page, total, shown int, path string, q url.Values) Pager 
 		v.First = link(1)
 	}
 	return v
+}
+
+// WithParam is the address path?q with q's key set to value: a link of a
+// list page that keeps the rest of its query (the filter, the other list's
+// page).
+func WithParam(path string, q url.Values, key, value string) string {
+	c := url.Values{}
+	for k, vals := range q {
+		c[k] = vals
+	}
+	c.Set(key, value)
+	return path + "?" + c.Encode()
 }
 
 // FilterQuery is the query q of a listing reduced to its parameters params

@@ -122,32 +122,31 @@ func securityHeaders(w http.ResponseWriter) {
 
 // Stylesheet serves the embedded CSS.
 func (h *Handler) Stylesheet(w http.ResponseWriter, r *http.Request) {
-	css, _ := files.ReadFile("static/hmid.css")
-	w.Header().Set("Content-Type", "text/css; charset=utf-8")
-	w.Header().Set("Cache-Control", "public, max-age=3600")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	_, _ = w.Write(css)
+	serveStatic(w, "static/hmid.css", "text/css; charset=utf-8", 3600)
 }
 
 // Script serves the embedded script: small progressive enhancements (copy
 // to clipboard, confirmation of destructive actions); every page works
 // without it.
 func (h *Handler) Script(w http.ResponseWriter, r *http.Request) {
-	js, _ := files.ReadFile("static/hmid.js")
-	w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
-	w.Header().Set("Cache-Control", "public, max-age=3600")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	_, _ = w.Write(js)
+	serveStatic(w, "static/hmid.js", "text/javascript; charset=utf-8", 3600)
 }
 
 // Favicon serves the embedded icon at /favicon.ico, where browsers ask for
 // it on every site: hmid's mark, a 32×32 PNG in an ICO container.
 func (h *Handler) Favicon(w http.ResponseWriter, r *http.Request) {
-	ico, _ := files.ReadFile("static/favicon.ico")
-	w.Header().Set("Content-Type", "image/x-icon")
-	w.Header().Set("Cache-Control", "public, max-age=86400")
+	serveStatic(w, "static/favicon.ico", "image/x-icon", 86400)
+}
+
+// serveStatic writes the embedded file name as contentType, cacheable for
+// maxAge seconds: the static files are public and change only with a
+// release.
+func serveStatic(w http.ResponseWriter, name, contentType string, maxAge int) {
+	body, _ := files.ReadFile(name)
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Cache-Control", "public, max-age="+strconv.Itoa(maxAge))
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	_, _ = w.Write(ico)
+	_, _ = w.Write(body)
 }
 
 // templates holds, per language, one template per page drawn in the
@@ -172,7 +171,7 @@ func AddPages(fsys fs.FS, glob string) {
 		for _, name := range names {
 			funcs := template.FuncMap{"t": Translator(lang), "initial": initial}
 			templates[lang][strings.TrimSuffix(path.Base(name), ".html")] = newPage(func() (*template.Template, error) {
-				tpl, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html")
+				tpl, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/head.html")
 				if err != nil {
 					return nil, err
 				}
@@ -244,13 +243,20 @@ func (h *Handler) Render(w http.ResponseWriter, r *http.Request, status int, pag
 // caller has set the headers.
 func (h *Handler) write(w http.ResponseWriter, r *http.Request, status int, page string, v View) {
 	v.Lang = Language(r)
+	h.draw(w, r, status, templates[v.Lang][page], page, v)
+}
+
+// draw executes the page tpl (named name, for the log) with v and writes
+// it with status, or answers 500 and logs why when it does not parse or
+// run: the page is written only once it is complete.
+func (h *Handler) draw(w http.ResponseWriter, r *http.Request, status int, tpl *page, name string, v any) {
 	var buf bytes.Buffer
-	tpl, err := templates[v.Lang][page].get()
+	t, err := tpl.get()
 	if err == nil {
-		err = tpl.Execute(&buf, v)
+		err = t.Execute(&buf, v)
 	}
 	if err != nil {
-		h.Log.ErrorContext(r.Context(), "render page", slog.String("page", page), slog.String("error", err.Error()))
+		h.Log.ErrorContext(r.Context(), "render page", slog.String("page", name), slog.String("error", err.Error()))
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}

@@ -137,11 +137,7 @@ func (ap *ActivityPages) render(w http.ResponseWriter, r *http.Request, status i
 // from the one list of each (audit.EventTypes, audit.ReportReasons), with
 // the filter f selected.
 func (v *activityView) fillChoices(t func(string) string, f audit.Filter) {
-	v.EventType = web.SelectField{ID: "f-event", Name: "event_type", Label: t("activity.field.event"), All: t("activity.all"),
-		Options: web.EventTypeChoices(t, v.Query.Get("event_type")), Error: v.FieldErrors["event_type"]}
-	v.Status = web.SelectField{ID: "f-status", Name: "status", Label: t("activity.field.status"), All: t("activity.all"),
-		Options: web.Choices(t, "activity.status.", []string{audit.StatusSuccess, audit.StatusFailure}, v.Query.Get("status")),
-		Error:   v.FieldErrors["status"]}
+	v.EventType, v.Status = web.EventFields(t, v.Query, v.FieldErrors)
 	v.Resource = web.ResourceField(t, v.Query)
 	v.Limit = web.SelectField{ID: "f-limit", Name: "limit", Label: t("activity.field.limit"), Options: web.LimitChoices(f.Page.Limit)}
 	for _, reason := range audit.ReportReasons {

@@ -72,8 +72,7 @@ func activityFakePlatform(t *testing.T) *httptest.Server {
 // saves both pages at desktop and phone width there.
 func TestBrowserConsoleActivity(t *testing.T) {
 	fake := activityFakePlatform(t)
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
-		ctx := webtest.Chromium(t)
+	webtest.Each(t, func(t *testing.T, e *apptest.Env, ctx context.Context) {
 		u := e.NewUser(t, apptest.UserSpec{Password: pw})
 		rec := func(ev audit.Event) string {
 			t.Helper()

@@ -77,15 +77,14 @@ func (ap *AppPages) render(w http.ResponseWriter, r *http.Request, status int, e
 // Revoke is POST /account/apps/{client_id}/revoke: the consent is deleted
 // and every token the app holds for the user revoked.
 func (ap *AppPages) Revoke(w http.ResponseWriter, r *http.Request) {
-	p := ap.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
-	if err := ap.OAuth.RevokeConsent(r.Context(), p.UserID, chi.URLParam(r, "client_id"), oauth.MetaFrom(r)); err != nil {
-		ap.render(w, r, ap.H.Status(w, err), ap.H.ErrorText(r, err))
-		return
-	}
-	ap.H.Done(w, r, "/account/apps", "apps.revoked")
+	ap.H.Act(w, r, web.Action{To: "/account/apps",
+		Call: func(p *authn.Principal) (string, error) {
+			return "apps.revoked", ap.OAuth.RevokeConsent(r.Context(), p.UserID, chi.URLParam(r, "client_id"), oauth.MetaFrom(r))
+		},
+		Refuse: func(w http.ResponseWriter, r *http.Request, _ string, err error) {
+			status, text := ap.H.PageRefusal(w, r, err)
+			ap.render(w, r, status, text)
+		}})
 }
 
 func init() {

@@ -25,8 +25,7 @@ import (
 // password and cancels it. With HMID_SCREENSHOTS=<dir> it saves the pages at
 // desktop and phone width.
 func TestBrowserConsoleAppsAndData(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
-		ctx := webtest.Chromium(t)
+	webtest.Each(t, func(t *testing.T, e *apptest.Env, ctx context.Context) {
 		u := e.NewUser(t, apptest.UserSpec{Password: pw})
 		clientID, accessToken := consentedClient(t, e, u, "Harbour Planner")
 

@@ -1,6 +1,7 @@
 package account_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,8 +19,7 @@ import (
 // use it on the API. With HMID_SCREENSHOTS set it saves the pages there at
 // desktop and phone width.
 func TestBrowserConsoleDeveloper(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
-		ctx := webtest.Chromium(t)
+	webtest.Each(t, func(t *testing.T, e *apptest.Env, ctx context.Context) {
 		dev := e.NewUser(t, apptest.UserSpec{Password: pw, Roles: []string{"role_user", "role_developer"}})
 
 		css := func(s string) chromedp.CSS { return chromedp.CSS(s) }

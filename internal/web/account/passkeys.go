@@ -117,24 +117,30 @@ func (sp *SecurityPages) AddPasskey(w http.ResponseWriter, r *http.Request) {
 
 // RenamePasskey is POST /account/security/passkeys/{id}/rename (a plain form).
 func (sp *SecurityPages) RenamePasskey(w http.ResponseWriter, r *http.Request) {
-	p := sp.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
-	if sp.Passkeys == nil {
-		sp.H.Fail(w, r, apperr.NotFoundf("passkey not found"))
-		return
-	}
-	if _, err := sp.Passkeys.Rename(r.Context(), p.UserID, chi.URLParam(r, "id"), r.PostFormValue("name")); err != nil {
+	sp.passkeyForm(w, r, "security.pk.renamed", func(p *authn.Principal, id string) error {
+		_, err := sp.Passkeys.Rename(r.Context(), p.UserID, id, r.PostFormValue("name"))
+		return err
+	}, func(err error) {
 		sp.render(w, r, sp.H.Status(w, err), &securityData{PasskeyErrID: chi.URLParam(r, "id"), PasskeyErr: sp.H.ErrorText(r, err)}, "")
-		return
-	}
-	sp.H.Done(w, r, "/account/security", "security.pk.renamed")
+	})
 }
 
 // RemovePasskey is POST /account/security/passkeys/{id}/remove (a plain
 // form; the script asks for confirmation first).
 func (sp *SecurityPages) RemovePasskey(w http.ResponseWriter, r *http.Request) {
+	sp.passkeyForm(w, r, "security.pk.removed", func(p *authn.Principal, id string) error {
+		m := auth.MetaFrom(r, web.Source)
+		return sp.Passkeys.Remove(r.Context(), "", p.UserID, id, passkey.Client{IPAddress: m.IP, UserAgent: m.UserAgent, SourceService: m.Source})
+	}, func(err error) {
+		sp.render(w, r, sp.H.Status(w, err), &securityData{}, sp.H.ErrorText(r, err))
+	})
+}
+
+// passkeyForm is the shape of the plain passkey forms: the console post is
+// read, a server without passkeys has none to change (404), call changes
+// the passkey of the path's id, and the browser goes back to the security
+// page with flash, or refused draws the page again with the error.
+func (sp *SecurityPages) passkeyForm(w http.ResponseWriter, r *http.Request, flash string, call func(p *authn.Principal, id string) error, refused func(err error)) {
 	p := sp.H.ConsolePost(w, r)
 	if p == nil {
 		return
@@ -143,13 +149,11 @@ func (sp *SecurityPages) RemovePasskey(w http.ResponseWriter, r *http.Request) {
 		sp.H.Fail(w, r, apperr.NotFoundf("passkey not found"))
 		return
 	}
-	m := auth.MetaFrom(r, web.Source)
-	err := sp.Passkeys.Remove(r.Context(), "", p.UserID, chi.URLParam(r, "id"), passkey.Client{IPAddress: m.IP, UserAgent: m.UserAgent, SourceService: m.Source})
-	if err != nil {
-		sp.render(w, r, sp.H.Status(w, err), &securityData{}, sp.H.ErrorText(r, err))
+	if err := call(p, chi.URLParam(r, "id")); err != nil {
+		refused(err)
 		return
 	}
-	sp.H.Done(w, r, "/account/security", "security.pk.removed")
+	sp.H.Done(w, r, "/account/security", flash)
 }
 
 // jsonPost checks a script's POST like ConsolePost, answering JSON.

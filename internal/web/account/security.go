@@ -1,6 +1,7 @@
 package account
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"html/template"
@@ -219,31 +220,34 @@ func (sp *SecurityPages) Setup(w http.ResponseWriter, r *http.Request) {
 // Verify is POST /account/security/2fa/verify: a right code turns
 // two-factor authentication on, and the answer shows the backup codes.
 func (sp *SecurityPages) Verify(w http.ResponseWriter, r *http.Request) {
-	p := sp.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
-	res, err := sp.TwoFactor.Verify(r.Context(), p, "", r.PostFormValue("code"), securityClient(r))
-	if err != nil {
-		sp.render(w, r, sp.H.Status(w, err), &securityData{Pending: true, CodeErr: sp.H.ErrorText(r, err)}, "")
-		return
-	}
-	sp.showCodes(w, r, res.BackupCodes, false, "security.2fa.enabled")
+	sp.codesPost(w, r, &securityData{Pending: true}, sp.TwoFactor.Verify, false, "security.2fa.enabled")
 }
 
 // Regenerate is POST /account/security/2fa/backup-codes: new backup codes
 // for a TOTP code, shown in the answer.
 func (sp *SecurityPages) Regenerate(w http.ResponseWriter, r *http.Request) {
+	sp.codesPost(w, r, &securityData{CodeForm: codeFormRegenerate}, sp.TwoFactor.RegenerateBackupCodes, true, "security.codes.regenerated")
+}
+
+// codesPost is the shape of the forms that trade a TOTP code for backup
+// codes (verify, regenerate): issue is called with the posted code for the
+// signed-in user, and the answer shows the codes once, or draws the page
+// again with the code's error in refused.
+func (sp *SecurityPages) codesPost(w http.ResponseWriter, r *http.Request, refused *securityData,
+	issue func(ctx context.Context, p *authn.Principal, userID, code string, c twofactor.Client) (twofactor.CodesResult, error),
+	regenerated bool, flash string) {
 	p := sp.H.ConsolePost(w, r)
 	if p == nil {
 		return
 	}
-	res, err := sp.TwoFactor.RegenerateBackupCodes(r.Context(), p, "", r.PostFormValue("code"), securityClient(r))
+	res, err := issue(r.Context(), p, "", r.PostFormValue("code"), securityClient(r))
 	if err != nil {
-		sp.render(w, r, sp.H.Status(w, err), &securityData{CodeForm: codeFormRegenerate, CodeErr: sp.H.ErrorText(r, err)}, "")
+		status := sp.H.Status(w, err)
+		refused.CodeErr = sp.H.ErrorText(r, err)
+		sp.render(w, r, status, refused, "")
 		return
 	}
-	sp.showCodes(w, r, res.BackupCodes, true, "security.codes.regenerated")
+	sp.showCodes(w, r, res.BackupCodes, regenerated, flash)
 }
 
 // Disable is POST /account/security/2fa/disable, with a TOTP or backup code

@@ -175,9 +175,7 @@ func (v *adminAuditView) fill(t func(string) string, f audit.Filter) {
 	v.Resource = web.ResourceField(t, q)
 	v.Start = text("f-from", "start_date", "admin.audit.field.from", "date", "")
 	v.End = text("f-to", "end_date", "admin.audit.field.to", "date", "")
-	v.EventType = field("f-event", "event_type", "activity.field.event", all, web.EventTypeChoices(t, q.Get("event_type")))
-	v.Status = field("f-status", "status", "activity.field.status", all,
-		web.Choices(t, "activity.status.", []string{audit.StatusSuccess, audit.StatusFailure}, q.Get("status")))
+	v.EventType, v.Status = web.EventFields(t, q, v.FieldErrors)
 	v.Source = field("f-source", "source_service", "admin.audit.field.source", all,
 		web.Choices(t, "admin.audit.source.", audit.SourceServices, q.Get("source_service")))
 	v.Reported = field("f-reported", "is_reported", "admin.audit.field.reported", all,

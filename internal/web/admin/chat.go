@@ -418,12 +418,7 @@ func (cp *ChatPages) listMembers(r *http.Request, v *chatGuildView, q url.Values
 
 // memberPageLink is the guild page at offset, keeping the other parameters.
 func memberPageLink(gid string, q url.Values, offset int) string {
-	c := url.Values{}
-	for k, vs := range q {
-		c[k] = vs
-	}
-	c.Set("offset", strconv.Itoa(offset))
-	return "/admin/chat/guilds/" + url.PathEscape(gid) + "?" + c.Encode() + "#members"
+	return web.WithParam("/admin/chat/guilds/"+url.PathEscape(gid), q, "offset", strconv.Itoa(offset)) + "#members"
 }
 
 // SaveGuildLanguage is POST /admin/chat/guilds/{guild_id}/settings: PUT

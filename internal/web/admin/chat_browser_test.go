@@ -15,7 +15,6 @@ import (
 	"hmid/internal/apptest"
 	"hmid/internal/chat"
 	"hmid/internal/db"
-	"hmid/internal/dbtest"
 	"hmid/internal/realtime"
 	"hmid/internal/web/webtest"
 )
@@ -111,8 +110,7 @@ func harbourGuild(at time.Time) chat.BotGuild {
 // page passes axe-core; with HMID_SCREENSHOTS set the list and a guild's
 // page are saved.
 func TestBrowserAdminChat(t *testing.T) {
-	ctx := webtest.Chromium(t)
-	e := apptest.New(t, dbtest.Engine{Name: "sqlite", URL: dbtest.SQLite(t)})
+	ctx, e := webtest.OnSQLite(t)
 	op := permittedOperator(t, e, "chat_operator", "chatplatform:read", "chatplatform:sync", "chatplatform:edit", "chatplatform:guild.sync")
 	webtest.Login(t, ctx, e.URL, op.Email, pw)
 	text := func(sel string) string { return webtest.Read(t, ctx, "text of "+sel, chromedp.Text(chromedp.CSS(sel))) }

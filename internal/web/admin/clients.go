@@ -61,11 +61,7 @@ type adminPager struct {
 // newPager is the pager of the list of r at path, showing shown rows of
 // total on page pg.
 func newPager(r *http.Request, path string, pg httpx.Page, total, shown int) adminPager {
-	link := func(n int) string {
-		q := r.URL.Query()
-		q.Set("page", strconv.Itoa(n))
-		return path + "?" + q.Encode()
-	}
+	link := func(n int) string { return web.WithParam(path, r.URL.Query(), "page", strconv.Itoa(n)) }
 	v := adminPager{Page: pg.Page, TotalPages: pg.TotalPages(total), Total: total}
 	if shown > 0 {
 		v.From, v.To = pg.Offset()+1, pg.Offset()+shown
@@ -79,6 +75,29 @@ func newPager(r *http.Request, path string, pg httpx.Page, total, shown int) adm
 		v.Next = link(v.Page + 1)
 	}
 	return v
+}
+
+// pageNav is the navigation of a paged list that shows no counts (the
+// roles and the tracking pages): links to the neighbouring
+// pages ("" at the ends), where the reader is, and the message key of what
+// is paged (for the navigation's label).
+type pageNav struct {
+	Prev, Next  string
+	Page, Pages int
+	Of          string
+}
+
+// newPageNav builds the navigation of pg among total items of the list
+// named by the message key of; link returns the URL of page n.
+func newPageNav(pg httpx.Page, total int, of string, link func(n int) string) pageNav {
+	nav := pageNav{Page: pg.Page, Pages: pg.TotalPages(total), Of: of}
+	if pg.Page > 1 {
+		nav.Prev = link(min(pg.Page-1, nav.Pages))
+	}
+	if pg.Page < nav.Pages {
+		nav.Next = link(pg.Page + 1)
+	}
+	return nav
 }
 
 // owners looks up the owners of a list's rows, each once.

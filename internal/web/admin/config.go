@@ -3,6 +3,7 @@ package admin
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -283,17 +284,20 @@ func settingURL(key string) string { return "/admin/config/settings/" + url.Path
 
 // CreateSetting is POST /admin/config/new-setting: POST /v1/settings.
 func (cp *ConfigPages) CreateSetting(w http.ResponseWriter, r *http.Request) {
-	if cp.H.ConsolePost(w, r) == nil {
-		return
-	}
-	f := postedSetting(r, strings.TrimSpace(r.PostFormValue("key")))
-	s, err := cp.Settings.Create(r.Context(), settingInput(f))
-	if err != nil {
-		status, text := cp.formFailure(w, r, err, &f)
-		cp.renderNew(w, r, status, text, f)
-		return
-	}
-	cp.H.Done(w, r, settingURL(s.Key), "admin.config.setting.created")
+	var f settingForm
+	var s settings.Setting
+	cp.H.Act(w, r, web.Action{
+		Call: func(*authn.Principal) (string, error) {
+			f = postedSetting(r, strings.TrimSpace(r.PostFormValue("key")))
+			var err error
+			s, err = cp.Settings.Create(r.Context(), settingInput(f))
+			return "admin.config.setting.created", err
+		},
+		Next: func() string { return settingURL(s.Key) },
+		Refuse: func(w http.ResponseWriter, r *http.Request, _ string, err error) {
+			status, text := cp.formFailure(w, r, err, &f)
+			cp.renderNew(w, r, status, text, f)
+		}})
 }
 
 // Setting is GET /admin/config/settings/{key}: GET /v1/settings/{key}.
@@ -323,39 +327,40 @@ func (cp *ConfigPages) renderSetting(w http.ResponseWriter, r *http.Request, sta
 // UpdateSetting is POST /admin/config/settings/{key}: PUT /v1/settings/{key}
 // with the value, description and public flag.
 func (cp *ConfigPages) UpdateSetting(w http.ResponseWriter, r *http.Request) {
-	if cp.H.ConsolePost(w, r) == nil {
-		return
-	}
-	f := postedSetting(r, chi.URLParam(r, "key"))
-	if _, err := cp.Settings.Update(r.Context(), f.Key, settingInput(f)); err != nil {
-		if apperr.KindOf(err) == apperr.NotFound {
-			cp.H.Fail(w, r, err)
-			return
-		}
-		status, text := cp.formFailure(w, r, err, &f)
-		cp.renderSetting(w, r, status, text, &f, "")
-		return
-	}
-	cp.H.Done(w, r, settingURL(f.Key), "admin.config.setting.saved")
+	var f settingForm
+	cp.H.Act(w, r, web.Action{
+		Call: func(*authn.Principal) (string, error) {
+			f = postedSetting(r, chi.URLParam(r, "key"))
+			_, err := cp.Settings.Update(r.Context(), f.Key, settingInput(f))
+			return "admin.config.setting.saved", err
+		},
+		Next: func() string { return settingURL(f.Key) },
+		Refuse: func(w http.ResponseWriter, r *http.Request, _ string, err error) {
+			if apperr.KindOf(err) == apperr.NotFound {
+				cp.H.Fail(w, r, err)
+				return
+			}
+			status, text := cp.formFailure(w, r, err, &f)
+			cp.renderSetting(w, r, status, text, &f, "")
+		}})
 }
 
 // DeleteSetting is POST /admin/config/settings/{key}/delete: DELETE
 // /v1/settings/{key}, after the confirmation box is ticked.
 func (cp *ConfigPages) DeleteSetting(w http.ResponseWriter, r *http.Request) {
-	p := cp.H.ConsolePost(w, r)
-	if p == nil {
-		return
-	}
-	if !web.Confirmed(r) {
-		t := web.Translator(cp.H.UserLanguage(r, p))
-		cp.renderSetting(w, r, http.StatusBadRequest, t("admin.config.fixfield"), nil, t("admin.config.confirm.missing"))
-		return
-	}
-	if err := cp.Settings.Delete(r.Context(), chi.URLParam(r, "key")); err != nil {
-		cp.H.Fail(w, r, err)
-		return
-	}
-	cp.H.Done(w, r, "/admin/config", "admin.config.setting.deleted")
+	cp.H.Act(w, r, web.Action{To: "/admin/config", Confirm: "confirm", Unconfirmed: "admin.config.confirm.missing",
+		Call: func(*authn.Principal) (string, error) {
+			return "admin.config.setting.deleted", cp.Settings.Delete(r.Context(), chi.URLParam(r, "key"))
+		},
+		Refuse: func(w http.ResponseWriter, r *http.Request, _ string, err error) {
+			var inv *web.Invalid
+			if !errors.As(err, &inv) {
+				cp.H.Fail(w, r, err)
+				return
+			}
+			status, text, fe := cp.H.FormRefusal(w, r, err, "admin.config.fixfield")
+			cp.renderSetting(w, r, status, text, nil, fe.Text)
+		}})
 }
 
 func init() {

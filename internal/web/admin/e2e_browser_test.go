@@ -78,7 +78,7 @@ func TestBrowserAdminBanEndToEnd(t *testing.T) {
 
 		// The moderator searches: the start of a username, any case.
 		ctx := webtest.Chromium(t)
-		asked := acceptDialogs(ctx)
+		asked := webtest.AskedDialogs(ctx)
 		webtest.Login(t, ctx, e.URL, mod.Email, pw)
 		webtest.Do(t, ctx, "search for grace",
 			chromedp.Navigate(e.URL+"/admin/users"),

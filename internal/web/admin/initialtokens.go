@@ -98,14 +98,11 @@ func formInt(s, field string) (int, error) {
 
 // RevokeInitialToken is POST /admin/clients/initial-tokens/{id}/revoke.
 func (ap *CredentialPages) RevokeInitialToken(w http.ResponseWriter, r *http.Request) {
-	if ap.H.ConsolePost(w, r) == nil {
-		return
-	}
-	if err := ap.OAuth.RevokeInitialToken(r.Context(), chi.URLParam(r, "id")); err != nil {
-		ap.H.Fail(w, r, err)
-		return
-	}
-	ap.H.Done(w, r, "/admin/clients", "admin.iat.revoked")
+	ap.H.Act(w, r, web.Action{To: "/admin/clients",
+		Call: func(*authn.Principal) (string, error) {
+			return "admin.iat.revoked", ap.OAuth.RevokeInitialToken(r.Context(), chi.URLParam(r, "id"))
+		},
+		Refuse: func(w http.ResponseWriter, r *http.Request, _ string, err error) { ap.H.Fail(w, r, err) }})
 }
 
 func init() {

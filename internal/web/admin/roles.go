@@ -32,29 +32,15 @@ type RolesPages struct {
 // REST lists' default.
 const adminRolesLimit = 100
 
-// adminRolesPager is the navigation between the pages of a list.
-type adminRolesPager struct {
-	Page, TotalPages int
-	Prev, Next       string // addresses of the neighbouring pages, "" at either end
-}
-
 // newAdminRolesPager returns the pager of page pg of a list of total rows
 // at path; the links keep a page size other than the default.
-func newAdminRolesPager(path string, pg httpx.Page, total int) adminRolesPager {
-	v := adminRolesPager{Page: pg.Page, TotalPages: max(1, pg.TotalPages(total))}
-	at := func(n int) string {
+func newAdminRolesPager(path string, pg httpx.Page, total int) pageNav {
+	return newPageNav(pg, total, "", func(n int) string {
 		if pg.Limit != adminRolesLimit {
 			return path + "?page=" + strconv.Itoa(n) + "&limit=" + strconv.Itoa(pg.Limit)
 		}
 		return path + "?page=" + strconv.Itoa(n)
-	}
-	if pg.Page > 1 {
-		v.Prev = at(min(pg.Page-1, v.TotalPages))
-	}
-	if pg.Page < v.TotalPages {
-		v.Next = at(pg.Page + 1)
-	}
-	return v
+	})
 }
 
 // adminRoleRow is a role as the list shows it.
@@ -66,7 +52,7 @@ type adminRoleRow struct {
 // adminRolesList is /admin/roles.
 type adminRolesList struct {
 	Roles     []adminRoleRow
-	Pager     adminRolesPager
+	Pager     pageNav
 	CanWrite  bool // the creation form
 	ReadPerms bool // the link to the permission catalogue
 	// Form holds the values of the creation form sent back with an error.
@@ -105,7 +91,7 @@ type adminRolePermRow struct {
 type adminPermissionsList struct {
 	Permissions []access.Permission
 	Total       int
-	Pager       adminRolesPager
+	Pager       pageNav
 	CanWrite    bool
 	// Form holds the values of the creation form sent back with an error.
 	Form access.PermissionInput

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -37,38 +36,6 @@ const (
 
 // trackingStatuses are the trip statuses, in lifecycle order.
 var trackingStatuses = []string{tracking.StatusDraft, tracking.StatusActive, tracking.StatusPaused, tracking.StatusCompleted}
-
-// pageNav is the navigation of a paged list: links to the neighbouring
-// pages ("" at the ends), where the reader is, and the message key of what
-// is paged (for the navigation's label).
-type pageNav struct {
-	Prev, Next  string
-	Page, Pages int
-	Of          string
-}
-
-// newPageNav builds the navigation of pg among total items of the list
-// named by the message key of; link returns the URL of page n.
-func newPageNav(pg httpx.Page, total int, of string, link func(n int) string) pageNav {
-	nav := pageNav{Page: pg.Page, Pages: pg.TotalPages(total), Of: of}
-	if pg.Page > 1 {
-		nav.Prev = link(min(pg.Page-1, nav.Pages))
-	}
-	if pg.Page < nav.Pages {
-		nav.Next = link(pg.Page + 1)
-	}
-	return nav
-}
-
-// withParam is the URL path?query with query's key set to value.
-func withParam(path string, query url.Values, key, value string) string {
-	c := url.Values{}
-	for k, vs := range query {
-		c[k] = vs
-	}
-	c.Set(key, value)
-	return path + "?" + c.Encode()
-}
 
 // statusOption is an entry of the trip status filter.
 type statusOption struct {
@@ -107,7 +74,7 @@ func (tp *TrackingPages) Index(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		v.DevicesNav = newPageNav(pg, v.DevicesTotal, "admin.tracking.devices", func(n int) string {
-			return withParam("/admin/tracking", q, "devices_page", strconv.Itoa(n)) + "#devices"
+			return web.WithParam("/admin/tracking", q, "devices_page", strconv.Itoa(n)) + "#devices"
 		})
 	}
 	if v.ShowTrips {
@@ -125,7 +92,7 @@ func (tp *TrackingPages) Index(w http.ResponseWriter, r *http.Request) {
 			return
 		default:
 			v.TripsNav = newPageNav(pg, v.TripsTotal, "admin.tracking.trips", func(n int) string {
-				return withParam("/admin/tracking", q, "trips_page", strconv.Itoa(n)) + "#trips"
+				return web.WithParam("/admin/tracking", q, "trips_page", strconv.Itoa(n)) + "#trips"
 			})
 		}
 	}
@@ -212,7 +179,7 @@ func (tp *TrackingPages) Trip(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v.PointsNav = newPageNav(pg, total, "admin.tracking.pointlist", func(n int) string {
-		return withParam("/admin/tracking/trips/"+t.ID, q, "page", strconv.Itoa(n)) + "#points"
+		return web.WithParam("/admin/tracking/trips/"+t.ID, q, "page", strconv.Itoa(n)) + "#points"
 	})
 	tp.H.Console(w, r, http.StatusOK, "admin_tracking_trip", web.ConsoleView{Title: "admin.tracking.trip.title", Section: "tracking", Data: v})
 }

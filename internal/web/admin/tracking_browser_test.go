@@ -12,7 +12,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"hmid/internal/apptest"
-	"hmid/internal/dbtest"
 	"hmid/internal/web/webtest"
 )
 
@@ -21,8 +20,7 @@ import (
 // and end markers; both pages pass axe-core, and with HMID_SCREENSHOTS set
 // they are saved.
 func TestBrowserAdminTracking(t *testing.T) {
-	ctx := webtest.Chromium(t)
-	e := apptest.New(t, dbtest.Engine{Name: "sqlite", URL: dbtest.SQLite(t)})
+	ctx, e := webtest.OnSQLite(t)
 	op := permittedOperator(t, e, "fleet_operator", "devices:read", "trips:read")
 	sys := e.SystemKey
 	data := func(r *apptest.Resp) map[string]any { return r.JSON()["data"].(map[string]any) }

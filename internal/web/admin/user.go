@@ -160,17 +160,27 @@ func (ap *UserPages) Show(w http.ResponseWriter, r *http.Request) {
 	ap.render(w, r, http.StatusOK, "", userForm{})
 }
 
+// pathUser is the user of the request's {id} and the reader's texts; ok
+// is false when the error page is written.
+func (ap *UserPages) pathUser(w http.ResponseWriter, r *http.Request) (users.User, func(string) string, bool) {
+	u, err := ap.Users.Get(r.Context(), ap.Users.DB, chi.URLParam(r, "id"))
+	if err != nil {
+		ap.H.Fail(w, r, err)
+		return users.User{}, nil, false
+	}
+	return u, web.Translator(ap.H.UserLanguage(r, authn.From(r.Context()))), true
+}
+
 // render shows the user of the request's {id}, with errText above the page
 // and the refused form f.
 func (ap *UserPages) render(w http.ResponseWriter, r *http.Request, status int, errText string, f userForm) {
-	ctx := r.Context()
-	p := authn.From(ctx)
-	t := web.Translator(ap.H.UserLanguage(r, p))
-	u, err := ap.Users.Get(ctx, ap.Users.DB, chi.URLParam(r, "id"))
-	if err != nil {
-		ap.H.Fail(w, r, err)
+	u, t, ok := ap.pathUser(w, r)
+	if !ok {
 		return
 	}
+	ctx := r.Context()
+	p := authn.From(ctx)
+	var err error
 	v := adminUserView{User: u, Self: p.IsSelf(u.ID), Form: f, GraceDays: int(users.DeletionGrace / (24 * time.Hour)),
 		Can: adminUserCan{Write: p.Can(permUsersWrite), Ban: p.Can(permUsersBan), Delete: p.Can(permUsersDelete),
 			TwoFactor: p.Can(permTwoFactor), Audit: p.Can(permAuditRead)}}
@@ -461,44 +471,22 @@ type userAuditView struct {
 	User        users.User
 	Query       url.Values
 	FieldErrors map[string]string
-	EventTypes  []web.Choice
-	Statuses    []web.Choice
+	EventType   web.SelectField
+	Status      web.SelectField
 	Events      []userAuditRow
-	Total       int
-	Page        int
-	TotalPages  int
-	From, To    int
-	Newer       string
-	Older       string
-}
-
-// link is page n of the log with the same filter.
-func (v *userAuditView) link(n int) string {
-	q := url.Values{}
-	for k, vals := range v.Query {
-		q[k] = vals
-	}
-	q.Set("page", strconv.Itoa(n))
-	return userPath(v.User.ID) + "/audit?" + q.Encode()
+	web.Pager
 }
 
 // AuditLog is GET /admin/users/{id}/audit: the events of the user with the
 // filters and paging of GET /v1/admin/audit?user_id= (its rule, audit:read).
 func (ap *UserPages) AuditLog(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	p := authn.From(ctx)
-	t := web.Translator(ap.H.UserLanguage(r, p))
-	u, err := ap.Users.Get(ctx, ap.Users.DB, chi.URLParam(r, "id"))
-	if err != nil {
-		ap.H.Fail(w, r, err)
+	u, t, ok := ap.pathUser(w, r)
+	if !ok {
 		return
 	}
-	v := userAuditView{User: u, Query: url.Values{}, FieldErrors: map[string]string{}}
-	for _, k := range userAuditParams {
-		if s := r.URL.Query().Get(k); s != "" {
-			v.Query.Set(k, s)
-		}
-	}
+	ctx := r.Context()
+	v := userAuditView{User: u, FieldErrors: map[string]string{}}
+	v.Query, _ = web.FilterQuery(r.URL.Query(), userAuditParams)
 	q := url.Values{"user_id": {u.ID}}
 	for k, vals := range v.Query {
 		q[k] = vals
@@ -510,20 +498,8 @@ func (ap *UserPages) AuditLog(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		events, total, err = audit.List(ctx, ap.Audit.DB, f)
 	}
-	var fe *audit.FieldError
-	switch {
-	case errors.As(err, &fe):
-		v.FieldErrors[fe.Field] = web.ActivityFieldError(t, fe)
-		status = http.StatusBadRequest
-	case err != nil:
-		status, view.Error = ap.H.Status(w, err), ap.H.ErrorText(r, err)
-	}
-	for _, typ := range audit.EventTypes {
-		v.EventTypes = append(v.EventTypes, web.Choice{Value: typ, Label: web.EventText(t, typ), Selected: typ == v.Query.Get("event_type")})
-	}
-	for _, s := range []string{audit.StatusSuccess, audit.StatusFailure} {
-		v.Statuses = append(v.Statuses, web.Choice{Value: s, Label: t("activity.status." + s), Selected: s == v.Query.Get("status")})
-	}
+	status, view.Error = ap.H.Refusal(w, r, status, view.Error, err, v.FieldErrors, "activity.bad.")
+	v.EventType, v.Status = web.EventFields(t, v.Query, v.FieldErrors)
 	names := map[string]string{} // actor id → name, looked up once a page
 	for _, e := range events {
 		row := userAuditRow{Entry: e, What: web.EventTitle(t, e.EventType, e.Status), Source: t("activity.source." + e.SourceService)}
@@ -535,15 +511,8 @@ func (ap *UserPages) AuditLog(w http.ResponseWriter, r *http.Request) {
 		}
 		v.Events = append(v.Events, row)
 	}
-	v.Total, v.Page, v.TotalPages = total, f.Page.Page, f.Page.TotalPages(total)
-	if len(events) > 0 {
-		v.From, v.To = f.Page.Offset()+1, f.Page.Offset()+len(events)
-	}
-	if v.Page > 1 && v.Page <= v.TotalPages {
-		v.Newer = v.link(v.Page - 1)
-	}
-	if v.Page < v.TotalPages {
-		v.Older = v.link(v.Page + 1)
+	if err == nil {
+		v.Pager = web.NewPager(f.Page, total, len(events), userPath(u.ID)+"/audit", v.Query)
 	}
 	ap.H.Console(w, r, status, "admin_user_audit", view)
 }

@@ -200,6 +200,28 @@ func (a *oauthApp) callback(t *testing.T) callback {
 	}
 }
 
+// authorizeURL is the app's authorization request for scope, with state
+// and nonce, on e's server.
+func (a *oauthApp) authorizeURL(e *apptest.Env, scope, state, nonce string) string {
+	q := url.Values{"response_type": {"code"}, "client_id": {a.id}, "redirect_uri": {a.redirectURI},
+		"scope": {scope}, "state": {state}, "nonce": {nonce}}
+	return e.URL + "/v1/oauth/authorize?" + q.Encode()
+}
+
+// redeem exchanges the authorization code at the token endpoint, as the
+// app's server does, and returns the token answer.
+func (a *oauthApp) redeem(t *testing.T, e *apptest.Env, code string) map[string]any {
+	t.Helper()
+	tr := e.Do(t, apptest.Req{Method: "POST", Path: "/v1/oauth/token", Body: url.Values{
+		"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {a.redirectURI},
+		"client_id": {a.id}, "client_secret": {a.secret},
+	}})
+	if tr.Status != http.StatusOK {
+		t.Fatalf("token: %d %s", tr.Status, tr.Body)
+	}
+	return tr.JSON()
+}
+
 // TestBrowserAuthorizationCodeFlow drives a real headless Chromium through
 // the whole sign-in of a confidential OAuth client: the authorize URL sends
 // the browser to the login page, the login returns it to authorize, which
@@ -212,11 +234,8 @@ func TestBrowserAuthorizationCodeFlow(t *testing.T) {
 		u := e.NewUser(t, apptest.UserSpec{Password: pw})
 
 		app := newOAuthApp(t, e, owner, "Browser Test App")
-		clientID, secret, redirectURI := app.id, app.secret, app.redirectURI
-
-		q := url.Values{"response_type": {"code"}, "client_id": {clientID}, "redirect_uri": {redirectURI},
-			"scope": {"openid profile email"}, "state": {"xyz-state"}, "nonce": {"n-1"}}
-		authorizeURL := e.URL + "/v1/oauth/authorize?" + q.Encode()
+		redirectURI := app.redirectURI
+		authorizeURL := app.authorizeURL(e, "openid profile email", "xyz-state", "n-1")
 
 		b := newChromium(t)
 		b.do("open the authorize URL", chromedp.Navigate(authorizeURL), chromedp.WaitVisible(chromedp.CSS(`#email`)))
@@ -240,17 +259,10 @@ func TestBrowserAuthorizationCodeFlow(t *testing.T) {
 			t.Fatalf("callback %+v at %s", cb, finalURL)
 		}
 
-		tr := e.Do(t, apptest.Req{Method: "POST", Path: "/v1/oauth/token", Body: url.Values{
-			"grant_type": {"authorization_code"}, "code": {cb.code}, "redirect_uri": {redirectURI},
-			"client_id": {clientID}, "client_secret": {secret},
-		}})
-		if tr.Status != http.StatusOK {
-			t.Fatalf("token: %d %s", tr.Status, tr.Body)
-		}
-		tok := tr.JSON()
+		tok := app.redeem(t, e, cb.code)
 		at, _ := tok["access_token"].(string)
 		if !strings.HasPrefix(at, "hm_at_") || tok["id_token"] == nil {
-			t.Fatalf("token answer %s", tr.Body)
+			t.Fatalf("token answer %v", tok)
 		}
 		ui := e.Call(t, "GET", "/v1/oauth/userinfo", at, nil, http.StatusOK).JSON()
 		if ui["sub"] != u.ID {

@@ -88,8 +88,8 @@ func (h *Pages) renderDevice(w http.ResponseWriter, r *http.Request, status int,
 // the request of user_code; without, it looks the code up and shows the
 // request.
 func (h *Pages) DeviceSubmit(w http.ResponseWriter, r *http.Request) {
-	if err := web.ParseForm(r); err != nil {
-		h.Fail(w, r, err)
+	lang, t, ok := h.posted(w, r)
+	if !ok {
 		return
 	}
 	code := strings.TrimSpace(r.PostFormValue(oauth.UserCodeParam))
@@ -98,8 +98,6 @@ func (h *Pages) DeviceSubmit(w http.ResponseWriter, r *http.Request) {
 		h.Redirect(w, r, web.LoginURL(deviceReturn(code)))
 		return
 	}
-	lang := web.Language(r)
-	t := web.Translator(lang)
 	if err := h.CheckCSRF(r, deviceForm, p.SessionID); err != nil {
 		h.renderDevice(w, r, http.StatusForbidden, p, code, authflow.DeviceRequest{}, t("err.csrf"))
 		return

@@ -12,6 +12,7 @@ import (
 	"hmid/internal/apperr"
 	"hmid/internal/auth"
 	"hmid/internal/authflow"
+	"hmid/internal/authn"
 	"hmid/internal/cache"
 	"hmid/internal/secretbox"
 	"hmid/internal/token"
@@ -51,6 +52,53 @@ func (h *Pages) registrationOpen(ctx context.Context) bool {
 	return err == nil && ok
 }
 
+// The sign-in pages' form posts start alike: the form is read (a body that
+// is none answers as an error page) and the CSRF token checked. A form
+// sent before sign-in is drawn again with its refusal (posted, tokenOK); a
+// form of a signed-in person sends a browser without a session to sign in
+// and answers a failed token with the error page (sessionPost).
+
+// posted reads the form post of r and returns the browser's language and
+// its texts; ok is false when the answer is written.
+func (h *Pages) posted(w http.ResponseWriter, r *http.Request) (lang string, t func(string) string, ok bool) {
+	if err := web.ParseForm(r); err != nil {
+		h.Fail(w, r, err)
+		return "", nil, false
+	}
+	lang = web.Language(r)
+	return lang, web.Translator(lang), true
+}
+
+// tokenOK checks the CSRF token of form, sent before sign-in, and when it
+// fails draws the page again with again (403, the text err.csrf).
+func (h *Pages) tokenOK(r *http.Request, form string, again func(status int, msg string)) bool {
+	if err := h.CheckCSRF(r, form, ""); err != nil {
+		again(http.StatusForbidden, web.Translator(web.Language(r))("err.csrf"))
+		return false
+	}
+	return true
+}
+
+// sessionPost reads the post of form, a form of a signed-in person: a
+// browser without a session is sent to sign in and come back to back (of
+// the read form), and a token that is not the session's is answered 403.
+// It returns the session, or nil when the answer is written.
+func (h *Pages) sessionPost(w http.ResponseWriter, r *http.Request, form string, back func() string) *authn.Principal {
+	if _, _, ok := h.posted(w, r); !ok {
+		return nil
+	}
+	p := h.Session(r)
+	if p == nil {
+		h.Redirect(w, r, web.LoginURL(back()))
+		return nil
+	}
+	if err := h.CheckCSRF(r, form, p.SessionID); err != nil {
+		h.Message(w, r, http.StatusForbidden, "title.error", web.Translator(web.Language(r))("err.csrf"))
+		return nil
+	}
+	return p
+}
+
 // Home is GET /: the account console for a signed-in browser, else the
 // invitation to sign in.
 func (h *Pages) Home(w http.ResponseWriter, r *http.Request) {
@@ -75,12 +123,10 @@ func (h *Pages) LoginForm(w http.ResponseWriter, r *http.Request) {
 // two-factor step. On success the session cookie is set and the browser is
 // sent to return_to (when it stays on this service) or to "/".
 func (h *Pages) LoginSubmit(w http.ResponseWriter, r *http.Request) {
-	if err := web.ParseForm(r); err != nil {
-		h.Fail(w, r, err)
+	lang, _, ok := h.posted(w, r)
+	if !ok {
 		return
 	}
-	lang := web.Language(r)
-	t := web.Translator(lang)
 	returnTo := h.SafeReturn(r.PostFormValue("return_to"))
 	again := func(status int, msg string) {
 		h.Render(w, r, status, "login", web.View{
@@ -89,8 +135,7 @@ func (h *Pages) LoginSubmit(w http.ResponseWriter, r *http.Request) {
 			Providers: h.Buttons(r, returnTo), Passkey: h.passkeyOffered(r),
 		})
 	}
-	if err := h.CheckCSRF(r, "login", ""); err != nil {
-		again(http.StatusForbidden, t("err.csrf"))
+	if !h.tokenOK(r, "login", again) {
 		return
 	}
 	m := auth.MetaFrom(r, web.Source)
@@ -179,11 +224,10 @@ func (h *Pages) RegisterForm(w http.ResponseWriter, r *http.Request) {
 
 // RegisterSubmit is POST /register.
 func (h *Pages) RegisterSubmit(w http.ResponseWriter, r *http.Request) {
-	if err := web.ParseForm(r); err != nil {
-		h.Fail(w, r, err)
+	lang, _, ok := h.posted(w, r)
+	if !ok {
 		return
 	}
-	lang := web.Language(r)
 	returnTo := h.SafeReturn(r.PostFormValue("return_to"))
 	again := func(status int, msg string) {
 		h.Render(w, r, status, "register", web.View{
@@ -192,8 +236,7 @@ func (h *Pages) RegisterSubmit(w http.ResponseWriter, r *http.Request) {
 			Password: web.NewPasswordHint(lang, h.Auth.PasswordRules()),
 		})
 	}
-	if err := h.CheckCSRF(r, "register", ""); err != nil {
-		again(http.StatusForbidden, web.Translator(lang)("err.csrf"))
+	if !h.tokenOK(r, "register", again) {
 		return
 	}
 	res, err := h.Auth.Register(r.Context(), auth.RegisterInput{
@@ -260,18 +303,9 @@ func (h *Pages) consents() authflow.Consents {
 // ConsentSubmit is POST /consent: the decision goes to the OAuth provider,
 // and the browser to the URL it answers (the client's redirect URI).
 func (h *Pages) ConsentSubmit(w http.ResponseWriter, r *http.Request) {
-	if err := web.ParseForm(r); err != nil {
-		h.Fail(w, r, err)
-		return
-	}
-	id := r.PostFormValue("pending_authorization_id")
-	p := h.Session(r)
+	id := func() string { return r.PostFormValue("pending_authorization_id") }
+	p := h.sessionPost(w, r, "consent", func() string { return consentReturn(id()) })
 	if p == nil {
-		h.Redirect(w, r, web.LoginURL(consentReturn(id)))
-		return
-	}
-	if err := h.CheckCSRF(r, "consent", p.SessionID); err != nil {
-		h.Message(w, r, http.StatusForbidden, "title.error", web.Translator(web.Language(r))("err.csrf"))
 		return
 	}
 	cs := h.consents()
@@ -289,7 +323,7 @@ func (h *Pages) ConsentSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m := auth.MetaFrom(r, web.Source)
-	to, err := cs.Decide(r.Context(), id, p.UserID, approved, m.IP, m.UserAgent)
+	to, err := cs.Decide(r.Context(), id(), p.UserID, approved, m.IP, m.UserAgent)
 	if err != nil {
 		h.Fail(w, r, err)
 		return
@@ -311,11 +345,10 @@ func (h *Pages) LogoutForm(w http.ResponseWriter, r *http.Request) {
 
 // LogoutSubmit is POST /logout: revokes the session and clears the cookie.
 func (h *Pages) LogoutSubmit(w http.ResponseWriter, r *http.Request) {
-	if err := web.ParseForm(r); err != nil {
-		h.Fail(w, r, err)
+	_, t, ok := h.posted(w, r)
+	if !ok {
 		return
 	}
-	t := web.Translator(web.Language(r))
 	p := h.Session(r)
 	if p == nil {
 		auth.ClearSessionCookie(w, h.Secure)
@@ -342,12 +375,10 @@ func (h *Pages) ForgotForm(w http.ResponseWriter, r *http.Request) {
 // ForgotSubmit is POST /forgot-password: the same answer whether or not the
 // account exists.
 func (h *Pages) ForgotSubmit(w http.ResponseWriter, r *http.Request) {
-	if err := web.ParseForm(r); err != nil {
-		h.Fail(w, r, err)
+	lang, t, ok := h.posted(w, r)
+	if !ok {
 		return
 	}
-	lang := web.Language(r)
-	t := web.Translator(lang)
 	if err := h.CheckCSRF(r, "forgot", ""); err != nil {
 		h.Render(w, r, http.StatusForbidden, "forgot", web.View{Title: "title.forgot", CSRF: h.CSRFToken(w, r, "forgot", ""), Error: t("err.csrf")})
 		return
@@ -373,19 +404,16 @@ func (h *Pages) ResetForm(w http.ResponseWriter, r *http.Request) {
 
 // ResetSubmit is POST /reset-password.
 func (h *Pages) ResetSubmit(w http.ResponseWriter, r *http.Request) {
-	if err := web.ParseForm(r); err != nil {
-		h.Fail(w, r, err)
+	lang, t, ok := h.posted(w, r)
+	if !ok {
 		return
 	}
-	lang := web.Language(r)
-	t := web.Translator(lang)
 	tok := strings.TrimSpace(r.PostFormValue("token"))
 	again := func(status int, msg string) {
 		h.Render(w, r, status, "reset", web.View{Title: "title.reset", CSRF: h.CSRFToken(w, r, "reset", ""), Token: tok, Error: msg,
 			Password: web.NewPasswordHint(lang, h.Auth.PasswordRules())})
 	}
-	if err := h.CheckCSRF(r, "reset", ""); err != nil {
-		again(http.StatusForbidden, t("err.csrf"))
+	if !h.tokenOK(r, "reset", again) {
 		return
 	}
 	err := h.Auth.ConfirmReset(r.Context(), tok, r.PostFormValue("password"), auth.MetaFrom(r, web.Source))

@@ -26,19 +26,16 @@ func (h *Pages) SetupForm(w http.ResponseWriter, r *http.Request) {
 // SetupSubmit is POST /setup: the token, an email address and the password
 // twice.
 func (h *Pages) SetupSubmit(w http.ResponseWriter, r *http.Request) {
-	if err := web.ParseForm(r); err != nil {
-		h.Fail(w, r, err)
+	lang, t, ok := h.posted(w, r)
+	if !ok {
 		return
 	}
-	lang := web.Language(r)
-	t := web.Translator(lang)
 	tok := strings.TrimSpace(r.PostFormValue("token"))
 	email := r.PostFormValue("email")
 	again := func(status int, msg string) {
 		h.Render(w, r, status, "setup", web.View{Title: "title.setup", CSRF: h.CSRFToken(w, r, "setup", ""), Token: tok, Email: email, Error: msg})
 	}
-	if err := h.CheckCSRF(r, "setup", ""); err != nil {
-		again(http.StatusForbidden, t("err.csrf"))
+	if !h.tokenOK(r, "setup", again) {
 		return
 	}
 	if r.PostFormValue("password") != r.PostFormValue("password_confirm") {

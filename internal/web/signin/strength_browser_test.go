@@ -10,8 +10,6 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
-	"hmid/internal/apptest"
-	"hmid/internal/dbtest"
 	"hmid/internal/web/webtest"
 )
 
@@ -21,8 +19,7 @@ import (
 // refusal: in English and in German, checked by axe in both themes, with
 // HMID_SCREENSHOTS saved at desktop and phone width and in the dark theme.
 func TestBrowserPasswordStrength(t *testing.T) {
-	ctx := webtest.Chromium(t)
-	e := apptest.New(t, dbtest.Engine{Name: "sqlite", URL: dbtest.SQLite(t)})
+	ctx, e := webtest.OnSQLite(t)
 	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
 	hint := func(what, want string) {
 		t.Helper()

@@ -62,17 +62,8 @@ func (h *Pages) ProviderStart(w http.ResponseWriter, r *http.Request) {
 // start it in the user's name; return_to (a local page) is where the
 // Message page after the callback leads back to.
 func (h *Pages) ProviderConnect(w http.ResponseWriter, r *http.Request) {
-	if err := web.ParseForm(r); err != nil {
-		h.Fail(w, r, err)
-		return
-	}
-	s := h.Session(r)
+	s := h.sessionPost(w, r, web.ConsoleForm, func() string { return "/" })
 	if s == nil {
-		h.Redirect(w, r, web.LoginURL("/"))
-		return
-	}
-	if err := h.CheckCSRF(r, web.ConsoleForm, s.SessionID); err != nil {
-		h.Message(w, r, http.StatusForbidden, "title.error", web.Translator(web.Language(r))("err.csrf"))
 		return
 	}
 	p := h.provider(w, r)

@@ -174,10 +174,8 @@ func TestBrowserProviderResumesAuthorize(t *testing.T) {
 		owner := e.NewUser(t, apptest.UserSpec{})
 
 		app := newOAuthApp(t, e, owner, "Provider Test App")
-		clientID, secret, redirectURI := app.id, app.secret, app.redirectURI
-		q := url.Values{"response_type": {"code"}, "client_id": {clientID}, "redirect_uri": {redirectURI},
-			"scope": {"openid profile"}, "state": {"st-77"}, "nonce": {"n-77"}}
-		authorizeURL := e.URL + "/v1/oauth/authorize?" + q.Encode()
+		redirectURI := app.redirectURI
+		authorizeURL := app.authorizeURL(e, "openid profile", "st-77", "n-77")
 
 		b := newChromium(t)
 		b.language("en")
@@ -207,14 +205,7 @@ func TestBrowserProviderResumesAuthorize(t *testing.T) {
 			t.Fatalf("callback %+v at %s", cb, at)
 		}
 
-		tr := e.Do(t, apptest.Req{Method: "POST", Path: "/v1/oauth/token", Body: url.Values{
-			"grant_type": {"authorization_code"}, "code": {cb.code}, "redirect_uri": {redirectURI},
-			"client_id": {clientID}, "client_secret": {secret},
-		}})
-		if tr.Status != http.StatusOK {
-			t.Fatalf("token: %d %s", tr.Status, tr.Body)
-		}
-		at, _ := tr.JSON()["access_token"].(string)
+		at, _ := app.redeem(t, e, cb.code)["access_token"].(string)
 		ui := e.Call(t, "GET", "/v1/oauth/userinfo", at, nil, http.StatusOK).JSON()
 		nelly := usersNamed(t, e, "nelly")
 		if len(nelly) != 1 || ui["sub"] != nelly[0]["id"] {

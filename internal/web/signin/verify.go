@@ -66,20 +66,11 @@ func (h *Pages) verifyForm(w http.ResponseWriter, r *http.Request, k verifyKind)
 }
 
 func (h *Pages) verifySubmit(w http.ResponseWriter, r *http.Request, k verifyKind) {
-	if err := web.ParseForm(r); err != nil {
-		h.Fail(w, r, err)
+	p := h.sessionPost(w, r, k.form, func() string { return k.path + "?token=" + url.QueryEscape(r.PostFormValue("token")) })
+	if p == nil {
 		return
 	}
 	t := web.Translator(web.Language(r))
-	p := h.Session(r)
-	if p == nil {
-		h.Redirect(w, r, web.LoginURL(k.path+"?token="+url.QueryEscape(r.PostFormValue("token"))))
-		return
-	}
-	if err := h.CheckCSRF(r, k.form, p.SessionID); err != nil {
-		h.Message(w, r, http.StatusForbidden, "title.error", t("err.csrf"))
-		return
-	}
 	if err := k.verify(h, authn.WithPrincipal(r.Context(), p), r, r.PostFormValue("token")); err != nil {
 		h.Fail(w, r, err)
 		return
@@ -114,11 +105,10 @@ func (h *Pages) VerifyAddressForm(w http.ResponseWriter, r *http.Request) {
 
 // VerifyAddressSubmit is POST /verify-email: it verifies the address.
 func (h *Pages) VerifyAddressSubmit(w http.ResponseWriter, r *http.Request) {
-	if err := web.ParseForm(r); err != nil {
-		h.Fail(w, r, err)
+	_, t, ok := h.posted(w, r)
+	if !ok {
 		return
 	}
-	t := web.Translator(web.Language(r))
 	if err := h.CheckCSRF(r, verifyAddressForm, ""); err != nil {
 		h.Message(w, r, http.StatusForbidden, "title.error", t("err.csrf"))
 		return

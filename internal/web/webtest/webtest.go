@@ -27,6 +27,9 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"hmid/internal/apptest"
+	"hmid/internal/dbtest"
 )
 
 // AxeVersion is the version of the vendored axe-core.
@@ -97,6 +100,21 @@ func Chromium(t testing.TB) context.Context {
 	return tctx
 }
 
+// Each runs f on each database engine (apptest.Each) with a headless
+// Chromium of its own (Chromium): the start of every browser test that
+// drives one server. opts configure the server as apptest.Each's do.
+func Each(t *testing.T, f func(t *testing.T, e *apptest.Env, ctx context.Context), opts ...apptest.Option) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) { f(t, e, Chromium(t)) }, opts...)
+}
+
+// OnSQLite starts a headless Chromium and hmid on SQLite alone, for a
+// browser test whose pages do not depend on the engine (a page drawn from
+// data the API put there).
+func OnSQLite(t *testing.T) (context.Context, *apptest.Env) {
+	ctx := Chromium(t)
+	return ctx, apptest.New(t, dbtest.Engine{Name: "sqlite", URL: dbtest.SQLite(t)})
+}
+
 // Do runs actions in the browser, failing the test with what when one fails.
 func Do(t testing.TB, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
@@ -156,6 +174,43 @@ func AcceptDialogs(ctx context.Context) *atomic.Int32 {
 		}
 	}()
 	return &n
+}
+
+// AskedDialogs answers OK to every JavaScript dialog the tab of ctx opens
+// from now on and sends its message to the channel it returns, so a test
+// can check what a data-confirm form asked.
+func AskedDialogs(ctx context.Context) <-chan string {
+	asked := make(chan string, 16)
+	go func() {
+		for ev, err := range chromedp.Events(ctx, page.JavascriptDialogOpening) {
+			if err != nil {
+				return
+			}
+			asked <- ev.Message
+			go func() {
+				_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+			}()
+		}
+	}()
+	return asked
+}
+
+// WaitText waits until the text of the element sel contains want (a
+// form's answer replaces the page, whose old notice may still show
+// meanwhile), failing the test with what after 15 s.
+func WaitText(t testing.TB, ctx context.Context, what, sel, want string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		got, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel), chromedp.AtLeast(0)))
+		if err == nil && strings.Contains(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s shows %q, want %q", what, sel, got, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // Login signs the browser in through hmid's login page at base (the

@@ -1,0 +1,27 @@
+package apptest
+
+import (
+	"bytes"
+	"sync"
+)
+
+// SyncBuffer is a bytes.Buffer safe for concurrent writes: the output of a
+// logger or a command that runs in other goroutines while the test reads it.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p under the lock.
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns what was written so far.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
