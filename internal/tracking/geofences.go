@@ -170,37 +170,24 @@ func (h *Handler) CreateGeofence(w http.ResponseWriter, r *http.Request) {
 
 // UpdateGeofence serves PATCH /v1/geofences/{id}.
 func (h *Handler) UpdateGeofence(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	id, err := pathID(r, "id")
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
 	var b geofenceBody
-	if !httpx.Bind(w, r, &b) {
+	id, ok := bindWithID(w, r, &b)
+	if !ok {
 		return
 	}
 	if !b.Name.Set && !b.Description.Set && !b.Latitude.Set && !b.Longitude.Set && !b.RadiusKm.Set && !b.IsActive.Set && !b.Metadata.Set {
 		httpx.Error(w, r, apperr.Invalid("give at least one of name, description, latitude, longitude, radius_km, is_active, metadata"))
 		return
 	}
-	var g Geofence
-	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
-		var err error
-		g, err = scanGeofence(tx.QueryRowContext(ctx, `SELECT `+geofenceCols+` FROM geofences WHERE id = $1`, id))
-		if err != nil {
-			return db.NotFoundOr(err, "geofence")
-		}
-		if err := b.apply(&g); err != nil {
+	patchByID(h, w, r, id, getGeofence, func(ctx context.Context, tx *db.Tx, g *Geofence, now time.Time) error {
+		if err := b.apply(g); err != nil {
 			return err
 		}
-		now := h.S.Clock.Now()
 		g.UpdatedAt = db.FromTS(db.TS(now))
-		_, err = tx.ExecContext(ctx, `UPDATE geofences SET name = $1, description = $2, latitude = $3, longitude = $4, radius_km = $5, is_active = $6,
+		_, err := tx.ExecContext(ctx, `UPDATE geofences SET name = $1, description = $2, latitude = $3, longitude = $4, radius_km = $5, is_active = $6,
 			metadata = $7, updated_at = $8 WHERE id = $9`, g.Name, g.Description, g.Latitude, g.Longitude, g.RadiusKm, g.IsActive, string(g.Metadata), db.TS(now), id)
 		return err
 	})
-	httpx.Respond(w, r, http.StatusOK, g, err)
 }
 
 // DeleteGeofence serves DELETE /v1/geofences/{id}.
