@@ -219,15 +219,11 @@ type pendingChange struct {
 // PendingEmailChange serves GET /v1/users/{id}/email/pending.
 func (h *Handler) PendingEmailChange(w http.ResponseWriter, r *http.Request) {
 	p, err := h.S.PendingEmailChange(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
 	out := pendingChange{}
 	if p != nil {
 		out = pendingChange{Pending: true, NewEmail: &p.Email, ExpiresAt: &p.ExpiresAt}
 	}
-	httpx.JSON(w, http.StatusOK, out)
+	httpx.RespondJSON(w, r, http.StatusOK, out, err)
 }
 
 // CancelEmailChange serves DELETE /v1/users/{id}/email/pending.

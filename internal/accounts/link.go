@@ -180,15 +180,11 @@ func (s *Service) CancelEmailLink(ctx context.Context, userID string) error {
 // PendingEmailLink serves GET /v1/users/{id}/email-link/pending.
 func (h *Handler) PendingEmailLink(w http.ResponseWriter, r *http.Request) {
 	p, err := h.S.PendingEmailLink(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
 	out := pendingLink{}
 	if p != nil {
 		out = pendingLink{Pending: true, Email: &p.Email, ExpiresAt: &p.ExpiresAt}
 	}
-	httpx.JSON(w, http.StatusOK, out)
+	httpx.RespondJSON(w, r, http.StatusOK, out, err)
 }
 
 type message struct {
