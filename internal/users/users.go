@@ -184,6 +184,22 @@ func mayManage(p *authn.Principal, target User) error {
 	return nil
 }
 
+// manageActive runs fn in a transaction on user id once the user is known
+// to be active and p may manage them (mayManage): the frame of every change
+// a manager makes to a live account.
+func (s *Service) manageActive(ctx context.Context, p *authn.Principal, id string, fn func(tx *db.Tx, u User) error) error {
+	return s.DB.Tx(ctx, func(tx *db.Tx) error {
+		u, err := s.active(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if err := mayManage(p, u); err != nil {
+			return err
+		}
+		return fn(tx, u)
+	})
+}
+
 var usernameRE = regexp.MustCompile(`^[A-Za-z0-9_]{3,30}$`)
 
 // ValidUsername checks the username rule of spec 2 (User, Limits): 3 to 30
