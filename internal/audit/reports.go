@@ -93,27 +93,18 @@ type ReportResult struct {
 // reports one of their own events (Service.Report).
 func (h *Handler) CreateReport(w http.ResponseWriter, r *http.Request) {
 	var b ReportInput
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	rp, err := h.S.Report(r.Context(), authn.From(r.Context()), chi.URLParam(r, "event_id"), b)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusCreated, ReportResult{Success: true, Report: &rp})
+	httpx.RespondJSON(w, r, http.StatusCreated, ReportResult{Success: true, Report: &rp}, err)
 }
 
 // ListMyReports serves GET /v1/users/me/audit/reports: the caller's reports,
 // newest first, as a bare array.
 func (h *Handler) ListMyReports(w http.ResponseWriter, r *http.Request) {
 	out, err := h.S.MyReports(r.Context(), authn.From(r.Context()))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, out)
+	httpx.RespondJSON(w, r, http.StatusOK, out, err)
 }
 
 // ListReports serves GET /v1/admin/audit/reports (audit:read): every report,
@@ -121,11 +112,7 @@ func (h *Handler) ListMyReports(w http.ResponseWriter, r *http.Request) {
 // (Service.Reports).
 func (h *Handler) ListReports(w http.ResponseWriter, r *http.Request) {
 	out, err := h.S.Reports(r.Context(), r.URL.Query().Get("status"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, out)
+	httpx.RespondJSON(w, r, http.StatusOK, out, err)
 }
 
 // UpdateReport serves PATCH /v1/admin/audit/reports/{report_id}
@@ -134,14 +121,9 @@ func (h *Handler) ListReports(w http.ResponseWriter, r *http.Request) {
 // (Service.Review).
 func (h *Handler) UpdateReport(w http.ResponseWriter, r *http.Request) {
 	var b ReviewInput
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	rp, err := h.S.Review(r.Context(), authn.From(r.Context()), chi.URLParam(r, "report_id"), b)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, rp)
+	httpx.RespondJSON(w, r, http.StatusOK, rp, err)
 }
