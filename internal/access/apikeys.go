@@ -534,11 +534,7 @@ func (h *Handler) AddKeyRole(w http.ResponseWriter, r *http.Request) {
 	}
 	id := chi.URLParam(r, "id")
 	roles, err := h.S.AddKeyRole(r.Context(), authn.From(r.Context()), id, b.RoleID)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResourceAt(w, r, http.StatusCreated, roles, "/v1/api-keys/"+id+"/roles")
+	httpx.RespondAt(w, r, http.StatusCreated, roles, "/v1/api-keys/"+id+"/roles", err)
 }
 
 // RemoveKeyRole takes a role from a key (NotFound when the key lacks it).

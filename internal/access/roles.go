@@ -257,11 +257,7 @@ func (h *Handler) AddRolePermission(w http.ResponseWriter, r *http.Request) {
 	}
 	id := chi.URLParam(r, "id")
 	perms, err := h.S.AddRolePermission(r.Context(), authn.From(r.Context()), id, b.PermissionID)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResourceAt(w, r, http.StatusCreated, perms, "/v1/roles/"+id+"/permissions")
+	httpx.RespondAt(w, r, http.StatusCreated, perms, "/v1/roles/"+id+"/permissions", err)
 }
 
 // RemoveRolePermission takes a permission from a role (404 when the role

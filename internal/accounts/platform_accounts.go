@@ -173,11 +173,7 @@ type accountList struct {
 // ListAccounts serves GET /v1/users/{id}/accounts.
 func (h *Handler) ListAccounts(w http.ResponseWriter, r *http.Request) {
 	out, err := h.S.Accounts(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, accountList{Data: out, Links: httpx.Links{Self: httpx.SelfURL(r)}})
+	httpx.RespondJSON(w, r, http.StatusOK, accountList{Data: out, Links: httpx.Links{Self: httpx.SelfURL(r)}}, err)
 }
 
 // SetPrimary serves PUT /v1/users/{id}/accounts/{account_id}/primary.

@@ -363,9 +363,5 @@ func (h *Handler) History(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, err := h.S.History(ctx, id)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, historyBody{Data: out, Links: httpx.Links{Self: httpx.SelfURL(r)}})
+	httpx.RespondJSON(w, r, http.StatusOK, historyBody{Data: out, Links: httpx.Links{Self: httpx.SelfURL(r)}}, err)
 }

@@ -148,11 +148,7 @@ func (s *Service) Roles(ctx context.Context, g Guild) ([]Role, error) {
 // ListGuilds serves GET /v1/chatplatform/guilds.
 func (h *Handler) ListGuilds(w http.ResponseWriter, r *http.Request) {
 	out, err := h.S.Guilds(r.Context())
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, map[string]any{"data": out})
+	httpx.RespondJSON(w, r, http.StatusOK, map[string]any{"data": out}, err)
 }
 
 // GetGuild serves GET /v1/chatplatform/guilds/{guild_id} (snowflake).
@@ -690,11 +686,7 @@ func (h *Handler) ListMembers(w http.ResponseWriter, r *http.Request) {
 	limit, offset := httpx.ParseLimitOffset(r, 50)
 	page, err := h.S.Members(r.Context(), chi.URLParam(r, "guild_id"), MemberQuery{Search: q.Get("search"),
 		BotOnly: q.Get("bot_only"), HumansOnly: q.Get("humans_only"), HasRole: q.Get("has_role"), Limit: limit, Offset: offset})
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, map[string]any{"members": page.Members, "total_count": page.TotalCount, "has_more": page.HasMore})
+	httpx.RespondJSON(w, r, http.StatusOK, map[string]any{"members": page.Members, "total_count": page.TotalCount, "has_more": page.HasMore}, err)
 }
 
 // GetMember serves GET /v1/chatplatform/guilds/{guild_id}/members/{user_id}.
@@ -855,11 +847,8 @@ func (h *Handler) PutSettings(w http.ResponseWriter, r *http.Request) {
 	if !httpx.Bind(w, r, &in) {
 		return
 	}
-	if err := h.S.UpdateSettings(ctx, authn.From(ctx), in, audit.FromRequest(r, audit.Event{})); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, map[string]any{"success": true})
+	err := h.S.UpdateSettings(ctx, authn.From(ctx), in, audit.FromRequest(r, audit.Event{}))
+	httpx.RespondJSON(w, r, http.StatusOK, map[string]any{"success": true}, err)
 }
 
 // GuildSettings returns the settings of the guild with the platform id
@@ -927,9 +916,6 @@ func (h *Handler) PutGuildSettings(w http.ResponseWriter, r *http.Request) {
 	if !httpx.Bind(w, r, &in) {
 		return
 	}
-	if err := h.S.SetGuildLanguage(ctx, authn.From(ctx), g, in.DefaultLanguage, audit.FromRequest(r, audit.Event{})); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, map[string]any{"success": true})
+	err = h.S.SetGuildLanguage(ctx, authn.From(ctx), g, in.DefaultLanguage, audit.FromRequest(r, audit.Event{}))
+	httpx.RespondJSON(w, r, http.StatusOK, map[string]any{"success": true}, err)
 }

@@ -192,12 +192,8 @@ func (h *Handler) RequestMine(w http.ResponseWriter, r *http.Request) {
 	}
 	p := authn.From(r.Context())
 	at, err := h.S.Request(r.Context(), audit.FromRequest(r, audit.Event{}), p.UserID, c)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, ownResult{Success: true, ScheduledDeletionAt: at,
-		Message: "Your account will be deleted permanently at the scheduled time; until then you can cancel"})
+	httpx.RespondJSON(w, r, http.StatusOK, ownResult{Success: true, ScheduledDeletionAt: at,
+		Message: "Your account will be deleted permanently at the scheduled time; until then you can cancel"}, err)
 }
 
 // CancelMine serves DELETE /v1/users/me/deletion: the caller's scheduled

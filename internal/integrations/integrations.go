@@ -270,11 +270,8 @@ func (h *Handler) Platforms(w http.ResponseWriter, r *http.Request) {
 // PlatformScopes serves GET /v1/integrations/platform/{slug}/scopes.
 func (h *Handler) PlatformScopes(w http.ResponseWriter, r *http.Request) {
 	slug := chi.URLParam(r, "slug")
-	if err := checkSlug(slug); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, map[string]any{"platform": slug, "scopes": Scopes})
+	err := checkSlug(slug)
+	httpx.RespondJSON(w, r, http.StatusOK, map[string]any{"platform": slug, "scopes": Scopes}, err)
 }
 
 // ---- connect and callback ----
@@ -726,11 +723,8 @@ func (s *Service) Disconnect(ctx context.Context, id string) error {
 
 // Delete serves DELETE /v1/integrations/{id}.
 func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
-	if err := h.S.Disconnect(r.Context(), chi.URLParam(r, "id")); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, map[string]any{"success": true, "message": "Integration disconnected"})
+	err := h.S.Disconnect(r.Context(), chi.URLParam(r, "id"))
+	httpx.RespondJSON(w, r, http.StatusOK, map[string]any{"success": true, "message": "Integration disconnected"}, err)
 }
 
 // refresh uses the refresh_token grant (RFC 6749 §6) and stores the new tokens.
@@ -784,11 +778,7 @@ func (s *Service) Refresh(ctx context.Context, id string) (time.Time, error) {
 // Refresh serves POST /v1/integrations/{id}/refresh.
 func (h *Handler) Refresh(w http.ResponseWriter, r *http.Request) {
 	exp, err := h.S.Refresh(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, map[string]any{"success": true, "message": "Token refreshed", "expires_at": exp})
+	httpx.RespondJSON(w, r, http.StatusOK, map[string]any{"success": true, "message": "Token refreshed", "expires_at": exp}, err)
 }
 
 // Stats is the channel statistics block.
@@ -876,11 +866,7 @@ func (s *Service) Stats(ctx context.Context, id string) (Stats, error) {
 // Stats serves POST /v1/integrations/{id}/stats.
 func (h *Handler) Stats(w http.ResponseWriter, r *http.Request) {
 	st, err := h.S.Stats(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, map[string]any{"success": true, "stats": st})
+	httpx.RespondJSON(w, r, http.StatusOK, map[string]any{"success": true, "stats": st}, err)
 }
 
 // BotStatuses are the values of bot_status.
@@ -917,9 +903,6 @@ func (h *Handler) SetBotStatus(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	if err := h.S.SetBotStatus(ctx, id, in.BotStatus); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, map[string]any{"success": true, "bot_status": *in.BotStatus})
+	err := h.S.SetBotStatus(ctx, id, in.BotStatus)
+	httpx.RespondJSON(w, r, http.StatusOK, map[string]any{"success": true, "bot_status": *in.BotStatus}, err)
 }

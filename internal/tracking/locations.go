@@ -306,11 +306,7 @@ func (h *Handler) CreateContact(w http.ResponseWriter, r *http.Request) {
 		}
 		return insertContact(ctx, tx, c)
 	})
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResourceAt(w, r, http.StatusCreated, c, "/v1/locations/"+id+"/contacts/"+c.ID)
+	httpx.RespondAt(w, r, http.StatusCreated, c, "/v1/locations/"+id+"/contacts/"+c.ID, err)
 }
 
 // UpdateContact serves PATCH /v1/locations/{id}/contacts/{cid}.

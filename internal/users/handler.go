@@ -231,20 +231,12 @@ func (s *Service) roles(ctx context.Context, q db.Querier, userID string) ([]Rol
 // Roles serves GET /v1/users/{id}/roles: {roles: [{id, name, description}]}.
 func (h *Handler) Roles(w http.ResponseWriter, r *http.Request) {
 	roles, err := h.S.Roles(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, map[string]any{"roles": roles})
+	httpx.RespondJSON(w, r, http.StatusOK, map[string]any{"roles": roles}, err)
 }
 
 func (h *Handler) writeRoles(w http.ResponseWriter, r *http.Request, userID string, status int) {
 	roles, err := h.S.roles(r.Context(), h.S.DB, userID)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, status, map[string]any{"roles": roles})
+	httpx.RespondJSON(w, r, status, map[string]any{"roles": roles}, err)
 }
 
 // AddRole serves POST /v1/users/{id}/roles with {role_id} (Service.AddRole).
