@@ -71,7 +71,7 @@ type Entry struct {
 const entryCols = `id, user_id, event_type, resource_type, resource_id, actor_id, ip_address, user_agent, description,
 	metadata, status, error_message, country_code, country_name, city, region, source_service, created_at, is_reported`
 
-func scanEntry(row interface{ Scan(...any) error }) (Entry, error) {
+func scanEntry(row db.Scanner) (Entry, error) {
 	var (
 		e                                  Entry
 		user, rtype, rid, actor, ip, ua    sql.NullString

@@ -263,20 +263,12 @@ func List(ctx context.Context, d *db.DB, f Filter) ([]Entry, int, error) {
 		return out, total, nil
 	}
 	n := len(args)
-	rows, err := d.QueryContext(ctx, `SELECT `+entryCols+` FROM audit_events`+where+f.orderBy()+
+	out, err = db.All(ctx, d, scanEntry, `SELECT `+entryCols+` FROM audit_events`+where+f.orderBy()+
 		` LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2), append(args, f.Page.Limit, f.Page.Offset())...)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		e, err := scanEntry(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, e)
-	}
-	return out, total, rows.Err()
+	return out, total, nil
 }
 
 // EventPage is the listing envelope of spec 2 (Audit log):

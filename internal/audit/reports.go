@@ -43,7 +43,7 @@ type Report struct {
 
 const reportCols = `id, audit_event_id, user_id, reason, description, status, reviewed_by, reviewed_at, resolution_notes, created_at, updated_at`
 
-func scanReport(row interface{ Scan(...any) error }) (Report, error) {
+func scanReport(row db.Scanner) (Report, error) {
 	var (
 		rp               Report
 		desc, by, notes  sql.NullString
@@ -66,20 +66,7 @@ func getReport(ctx context.Context, q db.Querier, id string) (Report, error) {
 }
 
 func listReports(ctx context.Context, q db.Querier, where string, args ...any) ([]Report, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+reportCols+` FROM audit_reports WHERE `+where+` ORDER BY created_at DESC, id DESC`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Report{}
-	for rows.Next() {
-		rp, err := scanReport(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, rp)
-	}
-	return out, rows.Err()
+	return db.All(ctx, q, scanReport, `SELECT `+reportCols+` FROM audit_reports WHERE `+where+` ORDER BY created_at DESC, id DESC`, args...)
 }
 
 // ReportResult is the answer to a new report: {success, report, error}.

@@ -139,20 +139,8 @@ func (s *Service) Active(ctx context.Context, q db.Querier, userID string) (*Ban
 // History returns every ban of the user, newest first.
 func (s *Service) History(ctx context.Context, userID string) ([]Ban, error) {
 	now := s.Clock.Now()
-	rows, err := s.DB.QueryContext(ctx, `SELECT `+cols+` FROM bans WHERE user_id = $1 ORDER BY banned_at DESC, id`, userID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Ban{}
-	for rows.Next() {
-		b, err := scan(rows, now)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, b)
-	}
-	return out, rows.Err()
+	scanAt := func(row db.Scanner) (Ban, error) { return scan(row, now) }
+	return db.All(ctx, s.DB, scanAt, `SELECT `+cols+` FROM bans WHERE user_id = $1 ORDER BY banned_at DESC, id`, userID)
 }
 
 // Input is what a ban is given: an optional reason and, for a timed ban,

@@ -108,26 +108,17 @@ func (s *Service) guildByID(ctx context.Context, id string) (Guild, error) {
 
 // Channels lists the stored channels of g by position, then name.
 func (s *Service) Channels(ctx context.Context, g Guild) ([]Channel, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT id, channel_id, name, channel_type, parent_id, position, topic, nsfw
-		FROM chat_channels WHERE guild_id = $1 ORDER BY position, name, channel_id`, g.ID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Channel{}
-	for rows.Next() {
-		var c Channel
+	scan := func(row db.Scanner) (Channel, error) {
+		c := Channel{GuildID: g.GuildID}
 		var parent, topic sql.NullString
-		if err := rows.Scan(&c.ID, &c.ChannelID, &c.Name, &c.ChannelTypeRaw, &parent, &c.Position, &topic, &c.NSFW); err != nil {
-			return nil, err
-		}
-		c.GuildID = g.GuildID
+		err := row.Scan(&c.ID, &c.ChannelID, &c.Name, &c.ChannelTypeRaw, &parent, &c.Position, &topic, &c.NSFW)
 		c.ParentID, c.Topic = db.StringPtr(parent), db.StringPtr(topic)
 		c.ChannelType = ChannelTypeName(c.ChannelTypeRaw)
 		c.IsTextBased, c.IsVoice = IsTextBased(c.ChannelTypeRaw), IsVoice(c.ChannelTypeRaw)
-		out = append(out, c)
+		return c, err
 	}
-	return out, rows.Err()
+	return db.All(ctx, s.DB, scan, `SELECT id, channel_id, name, channel_type, parent_id, position, topic, nsfw
+		FROM chat_channels WHERE guild_id = $1 ORDER BY position, name, channel_id`, g.ID)
 }
 
 // Guilds lists the stored guilds by name (GET /v1/chatplatform/guilds).

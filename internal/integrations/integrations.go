@@ -166,7 +166,7 @@ func user(ctx context.Context) (string, error) {
 const cols = `id, user_id, platform_slug, platform_user_id, username, display_name, profile_image_url, scopes, is_active, bot_status,
 	connected_at, last_refreshed_at, access_token, refresh_token, token_expires_at`
 
-func scan(row interface{ Scan(...any) error }) (Integration, error) {
+func scan(row db.Scanner) (Integration, error) {
 	var i Integration
 	var disp, img, refresh sql.NullString
 	var scopes db.Strings
@@ -221,19 +221,7 @@ func (s *Service) List(ctx context.Context, slug string) ([]Integration, error) 
 		q += ` AND platform_slug = $2`
 		args = append(args, slug)
 	}
-	rows, err := s.DB.QueryContext(ctx, q+` ORDER BY connected_at, id`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		i, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, i)
-	}
-	return out, rows.Err()
+	return db.All(ctx, s.DB, scan, q+` ORDER BY connected_at, id`, args...)
 }
 
 // List serves GET /v1/integrations: a bare array of the caller's integrations.

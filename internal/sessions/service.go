@@ -37,28 +37,20 @@ func (s *Service) List(ctx context.Context, p *authn.Principal) ([]Session, erro
 // list returns userID's active sessions, most recently used first, with
 // current marked.
 func (s *Service) list(ctx context.Context, userID, current string) ([]Session, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT s.id, s.ip_address, s.user_agent, s.device_type, s.browser_name, s.os_name, s.provider,
+	scan := func(row db.Scanner) (Session, error) {
+		var x Session
+		var last, created, expires int64
+		err := row.Scan(&x.ID, &x.IPAddress, &x.UserAgent, &x.DeviceType, &x.BrowserName, &x.OSName, &x.Provider,
+			&x.ProviderName, &last, &created, &expires)
+		x.LastActivityAt, x.CreatedAt, x.ExpiresAt = db.FromTS(last), db.FromTS(created), db.FromTS(expires)
+		x.IsCurrent = x.ID == current
+		return x, err
+	}
+	return db.All(ctx, s.DB, scan, `SELECT s.id, s.ip_address, s.user_agent, s.device_type, s.browser_name, s.os_name, s.provider,
 		COALESCE(pl.name, s.provider), s.last_activity_at, s.created_at, s.expires_at
 		FROM sessions s LEFT JOIN platforms pl ON pl.slug = s.provider
 		WHERE s.user_id = $1 AND s.revoked_at IS NULL AND s.expires_at > $2 AND s.last_activity_at > $3
 		ORDER BY s.last_activity_at DESC, s.id`, userID, db.TS(s.Clock.Now()), s.idleCutoff())
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Session{}
-	for rows.Next() {
-		var x Session
-		var last, created, expires int64
-		if err := rows.Scan(&x.ID, &x.IPAddress, &x.UserAgent, &x.DeviceType, &x.BrowserName, &x.OSName, &x.Provider,
-			&x.ProviderName, &last, &created, &expires); err != nil {
-			return nil, err
-		}
-		x.LastActivityAt, x.CreatedAt, x.ExpiresAt = db.FromTS(last), db.FromTS(created), db.FromTS(expires)
-		x.IsCurrent = x.ID == current
-		out = append(out, x)
-	}
-	return out, rows.Err()
 }
 
 // idleCutoff is the last activity a session must be newer than not to be

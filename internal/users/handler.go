@@ -211,21 +211,13 @@ type RoleRef struct {
 }
 
 func (s *Service) roles(ctx context.Context, q db.Querier, userID string) ([]RoleRef, error) {
-	rows, err := q.QueryContext(ctx, `SELECT r.id, r.name, r.description FROM user_roles ur JOIN roles r ON r.id = ur.role_id
-		WHERE ur.user_id = $1 ORDER BY r.name`, userID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []RoleRef{}
-	for rows.Next() {
+	scan := func(row db.Scanner) (RoleRef, error) {
 		var rr RoleRef
-		if err := rows.Scan(&rr.ID, &rr.Name, &rr.Description); err != nil {
-			return nil, err
-		}
-		out = append(out, rr)
+		err := row.Scan(&rr.ID, &rr.Name, &rr.Description)
+		return rr, err
 	}
-	return out, rows.Err()
+	return db.All(ctx, q, scan, `SELECT r.id, r.name, r.description FROM user_roles ur JOIN roles r ON r.id = ur.role_id
+		WHERE ur.user_id = $1 ORDER BY r.name`, userID)
 }
 
 // Roles serves GET /v1/users/{id}/roles: {roles: [{id, name, description}]}.
