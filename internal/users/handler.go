@@ -127,15 +127,17 @@ func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := chi.URLParam(r, "id")
-	if err := h.S.Update(r.Context(), authn.From(r.Context()), id, c, audit.FromRequest(r, audit.Event{})); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	h.writeUser(w, r, id)
+	err := h.S.Update(r.Context(), authn.From(r.Context()), id, c, audit.FromRequest(r, audit.Event{}))
+	h.respondUser(w, r, id, err)
 }
 
-func (h *Handler) writeUser(w http.ResponseWriter, r *http.Request, id string) {
-	u, err := h.S.Get(r.Context(), h.S.DB, id)
+// respondUser answers a change of user id: err when it failed, else the
+// user as it is now.
+func (h *Handler) respondUser(w http.ResponseWriter, r *http.Request, id string, err error) {
+	var u User
+	if err == nil {
+		u, err = h.S.Get(r.Context(), h.S.DB, id)
+	}
 	httpx.RespondAt(w, r, http.StatusOK, u, "/v1/users/"+id, err)
 }
 
@@ -153,11 +155,8 @@ func (h *Handler) UpdateLocale(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := chi.URLParam(r, "id")
-	if err := h.S.SetLocale(r.Context(), authn.From(r.Context()), id, b.Locale.Ptr(), audit.FromRequest(r, audit.Event{})); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	h.writeUser(w, r, id)
+	err := h.S.SetLocale(r.Context(), authn.From(r.Context()), id, b.Locale.Ptr(), audit.FromRequest(r, audit.Event{}))
+	h.respondUser(w, r, id, err)
 }
 
 // UpdateUsername serves PATCH /v1/users/{id}/username: 400 invalid, 404
@@ -170,11 +169,8 @@ func (h *Handler) UpdateUsername(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := chi.URLParam(r, "id")
-	if err := h.S.SetUsername(r.Context(), authn.From(r.Context()), id, b.Username, audit.FromRequest(r, audit.Event{})); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	h.writeUser(w, r, id)
+	err := h.S.SetUsername(r.Context(), authn.From(r.Context()), id, b.Username, audit.FromRequest(r, audit.Event{}))
+	h.respondUser(w, r, id, err)
 }
 
 // Delete serves DELETE /v1/users/{id}: a soft delete (Service.Delete).
