@@ -787,30 +787,19 @@ func (s *Service) UpdateSettings(ctx context.Context, p *authn.Principal, in Set
 		set = append(set, col+" = $"+strconv.Itoa(len(args)))
 	}
 	changed := map[string]any{}
-	field := func(col string, v any) {
-		add(col, v)
-		changed[col] = v
-	}
-	if in.AutoSyncEnabled != nil {
-		field("auto_sync_enabled", *in.AutoSyncEnabled)
-	}
-	if in.SyncIntervalSeconds != nil {
-		field("sync_interval_seconds", *in.SyncIntervalSeconds)
-	}
-	if in.InitialDelaySeconds != nil {
-		field("initial_delay_seconds", *in.InitialDelaySeconds)
-	}
-	if in.DefaultLanguage != nil {
-		field("default_language", *in.DefaultLanguage)
-	}
-	if in.NotifyOnGuildJoin != nil {
-		field("notify_on_guild_join", *in.NotifyOnGuildJoin)
-	}
-	if in.NotifyOnGuildLeave != nil {
-		field("notify_on_guild_leave", *in.NotifyOnGuildLeave)
-	}
-	if in.CommandCooldownSeconds != nil {
-		field("command_cooldown_seconds", *in.CommandCooldownSeconds)
+	for _, f := range []struct {
+		col string
+		v   any // nil: not given
+	}{
+		{"auto_sync_enabled", deref(in.AutoSyncEnabled)}, {"sync_interval_seconds", deref(in.SyncIntervalSeconds)},
+		{"initial_delay_seconds", deref(in.InitialDelaySeconds)}, {"default_language", deref(in.DefaultLanguage)},
+		{"notify_on_guild_join", deref(in.NotifyOnGuildJoin)}, {"notify_on_guild_leave", deref(in.NotifyOnGuildLeave)},
+		{"command_cooldown_seconds", deref(in.CommandCooldownSeconds)},
+	} {
+		if f.v != nil {
+			add(f.col, f.v)
+			changed[f.col] = f.v
+		}
 	}
 	if len(set) == 0 {
 		return apperr.Invalid("give at least one settings field to change")
@@ -829,6 +818,14 @@ func (s *Service) UpdateSettings(ctx context.Context, p *authn.Principal, in Set
 		_, err := s.Audit.Record(ctx, tx, ev)
 		return err
 	})
+}
+
+// deref returns the value v points to, or nil when v is nil.
+func deref[T any](v *T) any {
+	if v == nil {
+		return nil
+	}
+	return *v
 }
 
 // PutSettings serves PUT /v1/chatplatform/settings: any subset of the fields.
