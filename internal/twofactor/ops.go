@@ -428,22 +428,8 @@ func (s *Service) SetupRequired(ctx context.Context, userID, platformSlug string
 // two-factor authentication is off or the code is wrong, 429 when throttled
 // (authflow.SecondFactor).
 func (s *Service) VerifyLogin(ctx context.Context, userID, code, ip, userAgent string) error {
-	st, err := s.loadEnabled(ctx, userID)
-	if err != nil {
-		return err
-	}
 	at := &attempt{userID: userID, client: Client{IPAddress: ip, UserAgent: userAgent}, operation: opLogin, allowBackup: true}
-	pr, err := s.check(ctx, st, code, at)
-	if err != nil {
-		return err
-	}
-	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
-		if err := spend(ctx, tx, userID, pr, s.Clock.Now()); err != nil {
-			return err
-		}
-		return s.record(ctx, tx, at, event{verifiedType(pr.method), methodWords(pr.method) + " verified at login", map[string]any{"operation": opLogin, "method": pr.method}})
-	})
-	return s.settle(ctx, at, pr.method, err)
+	return s.verifyCode(ctx, at, code, "at login")
 }
 
 // removeEnabled deletes uid's enabled two-factor setup and backup codes in
