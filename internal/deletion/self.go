@@ -109,11 +109,7 @@ func (s *Service) Request(ctx context.Context, ev audit.Event, userID string, c 
 			// A parallel request scheduled it first.
 			return apperr.Conflictf("the account is already scheduled for deletion")
 		}
-		ev.UserID, ev.EventType, ev.ResourceType, ev.ResourceID = userID, audit.UserUpdated, "user", userID
-		ev.Description = "Account deletion requested by the user; permanent deletion scheduled"
-		ev.Metadata = map[string]any{"action": "deletion_requested", "scheduled_deletion_at": at}
-		_, err = s.Audit.Record(ctx, tx, ev)
-		return err
+		return s.recordSchedule(ctx, tx, userID, "Account deletion requested by the user; permanent deletion scheduled", "deletion_requested", at, ev)
 	})
 	if err != nil {
 		return time.Time{}, err
