@@ -121,14 +121,7 @@ func (r *resolver) MyOauthClients(ctx context.Context, args struct{ Page, Limit 
 		return nil, err
 	}
 	list, _, err := r.d.OAuth.ListClients(ctx, p, false, page(args.Page, args.Limit, 100))
-	if err != nil {
-		return nil, err
-	}
-	out := make([]oauthClient, len(list))
-	for i, c := range list {
-		out[i] = clientView(c)
-	}
-	return &out, nil
+	return views(list, err, clientView)
 }
 
 // createClientInput is CreateOAuthClientInput: the REST body in camelCase.
@@ -295,6 +288,12 @@ func myList[T, V any](ctx context.Context, list func(context.Context, string) ([
 		return nil, err
 	}
 	items, err := list(ctx, p.UserID)
+	return views(items, err, view)
+}
+
+// views shapes each of items with view for a list resolver, or passes on
+// the error of reading them.
+func views[T, V any](items []T, err error, view func(T) V) (*[]V, error) {
 	if err != nil {
 		return nil, err
 	}
