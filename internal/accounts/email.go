@@ -90,10 +90,7 @@ func (s *Service) VerifyEmailChange(ctx context.Context, r *http.Request, tok st
 		} else if cur == "" {
 			return apperr.Invalid("this account no longer has an email account")
 		}
-		if err := checkEmailFree(ctx, tx, addr, userID); err != nil {
-			return err
-		}
-		if err := useRequest(ctx, tx, "email_change_requests", id); err != nil {
+		if err := useRequest(ctx, tx, "email_change_requests", id, addr, userID); err != nil {
 			return err
 		}
 		ts := db.TS(now)

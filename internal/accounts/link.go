@@ -102,10 +102,7 @@ func (s *Service) VerifyEmailLink(ctx context.Context, r *http.Request, tok stri
 		} else if cur != "" {
 			return apperr.Invalid("this user already has an email account")
 		}
-		if err := checkEmailFree(ctx, tx, addr, userID); err != nil {
-			return err
-		}
-		if err := useRequest(ctx, tx, "email_link_requests", id); err != nil {
+		if err := useRequest(ctx, tx, "email_link_requests", id, addr, userID); err != nil {
 			return err
 		}
 		ts := db.TS(now)
