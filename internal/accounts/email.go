@@ -216,9 +216,18 @@ type pendingChange struct {
 // PendingEmailChange serves GET /v1/users/{id}/email/pending.
 func (h *Handler) PendingEmailChange(w http.ResponseWriter, r *http.Request) {
 	p, err := h.S.PendingEmailChange(r.Context(), chi.URLParam(r, "id"))
-	out := pendingChange{}
+	respondPending(w, r, p, err, func(p *Pending) pendingChange {
+		return pendingChange{Pending: true, NewEmail: &p.Email, ExpiresAt: &p.ExpiresAt}
+	})
+}
+
+// respondPending answers GET …/pending: the body shown makes of the
+// pending request p, or the zero body (pending false, nulls) when there is
+// none.
+func respondPending[T any](w http.ResponseWriter, r *http.Request, p *Pending, err error, shown func(*Pending) T) {
+	var out T
 	if p != nil {
-		out = pendingChange{Pending: true, NewEmail: &p.Email, ExpiresAt: &p.ExpiresAt}
+		out = shown(p)
 	}
 	httpx.RespondJSON(w, r, http.StatusOK, out, err)
 }

@@ -177,11 +177,9 @@ func (s *Service) CancelEmailLink(ctx context.Context, userID string) error {
 // PendingEmailLink serves GET /v1/users/{id}/email-link/pending.
 func (h *Handler) PendingEmailLink(w http.ResponseWriter, r *http.Request) {
 	p, err := h.S.PendingEmailLink(r.Context(), chi.URLParam(r, "id"))
-	out := pendingLink{}
-	if p != nil {
-		out = pendingLink{Pending: true, Email: &p.Email, ExpiresAt: &p.ExpiresAt}
-	}
-	httpx.RespondJSON(w, r, http.StatusOK, out, err)
+	respondPending(w, r, p, err, func(p *Pending) pendingLink {
+		return pendingLink{Pending: true, Email: &p.Email, ExpiresAt: &p.ExpiresAt}
+	})
 }
 
 type message struct {
