@@ -46,9 +46,7 @@ func scanKey(row db.Scanner) (APIKey, error) {
 	var c, u int64
 	err := row.Scan(&k.ID, &k.KeyPrefix, &k.Name, &k.Description, &scopes, &k.IsActive, &k.IsSystem, &owner, &exp, &used, &c, &u)
 	k.Scopes = scopes
-	if owner.Valid {
-		k.UserID = &owner.String
-	}
+	k.UserID = db.StringPtr(owner)
 	k.ExpiresAt, k.LastUsedAt = exp.Ptr(), used.Ptr()
 	k.CreatedAt, k.UpdatedAt = db.FromTS(c), db.FromTS(u)
 	return k, err

@@ -45,15 +45,7 @@ func scanAccount(row db.Scanner) (PlatformAccount, error) {
 	var name, email, avatar sql.NullString
 	var c, u int64
 	err := row.Scan(&a.ID, &a.PlatformID, &a.PlatformName, &a.PlatformSlug, &a.PlatformUserID, &a.IsOAuth, &a.IsPrimary, &name, &email, &avatar, &c, &u)
-	if name.Valid {
-		a.Username = &name.String
-	}
-	if email.Valid {
-		a.Email = &email.String
-	}
-	if avatar.Valid {
-		a.AvatarURL = &avatar.String
-	}
+	a.Username, a.Email, a.AvatarURL = db.StringPtr(name), db.StringPtr(email), db.StringPtr(avatar)
 	a.CreatedAt, a.UpdatedAt = db.FromTS(c), db.FromTS(u)
 	return a, err
 }

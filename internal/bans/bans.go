@@ -93,15 +93,7 @@ func scan(row interface{ Scan(...any) error }, now time.Time) (Ban, error) {
 	if err := row.Scan(&b.ID, &b.UserID, &reason, &by, &at, &exp, &b.IsPermanent, &unAt, &unBy); err != nil {
 		return b, err
 	}
-	if reason.Valid {
-		b.Reason = &reason.String
-	}
-	if by.Valid {
-		b.BannedBy = &by.String
-	}
-	if unBy.Valid {
-		b.UnbannedBy = &unBy.String
-	}
+	b.Reason, b.BannedBy, b.UnbannedBy = db.StringPtr(reason), db.StringPtr(by), db.StringPtr(unBy)
 	b.BannedAt, b.ExpiresAt, b.UnbannedAt = db.FromTS(at), exp.Ptr(), unAt.Ptr()
 	switch {
 	case b.UnbannedAt != nil:

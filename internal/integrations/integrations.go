@@ -174,12 +174,8 @@ func scan(row db.Scanner) (Integration, error) {
 	var refreshed, exp db.NullTime
 	err := row.Scan(&i.ID, &i.UserID, &i.PlatformSlug, &i.PlatformUserID, &i.Username, &disp, &img, &scopes, &i.IsActive, &i.BotStatus,
 		&conn, &refreshed, &i.accessToken, &refresh, &exp)
-	if disp.Valid {
-		i.DisplayName = &disp.String
-	}
-	if img.Valid {
-		i.ProfileImageURL = &img.String
-	}
+	i.DisplayName = db.StringPtr(disp)
+	i.ProfileImageURL = db.StringPtr(img)
 	i.Scopes = scopes
 	if i.Scopes == nil {
 		i.Scopes = []string{}
