@@ -53,6 +53,16 @@ func (s *Service) list(ctx context.Context, userID, current string) ([]Session, 
 		ORDER BY s.last_activity_at DESC, s.id`, userID, db.TS(s.Clock.Now()), s.idleCutoff())
 }
 
+// CountActive returns the number of sessions of all users that are neither
+// revoked nor expired nor idle past the timeout: the admin console's
+// overview shows it.
+func (s *Service) CountActive(ctx context.Context) (int, error) {
+	var n int
+	err := s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE revoked_at IS NULL AND expires_at > $1 AND last_activity_at > $2`,
+		db.TS(s.Clock.Now()), s.idleCutoff()).Scan(&n)
+	return n, err
+}
+
 // idleCutoff is the last activity a session must be newer than not to be
 // idle past the policy's timeout (session.idle_timeout_seconds), as a
 // statement argument; 0 when no session is.
