@@ -887,6 +887,10 @@ func (h *Handler) SetBotStatus(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	err := h.S.SetBotStatus(ctx, id, in.BotStatus)
-	httpx.RespondJSON(w, r, http.StatusOK, map[string]any{"success": true, "bot_status": *in.BotStatus}, err)
+	if err := h.S.SetBotStatus(ctx, id, in.BotStatus); err != nil {
+		httpx.Error(w, r, err)
+		return
+	}
+	// in.BotStatus may be nil when the service refused it: read it only now.
+	httpx.JSON(w, http.StatusOK, map[string]any{"success": true, "bot_status": *in.BotStatus})
 }
