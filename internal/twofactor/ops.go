@@ -344,27 +344,22 @@ func (s *Service) Requirement(ctx context.Context, p *authn.Principal, userID st
 	return s.requirement(ctx, uid, "")
 }
 
+// scanString reads a row of one text column.
+func scanString(row db.Scanner) (string, error) {
+	var v string
+	err := row.Scan(&v)
+	return v, err
+}
+
 // requirement computes the requirement of userID; platformSlug names the
 // login platform ("" for the user's last one).
 func (s *Service) requirement(ctx context.Context, userID, platformSlug string) (Requirement, error) {
-	out := Requirement{RequiredByRoles: []string{}}
-	rows, err := s.DB.QueryContext(ctx, `SELECT r.name FROM user_roles ur JOIN roles r ON r.id = ur.role_id
+	names, err := db.All(ctx, s.DB, scanString, `SELECT r.name FROM user_roles ur JOIN roles r ON r.id = ur.role_id
 		WHERE ur.user_id = $1 AND r.requires_two_factor ORDER BY r.name`, userID)
 	if err != nil {
-		return out, err
+		return Requirement{RequiredByRoles: []string{}}, err
 	}
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			rows.Close()
-			return out, err
-		}
-		out.RequiredByRoles = append(out.RequiredByRoles, name)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return out, err
-	}
+	out := Requirement{RequiredByRoles: names}
 	if platformSlug == "" {
 		u, err := s.user(ctx, userID)
 		if err != nil {
