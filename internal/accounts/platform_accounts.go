@@ -3,7 +3,6 @@ package accounts
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"net/http"
 	"time"
 
@@ -62,10 +61,7 @@ func (s *Service) Accounts(ctx context.Context, userID string) ([]PlatformAccoun
 // account belongs to someone else, so account ids cannot be probed).
 func account(ctx context.Context, q db.Querier, userID, accountID string) (PlatformAccount, error) {
 	a, err := scanAccount(q.QueryRowContext(ctx, accountSQL+` WHERE pa.user_id = $1 AND pa.id = $2`, userID, accountID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return a, apperr.NotFoundf("platform account not found")
-	}
-	return a, err
+	return a, db.NotFoundOr(err, "platform account")
 }
 
 // SetPrimary makes accountID the primary account of userID; ev carries the

@@ -4,11 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"slices"
 	"time"
 
-	"hmid/internal/apperr"
 	"hmid/internal/db"
 )
 
@@ -99,8 +97,5 @@ func scanEntry(row db.Scanner) (Entry, error) {
 // Get loads one event by id; apperr NotFound when there is none.
 func Get(ctx context.Context, q db.Querier, id string) (Entry, error) {
 	e, err := scanEntry(q.QueryRowContext(ctx, `SELECT `+entryCols+` FROM audit_events WHERE id = $1`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return e, apperr.NotFoundf("audit event not found")
-	}
-	return e, err
+	return e, db.NotFoundOr(err, "audit event")
 }

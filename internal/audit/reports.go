@@ -3,13 +3,11 @@ package audit
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"net/http"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
-	"hmid/internal/apperr"
 	"hmid/internal/authn"
 	"hmid/internal/db"
 	"hmid/internal/httpx"
@@ -59,10 +57,7 @@ func scanReport(row db.Scanner) (Report, error) {
 
 func getReport(ctx context.Context, q db.Querier, id string) (Report, error) {
 	rp, err := scanReport(q.QueryRowContext(ctx, `SELECT `+reportCols+` FROM audit_reports WHERE id = $1`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return rp, apperr.NotFoundf("audit report not found")
-	}
-	return rp, err
+	return rp, db.NotFoundOr(err, "audit report")
 }
 
 func listReports(ctx context.Context, q db.Querier, where string, args ...any) ([]Report, error) {

@@ -198,10 +198,7 @@ func (s *Service) Get(ctx context.Context, id string) (Integration, error) {
 		return Integration{}, apperr.NotFoundf("integration not found")
 	}
 	i, err := scan(s.DB.QueryRowContext(ctx, `SELECT `+cols+` FROM integrations WHERE id = $1 AND user_id = $2`, id, uid))
-	if errors.Is(err, sql.ErrNoRows) {
-		return i, apperr.NotFoundf("integration not found")
-	}
-	return i, err
+	return i, db.NotFoundOr(err, "integration")
 }
 
 // List returns the caller's integrations, oldest first; with a slug only

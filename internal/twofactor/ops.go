@@ -46,10 +46,7 @@ func (s *Service) findPlatform(ctx context.Context, idOrSlug string) (platform, 
 	var pl platform
 	err := s.DB.QueryRowContext(ctx, `SELECT id, slug, name, enabled, two_factor_supported FROM platforms WHERE id = $1 OR slug = LOWER($1)`, idOrSlug).
 		Scan(&pl.ID, &pl.Slug, &pl.Name, &pl.Enabled, &pl.Supported)
-	if errors.Is(err, sql.ErrNoRows) {
-		return pl, apperr.NotFoundf("platform not found")
-	}
-	return pl, err
+	return pl, db.NotFoundOr(err, "platform")
 }
 
 // user is what notifications and the otpauth account name need of a user.
