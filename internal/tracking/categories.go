@@ -58,18 +58,11 @@ type categoryBody struct {
 
 // apply validates and applies the fields present in the body except parent_id.
 func (b *categoryBody) apply(c *Category) error {
-	if b.Name.Set {
-		name, err := requiredName("name", b.Name.Value)
-		if err != nil {
-			return err
-		}
-		c.Name = name
+	if err := setName("name", b.Name, &c.Name); err != nil {
+		return err
 	}
-	if b.Description.Set {
-		if err := checkText("description", b.Description.Value); err != nil {
-			return err
-		}
-		c.Description = b.Description.Value
+	if err := setText("description", b.Description, &c.Description); err != nil {
+		return err
 	}
 	if b.Color.Set {
 		c.Color = nil

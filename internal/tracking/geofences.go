@@ -50,18 +50,11 @@ type geofenceBody struct {
 
 // apply validates and applies the fields present in the body.
 func (b *geofenceBody) apply(g *Geofence) error {
-	if b.Name.Set {
-		name, err := requiredName("name", b.Name.Value)
-		if err != nil {
-			return err
-		}
-		g.Name = name
+	if err := setName("name", b.Name, &g.Name); err != nil {
+		return err
 	}
-	if b.Description.Set {
-		if err := checkText("description", b.Description.Value); err != nil {
-			return err
-		}
-		g.Description = b.Description.Value
+	if err := setText("description", b.Description, &g.Description); err != nil {
+		return err
 	}
 	if err := setCoordinate(b.Latitude, "latitude", checkLat, &g.Latitude); err != nil {
 		return err

@@ -110,12 +110,8 @@ func country(v string) (string, error) {
 
 // apply validates and applies the location fields present in the body.
 func (b *locationBody) apply(l *Location) error {
-	if b.Name.Set {
-		name, err := requiredName("name", b.Name.Value)
-		if err != nil {
-			return err
-		}
-		l.Name = name
+	if err := setName("name", b.Name, &l.Name); err != nil {
+		return err
 	}
 	for _, f := range []struct {
 		name string
@@ -150,11 +146,8 @@ func (b *locationBody) apply(l *Location) error {
 		}
 		l.Longitude = b.Longitude.Ptr()
 	}
-	if b.Notes.Set {
-		if err := checkText("notes", b.Notes.Value); err != nil {
-			return err
-		}
-		l.Notes = b.Notes.Value
+	if err := setText("notes", b.Notes, &l.Notes); err != nil {
+		return err
 	}
 	if b.IsActive.Set {
 		l.IsActive = b.IsActive.Value
@@ -164,12 +157,8 @@ func (b *locationBody) apply(l *Location) error {
 
 // apply validates and applies the contact fields present in the body.
 func (b *contactBody) apply(c *Contact) error {
-	if b.Name.Set {
-		name, err := requiredName("contact name", b.Name.Value)
-		if err != nil {
-			return err
-		}
-		c.Name = name
+	if err := setName("contact name", b.Name, &c.Name); err != nil {
+		return err
 	}
 	if b.Phone.Set {
 		c.Phone = strings.TrimSpace(b.Phone.Value)

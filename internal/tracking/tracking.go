@@ -109,6 +109,33 @@ func requiredName(field, v string) (string, error) {
 	return v, nil
 }
 
+// setName checks a name present in the body (requiredName) and stores it
+// in dst.
+func setName(field string, o httpx.Opt[string], dst *string) error {
+	if !o.Set {
+		return nil
+	}
+	v, err := requiredName(field, o.Value)
+	if err != nil {
+		return err
+	}
+	*dst = v
+	return nil
+}
+
+// setText checks a free-text field present in the body (checkText) and
+// stores it in dst.
+func setText(field string, o httpx.Opt[string], dst *string) error {
+	if !o.Set {
+		return nil
+	}
+	if err := checkText(field, o.Value); err != nil {
+		return err
+	}
+	*dst = o.Value
+	return nil
+}
+
 // Bounds of tracking fields beyond the shared ones in httpx
 // (docs/decisions.md, "Input bounds").
 const (
