@@ -298,14 +298,18 @@ func (h *Handler) CreateContact(w http.ResponseWriter, r *http.Request) {
 	httpx.RespondAt(w, r, http.StatusCreated, c, "/v1/locations/"+id+"/contacts/"+c.ID, err)
 }
 
+// contactPath reads the location {id} and the contact {cid} of a contact
+// route, in that order.
+func contactPath(r *http.Request) (id, cid string, err error) {
+	if id, err = pathID(r, "id"); err == nil {
+		cid, err = pathID(r, "cid")
+	}
+	return id, cid, err
+}
+
 // UpdateContact serves PATCH /v1/locations/{id}/contacts/{cid}.
 func (h *Handler) UpdateContact(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r, "id")
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	cid, err := pathID(r, "cid")
+	id, cid, err := contactPath(r)
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -333,12 +337,7 @@ func (h *Handler) UpdateContact(w http.ResponseWriter, r *http.Request) {
 
 // DeleteContact serves DELETE /v1/locations/{id}/contacts/{cid}.
 func (h *Handler) DeleteContact(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r, "id")
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	cid, err := pathID(r, "cid")
+	id, cid, err := contactPath(r)
 	if err == nil {
 		err = db.ExecOne(r.Context(), h.S.DB, "contact", `DELETE FROM location_contacts WHERE id = $1 AND location_id = $2`, cid, id)
 	}
