@@ -38,11 +38,7 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, total, err := h.S.List(r.Context(), lq)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteList(w, r, out, lq.Page, total)
+	httpx.RespondList(w, r, out, lq.Page, total, err)
 }
 
 // Get serves GET /v1/users/{id}. Holders of users:read also see soft-deleted
