@@ -16,16 +16,24 @@ func (s *Service) ConfirmCode(ctx context.Context, userID, code, operation strin
 	return s.verifyCode(ctx, &attempt{userID: userID, client: c, operation: operation, allowBackup: true}, code, "to confirm "+operation)
 }
 
+// checkEnabled checks code for the attempt at against its user's enabled
+// two-factor setup (loadEnabled, then check): how every operation that
+// needs a code of an enabled setup starts.
+func (s *Service) checkEnabled(ctx context.Context, at *attempt, code string) (*state, proof, error) {
+	st, err := s.loadEnabled(ctx, at.userID)
+	if err != nil {
+		return nil, proof{}, err
+	}
+	pr, err := s.check(ctx, st, code, at)
+	return st, pr, err
+}
+
 // verifyCode checks code for the attempt at on a user with two-factor
 // authentication on, spends it and records it as verified ("… verified "
 // and why), then settles the attempt's allowance: the one path of
 // ConfirmCode and VerifyLogin.
 func (s *Service) verifyCode(ctx context.Context, at *attempt, code, why string) error {
-	st, err := s.loadEnabled(ctx, at.userID)
-	if err != nil {
-		return err
-	}
-	pr, err := s.check(ctx, st, code, at)
+	_, pr, err := s.checkEnabled(ctx, at, code)
 	if err != nil {
 		return err
 	}

@@ -219,12 +219,8 @@ func (s *Service) Disable(ctx context.Context, p *authn.Principal, userID, code 
 	if err != nil {
 		return DisableResult{}, err
 	}
-	st, err := s.loadEnabled(ctx, uid)
-	if err != nil {
-		return DisableResult{}, err
-	}
 	at := &attempt{userID: uid, actorID: actorOf(p, uid), client: c, operation: opDisable, allowBackup: true}
-	pr, err := s.check(ctx, st, code, at)
+	st, pr, err := s.checkEnabled(ctx, at, code)
 	if err != nil {
 		return DisableResult{}, err
 	}
@@ -254,12 +250,8 @@ func (s *Service) RegenerateBackupCodes(ctx context.Context, p *authn.Principal,
 	if err != nil {
 		return CodesResult{}, err
 	}
-	st, err := s.loadEnabled(ctx, uid)
-	if err != nil {
-		return CodesResult{}, err
-	}
 	at := &attempt{userID: uid, actorID: actorOf(p, uid), client: c, operation: opRegenerate}
-	pr, err := s.check(ctx, st, code, at)
+	st, pr, err := s.checkEnabled(ctx, at, code)
 	if err != nil {
 		return CodesResult{}, err
 	}
