@@ -288,15 +288,24 @@ type statusBody struct {
 	ActiveBan *Ban `json:"active_ban"`
 }
 
+// existingUser reads the path's user {id} and checks the user exists; on
+// false the error is written and the handler returns.
+func (h *Handler) existingUser(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := chi.URLParam(r, "id")
+	if _, err := userExists(r.Context(), h.S.DB, id); err != nil {
+		httpx.Error(w, r, err)
+		return "", false
+	}
+	return id, true
+}
+
 // Status serves GET /v1/users/{id}/ban.
 func (h *Handler) Status(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	id := chi.URLParam(r, "id")
-	if _, err := userExists(ctx, h.S.DB, id); err != nil {
-		httpx.Error(w, r, err)
+	id, ok := h.existingUser(w, r)
+	if !ok {
 		return
 	}
-	b, err := h.S.Active(ctx, h.S.DB, id)
+	b, err := h.S.Active(r.Context(), h.S.DB, id)
 	httpx.RespondJSON(w, r, http.StatusOK, statusBody{IsBanned: b != nil, ActiveBan: b}, err)
 }
 
@@ -336,12 +345,10 @@ type historyBody struct {
 
 // History serves GET /v1/users/{id}/bans, newest first.
 func (h *Handler) History(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	id := chi.URLParam(r, "id")
-	if _, err := userExists(ctx, h.S.DB, id); err != nil {
-		httpx.Error(w, r, err)
+	id, ok := h.existingUser(w, r)
+	if !ok {
 		return
 	}
-	out, err := h.S.History(ctx, id)
+	out, err := h.S.History(r.Context(), id)
 	httpx.RespondJSON(w, r, http.StatusOK, historyBody{Data: out, Links: httpx.Links{Self: httpx.SelfURL(r)}}, err)
 }

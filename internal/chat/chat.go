@@ -171,16 +171,26 @@ func (h *Handler) guildChannels(r *http.Request) (Guild, []Channel, error) {
 	return g, chs, err
 }
 
+// storedGuild reads the stored guild of the path's {guild_id}, its internal
+// UUID; on false the error is written and the handler returns.
+func (h *Handler) storedGuild(w http.ResponseWriter, r *http.Request) (Guild, bool) {
+	g, err := h.S.guildByID(r.Context(), chi.URLParam(r, "guild_id"))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return g, false
+	}
+	return g, true
+}
+
 // DeleteGuild serves DELETE /v1/chatplatform/guilds/{guild_id} (internal UUID):
 // it removes the stored guild with its channels, roles and members only.
 func (h *Handler) DeleteGuild(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	g, err := h.S.guildByID(ctx, chi.URLParam(r, "guild_id"))
-	if err != nil {
-		httpx.Error(w, r, err)
+	g, ok := h.storedGuild(w, r)
+	if !ok {
 		return
 	}
-	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
+	err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		// Children first: SQLite enforces the cascade only with foreign keys on, PostgreSQL always.
 		for _, t := range []string{"chat_members", "chat_roles", "chat_channels"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+t+` WHERE guild_id = $1`, g.ID); err != nil {
@@ -683,9 +693,8 @@ func (h *Handler) ListMembers(w http.ResponseWriter, r *http.Request) {
 // GetMember serves GET /v1/chatplatform/guilds/{guild_id}/members/{user_id}.
 func (h *Handler) GetMember(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	g, err := h.S.guildByID(ctx, chi.URLParam(r, "guild_id"))
-	if err != nil {
-		httpx.Error(w, r, err)
+	g, ok := h.storedGuild(w, r)
+	if !ok {
 		return
 	}
 	uid := chi.URLParam(r, "user_id")
@@ -694,11 +703,7 @@ func (h *Handler) GetMember(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m, err := h.S.scanMember(h.S.DB.QueryRowContext(ctx, `SELECT `+memberCols+` FROM chat_members WHERE guild_id = $1 AND user_id = $2`, g.ID, uid), h.S.Clock.Now())
-	if err != nil {
-		httpx.Error(w, r, db.NotFoundOr(err, "member"))
-		return
-	}
-	httpx.JSON(w, http.StatusOK, m)
+	httpx.RespondJSON(w, r, http.StatusOK, m, db.NotFoundOr(err, "member"))
 }
 
 // ---- settings ----
