@@ -3,8 +3,8 @@ package sessions
 import (
 	"context"
 	"errors"
+	"time"
 
-	"hmid/internal/apperr"
 	"hmid/internal/audit"
 	"hmid/internal/authn"
 	"hmid/internal/clock"
@@ -83,23 +83,25 @@ func (s *Service) Revoke(ctx context.Context, p *authn.Principal, id string, ev 
 	}
 	now := s.Clock.Now()
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = $1 WHERE id = $2 AND user_id = $3 AND revoked_at IS NULL AND expires_at > $1`,
-			db.TS(now), id, p.UserID)
-		if err != nil {
+		if err := revokeOne(ctx, tx, p.UserID, id, now); err != nil {
 			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return apperr.NotFoundf("session not found")
 		}
 		ev.UserID, ev.EventType, ev.ResourceType, ev.ResourceID = p.UserID, audit.SessionRevoked, "session", id
 		ev.Description, ev.Metadata = "session revoked by its user", map[string]any{"session_id": id, "revoked_by_session": p.SessionID}
-		_, err = s.Audit.Record(ctx, tx, ev)
+		_, err := s.Audit.Record(ctx, tx, ev)
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	return s.Epoch.Bump(ctx)
+}
+
+// revokeOne ends the active session id of userID; an unknown, ended or
+// other user's session is NotFound.
+func revokeOne(ctx context.Context, tx *db.Tx, userID, id string, now time.Time) error {
+	return db.ExecOne(ctx, tx, "session", `UPDATE sessions SET revoked_at = $1 WHERE id = $2 AND user_id = $3 AND revoked_at IS NULL AND expires_at > $1`,
+		db.TS(now), id, userID)
 }
 
 // RevokeOthers revokes every active session of p except the current one
