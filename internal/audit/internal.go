@@ -53,8 +53,7 @@ func (h *Handler) Internal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var b internalBody
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	e, err := h.validateInternal(ctx, b)

@@ -43,8 +43,7 @@ type SignedOut struct {
 // Create is POST /v1/admin/users: 201 with the new user.
 func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 	var in NewUser
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &in) {
 		return
 	}
 	u, err := h.S.Create(r.Context(), authn.From(r.Context()), in, event(r))
@@ -54,8 +53,7 @@ func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 // Update is PATCH /v1/admin/users/{id}: username, email, locale.
 func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 	var in Profile
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &in) {
 		return
 	}
 	id := chi.URLParam(r, "id")
@@ -68,8 +66,7 @@ func (h *Handler) SetPassword(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Password string `json:"password"`
 	}
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &in) {
 		return
 	}
 	err := h.S.SetPassword(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"), in.Password, event(r))
