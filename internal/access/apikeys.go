@@ -46,9 +46,7 @@ func scanKey(row db.Scanner) (APIKey, error) {
 	var c, u int64
 	err := row.Scan(&k.ID, &k.KeyPrefix, &k.Name, &k.Description, &scopes, &k.IsActive, &k.IsSystem, &owner, &exp, &used, &c, &u)
 	k.Scopes = scopes
-	if owner.Valid {
-		k.UserID = &owner.String
-	}
+	k.UserID = db.StringPtr(owner)
 	k.ExpiresAt, k.LastUsedAt = exp.Ptr(), used.Ptr()
 	k.CreatedAt, k.UpdatedAt = db.FromTS(c), db.FromTS(u)
 	return k, err
@@ -534,11 +532,7 @@ func (h *Handler) AddKeyRole(w http.ResponseWriter, r *http.Request) {
 	}
 	id := chi.URLParam(r, "id")
 	roles, err := h.S.AddKeyRole(r.Context(), authn.From(r.Context()), id, b.RoleID)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResourceAt(w, r, http.StatusCreated, roles, "/v1/api-keys/"+id+"/roles")
+	httpx.RespondAt(w, r, http.StatusCreated, roles, "/v1/api-keys/"+id+"/roles", err)
 }
 
 // RemoveKeyRole takes a role from a key (NotFound when the key lacks it).

@@ -78,15 +78,23 @@ func (s *Service) CreateRole(ctx context.Context, in RoleInput) (Role, error) {
 	}
 	now := db.TS(s.Clock.Now())
 	id := uuid.NewString()
-	_, err := s.DB.ExecContext(ctx, `INSERT INTO roles (id, name, description, is_system, requires_two_factor, created_at, updated_at)
+	err := s.execUnique(ctx, apperr.OnField("name", apperr.Conflictf("a role named %q already exists", in.Name.Value)),
+		`INSERT INTO roles (id, name, description, is_system, requires_two_factor, created_at, updated_at)
 		VALUES ($1, $2, $3, FALSE, $4, $5, $5)`, id, strings.TrimSpace(in.Name.Value), in.Description.Value, in.RequiresTwoFactor.Value, now)
-	if db.IsUniqueViolation(err) {
-		return Role{}, apperr.OnField("name", apperr.Conflictf("a role named %q already exists", in.Name.Value))
-	}
 	if err != nil {
 		return Role{}, err
 	}
 	return s.GetRole(ctx, id)
+}
+
+// execUnique runs a statement that may break a uniqueness rule (a taken
+// name); breaking it is the error taken, any other failure passes through.
+func (s *Service) execUnique(ctx context.Context, taken error, query string, args ...any) error {
+	_, err := s.DB.ExecContext(ctx, query, args...)
+	if db.IsUniqueViolation(err) {
+		return taken
+	}
+	return err
 }
 
 // CreateRole serves POST /v1/roles.
@@ -127,11 +135,9 @@ func (s *Service) UpdateRole(ctx context.Context, id string, in RoleInput) (Role
 	if in.RequiresTwoFactor.Set {
 		role.RequiresTwoFactor = in.RequiresTwoFactor.Value
 	}
-	_, err = s.DB.ExecContext(ctx, `UPDATE roles SET name = $1, description = $2, requires_two_factor = $3, updated_at = $4 WHERE id = $5`,
+	err = s.execUnique(ctx, apperr.OnField("name", apperr.Conflictf("a role named %q already exists", role.Name)),
+		`UPDATE roles SET name = $1, description = $2, requires_two_factor = $3, updated_at = $4 WHERE id = $5`,
 		role.Name, role.Description, role.RequiresTwoFactor, db.TS(s.Clock.Now()), id)
-	if db.IsUniqueViolation(err) {
-		return Role{}, apperr.OnField("name", apperr.Conflictf("a role named %q already exists", role.Name))
-	}
 	if err != nil {
 		return Role{}, err
 	}
@@ -257,11 +263,7 @@ func (h *Handler) AddRolePermission(w http.ResponseWriter, r *http.Request) {
 	}
 	id := chi.URLParam(r, "id")
 	perms, err := h.S.AddRolePermission(r.Context(), authn.From(r.Context()), id, b.PermissionID)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResourceAt(w, r, http.StatusCreated, perms, "/v1/roles/"+id+"/permissions")
+	httpx.RespondAt(w, r, http.StatusCreated, perms, "/v1/roles/"+id+"/permissions", err)
 }
 
 // RemoveRolePermission takes a permission from a role (404 when the role
@@ -404,11 +406,9 @@ func (s *Service) CreatePermission(ctx context.Context, in PermissionInput) (Per
 	}
 	now := db.TS(s.Clock.Now())
 	id := uuid.NewString()
-	_, err := s.DB.ExecContext(ctx, `INSERT INTO permissions (id, resource, action, description, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5)`,
+	err := s.execUnique(ctx, apperr.OnField("action", apperr.Conflictf("permission %s:%s already exists", in.Resource, in.Action)),
+		`INSERT INTO permissions (id, resource, action, description, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5)`,
 		id, in.Resource, in.Action, in.Description, now)
-	if db.IsUniqueViolation(err) {
-		return Permission{}, apperr.OnField("action", apperr.Conflictf("permission %s:%s already exists", in.Resource, in.Action))
-	}
 	if err != nil {
 		return Permission{}, err
 	}

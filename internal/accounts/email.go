@@ -90,10 +90,7 @@ func (s *Service) VerifyEmailChange(ctx context.Context, r *http.Request, tok st
 		} else if cur == "" {
 			return apperr.Invalid("this account no longer has an email account")
 		}
-		if err := checkEmailFree(ctx, tx, addr, userID); err != nil {
-			return err
-		}
-		if err := useRequest(ctx, tx, "email_change_requests", id); err != nil {
+		if err := useRequest(ctx, tx, "email_change_requests", id, addr, userID); err != nil {
 			return err
 		}
 		ts := db.TS(now)
@@ -219,15 +216,20 @@ type pendingChange struct {
 // PendingEmailChange serves GET /v1/users/{id}/email/pending.
 func (h *Handler) PendingEmailChange(w http.ResponseWriter, r *http.Request) {
 	p, err := h.S.PendingEmailChange(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	out := pendingChange{}
+	respondPending(w, r, p, err, func(p *Pending) pendingChange {
+		return pendingChange{Pending: true, NewEmail: &p.Email, ExpiresAt: &p.ExpiresAt}
+	})
+}
+
+// respondPending answers GET …/pending: the body shown makes of the
+// pending request p, or the zero body (pending false, nulls) when there is
+// none.
+func respondPending[T any](w http.ResponseWriter, r *http.Request, p *Pending, err error, shown func(*Pending) T) {
+	var out T
 	if p != nil {
-		out = pendingChange{Pending: true, NewEmail: &p.Email, ExpiresAt: &p.ExpiresAt}
+		out = shown(p)
 	}
-	httpx.JSON(w, http.StatusOK, out)
+	httpx.RespondJSON(w, r, http.StatusOK, out, err)
 }
 
 // CancelEmailChange serves DELETE /v1/users/{id}/email/pending.

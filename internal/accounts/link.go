@@ -102,10 +102,7 @@ func (s *Service) VerifyEmailLink(ctx context.Context, r *http.Request, tok stri
 		} else if cur != "" {
 			return apperr.Invalid("this user already has an email account")
 		}
-		if err := checkEmailFree(ctx, tx, addr, userID); err != nil {
-			return err
-		}
-		if err := useRequest(ctx, tx, "email_link_requests", id); err != nil {
+		if err := useRequest(ctx, tx, "email_link_requests", id, addr, userID); err != nil {
 			return err
 		}
 		ts := db.TS(now)
@@ -180,15 +177,9 @@ func (s *Service) CancelEmailLink(ctx context.Context, userID string) error {
 // PendingEmailLink serves GET /v1/users/{id}/email-link/pending.
 func (h *Handler) PendingEmailLink(w http.ResponseWriter, r *http.Request) {
 	p, err := h.S.PendingEmailLink(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	out := pendingLink{}
-	if p != nil {
-		out = pendingLink{Pending: true, Email: &p.Email, ExpiresAt: &p.ExpiresAt}
-	}
-	httpx.JSON(w, http.StatusOK, out)
+	respondPending(w, r, p, err, func(p *Pending) pendingLink {
+		return pendingLink{Pending: true, Email: &p.Email, ExpiresAt: &p.ExpiresAt}
+	})
 }
 
 type message struct {

@@ -3,7 +3,6 @@ package accounts
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"net/http"
 	"time"
 
@@ -45,15 +44,7 @@ func scanAccount(row db.Scanner) (PlatformAccount, error) {
 	var name, email, avatar sql.NullString
 	var c, u int64
 	err := row.Scan(&a.ID, &a.PlatformID, &a.PlatformName, &a.PlatformSlug, &a.PlatformUserID, &a.IsOAuth, &a.IsPrimary, &name, &email, &avatar, &c, &u)
-	if name.Valid {
-		a.Username = &name.String
-	}
-	if email.Valid {
-		a.Email = &email.String
-	}
-	if avatar.Valid {
-		a.AvatarURL = &avatar.String
-	}
+	a.Username, a.Email, a.AvatarURL = db.StringPtr(name), db.StringPtr(email), db.StringPtr(avatar)
 	a.CreatedAt, a.UpdatedAt = db.FromTS(c), db.FromTS(u)
 	return a, err
 }
@@ -70,10 +61,7 @@ func (s *Service) Accounts(ctx context.Context, userID string) ([]PlatformAccoun
 // account belongs to someone else, so account ids cannot be probed).
 func account(ctx context.Context, q db.Querier, userID, accountID string) (PlatformAccount, error) {
 	a, err := scanAccount(q.QueryRowContext(ctx, accountSQL+` WHERE pa.user_id = $1 AND pa.id = $2`, userID, accountID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return a, apperr.NotFoundf("platform account not found")
-	}
-	return a, err
+	return a, db.NotFoundOr(err, "platform account")
 }
 
 // SetPrimary makes accountID the primary account of userID; ev carries the
@@ -173,11 +161,7 @@ type accountList struct {
 // ListAccounts serves GET /v1/users/{id}/accounts.
 func (h *Handler) ListAccounts(w http.ResponseWriter, r *http.Request) {
 	out, err := h.S.Accounts(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, accountList{Data: out, Links: httpx.Links{Self: httpx.SelfURL(r)}})
+	httpx.RespondJSON(w, r, http.StatusOK, accountList{Data: out, Links: httpx.Links{Self: httpx.SelfURL(r)}}, err)
 }
 
 // SetPrimary serves PUT /v1/users/{id}/accounts/{account_id}/primary.

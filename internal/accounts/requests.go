@@ -92,9 +92,13 @@ func readRequest(ctx context.Context, tx *db.Tx, table, cols, tok string, now ti
 	return id, u, nil
 }
 
-// useRequest deletes the request id of table: single use, of two racing
-// verifications only one deletes the row and the other is errBadToken.
-func useRequest(ctx context.Context, tx *db.Tx, table, id string) error {
+// useRequest spends the request id of table for userID once its address
+// addr is checked to be still free (checkEmailFree): single use, of two
+// racing verifications only one deletes the row and the other is errBadToken.
+func useRequest(ctx context.Context, tx *db.Tx, table, id, addr, userID string) error {
+	if err := checkEmailFree(ctx, tx, addr, userID); err != nil {
+		return err
+	}
 	err := db.ExecOne(ctx, tx, "request", `DELETE FROM `+table+` WHERE id = $1`, id)
 	if apperr.Is(err, apperr.NotFound) {
 		return errBadToken

@@ -3,7 +3,6 @@ package audit
 import (
 	"context"
 	"strconv"
-	"strings"
 
 	"hmid/internal/db"
 )
@@ -128,42 +127,27 @@ func (f Filter) wholeDays() (from, to *int64) {
 // sumDays sums the daily counts of the days [from, to) matching f's
 // dimensions.
 func sumDays(ctx context.Context, q db.Querier, f Filter, from, to *int64) (int64, error) {
-	var conds []string
-	var args []any
-	add := func(cond string, v any) {
-		args = append(args, v)
-		conds = append(conds, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(args))))
-	}
 	// Without a source_service filter the per-status table answers with a
 	// few rows per day.
 	table := "audit_event_day_counts"
 	if f.SourceService != "" || f.ResourceType != "" {
 		table = "audit_event_counts"
 	}
-	if f.SourceService != "" {
-		add("source_service = ?", f.SourceService)
-	}
-	if f.ResourceType != "" {
-		add("resource_type = ?", f.ResourceType)
-	}
-	if f.Status != "" {
-		add("status = ?", f.Status)
-	}
+	var w whereList
+	w.addText("source_service = ?", f.SourceService)
+	w.addText("resource_type = ?", f.ResourceType)
+	w.addText("status = ?", f.Status)
 	if f.IsReported != nil {
-		add("is_reported = ?", *f.IsReported)
+		w.add("is_reported = ?", *f.IsReported)
 	}
 	if from != nil {
-		add("day >= ?", *from)
+		w.add("day >= ?", *from)
 	}
 	if to != nil {
-		add("day < ?", *to)
-	}
-	where := ""
-	if len(conds) > 0 {
-		where = " WHERE " + strings.Join(conds, " AND ")
+		w.add("day < ?", *to)
 	}
 	var total int64
-	err := q.QueryRowContext(ctx, `SELECT COALESCE(SUM(n), 0) FROM `+table+where, args...).Scan(&total)
+	err := q.QueryRowContext(ctx, `SELECT COALESCE(SUM(n), 0) FROM `+table+w.clause(), w.args...).Scan(&total)
 	return total, err
 }
 

@@ -4,11 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"slices"
 	"time"
 
-	"hmid/internal/apperr"
 	"hmid/internal/db"
 )
 
@@ -71,7 +69,7 @@ type Entry struct {
 const entryCols = `id, user_id, event_type, resource_type, resource_id, actor_id, ip_address, user_agent, description,
 	metadata, status, error_message, country_code, country_name, city, region, source_service, created_at, is_reported`
 
-func scanEntry(row interface{ Scan(...any) error }) (Entry, error) {
+func scanEntry(row db.Scanner) (Entry, error) {
 	var (
 		e                                  Entry
 		user, rtype, rid, actor, ip, ua    sql.NullString
@@ -99,8 +97,5 @@ func scanEntry(row interface{ Scan(...any) error }) (Entry, error) {
 // Get loads one event by id; apperr NotFound when there is none.
 func Get(ctx context.Context, q db.Querier, id string) (Entry, error) {
 	e, err := scanEntry(q.QueryRowContext(ctx, `SELECT `+entryCols+` FROM audit_events WHERE id = $1`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return e, apperr.NotFoundf("audit event not found")
-	}
-	return e, err
+	return e, db.NotFoundOr(err, "audit event")
 }

@@ -53,8 +53,7 @@ func (h *Handler) Internal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var b internalBody
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	e, err := h.validateInternal(ctx, b)
@@ -71,11 +70,7 @@ func (h *Handler) Internal(w http.ResponseWriter, r *http.Request) {
 		entry, err = Get(ctx, tx, id)
 		return err
 	})
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusCreated, entry)
+	httpx.RespondJSON(w, r, http.StatusCreated, entry, err)
 }
 
 func (h *Handler) authorizeInternal(ctx context.Context, r *http.Request) error {

@@ -117,59 +117,70 @@ func parseDate(s, name string, end bool) (*time.Time, error) {
 
 // where builds the WHERE clause and its arguments.
 func (f Filter) where() (string, []any) {
-	var conds []string
-	var args []any
-	add := func(cond string, v any) {
-		args = append(args, v)
-		conds = append(conds, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(args))))
-	}
-	if f.UserID != "" {
-		add("user_id = ?", f.UserID)
-	}
+	var w whereList
+	w.addText("user_id = ?", f.UserID)
 	switch {
 	case f.searchIDs != nil:
 		marks := make([]string, len(f.searchIDs))
 		for i, id := range f.searchIDs {
-			args = append(args, id)
-			marks[i] = "$" + strconv.Itoa(len(args))
+			w.args = append(w.args, id)
+			marks[i] = "$" + strconv.Itoa(len(w.args))
 		}
-		conds = append(conds, "user_id IN ("+strings.Join(marks, ", ")+")")
+		w.conds = append(w.conds, "user_id IN ("+strings.Join(marks, ", ")+")")
 	case f.UserSearch != "":
-		sub, subArgs := userSearchSQL(f.flavor, f.UserSearch, len(args)+1)
-		args = append(args, subArgs...)
-		conds = append(conds, `user_id IN (`+sub+`)`)
+		sub, subArgs := userSearchSQL(f.flavor, f.UserSearch, len(w.args)+1)
+		w.args = append(w.args, subArgs...)
+		w.conds = append(w.conds, `user_id IN (`+sub+`)`)
 	}
-	if f.EventType != "" {
-		add("event_type = ?", f.EventType)
-	}
-	if f.ResourceType != "" {
-		add("resource_type = ?", f.ResourceType)
-	}
-	if f.Status != "" {
-		add("status = ?", f.Status)
-	}
-	if f.SourceService != "" {
-		add("source_service = ?", f.SourceService)
-	}
+	w.addText("event_type = ?", f.EventType)
+	w.addText("resource_type = ?", f.ResourceType)
+	w.addText("status = ?", f.Status)
+	w.addText("source_service = ?", f.SourceService)
 	if f.Start != nil {
-		add("created_at >= ?", db.TS(*f.Start))
+		w.add("created_at >= ?", db.TS(*f.Start))
 	}
 	if f.End != nil {
-		add("created_at <= ?", db.TS(*f.End))
+		w.add("created_at <= ?", db.TS(*f.End))
 	}
 	if f.IsReported != nil {
 		// A literal, not a parameter, so the planner can match the partial
 		// index on reported events.
 		if *f.IsReported {
-			conds = append(conds, "is_reported = TRUE")
+			w.conds = append(w.conds, "is_reported = TRUE")
 		} else {
-			conds = append(conds, "is_reported = FALSE")
+			w.conds = append(w.conds, "is_reported = FALSE")
 		}
 	}
-	if len(conds) == 0 {
-		return "", nil
+	return w.clause(), w.args
+}
+
+// whereList collects the conditions of a WHERE clause and their numbered
+// arguments, for the event list and the day counts alike.
+type whereList struct {
+	conds []string
+	args  []any
+}
+
+// add appends cond, its ? replaced by the placeholder of v.
+func (w *whereList) add(cond string, v any) {
+	w.args = append(w.args, v)
+	w.conds = append(w.conds, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(w.args))))
+}
+
+// addText adds cond with v unless v is empty (the filter is not set).
+func (w *whereList) addText(cond, v string) {
+	if v != "" {
+		w.add(cond, v)
 	}
-	return " WHERE " + strings.Join(conds, " AND "), args
+}
+
+// clause returns " WHERE " and the conditions joined by AND, or "" when
+// there are none.
+func (w *whereList) clause() string {
+	if len(w.conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(w.conds, " AND ")
 }
 
 // orderBy returns the ORDER BY clause. Ties on the sort column are broken by
@@ -252,20 +263,12 @@ func List(ctx context.Context, d *db.DB, f Filter) ([]Entry, int, error) {
 		return out, total, nil
 	}
 	n := len(args)
-	rows, err := d.QueryContext(ctx, `SELECT `+entryCols+` FROM audit_events`+where+f.orderBy()+
+	out, err = db.All(ctx, d, scanEntry, `SELECT `+entryCols+` FROM audit_events`+where+f.orderBy()+
 		` LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2), append(args, f.Page.Limit, f.Page.Offset())...)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		e, err := scanEntry(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, e)
-	}
-	return out, total, rows.Err()
+	return out, total, nil
 }
 
 // EventPage is the listing envelope of spec 2 (Audit log):

@@ -3,13 +3,11 @@ package audit
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"net/http"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
-	"hmid/internal/apperr"
 	"hmid/internal/authn"
 	"hmid/internal/db"
 	"hmid/internal/httpx"
@@ -43,7 +41,7 @@ type Report struct {
 
 const reportCols = `id, audit_event_id, user_id, reason, description, status, reviewed_by, reviewed_at, resolution_notes, created_at, updated_at`
 
-func scanReport(row interface{ Scan(...any) error }) (Report, error) {
+func scanReport(row db.Scanner) (Report, error) {
 	var (
 		rp               Report
 		desc, by, notes  sql.NullString
@@ -59,27 +57,11 @@ func scanReport(row interface{ Scan(...any) error }) (Report, error) {
 
 func getReport(ctx context.Context, q db.Querier, id string) (Report, error) {
 	rp, err := scanReport(q.QueryRowContext(ctx, `SELECT `+reportCols+` FROM audit_reports WHERE id = $1`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return rp, apperr.NotFoundf("audit report not found")
-	}
-	return rp, err
+	return rp, db.NotFoundOr(err, "audit report")
 }
 
 func listReports(ctx context.Context, q db.Querier, where string, args ...any) ([]Report, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+reportCols+` FROM audit_reports WHERE `+where+` ORDER BY created_at DESC, id DESC`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Report{}
-	for rows.Next() {
-		rp, err := scanReport(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, rp)
-	}
-	return out, rows.Err()
+	return db.All(ctx, q, scanReport, `SELECT `+reportCols+` FROM audit_reports WHERE `+where+` ORDER BY created_at DESC, id DESC`, args...)
 }
 
 // ReportResult is the answer to a new report: {success, report, error}.
@@ -93,27 +75,18 @@ type ReportResult struct {
 // reports one of their own events (Service.Report).
 func (h *Handler) CreateReport(w http.ResponseWriter, r *http.Request) {
 	var b ReportInput
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	rp, err := h.S.Report(r.Context(), authn.From(r.Context()), chi.URLParam(r, "event_id"), b)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusCreated, ReportResult{Success: true, Report: &rp})
+	httpx.RespondJSON(w, r, http.StatusCreated, ReportResult{Success: true, Report: &rp}, err)
 }
 
 // ListMyReports serves GET /v1/users/me/audit/reports: the caller's reports,
 // newest first, as a bare array.
 func (h *Handler) ListMyReports(w http.ResponseWriter, r *http.Request) {
 	out, err := h.S.MyReports(r.Context(), authn.From(r.Context()))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, out)
+	httpx.RespondJSON(w, r, http.StatusOK, out, err)
 }
 
 // ListReports serves GET /v1/admin/audit/reports (audit:read): every report,
@@ -121,11 +94,7 @@ func (h *Handler) ListMyReports(w http.ResponseWriter, r *http.Request) {
 // (Service.Reports).
 func (h *Handler) ListReports(w http.ResponseWriter, r *http.Request) {
 	out, err := h.S.Reports(r.Context(), r.URL.Query().Get("status"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, out)
+	httpx.RespondJSON(w, r, http.StatusOK, out, err)
 }
 
 // UpdateReport serves PATCH /v1/admin/audit/reports/{report_id}
@@ -134,14 +103,9 @@ func (h *Handler) ListReports(w http.ResponseWriter, r *http.Request) {
 // (Service.Review).
 func (h *Handler) UpdateReport(w http.ResponseWriter, r *http.Request) {
 	var b ReviewInput
-	if err := httpx.Decode(r, &b); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &b) {
 		return
 	}
 	rp, err := h.S.Review(r.Context(), authn.From(r.Context()), chi.URLParam(r, "report_id"), b)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, rp)
+	httpx.RespondJSON(w, r, http.StatusOK, rp, err)
 }

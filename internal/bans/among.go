@@ -23,17 +23,13 @@ func (s *Service) BannedAmong(ctx context.Context, userIDs []string) (map[string
 		args = append(args, id)
 		marks = append(marks, "$"+strconv.Itoa(len(args)))
 	}
-	rows, err := s.DB.QueryContext(ctx, `SELECT DISTINCT user_id FROM bans WHERE user_id IN (`+strings.Join(marks, ", ")+`) AND `+db.ActiveBanSQL, args...)
+	userID := func(row db.Scanner) (id string, err error) { err = row.Scan(&id); return }
+	ids, err := db.All(ctx, s.DB, userID, `SELECT DISTINCT user_id FROM bans WHERE user_id IN (`+strings.Join(marks, ", ")+`) AND `+db.ActiveBanSQL, args...)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
+	for _, id := range ids {
 		out[id] = true
 	}
-	return out, rows.Err()
+	return out, nil
 }

@@ -93,15 +93,7 @@ func scan(row interface{ Scan(...any) error }, now time.Time) (Ban, error) {
 	if err := row.Scan(&b.ID, &b.UserID, &reason, &by, &at, &exp, &b.IsPermanent, &unAt, &unBy); err != nil {
 		return b, err
 	}
-	if reason.Valid {
-		b.Reason = &reason.String
-	}
-	if by.Valid {
-		b.BannedBy = &by.String
-	}
-	if unBy.Valid {
-		b.UnbannedBy = &unBy.String
-	}
+	b.Reason, b.BannedBy, b.UnbannedBy = db.StringPtr(reason), db.StringPtr(by), db.StringPtr(unBy)
 	b.BannedAt, b.ExpiresAt, b.UnbannedAt = db.FromTS(at), exp.Ptr(), unAt.Ptr()
 	switch {
 	case b.UnbannedAt != nil:
@@ -139,20 +131,8 @@ func (s *Service) Active(ctx context.Context, q db.Querier, userID string) (*Ban
 // History returns every ban of the user, newest first.
 func (s *Service) History(ctx context.Context, userID string) ([]Ban, error) {
 	now := s.Clock.Now()
-	rows, err := s.DB.QueryContext(ctx, `SELECT `+cols+` FROM bans WHERE user_id = $1 ORDER BY banned_at DESC, id`, userID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Ban{}
-	for rows.Next() {
-		b, err := scan(rows, now)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, b)
-	}
-	return out, rows.Err()
+	scanAt := func(row db.Scanner) (Ban, error) { return scan(row, now) }
+	return db.All(ctx, s.DB, scanAt, `SELECT `+cols+` FROM bans WHERE user_id = $1 ORDER BY banned_at DESC, id`, userID)
 }
 
 // Input is what a ban is given: an optional reason and, for a timed ban,
@@ -308,15 +288,24 @@ type statusBody struct {
 	ActiveBan *Ban `json:"active_ban"`
 }
 
+// existingUser reads the path's user {id} and checks the user exists; on
+// false the error is written and the handler returns.
+func (h *Handler) existingUser(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := chi.URLParam(r, "id")
+	if _, err := userExists(r.Context(), h.S.DB, id); err != nil {
+		httpx.Error(w, r, err)
+		return "", false
+	}
+	return id, true
+}
+
 // Status serves GET /v1/users/{id}/ban.
 func (h *Handler) Status(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	id := chi.URLParam(r, "id")
-	if _, err := userExists(ctx, h.S.DB, id); err != nil {
-		httpx.Error(w, r, err)
+	id, ok := h.existingUser(w, r)
+	if !ok {
 		return
 	}
-	b, err := h.S.Active(ctx, h.S.DB, id)
+	b, err := h.S.Active(r.Context(), h.S.DB, id)
 	httpx.RespondJSON(w, r, http.StatusOK, statusBody{IsBanned: b != nil, ActiveBan: b}, err)
 }
 
@@ -356,16 +345,10 @@ type historyBody struct {
 
 // History serves GET /v1/users/{id}/bans, newest first.
 func (h *Handler) History(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	id := chi.URLParam(r, "id")
-	if _, err := userExists(ctx, h.S.DB, id); err != nil {
-		httpx.Error(w, r, err)
+	id, ok := h.existingUser(w, r)
+	if !ok {
 		return
 	}
-	out, err := h.S.History(ctx, id)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, historyBody{Data: out, Links: httpx.Links{Self: httpx.SelfURL(r)}})
+	out, err := h.S.History(r.Context(), id)
+	httpx.RespondJSON(w, r, http.StatusOK, historyBody{Data: out, Links: httpx.Links{Self: httpx.SelfURL(r)}}, err)
 }

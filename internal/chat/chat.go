@@ -108,26 +108,17 @@ func (s *Service) guildByID(ctx context.Context, id string) (Guild, error) {
 
 // Channels lists the stored channels of g by position, then name.
 func (s *Service) Channels(ctx context.Context, g Guild) ([]Channel, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT id, channel_id, name, channel_type, parent_id, position, topic, nsfw
-		FROM chat_channels WHERE guild_id = $1 ORDER BY position, name, channel_id`, g.ID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Channel{}
-	for rows.Next() {
-		var c Channel
+	scan := func(row db.Scanner) (Channel, error) {
+		c := Channel{GuildID: g.GuildID}
 		var parent, topic sql.NullString
-		if err := rows.Scan(&c.ID, &c.ChannelID, &c.Name, &c.ChannelTypeRaw, &parent, &c.Position, &topic, &c.NSFW); err != nil {
-			return nil, err
-		}
-		c.GuildID = g.GuildID
+		err := row.Scan(&c.ID, &c.ChannelID, &c.Name, &c.ChannelTypeRaw, &parent, &c.Position, &topic, &c.NSFW)
 		c.ParentID, c.Topic = db.StringPtr(parent), db.StringPtr(topic)
 		c.ChannelType = ChannelTypeName(c.ChannelTypeRaw)
 		c.IsTextBased, c.IsVoice = IsTextBased(c.ChannelTypeRaw), IsVoice(c.ChannelTypeRaw)
-		out = append(out, c)
+		return c, err
 	}
-	return out, rows.Err()
+	return db.All(ctx, s.DB, scan, `SELECT id, channel_id, name, channel_type, parent_id, position, topic, nsfw
+		FROM chat_channels WHERE guild_id = $1 ORDER BY position, name, channel_id`, g.ID)
 }
 
 // Guilds lists the stored guilds by name (GET /v1/chatplatform/guilds).
@@ -148,11 +139,7 @@ func (s *Service) Roles(ctx context.Context, g Guild) ([]Role, error) {
 // ListGuilds serves GET /v1/chatplatform/guilds.
 func (h *Handler) ListGuilds(w http.ResponseWriter, r *http.Request) {
 	out, err := h.S.Guilds(r.Context())
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, map[string]any{"data": out})
+	httpx.RespondJSON(w, r, http.StatusOK, map[string]any{"data": out}, err)
 }
 
 // GetGuild serves GET /v1/chatplatform/guilds/{guild_id} (snowflake).
@@ -184,16 +171,26 @@ func (h *Handler) guildChannels(r *http.Request) (Guild, []Channel, error) {
 	return g, chs, err
 }
 
+// storedGuild reads the stored guild of the path's {guild_id}, its internal
+// UUID; on false the error is written and the handler returns.
+func (h *Handler) storedGuild(w http.ResponseWriter, r *http.Request) (Guild, bool) {
+	g, err := h.S.guildByID(r.Context(), chi.URLParam(r, "guild_id"))
+	if err != nil {
+		httpx.Error(w, r, err)
+		return g, false
+	}
+	return g, true
+}
+
 // DeleteGuild serves DELETE /v1/chatplatform/guilds/{guild_id} (internal UUID):
 // it removes the stored guild with its channels, roles and members only.
 func (h *Handler) DeleteGuild(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	g, err := h.S.guildByID(ctx, chi.URLParam(r, "guild_id"))
-	if err != nil {
-		httpx.Error(w, r, err)
+	g, ok := h.storedGuild(w, r)
+	if !ok {
 		return
 	}
-	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
+	err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		// Children first: SQLite enforces the cascade only with foreign keys on, PostgreSQL always.
 		for _, t := range []string{"chat_members", "chat_roles", "chat_channels"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+t+` WHERE guild_id = $1`, g.ID); err != nil {
@@ -690,19 +687,14 @@ func (h *Handler) ListMembers(w http.ResponseWriter, r *http.Request) {
 	limit, offset := httpx.ParseLimitOffset(r, 50)
 	page, err := h.S.Members(r.Context(), chi.URLParam(r, "guild_id"), MemberQuery{Search: q.Get("search"),
 		BotOnly: q.Get("bot_only"), HumansOnly: q.Get("humans_only"), HasRole: q.Get("has_role"), Limit: limit, Offset: offset})
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, map[string]any{"members": page.Members, "total_count": page.TotalCount, "has_more": page.HasMore})
+	httpx.RespondJSON(w, r, http.StatusOK, map[string]any{"members": page.Members, "total_count": page.TotalCount, "has_more": page.HasMore}, err)
 }
 
 // GetMember serves GET /v1/chatplatform/guilds/{guild_id}/members/{user_id}.
 func (h *Handler) GetMember(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	g, err := h.S.guildByID(ctx, chi.URLParam(r, "guild_id"))
-	if err != nil {
-		httpx.Error(w, r, err)
+	g, ok := h.storedGuild(w, r)
+	if !ok {
 		return
 	}
 	uid := chi.URLParam(r, "user_id")
@@ -711,11 +703,7 @@ func (h *Handler) GetMember(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m, err := h.S.scanMember(h.S.DB.QueryRowContext(ctx, `SELECT `+memberCols+` FROM chat_members WHERE guild_id = $1 AND user_id = $2`, g.ID, uid), h.S.Clock.Now())
-	if err != nil {
-		httpx.Error(w, r, db.NotFoundOr(err, "member"))
-		return
-	}
-	httpx.JSON(w, http.StatusOK, m)
+	httpx.RespondJSON(w, r, http.StatusOK, m, db.NotFoundOr(err, "member"))
 }
 
 // ---- settings ----
@@ -804,30 +792,19 @@ func (s *Service) UpdateSettings(ctx context.Context, p *authn.Principal, in Set
 		set = append(set, col+" = $"+strconv.Itoa(len(args)))
 	}
 	changed := map[string]any{}
-	field := func(col string, v any) {
-		add(col, v)
-		changed[col] = v
-	}
-	if in.AutoSyncEnabled != nil {
-		field("auto_sync_enabled", *in.AutoSyncEnabled)
-	}
-	if in.SyncIntervalSeconds != nil {
-		field("sync_interval_seconds", *in.SyncIntervalSeconds)
-	}
-	if in.InitialDelaySeconds != nil {
-		field("initial_delay_seconds", *in.InitialDelaySeconds)
-	}
-	if in.DefaultLanguage != nil {
-		field("default_language", *in.DefaultLanguage)
-	}
-	if in.NotifyOnGuildJoin != nil {
-		field("notify_on_guild_join", *in.NotifyOnGuildJoin)
-	}
-	if in.NotifyOnGuildLeave != nil {
-		field("notify_on_guild_leave", *in.NotifyOnGuildLeave)
-	}
-	if in.CommandCooldownSeconds != nil {
-		field("command_cooldown_seconds", *in.CommandCooldownSeconds)
+	for _, f := range []struct {
+		col string
+		v   any // nil: not given
+	}{
+		{"auto_sync_enabled", deref(in.AutoSyncEnabled)}, {"sync_interval_seconds", deref(in.SyncIntervalSeconds)},
+		{"initial_delay_seconds", deref(in.InitialDelaySeconds)}, {"default_language", deref(in.DefaultLanguage)},
+		{"notify_on_guild_join", deref(in.NotifyOnGuildJoin)}, {"notify_on_guild_leave", deref(in.NotifyOnGuildLeave)},
+		{"command_cooldown_seconds", deref(in.CommandCooldownSeconds)},
+	} {
+		if f.v != nil {
+			add(f.col, f.v)
+			changed[f.col] = f.v
+		}
 	}
 	if len(set) == 0 {
 		return apperr.Invalid("give at least one settings field to change")
@@ -848,6 +825,14 @@ func (s *Service) UpdateSettings(ctx context.Context, p *authn.Principal, in Set
 	})
 }
 
+// deref returns the value v points to, or nil when v is nil.
+func deref[T any](v *T) any {
+	if v == nil {
+		return nil
+	}
+	return *v
+}
+
 // PutSettings serves PUT /v1/chatplatform/settings: any subset of the fields.
 func (h *Handler) PutSettings(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
@@ -855,11 +840,8 @@ func (h *Handler) PutSettings(w http.ResponseWriter, r *http.Request) {
 	if !httpx.Bind(w, r, &in) {
 		return
 	}
-	if err := h.S.UpdateSettings(ctx, authn.From(ctx), in, audit.FromRequest(r, audit.Event{})); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, map[string]any{"success": true})
+	err := h.S.UpdateSettings(ctx, authn.From(ctx), in, audit.FromRequest(r, audit.Event{}))
+	httpx.RespondJSON(w, r, http.StatusOK, map[string]any{"success": true}, err)
 }
 
 // GuildSettings returns the settings of the guild with the platform id
@@ -927,9 +909,6 @@ func (h *Handler) PutGuildSettings(w http.ResponseWriter, r *http.Request) {
 	if !httpx.Bind(w, r, &in) {
 		return
 	}
-	if err := h.S.SetGuildLanguage(ctx, authn.From(ctx), g, in.DefaultLanguage, audit.FromRequest(r, audit.Event{})); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, map[string]any{"success": true})
+	err = h.S.SetGuildLanguage(ctx, authn.From(ctx), g, in.DefaultLanguage, audit.FromRequest(r, audit.Event{}))
+	httpx.RespondJSON(w, r, http.StatusOK, map[string]any{"success": true}, err)
 }

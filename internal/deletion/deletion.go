@@ -104,12 +104,18 @@ func (s *Service) Cancel(ctx context.Context, ev audit.Event, userID string) err
 		if n, _ := res.RowsAffected(); n == 0 {
 			return apperr.Invalid("user is not scheduled for deletion")
 		}
-		ev.UserID, ev.EventType, ev.ResourceType, ev.ResourceID = userID, audit.UserUpdated, "user", userID
-		ev.Description = "Scheduled account deletion cancelled"
-		ev.Metadata = map[string]any{"action": "deletion_cancelled", "scheduled_deletion_at": st.ScheduledDeletionAt}
-		_, err = s.Audit.Record(ctx, tx, ev)
-		return err
+		return s.recordSchedule(ctx, tx, userID, "Scheduled account deletion cancelled", "deletion_cancelled", st.ScheduledDeletionAt, ev)
 	})
+}
+
+// recordSchedule writes the user_updated event of a change to userID's
+// scheduled deletion: action names it, at is the deletion time concerned.
+func (s *Service) recordSchedule(ctx context.Context, tx *db.Tx, userID, description, action string, at any, ev audit.Event) error {
+	ev.UserID, ev.EventType, ev.ResourceType, ev.ResourceID = userID, audit.UserUpdated, "user", userID
+	ev.Description = description
+	ev.Metadata = map[string]any{"action": action, "scheduled_deletion_at": at}
+	_, err := s.Audit.Record(ctx, tx, ev)
+	return err
 }
 
 // ForceDelete purges userID at once on behalf of p, skipping the grace

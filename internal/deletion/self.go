@@ -109,11 +109,7 @@ func (s *Service) Request(ctx context.Context, ev audit.Event, userID string, c 
 			// A parallel request scheduled it first.
 			return apperr.Conflictf("the account is already scheduled for deletion")
 		}
-		ev.UserID, ev.EventType, ev.ResourceType, ev.ResourceID = userID, audit.UserUpdated, "user", userID
-		ev.Description = "Account deletion requested by the user; permanent deletion scheduled"
-		ev.Metadata = map[string]any{"action": "deletion_requested", "scheduled_deletion_at": at}
-		_, err = s.Audit.Record(ctx, tx, ev)
-		return err
+		return s.recordSchedule(ctx, tx, userID, "Account deletion requested by the user; permanent deletion scheduled", "deletion_requested", at, ev)
 	})
 	if err != nil {
 		return time.Time{}, err
@@ -192,12 +188,8 @@ func (h *Handler) RequestMine(w http.ResponseWriter, r *http.Request) {
 	}
 	p := authn.From(r.Context())
 	at, err := h.S.Request(r.Context(), audit.FromRequest(r, audit.Event{}), p.UserID, c)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, ownResult{Success: true, ScheduledDeletionAt: at,
-		Message: "Your account will be deleted permanently at the scheduled time; until then you can cancel"})
+	httpx.RespondJSON(w, r, http.StatusOK, ownResult{Success: true, ScheduledDeletionAt: at,
+		Message: "Your account will be deleted permanently at the scheduled time; until then you can cancel"}, err)
 }
 
 // CancelMine serves DELETE /v1/users/me/deletion: the caller's scheduled

@@ -171,6 +171,15 @@ func (h *Handler) Logs(w http.ResponseWriter, r *http.Request) {
 	httpx.RespondJSON(w, r, http.StatusOK, out, err)
 }
 
+// scanLog reads one export_logs row.
+func scanLog(row db.Scanner) (LogEntry, error) {
+	var e LogEntry
+	var at, created int64
+	err := row.Scan(&e.ID, &at, &e.IPAddress, &e.UserAgent, &e.ExportFormat, &e.FileSizeBytes, &e.Locale, &created)
+	e.ExportedAt, e.CreatedAt = db.FromTS(at), db.FromTS(created)
+	return e, err
+}
+
 // History returns a page of the export history of userID, newest first
 // (limit and offset as parsed by httpx.ParseLimitOffset).
 func (h *Handler) History(ctx context.Context, userID string, limit, offset int) (LogPage, error) {
@@ -178,24 +187,12 @@ func (h *Handler) History(ctx context.Context, userID string, limit, offset int)
 	if err := h.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM export_logs WHERE user_id = $1`, userID).Scan(&out.Total); err != nil {
 		return LogPage{}, err
 	}
-	rows, err := h.DB.QueryContext(ctx, `SELECT id, exported_at, ip_address, user_agent, export_format, file_size_bytes, locale, created_at
+	logs, err := db.All(ctx, h.DB, scanLog, `SELECT id, exported_at, ip_address, user_agent, export_format, file_size_bytes, locale, created_at
 		FROM export_logs WHERE user_id = $1 ORDER BY exported_at DESC, id DESC LIMIT $2 OFFSET $3`, userID, limit, offset)
 	if err != nil {
 		return LogPage{}, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var e LogEntry
-		var at, created int64
-		if err := rows.Scan(&e.ID, &at, &e.IPAddress, &e.UserAgent, &e.ExportFormat, &e.FileSizeBytes, &e.Locale, &created); err != nil {
-			return LogPage{}, err
-		}
-		e.ExportedAt, e.CreatedAt = db.FromTS(at), db.FromTS(created)
-		out.Logs = append(out.Logs, e)
-	}
-	if err := rows.Err(); err != nil {
-		return LogPage{}, err
-	}
+	out.Logs = logs
 	out.HasMore = offset+len(out.Logs) < out.Total
 	return out, nil
 }

@@ -6,7 +6,9 @@ import (
 
 	gql "github.com/graph-gophers/graphql-go"
 
+	"hmid/internal/access"
 	"hmid/internal/authn"
+	"hmid/internal/platforms"
 	"hmid/internal/twofactor"
 )
 
@@ -153,14 +155,9 @@ type platformView struct {
 // Platforms resolves query platforms (GET /v1/platforms, public).
 func (r *resolver) Platforms(ctx context.Context) (*[]platformView, error) {
 	list, err := r.d.Platforms.List(ctx, false)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]platformView, len(list))
-	for i, p := range list {
-		out[i] = platformView{ID: gql.ID(p.ID), Name: p.Name, Slug: p.Slug, TwoFactorSupported: p.TwoFactorSupported, TwoFactorRequired: p.TwoFactorRequired}
-	}
-	return &out, nil
+	return views(list, err, func(p platforms.Platform) platformView {
+		return platformView{ID: gql.ID(p.ID), Name: p.Name, Slug: p.Slug, TwoFactorSupported: p.TwoFactorSupported, TwoFactorRequired: p.TwoFactorRequired}
+	})
 }
 
 type roleView struct {
@@ -182,12 +179,7 @@ func (r *resolver) Roles(ctx context.Context, args struct{ Page, Limit *int32 })
 		return nil, forbidden(RolesPermission)
 	}
 	list, _, err := r.d.Access.ListRoles(ctx, page(args.Page, args.Limit, 100))
-	if err != nil {
-		return nil, err
-	}
-	out := make([]roleView, len(list))
-	for i, role := range list {
-		out[i] = roleView{ID: gql.ID(role.ID), Name: role.Name, RequiresTwoFactor: role.RequiresTwoFactor}
-	}
-	return &out, nil
+	return views(list, err, func(role access.Role) roleView {
+		return roleView{ID: gql.ID(role.ID), Name: role.Name, RequiresTwoFactor: role.RequiresTwoFactor}
+	})
 }

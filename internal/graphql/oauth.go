@@ -121,14 +121,7 @@ func (r *resolver) MyOauthClients(ctx context.Context, args struct{ Page, Limit 
 		return nil, err
 	}
 	list, _, err := r.d.OAuth.ListClients(ctx, p, false, page(args.Page, args.Limit, 100))
-	if err != nil {
-		return nil, err
-	}
-	out := make([]oauthClient, len(list))
-	for i, c := range list {
-		out[i] = clientView(c)
-	}
-	return &out, nil
+	return views(list, err, clientView)
 }
 
 // createClientInput is CreateOAuthClientInput: the REST body in camelCase.
@@ -282,17 +275,31 @@ type consentView struct {
 
 // MyOauthConsents resolves query myOauthConsents: the clients the caller consented to.
 func (r *resolver) MyOauthConsents(ctx context.Context) (*[]consentView, error) {
+	return myList(ctx, r.d.OAuth.ListUserConsents, func(c oauth.ConsentInfo) consentView {
+		return consentView{ClientID: gql.ID(c.ClientID), ClientName: c.ClientName, Scopes: nonNil(c.Scopes), IsFirstParty: c.IsFirstParty, GrantedAt: timestamp(c.GrantedAt)}
+	})
+}
+
+// myList resolves a list of the caller's own records: list reads them for
+// the user, view shapes each one.
+func myList[T, V any](ctx context.Context, list func(context.Context, string) ([]T, error), view func(T) V) (*[]V, error) {
 	p, err := userPrincipal(ctx)
 	if err != nil {
 		return nil, err
 	}
-	list, err := r.d.OAuth.ListUserConsents(ctx, p.UserID)
+	items, err := list(ctx, p.UserID)
+	return views(items, err, view)
+}
+
+// views shapes each of items with view for a list resolver, or passes on
+// the error of reading them.
+func views[T, V any](items []T, err error, view func(T) V) (*[]V, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]consentView, len(list))
-	for i, c := range list {
-		out[i] = consentView{ClientID: gql.ID(c.ClientID), ClientName: c.ClientName, Scopes: nonNil(c.Scopes), IsFirstParty: c.IsFirstParty, GrantedAt: timestamp(c.GrantedAt)}
+	out := make([]V, len(items))
+	for i, it := range items {
+		out[i] = view(it)
 	}
 	return &out, nil
 }
@@ -306,19 +313,9 @@ type tokenView struct {
 
 // MyOauthTokens resolves query myOauthTokens: the caller's active tokens.
 func (r *resolver) MyOauthTokens(ctx context.Context) (*[]tokenView, error) {
-	p, err := userPrincipal(ctx)
-	if err != nil {
-		return nil, err
-	}
-	list, err := r.d.OAuth.ListUserTokens(ctx, p.UserID)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]tokenView, len(list))
-	for i, t := range list {
-		out[i] = tokenView{ID: gql.ID(t.ID), ClientName: t.ClientName, Scopes: nonNil(t.Scopes), ExpiresAt: timestamp(t.ExpiresAt)}
-	}
-	return &out, nil
+	return myList(ctx, r.d.OAuth.ListUserTokens, func(t oauth.TokenInfo) tokenView {
+		return tokenView{ID: gql.ID(t.ID), ClientName: t.ClientName, Scopes: nonNil(t.Scopes), ExpiresAt: timestamp(t.ExpiresAt)}
+	})
 }
 
 // RevokeOauthConsent resolves mutation revokeOauthConsent: the consent is

@@ -30,19 +30,7 @@ func viewPasskey(p passkey.Passkey) passkeyView {
 
 // MyPasskeys resolves query myPasskeys (GET /v1/users/me/passkeys).
 func (r *resolver) MyPasskeys(ctx context.Context) (*[]passkeyView, error) {
-	p, err := userPrincipal(ctx)
-	if err != nil {
-		return nil, err
-	}
-	list, err := r.d.Passkeys.List(ctx, p.UserID)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]passkeyView, len(list))
-	for i, k := range list {
-		out[i] = viewPasskey(k)
-	}
-	return &out, nil
+	return myList(ctx, r.d.Passkeys.List, viewPasskey)
 }
 
 // RenamePasskey resolves mutation renamePasskey (PATCH /v1/users/me/passkeys/{id}).

@@ -13,12 +13,16 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 
 	"hmid/internal/apperr"
 )
 
 // MaxBodyBytes is the largest request body accepted (1 MiB).
 const MaxBodyBytes = 1 << 20
+
+// bufPool recycles response buffers: JSON encoding is on every hot path.
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // JSON writes v as a JSON response with the given status.
 func JSON(w http.ResponseWriter, status int, v any) {

@@ -166,7 +166,7 @@ func user(ctx context.Context) (string, error) {
 const cols = `id, user_id, platform_slug, platform_user_id, username, display_name, profile_image_url, scopes, is_active, bot_status,
 	connected_at, last_refreshed_at, access_token, refresh_token, token_expires_at`
 
-func scan(row interface{ Scan(...any) error }) (Integration, error) {
+func scan(row db.Scanner) (Integration, error) {
 	var i Integration
 	var disp, img, refresh sql.NullString
 	var scopes db.Strings
@@ -174,12 +174,8 @@ func scan(row interface{ Scan(...any) error }) (Integration, error) {
 	var refreshed, exp db.NullTime
 	err := row.Scan(&i.ID, &i.UserID, &i.PlatformSlug, &i.PlatformUserID, &i.Username, &disp, &img, &scopes, &i.IsActive, &i.BotStatus,
 		&conn, &refreshed, &i.accessToken, &refresh, &exp)
-	if disp.Valid {
-		i.DisplayName = &disp.String
-	}
-	if img.Valid {
-		i.ProfileImageURL = &img.String
-	}
+	i.DisplayName = db.StringPtr(disp)
+	i.ProfileImageURL = db.StringPtr(img)
 	i.Scopes = scopes
 	if i.Scopes == nil {
 		i.Scopes = []string{}
@@ -202,10 +198,7 @@ func (s *Service) Get(ctx context.Context, id string) (Integration, error) {
 		return Integration{}, apperr.NotFoundf("integration not found")
 	}
 	i, err := scan(s.DB.QueryRowContext(ctx, `SELECT `+cols+` FROM integrations WHERE id = $1 AND user_id = $2`, id, uid))
-	if errors.Is(err, sql.ErrNoRows) {
-		return i, apperr.NotFoundf("integration not found")
-	}
-	return i, err
+	return i, db.NotFoundOr(err, "integration")
 }
 
 // List returns the caller's integrations, oldest first; with a slug only
@@ -221,19 +214,7 @@ func (s *Service) List(ctx context.Context, slug string) ([]Integration, error) 
 		q += ` AND platform_slug = $2`
 		args = append(args, slug)
 	}
-	rows, err := s.DB.QueryContext(ctx, q+` ORDER BY connected_at, id`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		i, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, i)
-	}
-	return out, rows.Err()
+	return db.All(ctx, s.DB, scan, q+` ORDER BY connected_at, id`, args...)
 }
 
 // List serves GET /v1/integrations: a bare array of the caller's integrations.
@@ -270,11 +251,8 @@ func (h *Handler) Platforms(w http.ResponseWriter, r *http.Request) {
 // PlatformScopes serves GET /v1/integrations/platform/{slug}/scopes.
 func (h *Handler) PlatformScopes(w http.ResponseWriter, r *http.Request) {
 	slug := chi.URLParam(r, "slug")
-	if err := checkSlug(slug); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, map[string]any{"platform": slug, "scopes": Scopes})
+	err := checkSlug(slug)
+	httpx.RespondJSON(w, r, http.StatusOK, map[string]any{"platform": slug, "scopes": Scopes}, err)
 }
 
 // ---- connect and callback ----
@@ -726,11 +704,8 @@ func (s *Service) Disconnect(ctx context.Context, id string) error {
 
 // Delete serves DELETE /v1/integrations/{id}.
 func (h *Handler) Delete(w http.ResponseWriter, r *http.Request) {
-	if err := h.S.Disconnect(r.Context(), chi.URLParam(r, "id")); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, map[string]any{"success": true, "message": "Integration disconnected"})
+	err := h.S.Disconnect(r.Context(), chi.URLParam(r, "id"))
+	httpx.RespondJSON(w, r, http.StatusOK, map[string]any{"success": true, "message": "Integration disconnected"}, err)
 }
 
 // refresh uses the refresh_token grant (RFC 6749 §6) and stores the new tokens.
@@ -784,11 +759,7 @@ func (s *Service) Refresh(ctx context.Context, id string) (time.Time, error) {
 // Refresh serves POST /v1/integrations/{id}/refresh.
 func (h *Handler) Refresh(w http.ResponseWriter, r *http.Request) {
 	exp, err := h.S.Refresh(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, map[string]any{"success": true, "message": "Token refreshed", "expires_at": exp})
+	httpx.RespondJSON(w, r, http.StatusOK, map[string]any{"success": true, "message": "Token refreshed", "expires_at": exp}, err)
 }
 
 // Stats is the channel statistics block.
@@ -876,11 +847,7 @@ func (s *Service) Stats(ctx context.Context, id string) (Stats, error) {
 // Stats serves POST /v1/integrations/{id}/stats.
 func (h *Handler) Stats(w http.ResponseWriter, r *http.Request) {
 	st, err := h.S.Stats(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, map[string]any{"success": true, "stats": st})
+	httpx.RespondJSON(w, r, http.StatusOK, map[string]any{"success": true, "stats": st}, err)
 }
 
 // BotStatuses are the values of bot_status.
@@ -921,5 +888,6 @@ func (h *Handler) SetBotStatus(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
+	// in.BotStatus may be nil when the service refused it: read it only now.
 	httpx.JSON(w, http.StatusOK, map[string]any{"success": true, "bot_status": *in.BotStatus})
 }

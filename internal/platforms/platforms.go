@@ -204,11 +204,7 @@ func (h *Handler) ListEnabled(w http.ResponseWriter, r *http.Request) { h.list(w
 
 func (h *Handler) list(w http.ResponseWriter, r *http.Request, enabledOnly bool) {
 	ps, err := h.S.List(r.Context(), enabledOnly)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, listBody{Data: ps, Links: httpx.Links{Self: httpx.SelfURL(r)}})
+	httpx.RespondJSON(w, r, http.StatusOK, listBody{Data: ps, Links: httpx.Links{Self: httpx.SelfURL(r)}}, err)
 }
 
 // Get serves GET /v1/platforms/{id_or_slug}.
@@ -238,11 +234,7 @@ func (h *Handler) SetEnabled(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, _, err := h.S.Update(r.Context(), chi.URLParam(r, "id_or_slug"), Changes{Enabled: &b.Enabled.Value}, audit.FromRequest(r, audit.Event{}))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, Summary{ID: p.ID, Name: p.Name, Slug: p.Slug, Enabled: p.Enabled})
+	httpx.Respond(w, r, http.StatusOK, Summary{ID: p.ID, Name: p.Name, Slug: p.Slug, Enabled: p.Enabled}, err)
 }
 
 // Settings is the platform shape of the settings endpoint.

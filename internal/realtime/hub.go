@@ -640,26 +640,24 @@ func (h *Hub) resolve(id string, payload json.RawMessage) bool {
 // resolveTopic maps a topic a client asks for to the internal topic and
 // checks the principal may read it.
 func resolveTopic(p *authn.Principal, topic string) (internal string, err error) {
-	switch {
-	case topic == "audit.me":
+	if topic == "audit.me" {
 		if p.UserID == "" {
 			return "", errForbidden("audit.me needs a credential acting for a user")
 		}
 		return events.AuditUser(p.UserID), nil
-	case strings.HasPrefix(topic, "gps.device."):
-		if !validID(strings.TrimPrefix(topic, "gps.device.")) {
+	}
+	// The topics of one device or trip: the id after the prefix, readable
+	// with the permission named.
+	for _, t := range []struct{ prefix, perm string }{{"gps.device.", "gps:read"}, {"trips.", "trips:read"}} {
+		id, ok := strings.CutPrefix(topic, t.prefix)
+		if !ok {
+			continue
+		}
+		if !validID(id) {
 			return "", errBadTopic(topic)
 		}
-		if !p.Can("gps:read") {
-			return "", errForbidden("missing permission gps:read")
-		}
-		return topic, nil
-	case strings.HasPrefix(topic, "trips."):
-		if !validID(strings.TrimPrefix(topic, "trips.")) {
-			return "", errBadTopic(topic)
-		}
-		if !p.Can("trips:read") {
-			return "", errForbidden("missing permission trips:read")
+		if !p.Can(t.perm) {
+			return "", errForbidden("missing permission " + t.perm)
 		}
 		return topic, nil
 	}

@@ -51,15 +51,11 @@ type Session struct {
 func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 	p := authn.From(r.Context())
 	out, err := h.S.List(r.Context(), p)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, map[string]any{
+	httpx.RespondJSON(w, r, http.StatusOK, map[string]any{
 		"sessions":           out,
 		"current_session_id": p.SessionID,
 		"_links":             httpx.Links{Self: httpx.SelfURL(r)},
-	})
+	}, err)
 }
 
 // result is the {success, message} body of the self-service revocations.
@@ -86,11 +82,7 @@ func (h *Handler) Revoke(w http.ResponseWriter, r *http.Request) {
 // the caller except the current one is revoked.
 func (h *Handler) RevokeOthers(w http.ResponseWriter, r *http.Request) {
 	n, err := h.S.RevokeOthers(r.Context(), authn.From(r.Context()), audit.FromRequest(r, audit.Event{}))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, result{Success: true, RevokedCount: &n, Message: revokedMessage(n)})
+	httpx.RespondJSON(w, r, http.StatusOK, result{Success: true, RevokedCount: &n, Message: revokedMessage(n)}, err)
 }
 
 func revokedMessage(n int64) string {

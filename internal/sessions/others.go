@@ -54,17 +54,12 @@ func (s *Service) RevokeOf(ctx context.Context, p *authn.Principal, userID, id s
 		if err := mayRevokeFor(ctx, tx, p, userID); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = $1 WHERE id = $2 AND user_id = $3 AND revoked_at IS NULL AND expires_at > $1`,
-			db.TS(now), id, userID)
-		if err != nil {
+		if err := revokeOne(ctx, tx, userID, id, now); err != nil {
 			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return apperr.NotFoundf("session not found")
 		}
 		ev.UserID, ev.ActorID, ev.EventType, ev.ResourceType, ev.ResourceID = userID, actorOf(p, userID), audit.SessionRevoked, "session", id
 		ev.Description, ev.Metadata = "session revoked by an administrator", map[string]any{"session_id": id}
-		_, err = s.Audit.Record(ctx, tx, ev)
+		_, err := s.Audit.Record(ctx, tx, ev)
 		return err
 	})
 	if err != nil {

@@ -3,8 +3,8 @@ package sessions
 import (
 	"context"
 	"errors"
+	"time"
 
-	"hmid/internal/apperr"
 	"hmid/internal/audit"
 	"hmid/internal/authn"
 	"hmid/internal/clock"
@@ -37,28 +37,30 @@ func (s *Service) List(ctx context.Context, p *authn.Principal) ([]Session, erro
 // list returns userID's active sessions, most recently used first, with
 // current marked.
 func (s *Service) list(ctx context.Context, userID, current string) ([]Session, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT s.id, s.ip_address, s.user_agent, s.device_type, s.browser_name, s.os_name, s.provider,
+	scan := func(row db.Scanner) (Session, error) {
+		var x Session
+		var last, created, expires int64
+		err := row.Scan(&x.ID, &x.IPAddress, &x.UserAgent, &x.DeviceType, &x.BrowserName, &x.OSName, &x.Provider,
+			&x.ProviderName, &last, &created, &expires)
+		x.LastActivityAt, x.CreatedAt, x.ExpiresAt = db.FromTS(last), db.FromTS(created), db.FromTS(expires)
+		x.IsCurrent = x.ID == current
+		return x, err
+	}
+	return db.All(ctx, s.DB, scan, `SELECT s.id, s.ip_address, s.user_agent, s.device_type, s.browser_name, s.os_name, s.provider,
 		COALESCE(pl.name, s.provider), s.last_activity_at, s.created_at, s.expires_at
 		FROM sessions s LEFT JOIN platforms pl ON pl.slug = s.provider
 		WHERE s.user_id = $1 AND s.revoked_at IS NULL AND s.expires_at > $2 AND s.last_activity_at > $3
 		ORDER BY s.last_activity_at DESC, s.id`, userID, db.TS(s.Clock.Now()), s.idleCutoff())
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Session{}
-	for rows.Next() {
-		var x Session
-		var last, created, expires int64
-		if err := rows.Scan(&x.ID, &x.IPAddress, &x.UserAgent, &x.DeviceType, &x.BrowserName, &x.OSName, &x.Provider,
-			&x.ProviderName, &last, &created, &expires); err != nil {
-			return nil, err
-		}
-		x.LastActivityAt, x.CreatedAt, x.ExpiresAt = db.FromTS(last), db.FromTS(created), db.FromTS(expires)
-		x.IsCurrent = x.ID == current
-		out = append(out, x)
-	}
-	return out, rows.Err()
+}
+
+// CountActive returns the number of sessions of all users that are neither
+// revoked nor expired nor idle past the timeout: the admin console's
+// overview shows it.
+func (s *Service) CountActive(ctx context.Context) (int, error) {
+	var n int
+	err := s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE revoked_at IS NULL AND expires_at > $1 AND last_activity_at > $2`,
+		db.TS(s.Clock.Now()), s.idleCutoff()).Scan(&n)
+	return n, err
 }
 
 // idleCutoff is the last activity a session must be newer than not to be
@@ -81,23 +83,25 @@ func (s *Service) Revoke(ctx context.Context, p *authn.Principal, id string, ev 
 	}
 	now := s.Clock.Now()
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = $1 WHERE id = $2 AND user_id = $3 AND revoked_at IS NULL AND expires_at > $1`,
-			db.TS(now), id, p.UserID)
-		if err != nil {
+		if err := revokeOne(ctx, tx, p.UserID, id, now); err != nil {
 			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return apperr.NotFoundf("session not found")
 		}
 		ev.UserID, ev.EventType, ev.ResourceType, ev.ResourceID = p.UserID, audit.SessionRevoked, "session", id
 		ev.Description, ev.Metadata = "session revoked by its user", map[string]any{"session_id": id, "revoked_by_session": p.SessionID}
-		_, err = s.Audit.Record(ctx, tx, ev)
+		_, err := s.Audit.Record(ctx, tx, ev)
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	return s.Epoch.Bump(ctx)
+}
+
+// revokeOne ends the active session id of userID; an unknown, ended or
+// other user's session is NotFound.
+func revokeOne(ctx context.Context, tx *db.Tx, userID, id string, now time.Time) error {
+	return db.ExecOne(ctx, tx, "session", `UPDATE sessions SET revoked_at = $1 WHERE id = $2 AND user_id = $3 AND revoked_at IS NULL AND expires_at > $1`,
+		db.TS(now), id, userID)
 }
 
 // RevokeOthers revokes every active session of p except the current one

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"net/http"
 	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -200,14 +201,7 @@ func (s *Service) Update(ctx context.Context, key string, in SettingInput) (Sett
 
 // Delete removes the setting key; a missing one is NotFound.
 func (s *Service) Delete(ctx context.Context, key string) error {
-	res, err := s.DB.ExecContext(ctx, `DELETE FROM settings WHERE key = $1`, key)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return apperr.NotFoundf("setting %q not found", key)
-	}
-	return nil
+	return db.ExecOne(ctx, s.DB, "setting "+strconv.Quote(key), `DELETE FROM settings WHERE key = $1`, key)
 }
 
 // Create serves POST /v1/settings {key, value, description, is_public}: 201;

@@ -58,18 +58,11 @@ type categoryBody struct {
 
 // apply validates and applies the fields present in the body except parent_id.
 func (b *categoryBody) apply(c *Category) error {
-	if b.Name.Set {
-		name, err := requiredName("name", b.Name.Value)
-		if err != nil {
-			return err
-		}
-		c.Name = name
+	if err := setName("name", b.Name, &c.Name); err != nil {
+		return err
 	}
-	if b.Description.Set {
-		if err := checkText("description", b.Description.Value); err != nil {
-			return err
-		}
-		c.Description = b.Description.Value
+	if err := setText("description", b.Description, &c.Description); err != nil {
+		return err
 	}
 	if b.Color.Set {
 		c.Color = nil
@@ -161,39 +154,27 @@ func (h *Handler) CreateCategory(w http.ResponseWriter, r *http.Request) {
 // UpdateCategory serves PATCH /v1/trip-categories/{id}. Besides the fields
 // the spec lists it accepts parent_id, with the same existence and no-cycle rules.
 func (h *Handler) UpdateCategory(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	id, err := pathID(r, "id")
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
 	var b categoryBody
-	if !httpx.Bind(w, r, &b) {
+	id, ok := bindWithID(w, r, &b)
+	if !ok {
 		return
 	}
 	if !b.ParentID.Set && !b.Name.Set && !b.Description.Set && !b.Color.Set && !b.IsActive.Set && !b.SortOrder.Set {
 		httpx.Error(w, r, apperr.Invalid("give at least one of name, description, color, is_active, sort_order, parent_id"))
 		return
 	}
-	var c Category
-	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
-		var err error
-		if c, err = getCategory(ctx, tx, id); err != nil {
+	patchByID(h, w, r, id, getCategory, func(ctx context.Context, tx *db.Tx, c *Category, now time.Time) error {
+		if err := b.apply(c); err != nil {
 			return err
 		}
-		if err := b.apply(&c); err != nil {
+		if err := setParent(ctx, tx, c, b.ParentID); err != nil {
 			return err
 		}
-		if err := setParent(ctx, tx, &c, b.ParentID); err != nil {
-			return err
-		}
-		now := h.S.Clock.Now()
 		c.UpdatedAt = db.FromTS(db.TS(now))
-		_, err = tx.ExecContext(ctx, `UPDATE trip_categories SET parent_id = $1, name = $2, description = $3, color = $4, is_active = $5, sort_order = $6,
+		_, err := tx.ExecContext(ctx, `UPDATE trip_categories SET parent_id = $1, name = $2, description = $3, color = $4, is_active = $5, sort_order = $6,
 			updated_at = $7 WHERE id = $8`, nullS(c.ParentID), c.Name, c.Description, nullS(c.Color), c.IsActive, c.SortOrder, db.TS(now), id)
 		return err
 	})
-	httpx.Respond(w, r, http.StatusOK, c, err)
 }
 
 // DeleteCategory serves DELETE /v1/trip-categories/{id}; its children move

@@ -130,33 +130,40 @@ func (h *Handler) CreateDevice(w http.ResponseWriter, r *http.Request) {
 		active = b.IsActive.Value
 	}
 	id, now := db.NewID(), h.S.Clock.Now()
-	var d Device
-	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
-		if key != nil {
-			if err := linkKey(ctx, tx, *key, id, now); err != nil {
-				return err
-			}
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO devices (`+deviceCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)`,
-			id, name, b.Description.Value, strings.TrimSpace(b.DeviceType.Value), nullS(key), active, db.TS(now)); err != nil {
-			return err
-		}
-		d, err = h.S.getDevice(ctx, tx, id)
+	d, err := h.S.saveDevice(ctx, id, key, now, func(tx *db.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO devices (`+deviceCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)`,
+			id, name, b.Description.Value, strings.TrimSpace(b.DeviceType.Value), nullS(key), active, db.TS(now))
 		return err
 	})
 	httpx.RespondAt(w, r, http.StatusCreated, d, "/v1/devices/"+id, err)
 }
 
+// saveDevice links key (when not nil) to the device id, runs write and
+// reads the device back, all in one transaction.
+func (s *Service) saveDevice(ctx context.Context, id string, key *string, now time.Time, write func(*db.Tx) error) (Device, error) {
+	var d Device
+	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
+		if key != nil {
+			if err := linkKey(ctx, tx, *key, id, now); err != nil {
+				return err
+			}
+		}
+		if err := write(tx); err != nil {
+			return err
+		}
+		var err error
+		d, err = s.getDevice(ctx, tx, id)
+		return err
+	})
+	return d, err
+}
+
 // UpdateDevice serves PATCH /v1/devices/{id}; api_key_id null unlinks the key.
 func (h *Handler) UpdateDevice(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	id, err := pathID(r, "id")
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
 	var b deviceBody
-	if !httpx.Bind(w, r, &b) {
+	id, ok := bindWithID(w, r, &b)
+	if !ok {
 		return
 	}
 	if !b.Name.Set && !b.Description.Set && !b.DeviceType.Set && !b.APIKeyID.Set && !b.IsActive.Set {
@@ -169,21 +176,11 @@ func (h *Handler) UpdateDevice(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := h.S.Clock.Now()
-	var d Device
-	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
-		if key != nil {
-			if err := linkKey(ctx, tx, *key, id, now); err != nil {
-				return err
-			}
-		}
+	d, err := h.S.saveDevice(ctx, id, key, now, func(tx *db.Tx) error {
 		ok, err := set.exec(ctx, tx, "devices", id, now)
-		if err != nil {
-			return err
+		if err == nil && !ok {
+			err = apperr.NotFoundf("device not found")
 		}
-		if !ok {
-			return apperr.NotFoundf("device not found")
-		}
-		d, err = h.S.getDevice(ctx, tx, id)
 		return err
 	})
 	httpx.Respond(w, r, http.StatusOK, d, err)

@@ -50,18 +50,11 @@ type geofenceBody struct {
 
 // apply validates and applies the fields present in the body.
 func (b *geofenceBody) apply(g *Geofence) error {
-	if b.Name.Set {
-		name, err := requiredName("name", b.Name.Value)
-		if err != nil {
-			return err
-		}
-		g.Name = name
+	if err := setName("name", b.Name, &g.Name); err != nil {
+		return err
 	}
-	if b.Description.Set {
-		if err := checkText("description", b.Description.Value); err != nil {
-			return err
-		}
-		g.Description = b.Description.Value
+	if err := setText("description", b.Description, &g.Description); err != nil {
+		return err
 	}
 	if err := setCoordinate(b.Latitude, "latitude", checkLat, &g.Latitude); err != nil {
 		return err
@@ -170,37 +163,24 @@ func (h *Handler) CreateGeofence(w http.ResponseWriter, r *http.Request) {
 
 // UpdateGeofence serves PATCH /v1/geofences/{id}.
 func (h *Handler) UpdateGeofence(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	id, err := pathID(r, "id")
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
 	var b geofenceBody
-	if !httpx.Bind(w, r, &b) {
+	id, ok := bindWithID(w, r, &b)
+	if !ok {
 		return
 	}
 	if !b.Name.Set && !b.Description.Set && !b.Latitude.Set && !b.Longitude.Set && !b.RadiusKm.Set && !b.IsActive.Set && !b.Metadata.Set {
 		httpx.Error(w, r, apperr.Invalid("give at least one of name, description, latitude, longitude, radius_km, is_active, metadata"))
 		return
 	}
-	var g Geofence
-	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
-		var err error
-		g, err = scanGeofence(tx.QueryRowContext(ctx, `SELECT `+geofenceCols+` FROM geofences WHERE id = $1`, id))
-		if err != nil {
-			return db.NotFoundOr(err, "geofence")
-		}
-		if err := b.apply(&g); err != nil {
+	patchByID(h, w, r, id, getGeofence, func(ctx context.Context, tx *db.Tx, g *Geofence, now time.Time) error {
+		if err := b.apply(g); err != nil {
 			return err
 		}
-		now := h.S.Clock.Now()
 		g.UpdatedAt = db.FromTS(db.TS(now))
-		_, err = tx.ExecContext(ctx, `UPDATE geofences SET name = $1, description = $2, latitude = $3, longitude = $4, radius_km = $5, is_active = $6,
+		_, err := tx.ExecContext(ctx, `UPDATE geofences SET name = $1, description = $2, latitude = $3, longitude = $4, radius_km = $5, is_active = $6,
 			metadata = $7, updated_at = $8 WHERE id = $9`, g.Name, g.Description, g.Latitude, g.Longitude, g.RadiusKm, g.IsActive, string(g.Metadata), db.TS(now), id)
 		return err
 	})
-	httpx.Respond(w, r, http.StatusOK, g, err)
 }
 
 // DeleteGeofence serves DELETE /v1/geofences/{id}.

@@ -472,17 +472,12 @@ func (h *Handler) CurrentByDevice(w http.ResponseWriter, r *http.Request) {
 
 // GetGPS serves GET /v1/gps/{id}.
 func (h *Handler) GetGPS(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r, "id")
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	p, err := scanPoint(h.S.DB.QueryRowContext(r.Context(), `SELECT `+pointCols+` FROM gps_points WHERE id = $1`, id))
-	if err != nil {
-		httpx.Error(w, r, db.NotFoundOr(err, "GPS point"))
-		return
-	}
-	httpx.WriteResource(w, r, http.StatusOK, p)
+	getByID(w, r, h.S.DB, getPoint)
+}
+
+func getPoint(ctx context.Context, q db.Querier, id string) (Point, error) {
+	p, err := scanPoint(q.QueryRowContext(ctx, `SELECT `+pointCols+` FROM gps_points WHERE id = $1`, id))
+	return p, db.NotFoundOr(err, "GPS point")
 }
 
 // CreateGPS serves POST /v1/gps: rate limited per principal to at most

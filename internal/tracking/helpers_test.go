@@ -1,11 +1,10 @@
 package tracking_test
 
 import (
-	"time"
-
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 

@@ -110,12 +110,8 @@ func country(v string) (string, error) {
 
 // apply validates and applies the location fields present in the body.
 func (b *locationBody) apply(l *Location) error {
-	if b.Name.Set {
-		name, err := requiredName("name", b.Name.Value)
-		if err != nil {
-			return err
-		}
-		l.Name = name
+	if err := setName("name", b.Name, &l.Name); err != nil {
+		return err
 	}
 	for _, f := range []struct {
 		name string
@@ -150,11 +146,8 @@ func (b *locationBody) apply(l *Location) error {
 		}
 		l.Longitude = b.Longitude.Ptr()
 	}
-	if b.Notes.Set {
-		if err := checkText("notes", b.Notes.Value); err != nil {
-			return err
-		}
-		l.Notes = b.Notes.Value
+	if err := setText("notes", b.Notes, &l.Notes); err != nil {
+		return err
 	}
 	if b.IsActive.Set {
 		l.IsActive = b.IsActive.Value
@@ -164,12 +157,8 @@ func (b *locationBody) apply(l *Location) error {
 
 // apply validates and applies the contact fields present in the body.
 func (b *contactBody) apply(c *Contact) error {
-	if b.Name.Set {
-		name, err := requiredName("contact name", b.Name.Value)
-		if err != nil {
-			return err
-		}
-		c.Name = name
+	if err := setName("contact name", b.Name, &c.Name); err != nil {
+		return err
 	}
 	if b.Phone.Set {
 		c.Phone = strings.TrimSpace(b.Phone.Value)
@@ -249,14 +238,9 @@ func (h *Handler) CreateLocation(w http.ResponseWriter, r *http.Request) {
 
 // UpdateLocation serves PATCH /v1/locations/{id}; contacts have their own routes.
 func (h *Handler) UpdateLocation(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	id, err := pathID(r, "id")
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
 	var b locationBody
-	if !httpx.Bind(w, r, &b) {
+	id, ok := bindWithID(w, r, &b)
+	if !ok {
 		return
 	}
 	if b.Contacts != nil {
@@ -267,16 +251,10 @@ func (h *Handler) UpdateLocation(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, apperr.Invalid("give at least one of name, street, zip, city, country, latitude, longitude, notes, is_active"))
 		return
 	}
-	var l Location
-	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
-		var err error
-		if l, err = getLocation(ctx, tx, id); err != nil {
+	patchByID(h, w, r, id, getLocation, func(ctx context.Context, tx *db.Tx, l *Location, now time.Time) error {
+		if err := b.apply(l); err != nil {
 			return err
 		}
-		if err := b.apply(&l); err != nil {
-			return err
-		}
-		now := h.S.Clock.Now()
 		if _, err := tx.ExecContext(ctx, `UPDATE locations SET name = $1, street = $2, zip = $3, city = $4, country = $5, latitude = $6, longitude = $7,
 			notes = $8, is_active = $9, updated_at = $10 WHERE id = $11`, l.Name, l.Street, l.Zip, l.City, l.Country, nullF(l.Latitude), nullF(l.Longitude),
 			l.Notes, l.IsActive, db.TS(now), id); err != nil {
@@ -285,7 +263,6 @@ func (h *Handler) UpdateLocation(w http.ResponseWriter, r *http.Request) {
 		l.UpdatedAt = db.FromTS(db.TS(now))
 		return nil
 	})
-	httpx.Respond(w, r, http.StatusOK, l, err)
 }
 
 // DeleteLocation serves DELETE /v1/locations/{id}; its contacts go with it,
@@ -297,13 +274,9 @@ func (h *Handler) DeleteLocation(w http.ResponseWriter, r *http.Request) {
 // CreateContact serves POST /v1/locations/{id}/contacts.
 func (h *Handler) CreateContact(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	id, err := pathID(r, "id")
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
 	var b contactBody
-	if !httpx.Bind(w, r, &b) {
+	id, ok := bindWithID(w, r, &b)
+	if !ok {
 		return
 	}
 	c := Contact{ID: db.NewID(), LocationID: id, CreatedAt: db.FromTS(db.TS(h.S.Clock.Now()))}
@@ -312,7 +285,7 @@ func (h *Handler) CreateContact(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
-	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
+	err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM locations WHERE id = $1`, id).Scan(&n); err != nil {
 			return err
@@ -322,22 +295,21 @@ func (h *Handler) CreateContact(w http.ResponseWriter, r *http.Request) {
 		}
 		return insertContact(ctx, tx, c)
 	})
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
+	httpx.RespondAt(w, r, http.StatusCreated, c, "/v1/locations/"+id+"/contacts/"+c.ID, err)
+}
+
+// contactPath reads the location {id} and the contact {cid} of a contact
+// route, in that order.
+func contactPath(r *http.Request) (id, cid string, err error) {
+	if id, err = pathID(r, "id"); err == nil {
+		cid, err = pathID(r, "cid")
 	}
-	httpx.WriteResourceAt(w, r, http.StatusCreated, c, "/v1/locations/"+id+"/contacts/"+c.ID)
+	return id, cid, err
 }
 
 // UpdateContact serves PATCH /v1/locations/{id}/contacts/{cid}.
 func (h *Handler) UpdateContact(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	id, err := pathID(r, "id")
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	cid, err := pathID(r, "cid")
+	id, cid, err := contactPath(r)
 	if err != nil {
 		httpx.Error(w, r, err)
 		return
@@ -350,30 +322,22 @@ func (h *Handler) UpdateContact(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, apperr.Invalid("give at least one of name, phone, email, role"))
 		return
 	}
-	var c Contact
-	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
-		var err error
-		c, err = scanContact(tx.QueryRowContext(ctx, `SELECT `+contactCols+` FROM location_contacts WHERE id = $1 AND location_id = $2`, cid, id))
-		if err != nil {
-			return db.NotFoundOr(err, "contact")
-		}
-		if err := b.apply(&c); err != nil {
+	getContact := func(ctx context.Context, q db.Querier, cid string) (Contact, error) {
+		c, err := scanContact(q.QueryRowContext(ctx, `SELECT `+contactCols+` FROM location_contacts WHERE id = $1 AND location_id = $2`, cid, id))
+		return c, db.NotFoundOr(err, "contact")
+	}
+	patchByID(h, w, r, cid, getContact, func(ctx context.Context, tx *db.Tx, c *Contact, _ time.Time) error {
+		if err := b.apply(c); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE location_contacts SET name = $1, phone = $2, email = $3, role = $4 WHERE id = $5`, c.Name, c.Phone, c.Email, c.Role, cid)
+		_, err := tx.ExecContext(ctx, `UPDATE location_contacts SET name = $1, phone = $2, email = $3, role = $4 WHERE id = $5`, c.Name, c.Phone, c.Email, c.Role, cid)
 		return err
 	})
-	httpx.Respond(w, r, http.StatusOK, c, err)
 }
 
 // DeleteContact serves DELETE /v1/locations/{id}/contacts/{cid}.
 func (h *Handler) DeleteContact(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r, "id")
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	cid, err := pathID(r, "cid")
+	id, cid, err := contactPath(r)
 	if err == nil {
 		err = db.ExecOne(r.Context(), h.S.DB, "contact", `DELETE FROM location_contacts WHERE id = $1 AND location_id = $2`, cid, id)
 	}

@@ -30,18 +30,11 @@ type planTarget struct {
 // The first invalid field is the error, checked in the order name,
 // description, gps_logging_enabled, weight, notes, tags.
 func applyPlan(in planFields, out planTarget) error {
-	if in.name.Set {
-		name, err := requiredName("name", in.name.Value)
-		if err != nil {
-			return err
-		}
-		*out.name = name
+	if err := setName("name", in.name, out.name); err != nil {
+		return err
 	}
-	if in.description.Set {
-		if err := checkText("description", in.description.Value); err != nil {
-			return err
-		}
-		*out.description = in.description.Value
+	if err := setText("description", in.description, out.description); err != nil {
+		return err
 	}
 	if in.gpsLogging.Set {
 		*out.gpsLogging = in.gpsLogging.Value
@@ -52,11 +45,8 @@ func applyPlan(in planFields, out planTarget) error {
 		}
 		*out.weight = in.weight.Ptr()
 	}
-	if in.notes.Set {
-		if err := checkText("notes", in.notes.Value); err != nil {
-			return err
-		}
-		*out.notes = in.notes.Value
+	if err := setText("notes", in.notes, out.notes); err != nil {
+		return err
 	}
 	if in.tags.Set {
 		tags, err := cleanTags(in.tags.Value)

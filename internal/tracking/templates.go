@@ -114,38 +114,26 @@ func (h *Handler) CreateTemplate(w http.ResponseWriter, r *http.Request) {
 
 // UpdateTemplate serves PATCH /v1/trip-templates/{id}.
 func (h *Handler) UpdateTemplate(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	id, err := pathID(r, "id")
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
 	var b templateBody
-	if !httpx.Bind(w, r, &b) {
+	id, ok := bindWithID(w, r, &b)
+	if !ok {
 		return
 	}
 	if b.empty() {
 		httpx.Error(w, r, apperr.Invalid("give at least one template field to change"))
 		return
 	}
-	var t Template
-	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
-		var err error
-		if t, err = getTemplate(ctx, tx, id); err != nil {
+	patchByID(h, w, r, id, getTemplate, func(ctx context.Context, tx *db.Tx, t *Template, now time.Time) error {
+		if err := b.apply(ctx, tx, t); err != nil {
 			return err
 		}
-		if err := b.apply(ctx, tx, &t); err != nil {
-			return err
-		}
-		now := h.S.Clock.Now()
 		t.UpdatedAt = db.FromTS(db.TS(now))
-		_, err = tx.ExecContext(ctx, `UPDATE trip_templates SET name = $1, description = $2, category_id = $3, origin_id = $4, destination_id = $5,
+		_, err := tx.ExecContext(ctx, `UPDATE trip_templates SET name = $1, description = $2, category_id = $3, origin_id = $4, destination_id = $5,
 			device_id = $6, gps_logging_enabled = $7, default_weight_kg = $8, notes = $9, tags = $10, updated_at = $11 WHERE id = $12`,
 			t.Name, t.Description, nullS(t.CategoryID), nullS(t.OriginID), nullS(t.DestinationID), nullS(t.DeviceID), t.GPSLoggingEnabled,
 			nullF(t.DefaultWeightKg), t.Notes, db.JSON(tags(t.Tags)), db.TS(now), id)
 		return err
 	})
-	httpx.Respond(w, r, http.StatusOK, t, err)
 }
 
 // DeleteTemplate serves DELETE /v1/trip-templates/{id}; trips made from it stay.
@@ -159,15 +147,11 @@ func (h *Handler) DeleteTemplate(w http.ResponseWriter, r *http.Request) {
 // logging, notes and tags.
 func (h *Handler) CreateTripFromTemplate(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	id, err := pathID(r, "id")
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
 	var b struct {
 		WeightKg *float64 `json:"weight_kg"`
 	}
-	if !httpx.Bind(w, r, &b) {
+	id, ok := bindWithID(w, r, &b)
+	if !ok {
 		return
 	}
 	if b.WeightKg == nil {
@@ -180,7 +164,7 @@ func (h *Handler) CreateTripFromTemplate(w http.ResponseWriter, r *http.Request)
 	}
 	now := db.FromTS(db.TS(h.S.Clock.Now()))
 	var t Trip
-	err = h.S.DB.Tx(ctx, func(tx *db.Tx) error {
+	err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
 		tpl, err := getTemplate(ctx, tx, id)
 		if err != nil {
 			return err

@@ -109,6 +109,33 @@ func requiredName(field, v string) (string, error) {
 	return v, nil
 }
 
+// setName checks a name present in the body (requiredName) and stores it
+// in dst.
+func setName(field string, o httpx.Opt[string], dst *string) error {
+	if !o.Set {
+		return nil
+	}
+	v, err := requiredName(field, o.Value)
+	if err != nil {
+		return err
+	}
+	*dst = v
+	return nil
+}
+
+// setText checks a free-text field present in the body (checkText) and
+// stores it in dst.
+func setText(field string, o httpx.Opt[string], dst *string) error {
+	if !o.Set {
+		return nil
+	}
+	if err := checkText(field, o.Value); err != nil {
+		return err
+	}
+	*dst = o.Value
+	return nil
+}
+
 // Bounds of tracking fields beyond the shared ones in httpx
 // (docs/decisions.md, "Input bounds").
 const (
@@ -176,6 +203,34 @@ func (h *Handler) deleteByID(w http.ResponseWriter, r *http.Request, table, what
 		err = db.ExecOne(r.Context(), h.S.DB, what, `DELETE FROM `+table+` WHERE id = $1`, id)
 	}
 	httpx.RespondEmpty(w, r, err)
+}
+
+// bindWithID reads the UUID in the path's {id}, then the JSON body into b,
+// for the PATCH and sub-resource POST handlers. On false the error is
+// written and the handler returns.
+func bindWithID(w http.ResponseWriter, r *http.Request, b any) (string, bool) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		httpx.Error(w, r, err)
+		return "", false
+	}
+	return id, httpx.Bind(w, r, b)
+}
+
+// patchByID serves the rest of a PATCH in one transaction: load the row id,
+// let save apply the body to it and write it at now, and answer the row.
+func patchByID[T any](h *Handler, w http.ResponseWriter, r *http.Request, id string, load func(context.Context, db.Querier, string) (T, error),
+	save func(ctx context.Context, tx *db.Tx, v *T, now time.Time) error) {
+	ctx := r.Context()
+	var v T
+	err := h.S.DB.Tx(ctx, func(tx *db.Tx) error {
+		var err error
+		if v, err = load(ctx, tx, id); err != nil {
+			return err
+		}
+		return save(ctx, tx, &v, h.S.Clock.Now())
+	})
+	httpx.Respond(w, r, http.StatusOK, v, err)
 }
 
 // Nullable column helpers.

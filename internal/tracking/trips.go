@@ -513,25 +513,19 @@ func (s *Service) TripHistory(ctx context.Context, id string) ([]HistoryEntry, e
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.DB.QueryContext(ctx, `SELECT id, trip_id, old_status, new_status, changed_by, latitude, longitude, changed_at
+	return db.All(ctx, s.DB, scanHistory, `SELECT id, trip_id, old_status, new_status, changed_by, latitude, longitude, changed_at
 		FROM trip_status_history WHERE trip_id = $1 ORDER BY changed_at, id`, t.ID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []HistoryEntry{}
-	for rows.Next() {
-		var e HistoryEntry
-		var by sql.NullString
-		var la, lo sql.NullFloat64
-		var at int64
-		if err := rows.Scan(&e.ID, &e.TripID, &e.OldStatus, &e.NewStatus, &by, &la, &lo, &at); err != nil {
-			return nil, err
-		}
-		e.ChangedBy, e.Latitude, e.Longitude, e.ChangedAt = db.StringPtr(by), fptr(la), fptr(lo), db.FromTS(at)
-		out = append(out, e)
-	}
-	return out, rows.Err()
+}
+
+// scanHistory reads one trip_status_history row.
+func scanHistory(row db.Scanner) (HistoryEntry, error) {
+	var e HistoryEntry
+	var by sql.NullString
+	var la, lo sql.NullFloat64
+	var at int64
+	err := row.Scan(&e.ID, &e.TripID, &e.OldStatus, &e.NewStatus, &by, &la, &lo, &at)
+	e.ChangedBy, e.Latitude, e.Longitude, e.ChangedAt = db.StringPtr(by), fptr(la), fptr(lo), db.FromTS(at)
+	return e, err
 }
 
 // TripHistory serves GET /v1/trips/{id}/history: a bare array, oldest first.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"hmid/internal/authn"
+	"hmid/internal/db"
 )
 
 // EnabledAmong returns which of the users userIDs have two-factor
@@ -26,17 +27,12 @@ func (s *Service) EnabledAmong(ctx context.Context, p *authn.Principal, userIDs 
 		args = append(args, id)
 		marks[i] = "$" + strconv.Itoa(len(args))
 	}
-	rows, err := s.DB.QueryContext(ctx, `SELECT user_id FROM two_factor WHERE status = $1 AND user_id IN (`+strings.Join(marks, ", ")+`)`, args...)
+	ids, err := db.All(ctx, s.DB, scanString, `SELECT user_id FROM two_factor WHERE status = $1 AND user_id IN (`+strings.Join(marks, ", ")+`)`, args...)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
+	for _, id := range ids {
 		out[id] = true
 	}
-	return out, rows.Err()
+	return out, nil
 }

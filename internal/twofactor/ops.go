@@ -46,10 +46,7 @@ func (s *Service) findPlatform(ctx context.Context, idOrSlug string) (platform, 
 	var pl platform
 	err := s.DB.QueryRowContext(ctx, `SELECT id, slug, name, enabled, two_factor_supported FROM platforms WHERE id = $1 OR slug = LOWER($1)`, idOrSlug).
 		Scan(&pl.ID, &pl.Slug, &pl.Name, &pl.Enabled, &pl.Supported)
-	if errors.Is(err, sql.ErrNoRows) {
-		return pl, apperr.NotFoundf("platform not found")
-	}
-	return pl, err
+	return pl, db.NotFoundOr(err, "platform")
 }
 
 // user is what notifications and the otpauth account name need of a user.
@@ -222,12 +219,8 @@ func (s *Service) Disable(ctx context.Context, p *authn.Principal, userID, code 
 	if err != nil {
 		return DisableResult{}, err
 	}
-	st, err := s.loadEnabled(ctx, uid)
-	if err != nil {
-		return DisableResult{}, err
-	}
 	at := &attempt{userID: uid, actorID: actorOf(p, uid), client: c, operation: opDisable, allowBackup: true}
-	pr, err := s.check(ctx, st, code, at)
+	st, pr, err := s.checkEnabled(ctx, at, code)
 	if err != nil {
 		return DisableResult{}, err
 	}
@@ -257,12 +250,8 @@ func (s *Service) RegenerateBackupCodes(ctx context.Context, p *authn.Principal,
 	if err != nil {
 		return CodesResult{}, err
 	}
-	st, err := s.loadEnabled(ctx, uid)
-	if err != nil {
-		return CodesResult{}, err
-	}
 	at := &attempt{userID: uid, actorID: actorOf(p, uid), client: c, operation: opRegenerate}
-	pr, err := s.check(ctx, st, code, at)
+	st, pr, err := s.checkEnabled(ctx, at, code)
 	if err != nil {
 		return CodesResult{}, err
 	}
@@ -344,27 +333,22 @@ func (s *Service) Requirement(ctx context.Context, p *authn.Principal, userID st
 	return s.requirement(ctx, uid, "")
 }
 
+// scanString reads a row of one text column.
+func scanString(row db.Scanner) (string, error) {
+	var v string
+	err := row.Scan(&v)
+	return v, err
+}
+
 // requirement computes the requirement of userID; platformSlug names the
 // login platform ("" for the user's last one).
 func (s *Service) requirement(ctx context.Context, userID, platformSlug string) (Requirement, error) {
-	out := Requirement{RequiredByRoles: []string{}}
-	rows, err := s.DB.QueryContext(ctx, `SELECT r.name FROM user_roles ur JOIN roles r ON r.id = ur.role_id
+	names, err := db.All(ctx, s.DB, scanString, `SELECT r.name FROM user_roles ur JOIN roles r ON r.id = ur.role_id
 		WHERE ur.user_id = $1 AND r.requires_two_factor ORDER BY r.name`, userID)
 	if err != nil {
-		return out, err
+		return Requirement{RequiredByRoles: []string{}}, err
 	}
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			rows.Close()
-			return out, err
-		}
-		out.RequiredByRoles = append(out.RequiredByRoles, name)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return out, err
-	}
+	out := Requirement{RequiredByRoles: names}
 	if platformSlug == "" {
 		u, err := s.user(ctx, userID)
 		if err != nil {
@@ -428,22 +412,8 @@ func (s *Service) SetupRequired(ctx context.Context, userID, platformSlug string
 // two-factor authentication is off or the code is wrong, 429 when throttled
 // (authflow.SecondFactor).
 func (s *Service) VerifyLogin(ctx context.Context, userID, code, ip, userAgent string) error {
-	st, err := s.loadEnabled(ctx, userID)
-	if err != nil {
-		return err
-	}
 	at := &attempt{userID: userID, client: Client{IPAddress: ip, UserAgent: userAgent}, operation: opLogin, allowBackup: true}
-	pr, err := s.check(ctx, st, code, at)
-	if err != nil {
-		return err
-	}
-	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
-		if err := spend(ctx, tx, userID, pr, s.Clock.Now()); err != nil {
-			return err
-		}
-		return s.record(ctx, tx, at, event{verifiedType(pr.method), methodWords(pr.method) + " verified at login", map[string]any{"operation": opLogin, "method": pr.method}})
-	})
-	return s.settle(ctx, at, pr.method, err)
+	return s.verifyCode(ctx, at, code, "at login")
 }
 
 // removeEnabled deletes uid's enabled two-factor setup and backup codes in

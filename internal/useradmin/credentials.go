@@ -27,7 +27,7 @@ func (s *Service) SetPassword(ctx context.Context, p *authn.Principal, id, pw st
 		return err
 	}
 	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
-		if _, err := s.target(ctx, tx, p, id); err != nil {
+		if _, err := s.Users.Manageable(ctx, tx, p, id); err != nil {
 			return err
 		}
 		now := s.Clock.Now()
@@ -76,7 +76,7 @@ func (s *Service) SendReset(ctx context.Context, p *authn.Principal, id string, 
 	var tok, kind string
 	var ttl time.Duration
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
-		if _, err := s.target(ctx, tx, p, id); err != nil {
+		if _, err := s.Users.Manageable(ctx, tx, p, id); err != nil {
 			return err
 		}
 		a, ok, err := emailLogin(ctx, tx, id)
@@ -113,7 +113,7 @@ func (s *Service) SendReset(ctx context.Context, p *authn.Principal, id string, 
 // the address: an address belongs to at most one user).
 func (s *Service) MarkVerified(ctx context.Context, p *authn.Principal, id string, ev audit.Event) error {
 	return s.DB.Tx(ctx, func(tx *db.Tx) error {
-		if _, err := s.target(ctx, tx, p, id); err != nil {
+		if _, err := s.Users.Manageable(ctx, tx, p, id); err != nil {
 			return err
 		}
 		a, ok, err := emailLogin(ctx, tx, id)
@@ -152,7 +152,7 @@ func (s *Service) MarkVerified(ctx context.Context, p *authn.Principal, id strin
 // most auth.VerifyMailLimit an hour). Errors: as that, and NotFound,
 // Forbidden.
 func (s *Service) ResendVerification(ctx context.Context, p *authn.Principal, id string, ev audit.Event) (Sent, error) {
-	if _, err := s.target(ctx, s.DB, p, id); err != nil {
+	if _, err := s.Users.Manageable(ctx, s.DB, p, id); err != nil {
 		return Sent{}, err
 	}
 	exp, err := s.Auth.ResendVerification(ctx, id, auth.Meta{IP: ev.IPAddress, UserAgent: ev.UserAgent, Source: ev.SourceService})
@@ -165,7 +165,7 @@ func (s *Service) ResendVerification(ctx context.Context, p *authn.Principal, id
 // SignOut ends every session of user id (but p's own, when p looks at
 // themself; sessions.Service.RevokeAllOf) and returns how many ended.
 func (s *Service) SignOut(ctx context.Context, p *authn.Principal, id string, ev audit.Event) (int64, error) {
-	if _, err := s.target(ctx, s.DB, p, id); err != nil {
+	if _, err := s.Users.Manageable(ctx, s.DB, p, id); err != nil {
 		return 0, err
 	}
 	return s.Sessions.RevokeAllOf(ctx, p, id, ev)

@@ -43,32 +43,22 @@ type SignedOut struct {
 // Create is POST /v1/admin/users: 201 with the new user.
 func (h *Handler) Create(w http.ResponseWriter, r *http.Request) {
 	var in NewUser
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &in) {
 		return
 	}
 	u, err := h.S.Create(r.Context(), authn.From(r.Context()), in, event(r))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResourceAt(w, r, http.StatusCreated, u, "/v1/users/"+url.PathEscape(u.ID))
+	httpx.RespondAt(w, r, http.StatusCreated, u, "/v1/users/"+url.PathEscape(u.ID), err)
 }
 
 // Update is PATCH /v1/admin/users/{id}: username, email, locale.
 func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 	var in Profile
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &in) {
 		return
 	}
 	id := chi.URLParam(r, "id")
 	u, err := h.S.SetProfile(r.Context(), authn.From(r.Context()), id, in, event(r))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteResourceAt(w, r, http.StatusOK, u, "/v1/users/"+url.PathEscape(id))
+	httpx.RespondAt(w, r, http.StatusOK, u, "/v1/users/"+url.PathEscape(id), err)
 }
 
 // SetPassword is POST /v1/admin/users/{id}/password with {password}.
@@ -76,52 +66,33 @@ func (h *Handler) SetPassword(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Password string `json:"password"`
 	}
-	if err := httpx.Decode(r, &in); err != nil {
-		httpx.Error(w, r, err)
+	if !httpx.Bind(w, r, &in) {
 		return
 	}
-	if err := h.S.SetPassword(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"), in.Password, event(r)); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, Done{Success: true, Message: "The password was set; the user was signed out everywhere."})
+	err := h.S.SetPassword(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"), in.Password, event(r))
+	httpx.RespondJSON(w, r, http.StatusOK, Done{Success: true, Message: "The password was set; the user was signed out everywhere."}, err)
 }
 
 // SendReset is POST /v1/admin/users/{id}/password-reset.
 func (h *Handler) SendReset(w http.ResponseWriter, r *http.Request) {
 	sent, err := h.S.SendReset(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"), event(r))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, sent)
+	httpx.RespondJSON(w, r, http.StatusOK, sent, err)
 }
 
 // MarkVerified is POST /v1/admin/users/{id}/email/verified.
 func (h *Handler) MarkVerified(w http.ResponseWriter, r *http.Request) {
-	if err := h.S.MarkVerified(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"), event(r)); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, Done{Success: true, Message: "The email address is marked verified."})
+	err := h.S.MarkVerified(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"), event(r))
+	httpx.RespondJSON(w, r, http.StatusOK, Done{Success: true, Message: "The email address is marked verified."}, err)
 }
 
 // ResendVerification is POST /v1/admin/users/{id}/email/verification.
 func (h *Handler) ResendVerification(w http.ResponseWriter, r *http.Request) {
 	sent, err := h.S.ResendVerification(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"), event(r))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, sent)
+	httpx.RespondJSON(w, r, http.StatusOK, sent, err)
 }
 
 // SignOut is DELETE /v1/admin/users/{id}/sessions.
 func (h *Handler) SignOut(w http.ResponseWriter, r *http.Request) {
 	n, err := h.S.SignOut(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"), event(r))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, SignedOut{Success: true, RevokedCount: n, Message: "The user was signed out everywhere."})
+	httpx.RespondJSON(w, r, http.StatusOK, SignedOut{Success: true, RevokedCount: n, Message: "The user was signed out everywhere."}, err)
 }

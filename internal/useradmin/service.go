@@ -93,22 +93,6 @@ func emailInUse(ctx context.Context, q db.Querier, email, except string) error {
 	return nil
 }
 
-// target reads the active user id that p may change. Errors: NotFound
-// (also for a deleted account), Forbidden (another super admin).
-func (s *Service) target(ctx context.Context, q db.Querier, p *authn.Principal, id string) (users.User, error) {
-	u, err := s.Users.Get(ctx, q, id)
-	if err != nil {
-		return u, err
-	}
-	if u.DeletedAt != nil {
-		return users.User{}, apperr.NotFoundf("user not found (the account is scheduled for deletion)")
-	}
-	if u.IsSuperAdmin && !p.IsAdmin() && !p.IsSelf(u.ID) {
-		return users.User{}, apperr.Forbiddenf("only a super admin may change another super admin")
-	}
-	return u, nil
-}
-
 // actor is the audit actor of p: their user, else their API key.
 func actor(p *authn.Principal) string {
 	if p.UserID != "" {
@@ -382,7 +366,7 @@ func (s *Service) SetProfile(ctx context.Context, p *authn.Principal, id string,
 		return users.User{}, err
 	}
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
-		u, err := s.target(ctx, tx, p, id)
+		u, err := s.Users.Manageable(ctx, tx, p, id)
 		if err != nil {
 			return err
 		}

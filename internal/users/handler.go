@@ -38,11 +38,7 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, total, err := h.S.List(r.Context(), lq)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.WriteList(w, r, out, lq.Page, total)
+	httpx.RespondList(w, r, out, lq.Page, total, err)
 }
 
 // Get serves GET /v1/users/{id}. Holders of users:read also see soft-deleted
@@ -127,15 +123,17 @@ func (h *Handler) Update(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := chi.URLParam(r, "id")
-	if err := h.S.Update(r.Context(), authn.From(r.Context()), id, c, audit.FromRequest(r, audit.Event{})); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	h.writeUser(w, r, id)
+	err := h.S.Update(r.Context(), authn.From(r.Context()), id, c, audit.FromRequest(r, audit.Event{}))
+	h.respondUser(w, r, id, err)
 }
 
-func (h *Handler) writeUser(w http.ResponseWriter, r *http.Request, id string) {
-	u, err := h.S.Get(r.Context(), h.S.DB, id)
+// respondUser answers a change of user id: err when it failed, else the
+// user as it is now.
+func (h *Handler) respondUser(w http.ResponseWriter, r *http.Request, id string, err error) {
+	var u User
+	if err == nil {
+		u, err = h.S.Get(r.Context(), h.S.DB, id)
+	}
 	httpx.RespondAt(w, r, http.StatusOK, u, "/v1/users/"+id, err)
 }
 
@@ -153,11 +151,8 @@ func (h *Handler) UpdateLocale(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := chi.URLParam(r, "id")
-	if err := h.S.SetLocale(r.Context(), authn.From(r.Context()), id, b.Locale.Ptr(), audit.FromRequest(r, audit.Event{})); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	h.writeUser(w, r, id)
+	err := h.S.SetLocale(r.Context(), authn.From(r.Context()), id, b.Locale.Ptr(), audit.FromRequest(r, audit.Event{}))
+	h.respondUser(w, r, id, err)
 }
 
 // UpdateUsername serves PATCH /v1/users/{id}/username: 400 invalid, 404
@@ -170,11 +165,8 @@ func (h *Handler) UpdateUsername(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := chi.URLParam(r, "id")
-	if err := h.S.SetUsername(r.Context(), authn.From(r.Context()), id, b.Username, audit.FromRequest(r, audit.Event{})); err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	h.writeUser(w, r, id)
+	err := h.S.SetUsername(r.Context(), authn.From(r.Context()), id, b.Username, audit.FromRequest(r, audit.Event{}))
+	h.respondUser(w, r, id, err)
 }
 
 // Delete serves DELETE /v1/users/{id}: a soft delete (Service.Delete).
@@ -211,40 +203,24 @@ type RoleRef struct {
 }
 
 func (s *Service) roles(ctx context.Context, q db.Querier, userID string) ([]RoleRef, error) {
-	rows, err := q.QueryContext(ctx, `SELECT r.id, r.name, r.description FROM user_roles ur JOIN roles r ON r.id = ur.role_id
-		WHERE ur.user_id = $1 ORDER BY r.name`, userID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []RoleRef{}
-	for rows.Next() {
+	scan := func(row db.Scanner) (RoleRef, error) {
 		var rr RoleRef
-		if err := rows.Scan(&rr.ID, &rr.Name, &rr.Description); err != nil {
-			return nil, err
-		}
-		out = append(out, rr)
+		err := row.Scan(&rr.ID, &rr.Name, &rr.Description)
+		return rr, err
 	}
-	return out, rows.Err()
+	return db.All(ctx, q, scan, `SELECT r.id, r.name, r.description FROM user_roles ur JOIN roles r ON r.id = ur.role_id
+		WHERE ur.user_id = $1 ORDER BY r.name`, userID)
 }
 
 // Roles serves GET /v1/users/{id}/roles: {roles: [{id, name, description}]}.
 func (h *Handler) Roles(w http.ResponseWriter, r *http.Request) {
 	roles, err := h.S.Roles(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, http.StatusOK, map[string]any{"roles": roles})
+	httpx.RespondJSON(w, r, http.StatusOK, map[string]any{"roles": roles}, err)
 }
 
 func (h *Handler) writeRoles(w http.ResponseWriter, r *http.Request, userID string, status int) {
 	roles, err := h.S.roles(r.Context(), h.S.DB, userID)
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.JSON(w, status, map[string]any{"roles": roles})
+	httpx.RespondJSON(w, r, status, map[string]any{"roles": roles}, err)
 }
 
 // AddRole serves POST /v1/users/{id}/roles with {role_id} (Service.AddRole).

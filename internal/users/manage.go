@@ -38,14 +38,7 @@ func (s *Service) AddRole(ctx context.Context, p *authn.Principal, id, roleID st
 		return false, apperr.OnField("role_id", apperr.Invalid("role_id is required"))
 	}
 	added := false
-	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
-		u, err := s.active(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if err := mayManage(p, u); err != nil {
-			return err
-		}
+	err := s.manageActive(ctx, p, id, func(tx *db.Tx, _ User) error {
 		var name string
 		if err := tx.QueryRowContext(ctx, `SELECT name FROM roles WHERE id = $1`, roleID).Scan(&name); err != nil {
 			return apperr.OnField("role_id", db.NotFoundOr(err, "role"))
@@ -62,10 +55,7 @@ func (s *Service) AddRole(ctx context.Context, p *authn.Principal, id, roleID st
 			return nil
 		}
 		added = true
-		ev.UserID, ev.ActorID, ev.EventType, ev.ResourceType, ev.ResourceID = id, actorIfOther(p, id), audit.UserUpdated, "user", id
-		ev.Description, ev.Metadata = "role "+name+" assigned", map[string]any{"role_id": roleID, "change": "role_added"}
-		_, err = s.Audit.Record(ctx, tx, ev)
-		return err
+		return s.recordUserEvent(ctx, tx, p, id, audit.UserUpdated, "role "+name+" assigned", map[string]any{"role_id": roleID, "change": "role_added"}, ev)
 	})
 	if err != nil || !added {
 		return false, err
@@ -96,10 +86,7 @@ func (s *Service) RemoveRole(ctx context.Context, p *authn.Principal, id, roleID
 		if n, _ := res.RowsAffected(); n == 0 {
 			return apperr.NotFoundf("the user does not hold that role")
 		}
-		ev.UserID, ev.ActorID, ev.EventType, ev.ResourceType, ev.ResourceID = id, actorIfOther(p, id), audit.UserUpdated, "user", id
-		ev.Description, ev.Metadata = "role removed", map[string]any{"role_id": roleID, "change": "role_removed"}
-		_, err = s.Audit.Record(ctx, tx, ev)
-		return err
+		return s.recordUserEvent(ctx, tx, p, id, audit.UserUpdated, "role removed", map[string]any{"role_id": roleID, "change": "role_removed"}, ev)
 	})
 	if err != nil {
 		return err
@@ -115,14 +102,7 @@ func (s *Service) RemoveRole(ctx context.Context, p *authn.Principal, id, roleID
 func (s *Service) Delete(ctx context.Context, p *authn.Principal, id string, ev audit.Event) error {
 	now := s.Clock.Now()
 	var revoked, keys int64
-	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
-		u, err := s.active(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if err := mayManage(p, u); err != nil {
-			return err
-		}
+	err := s.manageActive(ctx, p, id, func(tx *db.Tx, _ User) error {
 		res, err := tx.ExecContext(ctx, `UPDATE users SET deleted_at = $1, scheduled_deletion_at = $2, updated_at = $1 WHERE id = $3 AND deleted_at IS NULL`,
 			db.TS(now), db.TS(now.Add(DeletionGrace)), id)
 		if err != nil {
@@ -141,11 +121,8 @@ func (s *Service) Delete(ctx context.Context, p *authn.Principal, id string, ev 
 			return err
 		}
 		keys, _ = res.RowsAffected()
-		ev.UserID, ev.ActorID, ev.EventType, ev.ResourceType, ev.ResourceID = id, actorIfOther(p, id), audit.UserDeleted, "user", id
-		ev.Description = "user deleted; permanent deletion scheduled"
-		ev.Metadata = map[string]any{"scheduled_deletion_at": now.Add(DeletionGrace), "sessions_revoked": revoked, "api_keys_deleted": keys}
-		_, err = s.Audit.Record(ctx, tx, ev)
-		return err
+		return s.recordUserEvent(ctx, tx, p, id, audit.UserDeleted, "user deleted; permanent deletion scheduled",
+			map[string]any{"scheduled_deletion_at": now.Add(DeletionGrace), "sessions_revoked": revoked, "api_keys_deleted": keys}, ev)
 	})
 	if err != nil {
 		return err

@@ -76,14 +76,7 @@ func (s *Service) Update(ctx context.Context, p *authn.Principal, id string, c C
 	if err := c.check(); err != nil {
 		return err
 	}
-	return s.DB.Tx(ctx, func(tx *db.Tx) error {
-		u, err := s.active(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if err := mayManage(p, u); err != nil {
-			return err
-		}
+	return s.manageActive(ctx, p, id, func(tx *db.Tx, u User) error {
 		if err := c.checkAvatar(u); err != nil {
 			return err
 		}
@@ -111,14 +104,7 @@ func (s *Service) SetLocale(ctx context.Context, p *authn.Principal, id string, 
 		}
 		v = loc
 	}
-	return s.DB.Tx(ctx, func(tx *db.Tx) error {
-		u, err := s.active(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if err := mayManage(p, u); err != nil {
-			return err
-		}
+	return s.manageActive(ctx, p, id, func(tx *db.Tx, _ User) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE users SET preferred_locale = $1, updated_at = $2 WHERE id = $3`, v, db.TS(s.Clock.Now()), id); err != nil {
 			return err
 		}
@@ -133,18 +119,11 @@ func (s *Service) SetUsername(ctx context.Context, p *authn.Principal, id, name 
 	if err := ValidUsername(name); err != nil {
 		return err
 	}
-	return s.DB.Tx(ctx, func(tx *db.Tx) error {
-		u, err := s.active(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if err := mayManage(p, u); err != nil {
-			return err
-		}
+	return s.manageActive(ctx, p, id, func(tx *db.Tx, u User) error {
 		if u.Username == name {
 			return nil
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE users SET username = $1, updated_at = $2 WHERE id = $3`, name, db.TS(s.Clock.Now()), id)
+		_, err := tx.ExecContext(ctx, `UPDATE users SET username = $1, updated_at = $2 WHERE id = $3`, name, db.TS(s.Clock.Now()), id)
 		if db.IsUniqueViolation(err) {
 			return apperr.Conflictf("username %q is taken", name)
 		}
@@ -244,8 +223,14 @@ func (s *Service) recordUpdate(ctx context.Context, tx *db.Tx, p *authn.Principa
 	if fields == nil {
 		fields = []string{}
 	}
-	ev.UserID, ev.ActorID, ev.EventType, ev.ResourceType, ev.ResourceID = id, actorIfOther(p, id), audit.UserUpdated, "user", id
-	ev.Description, ev.Metadata = "user updated", map[string]any{"fields": fields}
+	return s.recordUserEvent(ctx, tx, p, id, audit.UserUpdated, "user updated", map[string]any{"fields": fields}, ev)
+}
+
+// recordUserEvent writes an audit event of type eventType on user id, done
+// by p, on ev (address, user agent, source).
+func (s *Service) recordUserEvent(ctx context.Context, tx *db.Tx, p *authn.Principal, id, eventType, description string, metadata map[string]any, ev audit.Event) error {
+	ev.UserID, ev.ActorID, ev.EventType, ev.ResourceType, ev.ResourceID = id, actorIfOther(p, id), eventType, "user", id
+	ev.Description, ev.Metadata = description, metadata
 	_, err := s.Audit.Record(ctx, tx, ev)
 	return err
 }

@@ -138,6 +138,34 @@ func mayManage(p *authn.Principal, target User) error {
 	return nil
 }
 
+// manageActive runs fn in a transaction on user id once the user is known
+// to be active and p may manage them (mayManage): the frame of every change
+// a manager makes to a live account.
+func (s *Service) manageActive(ctx context.Context, p *authn.Principal, id string, fn func(tx *db.Tx, u User) error) error {
+	return s.DB.Tx(ctx, func(tx *db.Tx) error {
+		u, err := s.Manageable(ctx, tx, p, id)
+		if err != nil {
+			return err
+		}
+		return fn(tx, u)
+	})
+}
+
+// Manageable reads the active user id that p may change (mayManage), for
+// the changes made for others here and in the admin console. Errors:
+// NotFound (also for an account scheduled for deletion), Forbidden
+// (another super admin).
+func (s *Service) Manageable(ctx context.Context, q db.Querier, p *authn.Principal, id string) (User, error) {
+	u, err := s.active(ctx, q, id)
+	if err != nil {
+		return u, err
+	}
+	if err := mayManage(p, u); err != nil {
+		return User{}, err
+	}
+	return u, nil
+}
+
 var usernameRE = regexp.MustCompile(`^[A-Za-z0-9_]{3,30}$`)
 
 // ValidUsername checks the username rule of spec 2 (User, Limits): 3 to 30

@@ -81,6 +81,12 @@ type Passkey struct {
 	LastUsedAt *time.Time `json:"lastUsedAt"`
 }
 
+// normalized returns p with its times in UTC (see utc).
+func (p Passkey) normalized() Passkey {
+	p.CreatedAt, p.LastUsedAt = utc(p.CreatedAt), utcPtr(p.LastUsedAt)
+	return p
+}
+
 // ExportInfo is data.json's exportInfo object.
 type ExportInfo struct {
 	// ExportedAt is when the export was produced; it is also the date shown in
@@ -122,6 +128,12 @@ type PlatformAccount struct {
 	ConnectedAt time.Time `json:"connectedAt"`
 }
 
+// normalized returns a with its time in UTC (see utc).
+func (a PlatformAccount) normalized() PlatformAccount {
+	a.ConnectedAt = utc(a.ConnectedAt)
+	return a
+}
+
 // ConnectedApp is one element of data.json's connectedApps: an OAuth client
 // the user granted access to.
 type ConnectedApp struct {
@@ -133,6 +145,12 @@ type ConnectedApp struct {
 	IsFirstParty bool `json:"isFirstParty"`
 	// ConsentedAt is when consent was given.
 	ConsentedAt time.Time `json:"consentedAt"`
+}
+
+// normalized returns a with its time in UTC and an empty scope list for none.
+func (a ConnectedApp) normalized() ConnectedApp {
+	a.Scopes, a.ConsentedAt = nonNil(a.Scopes), utc(a.ConsentedAt)
+	return a
 }
 
 // OwnedApp is one element of data.json's ownedApps: an OAuth client the user
@@ -154,6 +172,12 @@ type OwnedApp struct {
 	CreatedAt time.Time `json:"createdAt"`
 }
 
+// normalized returns a with its time in UTC and empty lists for none.
+func (a OwnedApp) normalized() OwnedApp {
+	a.RedirectURIs, a.AllowedScopes, a.CreatedAt = nonNil(a.RedirectURIs), nonNil(a.AllowedScopes), utc(a.CreatedAt)
+	return a
+}
+
 // APIKey is one element of data.json's apiKeys. It has no field for the key
 // itself; KeyPrefix is cut to its first 12 characters when written.
 type APIKey struct {
@@ -171,6 +195,14 @@ type APIKey struct {
 	LastUsedAt *time.Time `json:"lastUsedAt"`
 	// CreatedAt is when the key was created.
 	CreatedAt time.Time `json:"createdAt"`
+}
+
+// normalized returns k with its prefix capped, its times in UTC and an
+// empty scope list for none.
+func (k APIKey) normalized() APIKey {
+	k.KeyPrefix, k.Scopes = capPrefix(k.KeyPrefix), nonNil(k.Scopes)
+	k.ExpiresAt, k.LastUsedAt, k.CreatedAt = utcPtr(k.ExpiresAt), utcPtr(k.LastUsedAt), utc(k.CreatedAt)
+	return k
 }
 
 // TwoFactorAuth is data.json's twoFactorAuth object. The TOTP secret and the
@@ -205,6 +237,12 @@ type ExportLog struct {
 	Format string `json:"format"`
 }
 
+// normalized returns l with its time in UTC (see utc).
+func (l ExportLog) normalized() ExportLog {
+	l.ExportedAt = utc(l.ExportedAt)
+	return l
+}
+
 // Session is one element of data.json's sessions.
 type Session struct {
 	// ID is the session id (not the session token, which is a secret).
@@ -228,6 +266,12 @@ type Session struct {
 	ExpiresAt time.Time `json:"expiresAt"`
 	// LastActivityAt is the session's last request.
 	LastActivityAt time.Time `json:"lastActivityAt"`
+}
+
+// normalized returns s with its times in UTC (see utc).
+func (s Session) normalized() Session {
+	s.CreatedAt, s.ExpiresAt, s.LastActivityAt = utc(s.CreatedAt), utc(s.ExpiresAt), utc(s.LastActivityAt)
+	return s
 }
 
 // IPAddress holds a raw IP address as stored by the service. It exists so that
@@ -273,50 +317,19 @@ func (d Data) normalized() Data {
 	d.User.CreatedAt = utc(d.User.CreatedAt)
 	d.User.LastLoginAt = utcPtr(d.User.LastLoginAt)
 
-	d.PlatformAccounts = mapEach(d.PlatformAccounts, func(a PlatformAccount) PlatformAccount {
-		a.ConnectedAt = utc(a.ConnectedAt)
-		return a
-	})
-	d.ConnectedApps = mapEach(d.ConnectedApps, func(a ConnectedApp) ConnectedApp {
-		a.Scopes = nonNil(a.Scopes)
-		a.ConsentedAt = utc(a.ConsentedAt)
-		return a
-	})
-	d.OwnedApps = mapEach(d.OwnedApps, func(a OwnedApp) OwnedApp {
-		a.RedirectURIs = nonNil(a.RedirectURIs)
-		a.AllowedScopes = nonNil(a.AllowedScopes)
-		a.CreatedAt = utc(a.CreatedAt)
-		return a
-	})
-	d.APIKeys = mapEach(d.APIKeys, func(k APIKey) APIKey {
-		k.KeyPrefix = capPrefix(k.KeyPrefix)
-		k.Scopes = nonNil(k.Scopes)
-		k.ExpiresAt = utcPtr(k.ExpiresAt)
-		k.LastUsedAt = utcPtr(k.LastUsedAt)
-		k.CreatedAt = utc(k.CreatedAt)
-		return k
-	})
+	d.PlatformAccounts = mapEach(d.PlatformAccounts, PlatformAccount.normalized)
+	d.ConnectedApps = mapEach(d.ConnectedApps, ConnectedApp.normalized)
+	d.OwnedApps = mapEach(d.OwnedApps, OwnedApp.normalized)
+	d.APIKeys = mapEach(d.APIKeys, APIKey.normalized)
 	d.Roles = nonNil(d.Roles)
 
 	d.TwoFactorAuth.EnabledAt = utcPtr(d.TwoFactorAuth.EnabledAt)
 	d.DeletionStatus.ScheduledDeletionAt = utcPtr(d.DeletionStatus.ScheduledDeletionAt)
 	d.DeletionStatus.DeletedAt = utcPtr(d.DeletionStatus.DeletedAt)
 
-	d.ExportLogs = mapEach(d.ExportLogs, func(l ExportLog) ExportLog {
-		l.ExportedAt = utc(l.ExportedAt)
-		return l
-	})
-	d.Sessions = mapEach(d.Sessions, func(s Session) Session {
-		s.CreatedAt = utc(s.CreatedAt)
-		s.ExpiresAt = utc(s.ExpiresAt)
-		s.LastActivityAt = utc(s.LastActivityAt)
-		return s
-	})
-	d.Passkeys = mapEach(d.Passkeys, func(p Passkey) Passkey {
-		p.CreatedAt = utc(p.CreatedAt)
-		p.LastUsedAt = utcPtr(p.LastUsedAt)
-		return p
-	})
+	d.ExportLogs = mapEach(d.ExportLogs, ExportLog.normalized)
+	d.Sessions = mapEach(d.Sessions, Session.normalized)
+	d.Passkeys = mapEach(d.Passkeys, Passkey.normalized)
 	return d
 }
 

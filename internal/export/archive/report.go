@@ -90,59 +90,49 @@ func (r *report) title(d Data, service string) {
 
 func (r *report) accountSection(d Data) {
 	m, u := r.m, d.User
-	r.heading(m.account)
-	r.keyValue(m.userID, u.ID)
-	r.keyValue(m.username, u.Username)
-	r.keyValue(m.privacyMode, m.bool(u.PrivacyMode))
-	r.keyValue(m.avatarsEnabled, m.bool(u.AvatarsEnabled))
-	r.keyValue(m.createdAt, m.date(u.CreatedAt))
-	r.keyValue(m.lastLoginAt, m.optDate(u.LastLoginAt))
+	r.keyValueSection(m.account, [][2]string{
+		{m.userID, u.ID}, {m.username, u.Username},
+		{m.privacyMode, m.bool(u.PrivacyMode)}, {m.avatarsEnabled, m.bool(u.AvatarsEnabled)},
+		{m.createdAt, m.date(u.CreatedAt)}, {m.lastLoginAt, m.optDate(u.LastLoginAt)},
+	})
 }
 
 func (r *report) platformAccountsSection(d Data) {
 	m := r.m
-	r.heading(m.platformAccounts)
-	rows := make([][]string, len(d.PlatformAccounts))
-	for i, a := range d.PlatformAccounts {
-		rows[i] = []string{a.Platform, a.Username, a.Email, m.bool(a.IsPrimary), m.date(a.ConnectedAt)}
-	}
-	r.table([]column{{m.platform, 3}, {m.username, 4}, {m.email, 5}, {m.primary, 1.5}, {m.connectedAt, 2.5}}, rows)
+	tableSection(r, m.platformAccounts, []column{{m.platform, 3}, {m.username, 4}, {m.email, 5}, {m.primary, 1.5}, {m.connectedAt, 2.5}},
+		d.PlatformAccounts, func(a PlatformAccount) []string {
+			return []string{a.Platform, a.Username, a.Email, m.bool(a.IsPrimary), m.date(a.ConnectedAt)}
+		})
 }
 
 func (r *report) connectedAppsSection(d Data) {
 	m := r.m
-	r.heading(m.connectedApps)
-	rows := make([][]string, len(d.ConnectedApps))
-	for i, a := range d.ConnectedApps {
-		rows[i] = []string{a.Name, strings.Join(a.Scopes, ", "), m.bool(a.IsFirstParty), m.date(a.ConsentedAt)}
-	}
-	r.table([]column{{m.app, 4}, {m.scopes, 6}, {m.firstParty, 2.2}, {m.consentedAt, 2.8}}, rows)
+	tableSection(r, m.connectedApps, []column{{m.app, 4}, {m.scopes, 6}, {m.firstParty, 2.2}, {m.consentedAt, 2.8}},
+		d.ConnectedApps, func(a ConnectedApp) []string {
+			return []string{a.Name, strings.Join(a.Scopes, ", "), m.bool(a.IsFirstParty), m.date(a.ConsentedAt)}
+		})
 }
 
 func (r *report) ownedAppsSection(d Data) {
 	m := r.m
-	r.heading(m.ownedApps)
-	rows := make([][]string, len(d.OwnedApps))
-	for i, a := range d.OwnedApps {
-		rows[i] = []string{
-			a.Name + "\n" + a.ID, a.ClientType, m.bool(a.IsActive), m.date(a.CreatedAt),
-			strings.Join(a.RedirectURIs, "\n"), strings.Join(a.AllowedScopes, ", "),
-		}
-	}
-	r.table([]column{{m.name, 3.6}, {m.clientType, 2}, {m.active, 1.3}, {m.createdAt, 2.7}, {m.redirectURIs, 5}, {m.allowedScopes, 3.4}}, rows)
+	tableSection(r, m.ownedApps, []column{{m.name, 3.6}, {m.clientType, 2}, {m.active, 1.3}, {m.createdAt, 2.7}, {m.redirectURIs, 5}, {m.allowedScopes, 3.4}},
+		d.OwnedApps, func(a OwnedApp) []string {
+			return []string{
+				a.Name + "\n" + a.ID, a.ClientType, m.bool(a.IsActive), m.date(a.CreatedAt),
+				strings.Join(a.RedirectURIs, "\n"), strings.Join(a.AllowedScopes, ", "),
+			}
+		})
 }
 
 func (r *report) apiKeysSection(d Data) {
 	m := r.m
-	r.heading(m.apiKeys)
-	rows := make([][]string, len(d.APIKeys))
-	for i, k := range d.APIKeys {
-		rows[i] = []string{
-			k.Name, k.KeyPrefix, strings.Join(k.Scopes, ", "), m.bool(k.IsActive),
-			m.date(k.CreatedAt), m.optDate(k.LastUsedAt), m.optDate(k.ExpiresAt),
-		}
-	}
-	r.table([]column{{m.name, 3}, {m.keyPrefix, 2.3}, {m.scopes, 3}, {m.active, 1.1}, {m.createdAt, 2.6}, {m.lastUsedAt, 2.6}, {m.expiresAt, 2.6}}, rows)
+	tableSection(r, m.apiKeys, []column{{m.name, 3}, {m.keyPrefix, 2.3}, {m.scopes, 3}, {m.active, 1.1}, {m.createdAt, 2.6}, {m.lastUsedAt, 2.6}, {m.expiresAt, 2.6}},
+		d.APIKeys, func(k APIKey) []string {
+			return []string{
+				k.Name, k.KeyPrefix, strings.Join(k.Scopes, ", "), m.bool(k.IsActive),
+				m.date(k.CreatedAt), m.optDate(k.LastUsedAt), m.optDate(k.ExpiresAt),
+			}
+		})
 }
 
 func (r *report) rolesSection(d Data) {
@@ -156,29 +146,25 @@ func (r *report) rolesSection(d Data) {
 
 func (r *report) twoFactorSection(d Data) {
 	m, t := r.m, d.TwoFactorAuth
-	r.heading(m.twoFactor)
-	r.keyValue(m.enabled, m.bool(t.Enabled))
-	r.keyValue(m.enabledAt, m.optDate(t.EnabledAt))
-	r.keyValue(m.backupCodesRemaining, strconv.Itoa(t.BackupCodesRemaining))
+	r.keyValueSection(m.twoFactor, [][2]string{
+		{m.enabled, m.bool(t.Enabled)}, {m.enabledAt, m.optDate(t.EnabledAt)},
+		{m.backupCodesRemaining, strconv.Itoa(t.BackupCodesRemaining)},
+	})
 }
 
 func (r *report) deletionSection(d Data) {
 	m, s := r.m, d.DeletionStatus
-	r.heading(m.deletion)
-	r.keyValue(m.scheduledForDeletion, m.bool(s.IsScheduledForDeletion))
-	r.keyValue(m.scheduledDeletionAt, m.optDate(s.ScheduledDeletionAt))
-	r.keyValue(m.deleted, m.bool(s.IsDeleted))
-	r.keyValue(m.deletedAt, m.optDate(s.DeletedAt))
+	r.keyValueSection(m.deletion, [][2]string{
+		{m.scheduledForDeletion, m.bool(s.IsScheduledForDeletion)}, {m.scheduledDeletionAt, m.optDate(s.ScheduledDeletionAt)},
+		{m.deleted, m.bool(s.IsDeleted)}, {m.deletedAt, m.optDate(s.DeletedAt)},
+	})
 }
 
 func (r *report) exportHistorySection(d Data) {
 	m := r.m
-	r.heading(m.exportHistory)
-	rows := make([][]string, len(d.ExportLogs))
-	for i, l := range d.ExportLogs {
-		rows[i] = []string{m.date(l.ExportedAt), l.Format}
-	}
-	r.table([]column{{m.exportedAtCol, 1}, {m.format, 1}}, rows)
+	tableSection(r, m.exportHistory, []column{{m.exportedAtCol, 1}, {m.format, 1}}, d.ExportLogs, func(l ExportLog) []string {
+		return []string{m.date(l.ExportedAt), l.Format}
+	})
 }
 
 // sessionsSection leaves out the session id, which means nothing to a reader
@@ -186,19 +172,28 @@ func (r *report) exportHistorySection(d Data) {
 // its masked form can appear.
 func (r *report) sessionsSection(d Data) {
 	m := r.m
-	r.heading(m.sessions)
-	rows := make([][]string, len(d.Sessions))
-	for i, s := range d.Sessions {
+	cols := []column{{m.ipAddress, 3.3}, {m.device, 1.4}, {m.browser, 1.8}, {m.os, 1.8}, {m.provider, 2}, {m.createdAt, 2.55}, {m.lastActivityAt, 2.55}, {m.expiresAt, 2.55}}
+	tableSection(r, m.sessions, cols, d.Sessions, func(s Session) []string {
 		provider := s.ProviderName
 		if provider == "" {
 			provider = s.Provider
 		}
-		rows[i] = []string{
+		return []string{
 			s.IPAddress.String(), s.DeviceType, s.BrowserName, s.OSName, provider,
 			m.date(s.CreatedAt), m.date(s.LastActivityAt), m.date(s.ExpiresAt),
 		}
+	})
+}
+
+// tableSection writes a section that is one table: the heading, then a row
+// of cells for each item.
+func tableSection[T any](r *report, heading string, cols []column, items []T, row func(T) []string) {
+	r.heading(heading)
+	rows := make([][]string, len(items))
+	for i, it := range items {
+		rows[i] = row(it)
 	}
-	r.table([]column{{m.ipAddress, 3.3}, {m.device, 1.4}, {m.browser, 1.8}, {m.os, 1.8}, {m.provider, 2}, {m.createdAt, 2.55}, {m.lastActivityAt, 2.55}, {m.expiresAt, 2.55}}, rows)
+	r.table(cols, rows)
 }
 
 // heading starts a section. It moves to a new page when too little room is
@@ -214,6 +209,15 @@ func (r *report) heading(text string) {
 	r.pdf.CellFormat(0, 7, r.tr(text), "B", 1, "L", false, 0, "")
 	r.pdf.Ln(2)
 	r.pdf.SetFont("Helvetica", "", bodySize)
+}
+
+// keyValueSection writes a section of "label: value" lines, one for each
+// label and value pair.
+func (r *report) keyValueSection(heading string, lines [][2]string) {
+	r.heading(heading)
+	for _, l := range lines {
+		r.keyValue(l[0], l[1])
+	}
 }
 
 // keyValue writes one "label: value" line; long values wrap under themselves.
