@@ -156,18 +156,22 @@ func TestHotPathStatementCounts(t *testing.T) {
 			if _, ok := e.Server.Epoch.(authn.DBEpoch); ok {
 				epoch = []string{"SELECT epoch FROM auth_epoch"}
 			}
-			const client = "SELECT id, owner_id, name, description" // the client (authentication or redirect URI)
-			wantStatements(t, "authorize (consent remembered)", authz, slices.Concat([]string{client}, epoch, []string{
+			// The client (authentication or redirect URI): on SQLite it comes
+			// from the cache of rows, which no write in between changed.
+			var client []string
+			if pg {
+				client = []string{"SELECT id, owner_id, name, description"}
+			}
+			wantStatements(t, "authorize (consent remembered)", authz, slices.Concat(client, epoch, []string{
 				"SELECT scopes FROM oauth_consents", // the remembered consent
 				"INSERT INTO oauth_codes",           // the code, with its session and authentication context
 			})) // the session itself comes from the resolver's cache
-			wantStatements(t, "code exchange", exch, []string{
-				client,
+			wantStatements(t, "code exchange", exch, slices.Concat(client, []string{
 				"UPDATE oauth_codes SET used_at", // burn the code, returning it with its user's state
 				"INSERT INTO oauth_tokens",       // the access and refresh token, one statement
 				"INSERT INTO oauth_session_grants",
 				"SELECT u.username", // the user's claims for the ID token
-			})
+			}))
 			wantStatements(t, "userinfo", ui, []string{
 				"SELECT t.id, t.user_id", // token, client, user, claims and context in one
 			})
@@ -178,10 +182,9 @@ func TestHotPathStatementCounts(t *testing.T) {
 					"INSERT INTO oauth_tokens",                                   // the new pair
 				}
 			}
-			wantStatements(t, "refresh", ref, append([]string{
-				client,
+			wantStatements(t, "refresh", ref, slices.Concat(client, []string{
 				"SELECT t.id, t.client_id", // token, user state, session, context and claims in one
-			}, rotation...))
+			}, rotation))
 			var meWant []string // SQLite: the user comes from the cache of rows
 			if pg {
 				meWant = []string{"SELECT id, username, email"}

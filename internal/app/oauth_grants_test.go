@@ -266,7 +266,7 @@ func TestMachinePurge(t *testing.T) {
 }
 
 // TestClientCredentialsStatements: a client credentials token costs the
-// client's row and one INSERT, and resolving it one SELECT (its own table,
+// client's row (on PostgreSQL; SQLite has it cached) and one INSERT, and resolving it one SELECT (its own table,
 // chosen by the token's length, so user tokens never pay a second lookup).
 func TestClientCredentialsStatements(t *testing.T) {
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
@@ -275,7 +275,11 @@ func TestClientCredentialsStatements(t *testing.T) {
 		if w.Code != http.StatusOK {
 			t.Fatalf("grant: %d %s", w.Code, w.Body)
 		}
-		wantStatements(t, "client credentials grant", grant, []string{"SELECT id, owner_id, name, description", "INSERT INTO oauth_client_tokens"})
+		want := []string{"INSERT INTO oauth_client_tokens"}
+		if e.Engine.Name == "postgres" { // on SQLite the client comes from the cache of rows
+			want = append([]string{"SELECT id, owner_id, name, description"}, want...)
+		}
+		wantStatements(t, "client credentials grant", grant, want)
 		var tr map[string]any
 		_ = json.Unmarshal(w.Body.Bytes(), &tr)
 		w, me := countedReq(t, e, "GET", "/v1/users/me", tr["access_token"].(string), nil)

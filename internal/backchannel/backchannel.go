@@ -6,9 +6,11 @@
 //
 // Nothing that ends a session has to know about this: the OAuth provider
 // records which client got tokens from which session (oauth_session_grants),
-// and Sweep finds the records whose session is revoked or gone, marks them
-// ended with a conditional UPDATE and queues one outbox row per client in
-// the same transaction. Deliver claims due outbox rows through package
+// triggers on sessions queue each session revoked or deleted with grants
+// open (oauth_session_ends), and the worker reads that queue on every pass
+// (and, once a minute, joins every open grant with its session, for the
+// sessions that expired), marks the grant records ended with a conditional
+// UPDATE and queues one outbox row per client in the same transaction. Deliver claims due outbox rows through package
 // outbox (the mechanism webhooks share: FOR UPDATE SKIP LOCKED on
 // PostgreSQL, so several instances send each row once; SQLite has one
 // writer), pushing their next attempt past a lease, then sends them outside
@@ -60,6 +62,10 @@ const (
 	// batch is how many rows one pass claims; sends runs that many at once at most.
 	batch = 32
 	sends = 8
+	// FullSweepInterval is how often the running worker joins every open
+	// grant with its session (Sweep); between, it reads only the sessions
+	// queued as ended.
+	FullSweepInterval = time.Minute
 	// keepEnded is how long ended grant records are kept before the sweep
 	// deletes them (they only serve the sid of a late refresh).
 	keepEnded = 24 * time.Hour
@@ -88,9 +94,10 @@ type Worker struct {
 	// Interval is the pause between passes (New: DefaultInterval).
 	Interval time.Duration
 
-	loop    outbox.Loop
-	queue   *outbox.Queue
-	refused atomic.Int64
+	loop     outbox.Loop
+	queue    *outbox.Queue
+	refused  atomic.Int64
+	lastFull time.Time // when the running worker's last full Sweep began
 }
 
 // schedule and giveUp are the retry rules of one logout token.
@@ -120,18 +127,48 @@ func (w *Worker) Kick() { w.loop.Kick() }
 // function is called; stop waits for the pass under way.
 func (w *Worker) Start() (stop func() error) {
 	w.loop.Interval = w.Interval
-	w.loop.Pass = func(ctx context.Context) error { _, err := w.RunOnce(ctx); return err }
+	w.loop.Pass = w.pass
 	w.loop.OnError = func(err error) { w.Log.Error("backchannel logout: pass failed", "err", err) }
 	return w.loop.Start()
 }
 
-// RunOnce sweeps ended sessions into the outbox and delivers what is due;
-// it returns how many logout tokens were delivered.
+// RunOnce sweeps every ended session into the outbox (Sweep) and delivers
+// what is due; it returns how many logout tokens were delivered.
 func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 	if _, err := w.Sweep(ctx); err != nil {
 		return 0, err
 	}
 	return w.Deliver(ctx)
+}
+
+// pass is one pass of the running worker. The sessions queued as ended
+// (oauth_session_ends) are swept on every pass; the full Sweep, which joins
+// every open grant with its session and so costs in proportion to the
+// sessions in use, runs at the first pass and then once every
+// FullSweepInterval, for the sessions that merely expired and for a grant
+// recorded after its session ended.
+func (w *Worker) pass(ctx context.Context) error {
+	var err error
+	if w.lastFull.IsZero() || time.Since(w.lastFull) >= FullSweepInterval {
+		start := time.Now()
+		if _, err = w.Sweep(ctx); err == nil {
+			w.lastFull = start
+		}
+	} else {
+		_, err = w.sweepQueued(ctx, w.Clock.Now())
+	}
+	if err != nil {
+		return err
+	}
+	_, err = w.Deliver(ctx)
+	return err
+}
+
+// ended is a session whose open grant records are to be closed; notify:
+// it was revoked or deleted, and its clients get logout tokens.
+type ended struct {
+	session string
+	notify  int
 }
 
 // Sweep finds sessions that have grant records still open and that are
@@ -141,30 +178,45 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 // own token lifetimes apply. It returns how many outbox rows it queued.
 func (w *Worker) Sweep(ctx context.Context) (int, error) {
 	now := w.Clock.Now()
-	rows, err := w.DB.QueryContext(ctx, `SELECT DISTINCT g.session_id, CASE WHEN s.id IS NULL OR s.revoked_at IS NOT NULL THEN 1 ELSE 0 END
+	queued, err := w.sweepQueued(ctx, now)
+	if err != nil {
+		return queued, err
+	}
+	list, err := db.All(ctx, w.DB, scanEnded, `SELECT DISTINCT g.session_id, CASE WHEN s.id IS NULL OR s.revoked_at IS NOT NULL THEN 1 ELSE 0 END
 		FROM oauth_session_grants g LEFT JOIN sessions s ON s.id = g.session_id
 		WHERE g.ended_at IS NULL AND (s.id IS NULL OR s.revoked_at IS NOT NULL OR s.expires_at <= $1)
 		LIMIT 500`, db.TS(now))
 	if err != nil {
+		return queued, err
+	}
+	n, err := w.endAll(ctx, list, now)
+	queued += n
+	if err != nil {
+		return queued, err
+	}
+	_, err = w.DB.ExecContext(ctx, `DELETE FROM oauth_session_grants WHERE ended_at IS NOT NULL AND ended_at < $1`, db.TS(now.Add(-keepEnded)))
+	return queued, err
+}
+
+// sweepQueued ends the sessions the database queued as ended with grants
+// open (oauth_session_ends, filled by triggers on sessions): revoked or
+// deleted, so their clients are notified.
+func (w *Worker) sweepQueued(ctx context.Context, now time.Time) (int, error) {
+	list, err := db.All(ctx, w.DB, scanEnded, `SELECT session_id, 1 FROM oauth_session_ends LIMIT 500`)
+	if err != nil {
 		return 0, err
 	}
-	type ended struct {
-		session string
-		notify  int
-	}
-	var list []ended
-	for rows.Next() {
-		var e ended
-		if err := rows.Scan(&e.session, &e.notify); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		list = append(list, e)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, err
-	}
+	return w.endAll(ctx, list, now)
+}
+
+func scanEnded(r db.Scanner) (ended, error) {
+	var e ended
+	return e, r.Scan(&e.session, &e.notify)
+}
+
+// endAll ends each session of list (endSession) and asks for a pass at once
+// when there was any, to deliver what it queued.
+func (w *Worker) endAll(ctx context.Context, list []ended, now time.Time) (int, error) {
 	queued := 0
 	for _, e := range list {
 		n, err := w.endSession(ctx, e.session, e.notify == 1, now)
@@ -176,8 +228,7 @@ func (w *Worker) Sweep(ctx context.Context) (int, error) {
 	if len(list) > 0 {
 		w.Kick()
 	}
-	_, err = w.DB.ExecContext(ctx, `DELETE FROM oauth_session_grants WHERE ended_at IS NOT NULL AND ended_at < $1`, db.TS(now.Add(-keepEnded)))
-	return queued, err
+	return queued, nil
 }
 
 // endSession closes the open grant records of one session and, when notify,
@@ -187,6 +238,9 @@ func (w *Worker) endSession(ctx context.Context, sessionID string, notify bool, 
 	queued := 0
 	err := w.DB.Tx(ctx, func(tx *db.Tx) error {
 		queued = 0
+		if _, err := tx.ExecContext(ctx, `DELETE FROM oauth_session_ends WHERE session_id = $1`, sessionID); err != nil {
+			return err
+		}
 		rows, err := tx.QueryContext(ctx, `UPDATE oauth_session_grants SET ended_at = $1 WHERE session_id = $2 AND ended_at IS NULL RETURNING client_id, user_id`,
 			db.TS(now), sessionID)
 		if err != nil {

@@ -194,15 +194,42 @@ func nullStr(p *string) any {
 }
 
 // loadClient returns a client by id; an unknown or malformed id is NotFound.
+//
+// Outside a transaction on SQLite the row may come from the row cache: every
+// token request authenticates its client, and the row changes seldom. Its
+// version covers users too, because deleting a user empties owner_id of the
+// user's clients (ON DELETE SET NULL) in a statement that names only users.
 func (s *Service) loadClient(ctx context.Context, q db.Querier, id string) (Client, error) {
 	if _, err := uuid.Parse(id); err != nil {
 		return Client{}, apperr.NotFoundf("OAuth client not found")
+	}
+	cached := q == db.Querier(s.DB) && s.DB.Flavor == db.SQLite
+	var version uint64
+	if cached {
+		version = s.DB.Version("oauth_clients") + s.DB.Version("users")
+		if c, ok := s.clients.Get(id, version); ok {
+			return c, nil
+		}
 	}
 	c, err := scanClient(q.QueryRowContext(ctx, `SELECT `+clientCols+` FROM oauth_clients WHERE id = $1`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Client{}, apperr.NotFoundf("OAuth client not found")
 	}
+	if err == nil && cached {
+		s.clients.Put(id, c, version)
+	}
 	return c, err
+}
+
+// Clone returns c with its slices and pointed-to values copied, so a cached
+// row and the copies handed out share nothing a caller could change.
+func (c Client) Clone() Client {
+	c.LogoURL, c.HomepageURL, c.PrivacyPolicyURL, c.TermsOfServiceURL = db.ClonePtr(c.LogoURL), db.ClonePtr(c.HomepageURL), db.ClonePtr(c.PrivacyPolicyURL), db.ClonePtr(c.TermsOfServiceURL)
+	c.OwnerID, c.BackchannelLogoutURI, c.JWKSURI, c.DynamicRegistration = db.ClonePtr(c.OwnerID), db.ClonePtr(c.BackchannelLogoutURI), db.ClonePtr(c.JWKSURI), db.ClonePtr(c.DynamicRegistration)
+	c.LastUsedAt, c.AccessTokenLifetimeSeconds, c.RefreshTokenLifetimeSeconds = db.ClonePtr(c.LastUsedAt), db.ClonePtr(c.AccessTokenLifetimeSeconds), db.ClonePtr(c.RefreshTokenLifetimeSeconds)
+	c.RedirectURIs, c.AllowedScopes, c.PostLogoutRedirectURIs = slices.Clone(c.RedirectURIs), slices.Clone(c.AllowedScopes), slices.Clone(c.PostLogoutRedirectURIs)
+	c.Resources, c.GrantTypes, c.JWKS = slices.Clone(c.Resources), slices.Clone(c.GrantTypes), slices.Clone(c.JWKS)
+	return c
 }
 
 func (c Client) ownedBy(p *authn.Principal) bool {

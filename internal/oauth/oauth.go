@@ -96,8 +96,9 @@ type Service struct {
 	keyMu sync.Mutex              // serializes reading and creating signing keys
 	ring  atomic.Pointer[keyring] // the signing keys as last loaded; nil before first use
 
-	origins originCache // web origins of the clients, for CORS (cors.go)
-	jwks    jwksCache   // key sets fetched from clients' jwks_uri (clientkeys.go)
+	origins originCache         // web origins of the clients, for CORS (cors.go)
+	jwks    jwksCache           // key sets fetched from clients' jwks_uri (clientkeys.go)
+	clients db.RowCache[Client] // client rows read outside transactions on SQLite (loadClient)
 
 	// Limiter throttles guesses of device user codes across instances
 	// (device.go); nil leaves them unthrottled.

@@ -197,6 +197,7 @@ func (s *Service) exchangeCode(ctx context.Context, c Client, secret string, for
 		fail   *Error
 		row    codeRow
 		issued issuedTokens
+		ac     authContext // the code's authentication context, decoded
 	)
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
 		hash := token.Hash(code)
@@ -231,8 +232,8 @@ func (s *Service) exchangeCode(ctx context.Context, c Client, secret string, for
 			fail = oerr(ErrInvalidGrant, "the user can no longer authorize this client")
 			return nil
 		}
-		issued = s.newIssuedTokens(c, row.scopes)
-		if fail = s.finishAccess(signer, c, row.userID, &issued, row.authTime, decodeContext(row.context), form, now); fail != nil {
+		issued, ac = s.newIssuedTokens(c, row.scopes), decodeContext(row.context)
+		if fail = s.finishAccess(signer, c, row.userID, &issued, row.authTime, ac, form, now); fail != nil {
 			return nil // commit: the code stays burnt
 		}
 		f := tokenFamily{family: row.family, clientID: c.ID, userID: row.userID, refreshScopes: row.scopes, authTime: row.authTime,
@@ -248,7 +249,7 @@ func (s *Service) exchangeCode(ctx context.Context, c Client, secret string, for
 	if fail != nil {
 		return TokenResponse{}, fail
 	}
-	return s.respond(ctx, c, secret, row.userID, issued, db.FromTS(row.authTime), row.nonce, row.sessionID.String, decodeContext(row.context), nil, now)
+	return s.respond(ctx, c, secret, row.userID, issued, db.FromTS(row.authTime), row.nonce, row.sessionID.String, ac, nil, now)
 }
 
 // checkCode verifies the binding of a code to its client, redirect URI and
@@ -320,7 +321,8 @@ func (s *Service) refresh(ctx context.Context, c Client, secret string, form url
 	if !usable {
 		return TokenResponse{}, oerr(ErrInvalidGrant, "the user can no longer authorize this client")
 	}
-	issued, oe := s.refreshedTokens(ctx, c, old, accessScopes, form, now)
+	ac := decodeContext(old.context)
+	issued, oe := s.refreshedTokens(ctx, c, old, accessScopes, ac, form, now)
 	if oe != nil {
 		return TokenResponse{}, oe
 	}
@@ -344,7 +346,7 @@ func (s *Service) refresh(ctx context.Context, c Client, secret string, form url
 		}
 	}
 	// OpenID Connect Core §12.2: the refreshed ID token carries no nonce.
-	return s.respond(ctx, c, secret, old.userID, issued, db.FromTS(old.authTime), "", old.sessionID.String, decodeContext(old.context), &claims, now)
+	return s.respond(ctx, c, secret, old.userID, issued, db.FromTS(old.authTime), "", old.sessionID.String, ac, &claims, now)
 }
 
 // narrowScope is the scope of a refreshed access token: the granted one, or
@@ -609,13 +611,13 @@ func (s *Service) finishAccess(k *signingKey, c Client, userID string, t *issued
 
 // refreshedTokens draws the pair a refresh issues, its access token for
 // the resources asked (RFC 8707 §2.2: a refresh may narrow them).
-func (s *Service) refreshedTokens(ctx context.Context, c Client, old spentToken, scopes []string, form url.Values, now time.Time) (issuedTokens, *Error) {
+func (s *Service) refreshedTokens(ctx context.Context, c Client, old spentToken, scopes []string, ac authContext, form url.Values, now time.Time) (issuedTokens, *Error) {
 	signer, oe := s.accessSigner(ctx, c)
 	if oe != nil {
 		return issuedTokens{}, oe
 	}
 	t := s.newIssuedTokens(c, scopes)
-	return t, s.finishAccess(signer, c, old.userID, &t, old.authTime, decodeContext(old.context), form, now)
+	return t, s.finishAccess(signer, c, old.userID, &t, old.authTime, ac, form, now)
 }
 
 // audienceJSON is the stored audience column of the access token.

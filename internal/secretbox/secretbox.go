@@ -31,8 +31,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"strings"
+	"sync"
 
 	"golang.org/x/crypto/hkdf"
 )
@@ -66,6 +68,10 @@ type Box struct {
 	aead   cipher.AEAD
 	keyID  string
 	macKey []byte
+	// macs holds keyed HMACs for reuse: Reset returns one to its keyed
+	// state without hashing the key's two padded blocks again, a third of
+	// the work of a short MAC (the sid of every ID token is one).
+	macs sync.Pool
 }
 
 // New returns a Box for a 32-byte key, as returned by ParseKey or GenerateKey.
@@ -155,7 +161,13 @@ func (b *Box) Open(sealed string, associatedData []byte) ([]byte, error) {
 // Verify a received MAC by recomputing it and comparing with Equal (which is
 // hmac.Equal); never with bytes.Equal or ==, which leak timing.
 func (b *Box) MAC(data ...[]byte) []byte {
-	m := hmac.New(sha256.New, b.macKey)
+	m, ok := b.macs.Get().(hash.Hash)
+	if ok {
+		m.Reset()
+	} else {
+		m = hmac.New(sha256.New, b.macKey)
+	}
+	defer b.macs.Put(m)
 	var n [8]byte
 	for _, d := range data {
 		binary.BigEndian.PutUint64(n[:], uint64(len(d)))

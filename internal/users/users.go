@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"hmid/internal/apperr"
@@ -36,45 +35,8 @@ type Service struct {
 	// SupportedLocales.
 	Locales func(ctx context.Context) ([]string, error)
 
-	rows rowCache
-}
-
-// rowCache keeps user rows read outside transactions on SQLite, each with
-// the users table's version (db.DB.Version) read before it was loaded: a
-// row is served only while no write to users has ended since, so it is never
-// older than the last committed change. SQLite's database belongs to one
-// process, which sees every write; on PostgreSQL other instances write too,
-// and rows are always read.
-type rowCache struct {
-	mu sync.Mutex
-	m  map[string]cachedUser
-}
-
-type cachedUser struct {
-	u       User
-	version uint64
-}
-
-// maxCachedUsers bounds the cache; on overflow it starts again empty.
-const maxCachedUsers = 50_000
-
-func (c *rowCache) get(id string, version uint64) (User, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[id]
-	if !ok || e.version != version {
-		return User{}, false
-	}
-	return e.u.clone(), true
-}
-
-func (c *rowCache) put(id string, u User, version uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= maxCachedUsers {
-		c.m = map[string]cachedUser{}
-	}
-	c.m[id] = cachedUser{u: u.clone(), version: version}
+	// rows keeps user rows read outside transactions on SQLite (db.RowCache).
+	rows db.RowCache[User]
 }
 
 // SupportedLocales returns the locales users may choose now: the ones
@@ -107,20 +69,12 @@ type User struct {
 	lastLoginProvider string
 }
 
-// clone returns u with its pointed-to values copied, so a cached row and the
+// Clone returns u with its pointed-to values copied, so a cached row and the
 // copies handed out share nothing a caller could change.
-func (u User) clone() User {
-	u.Email, u.AvatarURL, u.PrimaryPlatformAccountID, u.PreferredLocale = cloneP(u.Email), cloneP(u.AvatarURL), cloneP(u.PrimaryPlatformAccountID), cloneP(u.PreferredLocale)
-	u.LastLoginAt, u.DeletedAt, u.ScheduledDeletionAt = cloneP(u.LastLoginAt), cloneP(u.DeletedAt), cloneP(u.ScheduledDeletionAt)
+func (u User) Clone() User {
+	u.Email, u.AvatarURL, u.PrimaryPlatformAccountID, u.PreferredLocale = db.ClonePtr(u.Email), db.ClonePtr(u.AvatarURL), db.ClonePtr(u.PrimaryPlatformAccountID), db.ClonePtr(u.PreferredLocale)
+	u.LastLoginAt, u.DeletedAt, u.ScheduledDeletionAt = db.ClonePtr(u.LastLoginAt), db.ClonePtr(u.DeletedAt), db.ClonePtr(u.ScheduledDeletionAt)
 	return u
-}
-
-func cloneP[T any](p *T) *T {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
 }
 
 const userCols = `id, username, email, name, avatar_url, primary_platform_account_id, created_at, updated_at,
@@ -150,7 +104,7 @@ func (s *Service) Get(ctx context.Context, q db.Querier, id string) (User, error
 	var version uint64
 	if cached {
 		version = s.DB.Version("users")
-		if u, ok := s.rows.get(id, version); ok {
+		if u, ok := s.rows.Get(id, version); ok {
 			return u, nil
 		}
 	}
@@ -159,7 +113,7 @@ func (s *Service) Get(ctx context.Context, q db.Querier, id string) (User, error
 		return u, db.NotFoundOr(err, "user")
 	}
 	if cached {
-		s.rows.put(id, u, version)
+		s.rows.Put(id, u, version)
 	}
 	return u, nil
 }

@@ -88,7 +88,7 @@ func TestBrowserAdminRoles(t *testing.T) {
 				chromedp.Click(css(`form[action="/admin/roles/`+id+`/permissions"] button[type=submit]`)))
 			waitFor("the permission is listed", "/admin/roles/"+id, `form[action="/admin/roles/`+id+`/permissions/`+perm+`/remove"]`, "")
 		}
-		if got := rolePermissionNames(t, e, id); strings.Join(got, " ") != "audit:read users:read" {
+		if got := e.RolePermissions(t, id); strings.Join(got, " ") != "audit:read users:read" {
 			t.Fatalf("permissions after adding: %v", got)
 		}
 		webtest.Axe(t, ctx, "")
@@ -105,7 +105,7 @@ func TestBrowserAdminRoles(t *testing.T) {
 		webtest.Do(t, ctx, "remove users:read", chromedp.Navigate(e.URL+"/admin/roles/"+id), chromedp.WaitVisible(css(`#perms-h`)),
 			chromedp.Click(css(`form[action="/admin/roles/`+id+`/permissions/`+usersRead+`/remove"] button`)))
 		waitFor("the permission is gone", "/admin/roles/"+id, `#perms-h`, "The permission was removed")
-		if got := rolePermissionNames(t, e, id); strings.Join(got, " ") != "audit:read" {
+		if got := e.RolePermissions(t, id); strings.Join(got, " ") != "audit:read" {
 			t.Fatalf("permissions after removing: %v", got)
 		}
 
@@ -143,16 +143,4 @@ func TestBrowserAdminRoles(t *testing.T) {
 	if n := dialogs.Load(); n < 2 {
 		t.Errorf("%d confirmation dialogs, want one for the removal and one for the deletion per engine", n)
 	}
-}
-
-// rolePermissionNames lists a role's permissions as resource:action, as
-// the REST API returns them.
-func rolePermissionNames(t *testing.T, e *apptest.Env, roleID string) []string {
-	t.Helper()
-	var out []string
-	for _, p := range e.Call(t, "GET", "/v1/roles/"+roleID+"/permissions", e.SystemKey, nil, http.StatusOK).JSON()["data"].([]any) {
-		m := p.(map[string]any)
-		out = append(out, m["resource"].(string)+":"+m["action"].(string))
-	}
-	return out
 }
