@@ -13,7 +13,8 @@
 # Environment: SCENARIO (one bench scenario; default oauth-userinfo), ENGINE
 # (sqlite or postgres), PG_URL and REDIS_URL as in compare.sh (databases
 # hmid_ins_base and hmid_ins_head, Redis dbs 11 and 12), SETTLE (seconds of
-# load before counting; 40), COUNT (seconds counted; 30). Needs valgrind.
+# load before counting; 40), COUNT (seconds counted; 30), CONC (clients; 2:
+# under valgrind, which runs one thread at a time, more only add waiting). Needs valgrind.
 # The callgrind files stay in the printed directory for callgrind_annotate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +27,7 @@ pg_url=${PG_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
 redis_url=${REDIS_URL:-redis://127.0.0.1:6379}
 settle=${SETTLE:-40}
 count=${COUNT:-30}
+conc=${CONC:-2}
 command -v valgrind >/dev/null || { echo "valgrind is needed (apt-get install valgrind)" >&2; exit 1; }
 
 work=$(mktemp -d)
@@ -48,7 +50,7 @@ measure() {
     "$work/hmid-$side" >"$work/$side/server.log" 2>&1 &
   local vpid=$!
   for _ in $(seq 1 300); do curl -fs "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break; sleep 1; done
-  "$work/bench" -target "http://127.0.0.1:$port" -key "$key" -scenario "$scenario" -c 2 \
+  "$work/bench" -target "http://127.0.0.1:$port" -key "$key" -scenario "$scenario" -c "$conc" \
     -d "$((settle + count + 30))s" -warmup 3s >"$work/$side/bench.log" 2>&1 &
   local bpid=$!
   sleep "$settle"

@@ -37,3 +37,25 @@ func TestHashAndPrefix(t *testing.T) {
 		t.Fatalf("prefix %q", KeyPrefix("hm_0123456789abc"))
 	}
 }
+
+// TestNewUniform draws 860,000 characters and checks that each of the 62
+// comes up within 5 % of its share: the rejection sampling in New must not
+// favour the first characters, as a plain byte modulo 62 would (by 25 %).
+func TestNewUniform(t *testing.T) {
+	count := map[rune]int{}
+	const tokens = 20_000
+	for range tokens {
+		for _, c := range strings.TrimPrefix(New(PrefixAccessToken), PrefixAccessToken) {
+			count[c]++
+		}
+	}
+	want := float64(tokens*randomLen) / float64(len(base62))
+	for _, c := range base62 {
+		if got := float64(count[c]); got < want*0.95 || got > want*1.05 {
+			t.Errorf("character %q: %v times, want about %.0f", c, got, want)
+		}
+	}
+	if len(count) != len(base62) {
+		t.Errorf("%d distinct characters, want %d", len(count), len(base62))
+	}
+}
