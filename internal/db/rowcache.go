@@ -15,8 +15,8 @@ type Cloner[T any] interface {
 // one process, which sees every write; on PostgreSQL other instances write
 // too, and rows are always read. The zero RowCache is ready to use.
 type RowCache[T Cloner[T]] struct {
-	mu sync.Mutex
-	m  map[string]cachedRow[T]
+	mu sync.RWMutex
+	m  map[string]cachedRow[T] // rows are never changed once stored
 }
 
 type cachedRow[T any] struct {
@@ -30,9 +30,9 @@ const maxCachedRows = 50_000
 // Get returns a copy of the row cached under key if it was loaded at
 // version.
 func (c *RowCache[T]) Get(key string, version uint64) (T, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
 	e, ok := c.m[key]
+	c.mu.RUnlock()
 	if !ok || e.version != version {
 		var zero T
 		return zero, false
@@ -42,12 +42,13 @@ func (c *RowCache[T]) Get(key string, version uint64) (T, bool) {
 
 // Put caches a copy of row under key, loaded at version.
 func (c *RowCache[T]) Put(key string, row T, version uint64) {
+	e := cachedRow[T]{row: row.Clone(), version: version}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil || len(c.m) >= maxCachedRows {
 		c.m = map[string]cachedRow[T]{}
 	}
-	c.m[key] = cachedRow[T]{row: row.Clone(), version: version}
+	c.m[key] = e
 }
 
 // ClonePtr returns a pointer to a copy of *p, nil for nil: the pointer
