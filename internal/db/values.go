@@ -96,9 +96,11 @@ func (s *Strings) Scan(v any) error {
 		*s = Strings{}
 		return nil
 	}
-	var out []string
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return fmt.Errorf("db: Strings: %w", err)
+	out, ok := plainStrings(raw)
+	if !ok {
+		if err := json.Unmarshal(raw, &out); err != nil {
+			return fmt.Errorf("db: Strings: %w", err)
+		}
 	}
 	if out == nil {
 		out = []string{}
@@ -208,4 +210,65 @@ func NotFoundOr(err error, what string) error {
 		return apperr.NotFoundf("%s not found", what)
 	}
 	return err
+}
+
+// plainStrings parses the form every stored list has, a JSON array of
+// strings of printable ASCII without escapes (["openid","profile"], with or
+// without spaces: PostgreSQL's jsonb writes them), without encoding/json,
+// whose reflection was most of what reading a token's scopes cost. ok is
+// false for anything else, which encoding/json then reads.
+func plainStrings(raw []byte) (out []string, ok bool) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
+		return nil, false
+	}
+	out = []string{}
+	if i = skipSpace(raw, i+1); i < len(raw) && raw[i] == ']' {
+		return out, skipSpace(raw, i+1) == len(raw)
+	}
+	for {
+		s, next, ok := plainString(raw, i)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, s)
+		if i = skipSpace(raw, next); i >= len(raw) {
+			return nil, false
+		}
+		switch raw[i] {
+		case ',':
+			i = skipSpace(raw, i+1)
+		case ']':
+			return out, skipSpace(raw, i+1) == len(raw)
+		default:
+			return nil, false
+		}
+	}
+}
+
+// plainString reads the string starting at raw[i], a '"', up to its closing
+// quote, and returns it and the index after it; ok is false unless it is
+// all printable ASCII without a backslash.
+func plainString(raw []byte, i int) (s string, next int, ok bool) {
+	if i >= len(raw) || raw[i] != '"' {
+		return "", 0, false
+	}
+	for j := i + 1; j < len(raw); j++ {
+		switch c := raw[j]; {
+		case c == '"':
+			return string(raw[i+1 : j]), j + 1, true
+		case c == '\\' || c < 0x20 || c >= 0x7f:
+			return "", 0, false
+		}
+	}
+	return "", 0, false
+}
+
+// skipSpace returns the index of the first byte from i on that is not JSON
+// white space.
+func skipSpace(raw []byte, i int) int {
+	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
+		i++
+	}
+	return i
 }
