@@ -216,47 +216,50 @@ func NotFoundOr(err error, what string) error {
 // strings of printable ASCII without escapes (["openid","profile"], with or
 // without spaces: PostgreSQL's jsonb writes them), without encoding/json,
 // whose reflection was most of what reading a token's scopes cost. ok is
-// false for anything else, which encoding/json then reads.
+// false for anything else, which encoding/json then reads. The strings are
+// slices of one copy of raw, and the list is sized by its commas, so a list
+// costs two allocations whatever its length.
 func plainStrings(raw []byte) (out []string, ok bool) {
-	i := skipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '[' {
+	text := string(raw)
+	i := skipSpace(text, 0)
+	if i >= len(text) || text[i] != '[' {
 		return nil, false
 	}
-	out = []string{}
-	if i = skipSpace(raw, i+1); i < len(raw) && raw[i] == ']' {
-		return out, skipSpace(raw, i+1) == len(raw)
+	out = make([]string, 0, strings.Count(text, ",")+1)
+	if i = skipSpace(text, i+1); i < len(text) && text[i] == ']' {
+		return out, skipSpace(text, i+1) == len(text)
 	}
 	for {
-		s, next, ok := plainString(raw, i)
+		s, next, ok := plainString(text, i)
 		if !ok {
 			return nil, false
 		}
 		out = append(out, s)
-		if i = skipSpace(raw, next); i >= len(raw) {
+		if i = skipSpace(text, next); i >= len(text) {
 			return nil, false
 		}
-		switch raw[i] {
+		switch text[i] {
 		case ',':
-			i = skipSpace(raw, i+1)
+			i = skipSpace(text, i+1)
 		case ']':
-			return out, skipSpace(raw, i+1) == len(raw)
+			return out, skipSpace(text, i+1) == len(text)
 		default:
 			return nil, false
 		}
 	}
 }
 
-// plainString reads the string starting at raw[i], a '"', up to its closing
-// quote, and returns it and the index after it; ok is false unless it is
-// all printable ASCII without a backslash.
-func plainString(raw []byte, i int) (s string, next int, ok bool) {
-	if i >= len(raw) || raw[i] != '"' {
+// plainString reads the string starting at text[i], a '"', up to its
+// closing quote, and returns it and the index after it; ok is false unless
+// it is all printable ASCII without a backslash.
+func plainString(text string, i int) (s string, next int, ok bool) {
+	if i >= len(text) || text[i] != '"' {
 		return "", 0, false
 	}
-	for j := i + 1; j < len(raw); j++ {
-		switch c := raw[j]; {
+	for j := i + 1; j < len(text); j++ {
+		switch c := text[j]; {
 		case c == '"':
-			return string(raw[i+1 : j]), j + 1, true
+			return text[i+1 : j], j + 1, true
 		case c == '\\' || c < 0x20 || c >= 0x7f:
 			return "", 0, false
 		}
@@ -266,8 +269,8 @@ func plainString(raw []byte, i int) (s string, next int, ok bool) {
 
 // skipSpace returns the index of the first byte from i on that is not JSON
 // white space.
-func skipSpace(raw []byte, i int) int {
-	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
+func skipSpace(text string, i int) int {
+	for i < len(text) && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r') {
 		i++
 	}
 	return i

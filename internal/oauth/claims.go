@@ -131,11 +131,11 @@ func (cr *claimsRequest) claimScopes(granted, allowed []string) []string {
 	return out
 }
 
-// releasedClaims returns the user claims of one answer (the ID token, or
-// UserInfo when userInfo is set): those the granted scopes release there,
-// plus those the claims parameter asks for in that member, when consent
-// covered their scope.
-func (s *Service) releasedClaims(ctx context.Context, userID string, row *claimRow, scopes []string, ac authContext, userInfo bool) (map[string]any, error) {
+// releasedClaims sets in out the user claims of one answer (the ID token,
+// or UserInfo when userInfo is set): those the granted scopes release
+// there, plus those the claims parameter asks for in that member, when
+// consent covered their scope.
+func (s *Service) releasedClaims(ctx context.Context, userID string, row *claimRow, scopes []string, ac authContext, userInfo bool, out *claimSet) error {
 	var asked map[string]*claimSpec
 	if ac.Claims != nil {
 		asked = ac.Claims.IDToken
@@ -143,29 +143,26 @@ func (s *Service) releasedClaims(ctx context.Context, userID string, row *claimR
 			asked = ac.Claims.UserInfo
 		}
 	}
-	if len(asked) == 0 {
-		if row != nil {
-			return s.claims(ctx, userID, *row, scopes, userInfo)
-		}
-		return s.userClaims(ctx, userID, scopes, userInfo)
+	all := scopes
+	if len(asked) > 0 {
+		all = union(scopes, ac.ClaimScopes)
 	}
-	all := union(scopes, ac.ClaimScopes)
-	var full map[string]any
 	var err error
 	if row != nil {
-		full, err = s.claims(ctx, userID, *row, all, true)
+		err = s.claims(ctx, userID, row, all, userInfo || len(asked) > 0, out)
 	} else {
-		full, err = s.userClaims(ctx, userID, all, true)
+		err = s.userClaims(ctx, userID, all, userInfo || len(asked) > 0, out)
 	}
-	if err != nil {
-		return nil, err
+	if err != nil || len(asked) == 0 {
+		return err
 	}
-	for k := range full {
+	for c := range out {
+		k := claimNames[c]
 		byScope := slices.Contains(scopes, claimScope(k)) && (userInfo || !slices.Contains(userInfoOnly, k))
 		_, requested := asked[k]
-		if k != "sub" && !byScope && !requested {
-			delete(full, k)
+		if claim(c) != claimSub && !byScope && !requested {
+			out[c] = claimValue{}
 		}
 	}
-	return full, nil
+	return nil
 }

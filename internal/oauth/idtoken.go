@@ -31,10 +31,11 @@ func (s *Service) IDToken(ctx context.Context, c Client, secret, userID string, 
 // idToken is IDToken with the user's claim columns already read (row; nil:
 // read them).
 func (s *Service) idToken(ctx context.Context, c Client, secret, userID string, row *claimRow, scopes []string, authTime time.Time, nonce, sid string, ac authContext, now time.Time) (string, error) {
-	claims, err := s.releasedClaims(ctx, userID, row, scopes, ac, false)
-	if err != nil {
+	var set claimSet
+	if err := s.releasedClaims(ctx, userID, row, scopes, ac, false, &set); err != nil {
 		return "", err
 	}
+	claims := set.toMap()
 	ac.addAuthClaims(claims)
 	claims["iss"] = s.Issuer
 	claims["aud"] = c.ID
@@ -87,86 +88,84 @@ func (c *claimRow) dest() []any {
 	return []any{&c.username, &c.name, &c.avatar, &c.avatarsOn, &c.email, &c.locale, &c.prov, &c.superAdmin, &c.verif, &c.updatedAt}
 }
 
-// userClaims reads the user's claims for scopes, live (spec 1, ID token and
+// userClaims reads the user's claims for scopes into out, live (spec 1, ID token and
 // UserInfo claims). userInfo adds the fields only UserInfo carries
 // (provider, preferred_locale, is_super_admin, role_ids).
-func (s *Service) userClaims(ctx context.Context, userID string, scopes []string, userInfo bool) (map[string]any, error) {
+func (s *Service) userClaims(ctx context.Context, userID string, scopes []string, userInfo bool, out *claimSet) error {
 	var row claimRow
 	if err := s.DB.QueryRowContext(ctx, `SELECT `+claimCols+` FROM users u WHERE u.id = $1`, userID).Scan(row.dest()...); err != nil {
-		return nil, err
+		return err
 	}
-	return s.claims(ctx, userID, row, scopes, userInfo)
+	return s.claims(ctx, userID, &row, scopes, userInfo, out)
 }
 
-// claims builds the claims of userID for scopes from its claim columns,
-// reading roles and permissions when those scopes ask for them.
-func (s *Service) claims(ctx context.Context, userID string, row claimRow, scopes []string, userInfo bool) (map[string]any, error) {
-	// Sized for the most claims one answer carries, so it never grows.
-	claims := make(map[string]any, 16)
-	claims["sub"] = userID
+// claims sets in out the claims of userID for scopes from its claim
+// columns, reading roles and permissions when those scopes ask for them.
+func (s *Service) claims(ctx context.Context, userID string, row *claimRow, scopes []string, userInfo bool, out *claimSet) error {
+	out.setString(claimSub, userID)
 	if slices.Contains(scopes, "profile") {
 		name := row.name
 		if name == "" {
 			name = row.username
 		}
-		claims["name"] = name
+		out.setString(claimName, name)
 		if row.avatarsOn && row.avatar.String != "" {
-			claims["picture"] = row.avatar.String
+			out.setString(claimPicture, row.avatar.String)
 		}
 		// The standard profile claims of OpenID Connect Core §5.1 that hmid
 		// has, beside the spec's own: the username, the preferred locale
 		// (BCP47) and when the profile last changed, in unix seconds.
-		claims["preferred_username"] = row.username
+		out.setString(claimPreferredUsername, row.username)
 		if row.locale.String != "" {
-			claims["locale"] = row.locale.String
+			out.setString(claimLocale, row.locale.String)
 		}
-		claims["updated_at"] = db.FromTS(row.updatedAt).Unix()
+		out.setInt(claimUpdatedAt, db.FromTS(row.updatedAt).Unix())
 		if userInfo {
 			if row.prov.String != "" {
-				claims["provider"] = row.prov.String
+				out.setString(claimProvider, row.prov.String)
 			}
 			if row.locale.String != "" {
-				claims["preferred_locale"] = row.locale.String
+				out.setString(claimPreferredLocale, row.locale.String)
 			}
-			claims["is_super_admin"] = row.superAdmin
+			out.setBool(claimIsSuperAdmin, row.superAdmin)
 		}
 	}
 	if slices.Contains(scopes, "email") && row.email.String != "" {
-		claims["email"] = row.email.String
-		claims["email_verified"] = row.verif
+		out.setString(claimEmail, row.email.String)
+		out.setBool(claimEmailVerified, row.verif)
 	}
 	if slices.Contains(scopes, "roles") {
 		rows, err := s.DB.QueryContext(ctx, `SELECT r.id, r.name FROM user_roles ur JOIN roles r ON r.id = ur.role_id WHERE ur.user_id = $1 ORDER BY r.name, r.id`, userID)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		names, ids := []string{}, []string{}
 		for rows.Next() {
 			var id, n string
 			if err := rows.Scan(&id, &n); err != nil {
 				rows.Close()
-				return nil, err
+				return err
 			}
 			names, ids = append(names, n), append(ids, id)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return nil, err
+			return err
 		}
-		claims["roles"] = names
+		out.setList(claimRoles, names)
 		if userInfo {
-			claims["role_ids"] = ids
+			out.setList(claimRoleIDs, ids)
 		}
 	}
 	if slices.Contains(scopes, "permissions") {
 		perms, err := authn.UserPermissions(ctx, s.DB, userID)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if row.superAdmin {
 			perms["*:*"] = struct{}{}
 		}
-		claims["permissions"] = perms.List()
+		out.setList(claimPermissions, perms.List())
 	}
-	return claims, nil
+	return nil
 }

@@ -143,10 +143,10 @@ func (h *Handler) UserInfo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The authentication context rides on the token row, read with it.
-	claims, err := h.S.releasedClaims(r.Context(), p.UserID, &row, p.OAuthScopes, userInfoContext(row.context), true)
-	if err != nil {
+	var claims claimSet
+	if err := h.S.releasedClaims(r.Context(), p.UserID, &row, p.OAuthScopes, userInfoContext(row.context), true, &claims); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
-	writeClaims(w, claims)
+	writeClaims(w, &claims)
 }
