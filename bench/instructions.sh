@@ -14,7 +14,8 @@
 # (sqlite or postgres), PG_URL and REDIS_URL as in compare.sh (databases
 # hmid_ins_base and hmid_ins_head, Redis dbs 11 and 12), SETTLE (seconds of
 # load before counting; 40), COUNT (seconds counted; 30), CONC (clients; 2:
-# under valgrind, which runs one thread at a time, more only add waiting). Needs valgrind.
+# under valgrind, which runs one thread at a time, more only add waiting),
+# TOGETHER (1: both sides at once; see below). Needs valgrind.
 # The callgrind files stay in the printed directory for callgrind_annotate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -75,10 +76,21 @@ measure() {
   echo "$side $n $ir $((ir / n))"
 }
 
-# One side after the other: valgrind is slow enough that two at once would
-# each get a core, but a third process (the bench) would then compete.
-b=$(measure base 18091 11)
-h=$(measure head 18092 12)
+# One side after the other by default: valgrind is slow enough that two at
+# once would each get a core, but a third process (the bench) would then
+# compete. TOGETHER=1 runs both sides at once instead, for a machine busy
+# with other work: both then share whatever the machine has left, so its
+# load weighs on both alike (work done per second of wall time, such as
+# timers and background loops, is spread over a like number of requests).
+if [ "${TOGETHER:-0}" = 1 ]; then
+  measure base 18091 11 >"$work/base.line" &
+  measure head 18092 12 >"$work/head.line" &
+  wait
+  b=$(cat "$work/base.line") h=$(cat "$work/head.line")
+else
+  b=$(measure base 18091 11)
+  h=$(measure head 18092 12)
+fi
 echo
 echo "scenario $scenario, engine $engine: instructions per request (server process)"
 printf '%-6s %10s %16s %12s\n' side requests instructions per_request
