@@ -78,14 +78,19 @@ func (pp *ProfilePages) Show(w http.ResponseWriter, r *http.Request) {
 // render shows the page; form, when not nil, replaces the stored values in
 // the fields (a refused post keeps what was typed).
 func (pp *ProfilePages) render(w http.ResponseWriter, r *http.Request, status int, errText string, form *profileForm) {
+	pp.H.Show(w, r, status, "account_profile", web.ConsoleView{Title: "title.profile", Section: "profile", Error: errText},
+		func() (any, error) { return pp.view(r, form) })
+}
+
+// view is the signed-in user's profile with form, when not nil, in its fields.
+func (pp *ProfilePages) view(r *http.Request, form *profileForm) (v profileView, err error) {
 	ctx := r.Context()
 	p := authn.From(ctx)
 	u, err := pp.Users.Get(ctx, pp.Users.DB, p.UserID)
 	if err != nil {
-		pp.H.Fail(w, r, err)
-		return
+		return v, err
 	}
-	v := profileView{User: u, Password: web.NewPasswordHint(pp.H.UserLanguage(r, p), pp.Accounts.PasswordRules())}
+	v = profileView{User: u, Password: web.NewPasswordHint(pp.H.UserLanguage(r, p), pp.Accounts.PasswordRules())}
 	if form != nil {
 		v.Form = *form
 	}
@@ -96,13 +101,11 @@ func (pp *ProfilePages) render(w http.ResponseWriter, r *http.Request, status in
 		v.Form.LinkEmail = *u.Email
 	}
 	if v.Locales, err = pp.locales(r, u); err != nil {
-		pp.H.Fail(w, r, err)
-		return
+		return v, err
 	}
 	list, err := pp.Accounts.Accounts(ctx, p.UserID)
 	if err != nil {
-		pp.H.Fail(w, r, err)
-		return
+		return v, err
 	}
 	for _, a := range list {
 		if a.PlatformSlug == "email" {
@@ -115,14 +118,10 @@ func (pp *ProfilePages) render(w http.ResponseWriter, r *http.Request, status in
 		v.PendingLink, err = pp.Accounts.PendingEmailLink(ctx, p.UserID)
 	}
 	if err != nil {
-		pp.H.Fail(w, r, err)
-		return
+		return v, err
 	}
-	if v.State, err = pp.state(ctx, u); err != nil {
-		pp.H.Fail(w, r, err)
-		return
-	}
-	pp.H.Console(w, r, status, "account_profile", web.ConsoleView{Title: "title.profile", Section: "profile", Error: errText, Data: v})
+	v.State, err = pp.state(ctx, u)
+	return v, err
 }
 
 // locales lists the locales the user may choose (the one list SetLocale
