@@ -60,6 +60,23 @@ type adminRolesList struct {
 	Err  web.FormError
 }
 
+// roleFields is a role's form as the "role-fields" part draws it: on the
+// list's creation form and on a role's page, where a system role keeps its
+// name (System: the form has no name field).
+type roleFields struct {
+	Form   access.Role
+	Err    web.FormError
+	System bool
+}
+
+// Fields is the creation form.
+func (l adminRolesList) Fields() roleFields { return roleFields{Form: l.Form, Err: l.Err} }
+
+// Fields is the role's settings form.
+func (p adminRolePage) Fields() roleFields {
+	return roleFields{Form: p.Form, Err: p.Err, System: p.Role.IsSystem}
+}
+
 // adminRolePage is a role's page.
 type adminRolePage struct {
 	Role access.Role
