@@ -189,11 +189,24 @@ func (pp *ProfilePages) Save(w http.ResponseWriter, r *http.Request) {
 		form.UsernameError = t("profile.username.taken")
 	case c.Username.Set && apperr.Is(err, apperr.Validation):
 		form.UsernameError = t("profile.username.invalid")
-	default:
-		pp.render(w, r, pp.H.Status(w, err), pp.H.ErrorText(r, err), form)
+	}
+	pp.refuse(w, r, err, form)
+}
+
+// refuse draws the page again with the refused form: above it the request
+// to correct the marked field when the form marks one, else err's text.
+func (pp *ProfilePages) refuse(w http.ResponseWriter, r *http.Request, err error, form *profileForm) {
+	status := pp.H.Status(w, err)
+	if form.marked() {
+		pp.render(w, r, status, web.Translator(pp.H.UserLanguage(r, authn.From(r.Context())))("profile.check"), form)
 		return
 	}
-	pp.render(w, r, pp.H.Status(w, err), t("profile.check"), form)
+	pp.render(w, r, status, pp.H.ErrorText(r, err), form)
+}
+
+// marked reports whether a refusal is shown at one of the form's fields.
+func (f *profileForm) marked() bool {
+	return f.UsernameError != "" || f.EmailError != "" || f.LinkError != "" || f.PasswordError != ""
 }
 
 // SaveLocale is POST /account/language: PATCH /v1/users/{id}/locale; an
@@ -231,12 +244,8 @@ func (pp *ProfilePages) RequestEmailChange(w http.ResponseWriter, r *http.Reques
 		return "profile.email.sent", err
 	}, func(w http.ResponseWriter, r *http.Request, p *authn.Principal, err error) {
 		form := &profileForm{NewEmail: addr}
-		if msg, field := pp.addressError(r, p, err); field {
-			form.EmailError = msg
-			pp.render(w, r, pp.H.Status(w, err), web.Translator(pp.H.UserLanguage(r, p))("profile.check"), form)
-			return
-		}
-		pp.render(w, r, pp.H.Status(w, err), pp.H.ErrorText(r, err), form)
+		form.EmailError, _ = pp.addressError(r, p, err)
+		pp.refuse(w, r, err, form)
 	})
 }
 
@@ -274,11 +283,8 @@ func (pp *ProfilePages) RequestEmailLink(w http.ResponseWriter, r *http.Request)
 			form.PasswordError = t("profile.link.long")
 		case field:
 			form.LinkError = msg
-		default:
-			pp.render(w, r, pp.H.Status(w, err), pp.H.ErrorText(r, err), form)
-			return
 		}
-		pp.render(w, r, pp.H.Status(w, err), t("profile.check"), form)
+		pp.refuse(w, r, err, form)
 	})
 }
 
