@@ -72,11 +72,6 @@ type roleFields struct {
 // Fields is the creation form.
 func (l adminRolesList) Fields() roleFields { return roleFields{Form: l.Form, Err: l.Err} }
 
-// Fields is the role's settings form.
-func (p adminRolePage) Fields() roleFields {
-	return roleFields{Form: p.Form, Err: p.Err, System: p.Role.IsSystem}
-}
-
 // adminRolePage is a role's page.
 type adminRolePage struct {
 	Role access.Role
@@ -95,6 +90,11 @@ type adminRolePage struct {
 	// hold (everyone but super admins).
 	OwnOnly bool
 	Err     web.FormError
+}
+
+// Fields is the role's settings form.
+func (p adminRolePage) Fields() roleFields {
+	return roleFields{Form: p.Form, Err: p.Err, System: p.Role.IsSystem}
 }
 
 // adminRolePermRow is a permission of a role, with whether the reader may
