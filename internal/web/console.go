@@ -195,6 +195,20 @@ func (h *Handler) Console(w http.ResponseWriter, r *http.Request, status int, pa
 	h.draw(w, r, status, consoleTemplates[v.Lang][page], page, v)
 }
 
+// Show draws the console page page in the frame v with the data build
+// returns; when build fails it draws the failure page of its error instead
+// (Fail). A page's loader is a function that returns at its first error,
+// and this is the one place its failure is drawn.
+func (h *Handler) Show(w http.ResponseWriter, r *http.Request, status int, page string, v ConsoleView, build func() (any, error)) {
+	data, err := build()
+	if err != nil {
+		h.Fail(w, r, err)
+		return
+	}
+	v.Data = data
+	h.Console(w, r, status, page, v)
+}
+
 // ConsolePost reads a console form post and checks its CSRF token. It
 // returns the principal, or renders the refusal and returns nil.
 func (h *Handler) ConsolePost(w http.ResponseWriter, r *http.Request) *authn.Principal {

@@ -174,6 +174,21 @@ type clientPage struct {
 	AccessDefault, RefreshDefault   int64
 }
 
+// linkField is one of a client's links as its form shows it: Name is the
+// field (and its id), Label its message key.
+type linkField struct{ Name, Label, Value string }
+
+// Links are the link fields of the form, in the order it shows them.
+func (p clientPage) Links() []linkField {
+	f := p.Form
+	return []linkField{
+		{"homepage_url", "dev.client.homepage", Deref(f.HomepageURL)},
+		{"logo_url", "dev.client.logo", Deref(f.LogoURL)},
+		{"privacy_policy_url", "dev.client.privacy", Deref(f.PrivacyPolicyURL)},
+		{"terms_of_service_url", "dev.client.terms", Deref(f.TermsOfServiceURL)},
+	}
+}
+
 // keyPage is the creation form (New) or one key's page.
 type keyPage struct {
 	Site    *CredentialSite

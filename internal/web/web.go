@@ -37,6 +37,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -156,26 +157,30 @@ func serveStatic(w http.ResponseWriter, name, contentType string, maxAge int) {
 var templates = map[string]map[string]*page{}
 
 // AddPages adds the pages matching glob in fsys (a page's name is its file
-// name without .html), each drawn in the layout. A package of pages calls
-// it from init; each page is parsed when it is first drawn (lazy.go), and a
-// page that does not parse fails TestEveryPageParses.
-func AddPages(fsys fs.FS, glob string) {
+// name without .html), each drawn in the layout with parts: the files in
+// fsys of the pieces its pages share, which are no pages themselves. A
+// package of pages calls it from init; each page is parsed when it is
+// first drawn (lazy.go), and a page that does not parse fails
+// TestEveryPageParses.
+func AddPages(fsys fs.FS, glob string, parts ...string) {
 	names, err := fs.Glob(fsys, glob)
 	if err != nil || len(names) == 0 {
 		panic("web: no pages match " + glob)
 	}
+	names = slices.DeleteFunc(names, func(name string) bool { return slices.Contains(parts, name) })
 	for lang := range messages {
 		if templates[lang] == nil {
 			templates[lang] = map[string]*page{}
 		}
 		for _, name := range names {
 			funcs := template.FuncMap{"t": Translator(lang), "initial": initial}
+			own := slices.Concat(parts, []string{name})
 			templates[lang][strings.TrimSuffix(path.Base(name), ".html")] = newPage(func() (*template.Template, error) {
 				tpl, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/head.html")
 				if err != nil {
 					return nil, err
 				}
-				return tpl.ParseFS(fsys, name)
+				return tpl.ParseFS(fsys, own...)
 			})
 		}
 	}

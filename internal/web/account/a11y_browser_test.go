@@ -194,18 +194,14 @@ func fillAccount(t *testing.T, e *apptest.Env, u apptest.User) {
 
 	safari := "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1"
 	var reported string
+	rec := webtest.Recorder(t, e, 11*time.Minute)
 	for _, ev := range []audit.Event{
 		{UserID: u.ID, EventType: audit.LoginFailed, ResourceType: "session", IPAddress: "203.0.113.77", UserAgent: safari,
 			Failed: true, ErrorMessage: "wrong password", Description: "Failed login with email"},
 		{UserID: u.ID, EventType: audit.Login, ResourceType: "session", IPAddress: "203.0.113.77", UserAgent: safari,
 			Description: "Logged in with email and password"},
 	} {
-		e.Clock.Advance(11 * time.Minute)
-		id, err := e.Server.Audit.Record(ctx, e.Server.DB, ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		reported = id
+		reported = rec(ev)
 	}
 	e.Call(t, "POST", "/v1/users/me/audit/"+reported+"/report", u.Token, map[string]any{"reason": "unknown_device",
 		"description": "I own no iPhone."}, http.StatusCreated)

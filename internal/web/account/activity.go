@@ -98,24 +98,10 @@ func (ap *ActivityPages) render(w http.ResponseWriter, r *http.Request, status i
 	status, view.Error = ap.H.Refusal(w, r, status, view.Error, err, v.FieldErrors, "activity.bad.")
 	v.fillChoices(t, f)
 	if err == nil {
-		reports, err := ap.Audit.MyReports(ctx, p)
+		byEvent, err := ap.reports(r, t, &v)
 		if err != nil {
 			ap.H.Fail(w, r, err)
 			return
-		}
-		reported, err := ap.Audit.ReportedEvents(ctx, p)
-		if err != nil {
-			ap.H.Fail(w, r, err)
-			return
-		}
-		byEvent := map[string]*audit.Report{}
-		for i := range reports {
-			byEvent[reports[i].AuditEventID] = &reports[i]
-			row := reportRow{Report: reports[i], ReasonText: t("activity.reason." + reports[i].Reason)}
-			if e, ok := reported[reports[i].AuditEventID]; ok {
-				row.What, row.EventAt = web.EventTitle(t, e.EventType, e.Status), e.CreatedAt
-			}
-			v.Reports = append(v.Reports, row)
 		}
 		for _, e := range events {
 			row := activityRow{Entry: e, What: web.EventTitle(t, e.EventType, e.Status), Report: byEvent[e.ID],
@@ -131,6 +117,31 @@ func (ap *ActivityPages) render(w http.ResponseWriter, r *http.Request, status i
 		v.Pager = web.NewPager(f.Page, total, len(events), "/account/activity", v.Query)
 	}
 	ap.H.Console(w, r, status, "account_activity", view)
+}
+
+// reports fills v with the user's reports and returns them by the id of
+// the event each is about.
+func (ap *ActivityPages) reports(r *http.Request, t func(string) string, v *activityView) (map[string]*audit.Report, error) {
+	ctx := r.Context()
+	p := authn.From(ctx)
+	reports, err := ap.Audit.MyReports(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	reported, err := ap.Audit.ReportedEvents(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	byEvent := map[string]*audit.Report{}
+	for i := range reports {
+		byEvent[reports[i].AuditEventID] = &reports[i]
+		row := reportRow{Report: reports[i], ReasonText: t("activity.reason." + reports[i].Reason)}
+		if e, ok := reported[reports[i].AuditEventID]; ok {
+			row.What, row.EventAt = web.EventTitle(t, e.EventType, e.Status), e.CreatedAt
+		}
+		v.Reports = append(v.Reports, row)
+	}
+	return byEvent, nil
 }
 
 // fillChoices builds the select options of the filter and report forms

@@ -74,15 +74,7 @@ func TestBrowserConsoleActivity(t *testing.T) {
 	fake := activityFakePlatform(t)
 	webtest.Each(t, func(t *testing.T, e *apptest.Env, ctx context.Context) {
 		u := e.NewUser(t, apptest.UserSpec{Password: pw})
-		rec := func(ev audit.Event) string {
-			t.Helper()
-			e.Clock.Advance(17 * time.Minute)
-			id, err := e.Server.Audit.Record(context.Background(), e.Server.DB, ev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return id
-		}
+		rec := webtest.Recorder(t, e, 17*time.Minute)
 		css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
 
 		webtest.Do(t, ctx, "log in",

@@ -58,32 +58,34 @@ func (dp *DataPages) Show(w http.ResponseWriter, r *http.Request) {
 }
 
 func (dp *DataPages) render(w http.ResponseWriter, r *http.Request, status int, errText, deleteErr string) {
+	dp.H.Show(w, r, status, "account_data", web.ConsoleView{Title: "title.data", Section: "data", Error: errText},
+		func() (any, error) { return dp.view(r, deleteErr) })
+}
+
+// view is the signed-in user's deletion state and export history, with
+// deleteErr at the deletion form.
+func (dp *DataPages) view(r *http.Request, deleteErr string) (v dataView, err error) {
 	ctx := r.Context()
 	p := authn.From(ctx)
-	st, err := dp.Deletion.GetStatus(ctx, dp.Deletion.DB, p.UserID)
-	if err != nil {
-		dp.H.Fail(w, r, err)
-		return
+	v = dataView{DeleteError: deleteErr, GraceDays: int(deletion.GracePeriod / (24 * time.Hour))}
+	if v.Deletion, err = dp.Deletion.GetStatus(ctx, dp.Deletion.DB, p.UserID); err != nil {
+		return v, err
 	}
-	with, err := dp.Deletion.ConfirmWith(ctx, p.UserID)
-	if err != nil {
-		dp.H.Fail(w, r, err)
-		return
+	if v.ConfirmWith, err = dp.Deletion.ConfirmWith(ctx, p.UserID); err != nil {
+		return v, err
 	}
 	hist, err := dp.Export.History(ctx, p.UserID, historyShown, 0)
 	if err != nil {
-		dp.H.Fail(w, r, err)
-		return
+		return v, err
 	}
 	lang := dp.H.UserLanguage(r, p)
-	v := dataView{Deletion: st, ConfirmWith: with, Total: hist.Total, DeleteError: deleteErr,
-		GraceDays: int(deletion.GracePeriod / (24 * time.Hour))}
+	v.Total = hist.Total
 	for _, e := range hist.Logs {
 		ci := clientinfo.Parse(e.UserAgent)
 		v.Exports = append(v.Exports, exportRow{At: e.ExportedAt, Size: byteSize(lang, e.FileSizeBytes),
 			Client: web.JoinNonEmpty(" · ", ci.Browser, ci.OS), IP: e.IPAddress})
 	}
-	dp.H.Console(w, r, status, "account_data", web.ConsoleView{Title: "title.data", Section: "data", Error: errText, Data: v})
+	return v, nil
 }
 
 // Download is GET /account/data/export: the ZIP archive, streamed as the

@@ -41,27 +41,32 @@ type developerList struct {
 
 // List is GET /account/developer.
 func (dp *DeveloperPages) List(w http.ResponseWriter, r *http.Request) {
+	dp.H.Show(w, r, http.StatusOK, "account_developer", web.ConsoleView{Title: "title.developer", Section: "developer"},
+		func() (any, error) { return dp.list(r) })
+}
+
+// list is the signed-in user's newest clients and, for who may read them,
+// API keys.
+func (dp *DeveloperPages) list(r *http.Request) (developerList, error) {
 	ctx := r.Context()
 	p := authn.From(ctx)
 	pg := httpx.Page{Page: 1, Limit: developerListLimit}
 	clients, total, err := dp.OAuth.ListClients(ctx, p, false, pg)
 	if err != nil {
-		dp.H.Fail(w, r, err)
-		return
+		return developerList{}, err
 	}
 	v := developerList{Clients: clients, ClientsTotal: total, ShowKeys: p.Can(web.KeysRead), CreateKeys: p.Can(web.KeysWrite)}
 	if v.ShowKeys {
 		keys, total, err := dp.Access.ListKeys(ctx, p, p.UserID, pg)
 		if err != nil {
-			dp.H.Fail(w, r, err)
-			return
+			return v, err
 		}
 		for _, k := range keys {
 			v.Keys = append(v.Keys, web.KeyRow{APIKey: k, Expired: dp.Expired(k)})
 		}
 		v.KeysTotal = total
 	}
-	dp.H.Console(w, r, http.StatusOK, "account_developer", web.ConsoleView{Title: "title.developer", Section: "developer", Data: v})
+	return v, nil
 }
 
 func init() {

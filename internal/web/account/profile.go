@@ -78,14 +78,19 @@ func (pp *ProfilePages) Show(w http.ResponseWriter, r *http.Request) {
 // render shows the page; form, when not nil, replaces the stored values in
 // the fields (a refused post keeps what was typed).
 func (pp *ProfilePages) render(w http.ResponseWriter, r *http.Request, status int, errText string, form *profileForm) {
+	pp.H.Show(w, r, status, "account_profile", web.ConsoleView{Title: "title.profile", Section: "profile", Error: errText},
+		func() (any, error) { return pp.view(r, form) })
+}
+
+// view is the signed-in user's profile with form, when not nil, in its fields.
+func (pp *ProfilePages) view(r *http.Request, form *profileForm) (v profileView, err error) {
 	ctx := r.Context()
 	p := authn.From(ctx)
 	u, err := pp.Users.Get(ctx, pp.Users.DB, p.UserID)
 	if err != nil {
-		pp.H.Fail(w, r, err)
-		return
+		return v, err
 	}
-	v := profileView{User: u, Password: web.NewPasswordHint(pp.H.UserLanguage(r, p), pp.Accounts.PasswordRules())}
+	v = profileView{User: u, Password: web.NewPasswordHint(pp.H.UserLanguage(r, p), pp.Accounts.PasswordRules())}
 	if form != nil {
 		v.Form = *form
 	}
@@ -96,13 +101,11 @@ func (pp *ProfilePages) render(w http.ResponseWriter, r *http.Request, status in
 		v.Form.LinkEmail = *u.Email
 	}
 	if v.Locales, err = pp.locales(r, u); err != nil {
-		pp.H.Fail(w, r, err)
-		return
+		return v, err
 	}
 	list, err := pp.Accounts.Accounts(ctx, p.UserID)
 	if err != nil {
-		pp.H.Fail(w, r, err)
-		return
+		return v, err
 	}
 	for _, a := range list {
 		if a.PlatformSlug == "email" {
@@ -115,14 +118,10 @@ func (pp *ProfilePages) render(w http.ResponseWriter, r *http.Request, status in
 		v.PendingLink, err = pp.Accounts.PendingEmailLink(ctx, p.UserID)
 	}
 	if err != nil {
-		pp.H.Fail(w, r, err)
-		return
+		return v, err
 	}
-	if v.State, err = pp.state(ctx, u); err != nil {
-		pp.H.Fail(w, r, err)
-		return
-	}
-	pp.H.Console(w, r, status, "account_profile", web.ConsoleView{Title: "title.profile", Section: "profile", Error: errText, Data: v})
+	v.State, err = pp.state(ctx, u)
+	return v, err
 }
 
 // locales lists the locales the user may choose (the one list SetLocale
@@ -190,11 +189,24 @@ func (pp *ProfilePages) Save(w http.ResponseWriter, r *http.Request) {
 		form.UsernameError = t("profile.username.taken")
 	case c.Username.Set && apperr.Is(err, apperr.Validation):
 		form.UsernameError = t("profile.username.invalid")
-	default:
-		pp.render(w, r, pp.H.Status(w, err), pp.H.ErrorText(r, err), form)
+	}
+	pp.refuse(w, r, err, form)
+}
+
+// refuse draws the page again with the refused form: above it the request
+// to correct the marked field when the form marks one, else err's text.
+func (pp *ProfilePages) refuse(w http.ResponseWriter, r *http.Request, err error, form *profileForm) {
+	status := pp.H.Status(w, err)
+	if form.marked() {
+		pp.render(w, r, status, web.Translator(pp.H.UserLanguage(r, authn.From(r.Context())))("profile.check"), form)
 		return
 	}
-	pp.render(w, r, pp.H.Status(w, err), t("profile.check"), form)
+	pp.render(w, r, status, pp.H.ErrorText(r, err), form)
+}
+
+// marked reports whether a refusal is shown at one of the form's fields.
+func (f *profileForm) marked() bool {
+	return f.UsernameError != "" || f.EmailError != "" || f.LinkError != "" || f.PasswordError != ""
 }
 
 // SaveLocale is POST /account/language: PATCH /v1/users/{id}/locale; an
@@ -232,12 +244,8 @@ func (pp *ProfilePages) RequestEmailChange(w http.ResponseWriter, r *http.Reques
 		return "profile.email.sent", err
 	}, func(w http.ResponseWriter, r *http.Request, p *authn.Principal, err error) {
 		form := &profileForm{NewEmail: addr}
-		if msg, field := pp.addressError(r, p, err); field {
-			form.EmailError = msg
-			pp.render(w, r, pp.H.Status(w, err), web.Translator(pp.H.UserLanguage(r, p))("profile.check"), form)
-			return
-		}
-		pp.render(w, r, pp.H.Status(w, err), pp.H.ErrorText(r, err), form)
+		form.EmailError, _ = pp.addressError(r, p, err)
+		pp.refuse(w, r, err, form)
 	})
 }
 
@@ -275,11 +283,8 @@ func (pp *ProfilePages) RequestEmailLink(w http.ResponseWriter, r *http.Request)
 			form.PasswordError = t("profile.link.long")
 		case field:
 			form.LinkError = msg
-		default:
-			pp.render(w, r, pp.H.Status(w, err), pp.H.ErrorText(r, err), form)
-			return
 		}
-		pp.render(w, r, pp.H.Status(w, err), t("profile.check"), form)
+		pp.refuse(w, r, err, form)
 	})
 }
 

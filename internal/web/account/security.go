@@ -113,26 +113,30 @@ func (sp *SecurityPages) Show(w http.ResponseWriter, r *http.Request) {
 
 // render fills d with the user's state and renders the page.
 func (sp *SecurityPages) render(w http.ResponseWriter, r *http.Request, status int, d *securityData, errText string) {
+	v := web.ConsoleView{Title: "title.security", Section: "security", Error: errText}
+	if d.flash != "" {
+		v.Flash = sp.t(r)(d.flash)
+	}
+	sp.H.Show(w, r, status, "account_security", v, func() (any, error) { return d, sp.fill(r, d) })
+}
+
+// fill fills d with the signed-in user's password, two-factor and passkey state.
+func (sp *SecurityPages) fill(r *http.Request, d *securityData) (err error) {
 	ctx := r.Context()
 	p := authn.From(ctx)
-	var err error
 	if d.HasPassword, err = sp.H.Auth.HasPassword(ctx, p.UserID); err != nil {
-		sp.H.Fail(w, r, err)
-		return
+		return err
 	}
 	if d.Status, err = sp.TwoFactor.Status(ctx, p, ""); err != nil {
-		sp.H.Fail(w, r, err)
-		return
+		return err
 	}
 	if d.Req, err = sp.TwoFactor.Requirement(ctx, p, ""); err != nil {
-		sp.H.Fail(w, r, err)
-		return
+		return err
 	}
 	d.RequiredRoles = strings.Join(d.Req.RequiredByRoles, ", ")
 	list, err := sp.Platforms.List(ctx, true)
 	if err != nil {
-		sp.H.Fail(w, r, err)
-		return
+		return err
 	}
 	for _, pl := range list {
 		if pl.TwoFactorSupported {
@@ -140,15 +144,10 @@ func (sp *SecurityPages) render(w http.ResponseWriter, r *http.Request, status i
 		}
 	}
 	if err := sp.passkeys(r, d); err != nil {
-		sp.H.Fail(w, r, err)
-		return
+		return err
 	}
-	d.Password = web.NewPasswordHint(sp.H.UserLanguage(r, authn.From(r.Context())), sp.H.Auth.PasswordRules())
-	v := web.ConsoleView{Title: "title.security", Section: "security", Error: errText, Data: d}
-	if d.flash != "" {
-		v.Flash = sp.t(r)(d.flash)
-	}
-	sp.H.Console(w, r, status, "account_security", v)
+	d.Password = web.NewPasswordHint(sp.H.UserLanguage(r, p), sp.H.Auth.PasswordRules())
+	return nil
 }
 
 // t is the translator of the page's reader.

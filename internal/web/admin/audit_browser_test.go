@@ -65,15 +65,7 @@ func TestBrowserAdminAudit(t *testing.T) {
 		reader := auditOperator(t, e, "rita_reader", "audit:read")
 		carol := e.NewUser(t, apptest.UserSpec{Username: "carol", Email: "carol@example.test"})
 		dave := e.NewUser(t, apptest.UserSpec{Username: "dave", Email: "dave@example.test"})
-		rec := func(ev audit.Event) string {
-			t.Helper()
-			e.Clock.Advance(23 * time.Minute)
-			id, err := e.Server.Audit.Record(context.Background(), e.Server.DB, ev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return id
-		}
+		rec := webtest.Recorder(t, e, 23*time.Minute)
 		report := func(u apptest.User, ev, reason, desc string) string {
 			t.Helper()
 			r := e.Call(t, "POST", "/v1/users/me/audit/"+ev+"/report", u.Token, map[string]any{"reason": reason, "description": desc}, http.StatusCreated)

@@ -56,17 +56,22 @@ func (cp *ChatPages) Index(w http.ResponseWriter, r *http.Request) {
 // renderIndex shows /admin/chat; form, when not nil, is what a refused
 // settings post sent.
 func (cp *ChatPages) renderIndex(w http.ResponseWriter, r *http.Request, status int, errText string, form *chatSettingsForm) {
+	cp.H.Show(w, r, status, "admin_chat", web.ConsoleView{Title: "admin.chat.title", Section: "chat", Error: errText},
+		func() (any, error) { return cp.indexView(r, form) })
+}
+
+// indexView is the guilds and the chat settings, with form, when not nil,
+// in the settings' fields.
+func (cp *ChatPages) indexView(r *http.Request, form *chatSettingsForm) (chatIndexView, error) {
 	ctx := r.Context()
 	p := authn.From(ctx)
 	guilds, err := cp.Chat.Guilds(ctx)
 	if err != nil {
-		cp.H.Fail(w, r, err)
-		return
+		return chatIndexView{}, err
 	}
 	st, err := cp.Chat.Settings(ctx)
 	if err != nil {
-		cp.H.Fail(w, r, err)
-		return
+		return chatIndexView{}, err
 	}
 	v := chatIndexView{Guilds: guilds, Settings: st, CanSync: p.Can("chatplatform:sync"), CanEdit: p.Can("chatplatform:edit")}
 	if form != nil {
@@ -76,7 +81,7 @@ func (cp *ChatPages) renderIndex(w http.ResponseWriter, r *http.Request, status 
 			Interval: strconv.Itoa(st.SyncIntervalSeconds), Delay: strconv.Itoa(st.InitialDelaySeconds),
 			Cooldown: strconv.Itoa(st.CommandCooldownSeconds), Language: st.DefaultLanguage}
 	}
-	cp.H.Console(w, r, status, "admin_chat", web.ConsoleView{Title: "admin.chat.title", Section: "chat", Error: errText, Data: v})
+	return v, nil
 }
 
 // Sync is POST /admin/chat/sync: POST /v1/chatplatform/sync, for every
@@ -298,29 +303,42 @@ func (cp *ChatPages) Guild(w http.ResponseWriter, r *http.Request) {
 // renderGuild shows a guild's page; language, when not nil, is the posted
 // language with its error.
 func (cp *ChatPages) renderGuild(w http.ResponseWriter, r *http.Request, gid string, status int, errText string, language *[2]string) {
+	v, err := cp.guildView(r, gid, language)
+	if err != nil {
+		cp.H.Fail(w, r, err)
+		return
+	}
+	if len(v.Filter.Errors) > 0 {
+		// The member list refused its filter (shown at the field).
+		status = http.StatusBadRequest
+	}
+	cp.H.Console(w, r, status, "admin_chat_guild", web.ConsoleView{Title: "admin.chat.guild.title", Section: "chat", Error: errText, Data: v})
+}
+
+// guildView is the guild gid with its channels, its settings and the page
+// of its members the query asks for; language, when not nil, is the posted
+// language with its error. A member filter the list refuses is an error at
+// its field of v.Filter, not of the page.
+func (cp *ChatPages) guildView(r *http.Request, gid string, language *[2]string) (v chatGuildView, err error) {
 	ctx := r.Context()
 	p := authn.From(ctx)
 	g, err := cp.Chat.Guild(ctx, gid)
 	if err != nil {
-		cp.H.Fail(w, r, err)
-		return
+		return v, err
 	}
 	chs, err := cp.Chat.Channels(ctx, g)
 	if err != nil {
-		cp.H.Fail(w, r, err)
-		return
+		return v, err
 	}
 	gs, err := cp.Chat.GuildSettings(ctx, g.GuildID)
 	if err != nil {
-		cp.H.Fail(w, r, err)
-		return
+		return v, err
 	}
 	st, err := cp.Chat.Settings(ctx)
 	if err != nil {
-		cp.H.Fail(w, r, err)
-		return
+		return v, err
 	}
-	v := chatGuildView{Guild: g, GlobalLanguage: st.DefaultLanguage, Channels: channelRows(chs),
+	v = chatGuildView{Guild: g, GlobalLanguage: st.DefaultLanguage, Channels: channelRows(chs),
 		CanSync: p.Can("chatplatform:sync"), CanSyncMembers: p.Can("chatplatform:guild.sync"), CanEdit: p.Can("chatplatform:edit")}
 	if gs.DefaultLanguage != nil {
 		v.Language = *gs.DefaultLanguage
@@ -330,8 +348,7 @@ func (cp *ChatPages) renderGuild(w http.ResponseWriter, r *http.Request, gid str
 	}
 	roles, err := cp.Chat.Roles(ctx, g)
 	if err != nil {
-		cp.H.Fail(w, r, err)
-		return
+		return v, err
 	}
 	// The member list reads the REST list's query parameters (a form
 	// post's answer has none: its first page, unfiltered).
@@ -339,14 +356,12 @@ func (cp *ChatPages) renderGuild(w http.ResponseWriter, r *http.Request, gid str
 	roleNames := v.Filter.read(q, roles)
 	if err := cp.listMembers(r, &v, q, roleNames); err != nil {
 		if !apperr.Is(err, apperr.Validation) {
-			cp.H.Fail(w, r, err)
-			return
+			return v, err
 		}
 		field := cmp.Or(apperr.FieldOf(err), "search")
 		v.Filter.Errors[field] = cp.H.ErrorText(r, err)
-		status = http.StatusBadRequest
 	}
-	cp.H.Console(w, r, status, "admin_chat_guild", web.ConsoleView{Title: "admin.chat.guild.title", Section: "chat", Error: errText, Data: v})
+	return v, nil
 }
 
 // channelRows pairs each channel with the name of its parent category.

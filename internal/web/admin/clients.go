@@ -143,25 +143,30 @@ func (ap *CredentialPages) ListClients(w http.ResponseWriter, r *http.Request) {
 // renderList renders /admin/clients with status and errText above it;
 // edit, when set, changes the initial-access-token panel (a form's answer).
 func (ap *CredentialPages) renderList(w http.ResponseWriter, r *http.Request, status int, errText string, edit func(*initialTokens)) {
+	ap.H.Show(w, r, status, "admin_clients", web.ConsoleView{Title: "admin.clients.title", Section: "clients", Error: errText},
+		func() (any, error) { return ap.clientList(r, edit) })
+}
+
+// clientList is the page of clients the query asks for, with their owners,
+// and the initial-access-token panel, changed by edit when set.
+func (ap *CredentialPages) clientList(r *http.Request, edit func(*initialTokens)) (v adminClientList, err error) {
 	pg := httpx.ParsePage(r, adminListLimit)
 	clients, total, err := ap.OAuth.ListClients(r.Context(), authn.From(r.Context()), true, pg)
 	if err != nil {
-		ap.H.Fail(w, r, err)
-		return
+		return v, err
 	}
 	o := owners{cp: &ap.CredentialPages, r: r, seen: map[string]web.Owner{}}
-	v := adminClientList{Pager: newPager(r, "/admin/clients", pg, total, len(clients))}
+	v = adminClientList{Pager: newPager(r, "/admin/clients", pg, total, len(clients))}
 	for _, c := range clients {
 		v.Clients = append(v.Clients, adminClientRow{Client: c, Owner: o.of(c.OwnerID)})
 	}
 	if v.Tokens, err = ap.initialTokensPanel(r); err != nil {
-		ap.H.Fail(w, r, err)
-		return
+		return v, err
 	}
 	if edit != nil {
 		edit(&v.Tokens)
 	}
-	ap.H.Console(w, r, status, "admin_clients", web.ConsoleView{Title: "admin.clients.title", Section: "clients", Error: errText, Data: v})
+	return v, nil
 }
 
 // adminKeyRow is one key of the list.

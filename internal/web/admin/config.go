@@ -101,19 +101,24 @@ func (cp *ConfigPages) List(w http.ResponseWriter, r *http.Request) {
 // render shows /admin/config; failed, when not nil, is the refused config
 // entry with what was posted.
 func (cp *ConfigPages) render(w http.ResponseWriter, r *http.Request, status int, errText, prefix string, failed *configRow) {
+	cp.H.Show(w, r, status, "admin_config", web.ConsoleView{Title: "admin.config.title", Section: "config", Error: errText},
+		func() (any, error) { return cp.view(r, prefix, failed) })
+}
+
+// view is the config entries under prefix and the settings, with failed,
+// when not nil, in place of its stored entry.
+func (cp *ConfigPages) view(r *http.Request, prefix string, failed *configRow) (configView, error) {
 	ctx := r.Context()
 	p := authn.From(ctx)
+	v := configView{Prefix: prefix, CanWrite: p.Can("settings:write")}
 	entries, err := cp.Settings.ListConfig(ctx, prefix)
 	if err != nil {
-		cp.H.Fail(w, r, err)
-		return
+		return v, err
 	}
 	list, err := cp.Settings.List(ctx, false)
 	if err != nil {
-		cp.H.Fail(w, r, err)
-		return
+		return v, err
 	}
-	v := configView{Prefix: prefix, CanWrite: p.Can("settings:write")}
 	v.Policies, entries = splitPolicies(entries, failed, cp.H.UserLanguage(r, p))
 	for _, e := range entries {
 		row := configEntryRow(e)
@@ -125,7 +130,7 @@ func (cp *ConfigPages) render(w http.ResponseWriter, r *http.Request, status int
 	for _, s := range list {
 		v.Settings = append(v.Settings, settingRow{Setting: s, Preview: preview(s.Value)})
 	}
-	cp.H.Console(w, r, status, "admin_config", web.ConsoleView{Title: "admin.config.title", Section: "config", Error: errText, Data: v})
+	return v, nil
 }
 
 // configEntryRow is e with the input its JSON type is edited with.

@@ -103,12 +103,19 @@ type overviewView struct {
 
 // Show is GET /admin.
 func (op *OverviewPages) Show(w http.ResponseWriter, r *http.Request) {
+	op.H.Show(w, r, http.StatusOK, "admin_overview", web.ConsoleView{Title: "admin.overview.title", Section: "overview"},
+		func() (any, error) { return op.view(r) })
+}
+
+// view is the health of the services and, for what the reader may read,
+// the counts and the sign-ins per day.
+func (op *OverviewPages) view(r *http.Request) (*overviewView, error) {
 	ctx := r.Context()
 	p := authn.From(ctx)
 	lang := op.H.UserLanguage(r, p)
 	t := web.Translator(lang)
 	rep := op.Health.Check(ctx)
-	v := overviewView{Healthy: rep.Status == "ok", Services: overviewServices(t, lang, rep), Outbox: op.MailOutbox && p.IsAdmin()}
+	v := &overviewView{Healthy: rep.Status == "ok", Services: overviewServices(t, lang, rep), Outbox: op.MailOutbox && p.IsAdmin()}
 	if !v.Healthy {
 		v.Problem = rep.Status
 	}
@@ -118,8 +125,7 @@ func (op *OverviewPages) Show(w http.ResponseWriter, r *http.Request) {
 		}
 		n, err := c.count(ctx, op, p)
 		if err != nil {
-			op.H.Fail(w, r, err)
-			return
+			return v, err
 		}
 		v.Counts = append(v.Counts, overviewCount{Label: t(c.label), Value: overviewNumber(lang, n), Href: c.href})
 	}
@@ -128,12 +134,11 @@ func (op *OverviewPages) Show(w http.ResponseWriter, r *http.Request) {
 	if p.Can("audit:read") {
 		days, err := op.Audit.SignInsPerDay(ctx, overviewDays)
 		if err != nil {
-			op.H.Fail(w, r, err)
-			return
+			return v, err
 		}
 		v.Chart = newSignInChart(t, lang, days)
 	}
-	op.H.Console(w, r, http.StatusOK, "admin_overview", web.ConsoleView{Title: "admin.overview.title", Section: "overview", Data: &v})
+	return v, nil
 }
 
 // overviewServices are the health report's dependencies in words.

@@ -60,6 +60,18 @@ type adminRolesList struct {
 	Err  web.FormError
 }
 
+// roleFields is a role's form as the "role-fields" part draws it: on the
+// list's creation form and on a role's page, where a system role keeps its
+// name (System: the form has no name field).
+type roleFields struct {
+	Form   access.Role
+	Err    web.FormError
+	System bool
+}
+
+// Fields is the creation form.
+func (l adminRolesList) Fields() roleFields { return roleFields{Form: l.Form, Err: l.Err} }
+
 // adminRolePage is a role's page.
 type adminRolePage struct {
 	Role access.Role
@@ -78,6 +90,11 @@ type adminRolePage struct {
 	// hold (everyone but super admins).
 	OwnOnly bool
 	Err     web.FormError
+}
+
+// Fields is the role's settings form.
+func (p adminRolePage) Fields() roleFields {
+	return roleFields{Form: p.Form, Err: p.Err, System: p.Role.IsSystem}
 }
 
 // adminRolePermRow is a permission of a role, with whether the reader may
@@ -139,25 +156,29 @@ func (ap *RolesPages) List(w http.ResponseWriter, r *http.Request) {
 }
 
 func (ap *RolesPages) renderList(w http.ResponseWriter, r *http.Request, status int, v adminRolesList, errText string) {
+	ap.H.Show(w, r, status, "admin_roles", web.ConsoleView{Title: "admin.roles.title", Section: "roles", Error: errText},
+		func() (any, error) { return ap.listView(r, v) })
+}
+
+// listView fills v with the page of roles the query asks for.
+func (ap *RolesPages) listView(r *http.Request, v adminRolesList) (adminRolesList, error) {
 	ctx := r.Context()
 	p := authn.From(ctx)
 	pg := httpx.ParsePage(r, adminRolesLimit)
 	roles, total, err := ap.Access.ListRoles(ctx, pg)
 	if err != nil {
-		ap.H.Fail(w, r, err)
-		return
+		return v, err
 	}
 	counts, err := ap.Access.RolePermissionCounts(ctx)
 	if err != nil {
-		ap.H.Fail(w, r, err)
-		return
+		return v, err
 	}
 	for _, role := range roles {
 		v.Roles = append(v.Roles, adminRoleRow{Role: role, Permissions: counts[role.ID]})
 	}
 	v.Pager = newAdminRolesPager("/admin/roles", pg, total)
 	v.CanWrite, v.ReadPerms = p.Can("roles:write"), p.Can("permissions:read")
-	ap.H.Console(w, r, status, "admin_roles", web.ConsoleView{Title: "admin.roles.title", Section: "roles", Error: errText, Data: v})
+	return v, nil
 }
 
 // roleInput reads a role form: description and the two-factor box always
@@ -203,19 +224,24 @@ func (ap *RolesPages) Role(w http.ResponseWriter, r *http.Request) {
 // renderRole renders the role of the URL; form, when not nil, holds the
 // values of a settings form sent back with an error.
 func (ap *RolesPages) renderRole(w http.ResponseWriter, r *http.Request, status int, form *access.Role, fe web.FormError, errText string) {
+	ap.H.Show(w, r, status, "admin_roles_role", web.ConsoleView{Title: "admin.roles.role.title", Section: "roles", Error: errText},
+		func() (any, error) { return ap.roleView(r, form, fe) })
+}
+
+// roleView is the role of the URL with its permissions; form, when not
+// nil, is the refused settings form with its error fe.
+func (ap *RolesPages) roleView(r *http.Request, form *access.Role, fe web.FormError) (v adminRolePage, err error) {
 	ctx := r.Context()
 	p := authn.From(ctx)
 	role, err := ap.Access.GetRole(ctx, chi.URLParam(r, "id"))
 	if err != nil {
-		ap.H.Fail(w, r, err)
-		return
+		return v, err
 	}
 	perms, err := ap.Access.ListRolePermissions(ctx, role.ID)
 	if err != nil {
-		ap.H.Fail(w, r, err)
-		return
+		return v, err
 	}
-	v := adminRolePage{Role: role, Form: role, CanWrite: p.Can("roles:write"), CanDelete: p.Can("roles:delete"),
+	v = adminRolePage{Role: role, Form: role, CanWrite: p.Can("roles:write"), CanDelete: p.Can("roles:delete"),
 		Locked: !access.MayChangeRolePermissions(p, role), OwnOnly: !p.IsAdmin(), Err: fe}
 	if form != nil {
 		v.Form = *form
@@ -225,12 +251,9 @@ func (ap *RolesPages) renderRole(w http.ResponseWriter, r *http.Request, status 
 			Removable: v.CanWrite && access.MayChangeRolePermission(p, role, perm)})
 	}
 	if v.CanWrite && !v.Locked {
-		if v.Addable, err = ap.Access.AddablePermissions(ctx, p, role); err != nil {
-			ap.H.Fail(w, r, err)
-			return
-		}
+		v.Addable, err = ap.Access.AddablePermissions(ctx, p, role)
 	}
-	ap.H.Console(w, r, status, "admin_roles_role", web.ConsoleView{Title: "admin.roles.role.title", Section: "roles", Error: errText, Data: v})
+	return v, err
 }
 
 // Update is POST /admin/roles/{id} (PATCH /v1/roles/{id}).

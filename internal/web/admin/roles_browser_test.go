@@ -4,11 +4,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"hmid/internal/access"
@@ -27,17 +25,7 @@ func TestBrowserAdminRoles(t *testing.T) {
 	ctx := webtest.Chromium(t)
 	// The forms' data-confirm asks before a removal or deletion: accept
 	// every dialog, and count them.
-	var dialogs atomic.Int32
-	opened := chromedp.Events(ctx, cdppage.JavascriptDialogOpening)
-	go func() {
-		for _, err := range opened {
-			if err != nil {
-				return
-			}
-			dialogs.Add(1)
-			_, _ = chromedp.Call(ctx, cdppage.HandleJavaScriptDialog, cdppage.HandleJavaScriptDialogParams{Accept: true})
-		}
-	}()
+	dialogs := webtest.AcceptDialogs(ctx)
 	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.NewUser(t, apptest.UserSpec{Username: "grace_hopper", Email: "grace@example.test", Password: pw, SuperAdmin: true})

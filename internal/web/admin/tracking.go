@@ -135,14 +135,19 @@ func position(lat, lon *float64) string {
 // Trip is GET /admin/tracking/trips/{id}: the trip, its status history and
 // its GPS track, drawn and summed up, with its points in pages (page).
 func (tp *TrackingPages) Trip(w http.ResponseWriter, r *http.Request) {
+	tp.H.Show(w, r, http.StatusOK, "admin_tracking_trip", web.ConsoleView{Title: "admin.tracking.trip.title", Section: "tracking"},
+		func() (any, error) { return tp.tripView(r, chi.URLParam(r, "id")) })
+}
+
+// tripView is the trip id with its history, its track and the page of
+// its points the query asks for.
+func (tp *TrackingPages) tripView(r *http.Request, id string) (v tripView, err error) {
 	ctx := r.Context()
-	id := chi.URLParam(r, "id")
 	t, err := tp.Tracking.Trip(ctx, id)
 	if err != nil {
-		tp.H.Fail(w, r, err)
-		return
+		return v, err
 	}
-	v := tripView{Trip: t, StartPos: position(t.StartLatitude, t.StartLongitude), EndPos: position(t.EndLatitude, t.EndLongitude)}
+	v = tripView{Trip: t, StartPos: position(t.StartLatitude, t.StartLongitude), EndPos: position(t.EndLatitude, t.EndLongitude)}
 	if t.WeightKg != nil {
 		v.Weight = strconv.FormatFloat(*t.WeightKg, 'f', -1, 64) + " kg"
 	}
@@ -150,21 +155,18 @@ func (tp *TrackingPages) Trip(w http.ResponseWriter, r *http.Request) {
 		if d, err := tp.Tracking.Device(ctx, *t.DeviceID); err == nil {
 			v.DeviceName = d.Name
 		} else if apperr.KindOf(err) != apperr.NotFound {
-			tp.H.Fail(w, r, err)
-			return
+			return v, err
 		}
 	}
 	history, err := tp.Tracking.TripHistory(ctx, t.ID)
 	if err != nil {
-		tp.H.Fail(w, r, err)
-		return
+		return v, err
 	}
 	for _, e := range history {
 		v.History = append(v.History, historyRow{HistoryEntry: e, Where: position(e.Latitude, e.Longitude)})
 	}
 	if v.Track, err = tp.Tracking.TripTrack(ctx, t.ID, trackMaxPath); err != nil {
-		tp.H.Fail(w, r, err)
-		return
+		return v, err
 	}
 	lang := tp.H.UserLanguage(r, authn.From(ctx))
 	v.Distance = formatDistance(lang, v.Track.DistanceM)
@@ -175,13 +177,12 @@ func (tp *TrackingPages) Trip(w http.ResponseWriter, r *http.Request) {
 	pg := httpx.ParsePageValues(q.Get("page"), "", trackingPageSize)
 	var total int
 	if v.Points, total, err = tp.Tracking.TripPoints(ctx, t.ID, pg); err != nil {
-		tp.H.Fail(w, r, err)
-		return
+		return v, err
 	}
 	v.PointsNav = newPageNav(pg, total, "admin.tracking.pointlist", func(n int) string {
 		return web.WithParam("/admin/tracking/trips/"+t.ID, q, "page", strconv.Itoa(n)) + "#points"
 	})
-	tp.H.Console(w, r, http.StatusOK, "admin_tracking_trip", web.ConsoleView{Title: "admin.tracking.trip.title", Section: "tracking", Data: v})
+	return v, nil
 }
 
 // formatDistance writes metres as m below a kilometre, else as km with two

@@ -174,14 +174,27 @@ func (ap *UserPages) pathUser(w http.ResponseWriter, r *http.Request) (users.Use
 // render shows the user of the request's {id}, with errText above the page
 // and the refused form f.
 func (ap *UserPages) render(w http.ResponseWriter, r *http.Request, status int, errText string, f userForm) {
-	u, t, ok := ap.pathUser(w, r)
-	if !ok {
+	v, err := ap.view(r, f)
+	if err != nil {
+		ap.H.Fail(w, r, err)
 		return
 	}
+	// A username has no dot and every message key has one, so the title
+	// (a message key of the layout) shows the name as it is.
+	ap.H.Console(w, r, status, "admin_user", web.ConsoleView{Title: v.User.Username, Section: "users", Error: errText, Data: v})
+}
+
+// view is the user of the request's {id} as its page shows it, with the
+// refused form f.
+func (ap *UserPages) view(r *http.Request, f userForm) (v adminUserView, err error) {
 	ctx := r.Context()
 	p := authn.From(ctx)
-	var err error
-	v := adminUserView{User: u, Self: p.IsSelf(u.ID), Form: f, GraceDays: int(users.DeletionGrace / (24 * time.Hour)),
+	u, err := ap.Users.Get(ctx, ap.Users.DB, chi.URLParam(r, "id"))
+	if err != nil {
+		return v, err
+	}
+	t := web.Translator(ap.H.UserLanguage(r, p))
+	v = adminUserView{User: u, Self: p.IsSelf(u.ID), Form: f, GraceDays: int(users.DeletionGrace / (24 * time.Hour)),
 		Can: adminUserCan{Write: p.Can(permUsersWrite), Ban: p.Can(permUsersBan), Delete: p.Can(permUsersDelete),
 			TwoFactor: p.Can(permTwoFactor), Audit: p.Can(permAuditRead)}}
 	// The accounts service, like GET /v1/users/{id}/accounts, answers a
@@ -190,46 +203,37 @@ func (ap *UserPages) render(w http.ResponseWriter, r *http.Request, status int, 
 	case apperr.Is(err, apperr.NotFound):
 		v.AccountsNote = t("admin.user.hidden.deleted")
 	case err != nil:
-		ap.H.Fail(w, r, err)
-		return
+		return v, err
 	}
 	if v.Roles, err = ap.Users.Roles(ctx, u.ID); err != nil {
-		ap.H.Fail(w, r, err)
-		return
+		return v, err
 	}
 	if v.Can.Write {
 		if v.Grantable, err = ap.grantable(r, v.Roles); err != nil {
-			ap.H.Fail(w, r, err)
-			return
+			return v, err
 		}
 	}
 	if v.Sessions, err = ap.Sessions.OfUser(ctx, p, u.ID); err != nil {
-		ap.H.Fail(w, r, err)
-		return
+		return v, err
 	}
 	if err := ap.twoFactorState(r, t, u.ID, &v); err != nil {
-		ap.H.Fail(w, r, err)
-		return
+		return v, err
 	}
 	if v.Ban, err = ap.Bans.Active(ctx, ap.Bans.DB, u.ID); err != nil {
-		ap.H.Fail(w, r, err)
-		return
+		return v, err
 	}
 	history, err := ap.Bans.History(ctx, u.ID)
 	if err != nil {
-		ap.H.Fail(w, r, err)
-		return
+		return v, err
 	}
 	for _, b := range history {
 		v.Bans = append(v.Bans, banRow{Ban: b, By: ap.name(r, b.BannedBy), LiftedBy: ap.name(r, b.UnbannedBy)})
 	}
 	if v.Deletion, err = ap.Deletion.GetStatus(ctx, ap.Deletion.DB, u.ID); err != nil {
-		ap.H.Fail(w, r, err)
-		return
+		return v, err
 	}
 	if err := ap.passkeys(r, &v); err != nil {
-		ap.H.Fail(w, r, err)
-		return
+		return v, err
 	}
 	// (issue 22) the panel of the operators' user management
 	locale := web.Deref(u.PreferredLocale)
@@ -237,8 +241,7 @@ func (ap *UserPages) render(w http.ResponseWriter, r *http.Request, status int, 
 		locale = v.Value("profile", "locale")
 	}
 	if v.Manage, err = ap.manageData(ctx, t, u.ID, locale); err != nil {
-		ap.H.Fail(w, r, err)
-		return
+		return v, err
 	}
 	chosen := v.Value("ban", "duration_seconds")
 	for _, d := range banDurations {
@@ -246,9 +249,7 @@ func (ap *UserPages) render(w http.ResponseWriter, r *http.Request, status int, 
 		v.Durations = append(v.Durations, web.Choice{Value: s, Label: t(d.Key), Selected: s == chosen})
 	}
 	v.Durations = append(v.Durations, web.Choice{Value: permanentBan, Label: t("admin.user.ban.d.permanent"), Selected: chosen == permanentBan})
-	// A username has no dot and every message key has one, so the title
-	// (a message key of the layout) shows the name as it is.
-	ap.H.Console(w, r, status, "admin_user", web.ConsoleView{Title: u.Username, Section: "users", Error: errText, Data: v})
+	return v, nil
 }
 
 // twoFactorState fills v's second-factor section. The two-factor service

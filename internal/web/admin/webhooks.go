@@ -121,16 +121,21 @@ func (wp *WebhookPages) Show(w http.ResponseWriter, r *http.Request) {
 
 // renderOne draws an endpoint's page; form, when set, is a refused edit.
 func (wp *WebhookPages) renderOne(w http.ResponseWriter, r *http.Request, status int, id, errText, secret string, form *webhookForm, fe web.FormError) {
+	wp.H.Show(w, r, status, "admin_webhook", web.ConsoleView{Title: "admin.webhook.title", Section: "webhooks", Error: errText},
+		func() (any, error) { return wp.view(r, id, secret, form, fe) })
+}
+
+// view is the endpoint id with its recent deliveries; form, when set, is
+// a refused edit with its error fe.
+func (wp *WebhookPages) view(r *http.Request, id, secret string, form *webhookForm, fe web.FormError) (webhookView, error) {
 	ctx := r.Context()
 	e, err := wp.Webhooks.Get(ctx, id)
 	if err != nil {
-		wp.H.Fail(w, r, err)
-		return
+		return webhookView{}, err
 	}
 	ds, _, err := wp.Webhooks.Deliveries(ctx, id, httpx.Page{Page: 1, Limit: recentDeliveries})
 	if err != nil {
-		wp.H.Fail(w, r, err)
-		return
+		return webhookView{}, err
 	}
 	v := webhookView{Endpoint: e, Deliveries: ds, Err: fe, Secret: secret, CanWrite: authn.From(ctx).Can("webhooks:write"),
 		Fields: webhookFields{Err: fe, Types: webhooks.EventTypes()}}
@@ -142,7 +147,7 @@ func (wp *WebhookPages) renderOne(w http.ResponseWriter, r *http.Request, status
 			v.Fields.F.Types[t] = true
 		}
 	}
-	wp.H.Console(w, r, status, "admin_webhook", web.ConsoleView{Title: "admin.webhook.title", Section: "webhooks", Error: errText, Data: v})
+	return v, nil
 }
 
 // act runs a post on an endpoint's page: call, then back to the page with

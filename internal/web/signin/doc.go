@@ -36,9 +36,10 @@ type Pages struct {
 	Setup *setup.Service
 }
 
-// templates are the sign-in pages, each drawn in the kit's layout.
+// templates are the sign-in pages, each drawn in the kit's layout, and
+// the pieces they share (parts_signin.html).
 //
 //go:embed templates/*.html
 var templates embed.FS
 
-func init() { web.AddPages(templates, "templates/*.html") }
+func init() { web.AddPages(templates, "templates/*.html", "templates/parts_signin.html") }

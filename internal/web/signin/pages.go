@@ -111,9 +111,14 @@ func (h *Pages) Home(w http.ResponseWriter, r *http.Request) {
 
 // LoginForm is GET /login.
 func (h *Pages) LoginForm(w http.ResponseWriter, r *http.Request) {
-	returnTo := h.SafeReturn(r.URL.Query().Get("return_to"))
-	h.Render(w, r, http.StatusOK, "login", web.View{
-		Title: "title.login", CSRF: h.CSRFToken(w, r, "login", ""), Email: web.LoginHint(r),
+	h.loginPage(w, r, http.StatusOK, h.SafeReturn(r.URL.Query().Get("return_to")), web.LoginHint(r), "")
+}
+
+// loginPage draws the login page with status: email in its field, msg (a
+// refusal) above the form, and returnTo the page it leads back to.
+func (h *Pages) loginPage(w http.ResponseWriter, r *http.Request, status int, returnTo, email, msg string) {
+	h.Render(w, r, status, "login", web.View{
+		Title: "title.login", CSRF: h.CSRFToken(w, r, "login", ""), Error: msg, Email: email,
 		ReturnTo: returnTo, Register: h.registrationOpen(r.Context()), Providers: h.Buttons(r, returnTo),
 		Passkey: h.passkeyOffered(r),
 	})
@@ -128,13 +133,7 @@ func (h *Pages) LoginSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	returnTo := h.SafeReturn(r.PostFormValue("return_to"))
-	again := func(status int, msg string) {
-		h.Render(w, r, status, "login", web.View{
-			Title: "title.login", CSRF: h.CSRFToken(w, r, "login", ""), Error: msg,
-			ReturnTo: returnTo, Email: r.PostFormValue("email"), Register: h.registrationOpen(r.Context()),
-			Providers: h.Buttons(r, returnTo), Passkey: h.passkeyOffered(r),
-		})
-	}
+	again := func(status int, msg string) { h.loginPage(w, r, status, returnTo, r.PostFormValue("email"), msg) }
 	if !h.tokenOK(r, "login", again) {
 		return
 	}
@@ -216,8 +215,16 @@ func (h *Pages) RegisterForm(w http.ResponseWriter, r *http.Request) {
 		h.Message(w, r, http.StatusForbidden, "title.register", web.Translator(web.Language(r))("register.closed"))
 		return
 	}
-	h.Render(w, r, http.StatusOK, "register", web.View{
-		Title: "title.register", CSRF: h.CSRFToken(w, r, "register", ""), ReturnTo: h.SafeReturn(r.URL.Query().Get("return_to")),
+	h.registerPage(w, r, http.StatusOK, h.SafeReturn(r.URL.Query().Get("return_to")), "")
+}
+
+// registerPage draws the registration page with status: msg (a refusal)
+// above the form, the posted email and username in their fields (none
+// before the form is sent), and returnTo the page it leads back to.
+func (h *Pages) registerPage(w http.ResponseWriter, r *http.Request, status int, returnTo, msg string) {
+	h.Render(w, r, status, "register", web.View{
+		Title: "title.register", CSRF: h.CSRFToken(w, r, "register", ""), Error: msg, ReturnTo: returnTo,
+		Email: r.PostFormValue("email"), Username: r.PostFormValue("username"),
 		Password: web.NewPasswordHint(web.Language(r), h.Auth.PasswordRules()),
 	})
 }
@@ -229,13 +236,7 @@ func (h *Pages) RegisterSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	returnTo := h.SafeReturn(r.PostFormValue("return_to"))
-	again := func(status int, msg string) {
-		h.Render(w, r, status, "register", web.View{
-			Title: "title.register", CSRF: h.CSRFToken(w, r, "register", ""), Error: msg, ReturnTo: returnTo,
-			Email: r.PostFormValue("email"), Username: r.PostFormValue("username"),
-			Password: web.NewPasswordHint(lang, h.Auth.PasswordRules()),
-		})
-	}
+	again := func(status int, msg string) { h.registerPage(w, r, status, returnTo, msg) }
 	if !h.tokenOK(r, "register", again) {
 		return
 	}

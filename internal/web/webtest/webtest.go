@@ -29,6 +29,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"hmid/internal/apptest"
+	"hmid/internal/audit"
 	"hmid/internal/dbtest"
 )
 
@@ -113,6 +114,21 @@ func Each(t *testing.T, f func(t *testing.T, e *apptest.Env, ctx context.Context
 func OnSQLite(t *testing.T) (context.Context, *apptest.Env) {
 	ctx := Chromium(t)
 	return ctx, apptest.New(t, dbtest.Engine{Name: "sqlite", URL: dbtest.SQLite(t)})
+}
+
+// Recorder returns a function that records an audit event on e's server
+// and returns its id, the test clock advanced by step before each: the
+// events an activity or audit page then lists, a step apart.
+func Recorder(t testing.TB, e *apptest.Env, step time.Duration) func(audit.Event) string {
+	return func(ev audit.Event) string {
+		t.Helper()
+		e.Clock.Advance(step)
+		id, err := e.Server.Audit.Record(context.Background(), e.Server.DB, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
 }
 
 // Do runs actions in the browser, failing the test with what when one fails.
