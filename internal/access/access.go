@@ -114,20 +114,11 @@ func scanPermission(row db.Scanner) (Permission, error) {
 
 // RolePermissions returns the permission strings of a role.
 func RolePermissions(ctx context.Context, q db.Querier, roleID string) (authn.PermSet, error) {
-	rows, err := q.QueryContext(ctx, `SELECT p.resource, p.action FROM role_permissions rp JOIN permissions p ON p.id = rp.permission_id WHERE rp.role_id = $1`, roleID)
-	if err != nil {
+	s := authn.PermSet{}
+	if err := authn.AddPerms(ctx, q, s, `SELECT p.resource, p.action FROM role_permissions rp JOIN permissions p ON p.id = rp.permission_id WHERE rp.role_id = $1`, roleID); err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	s := authn.PermSet{}
-	for rows.Next() {
-		var res, act string
-		if err := rows.Scan(&res, &act); err != nil {
-			return nil, err
-		}
-		s[res+":"+act] = struct{}{}
-	}
-	return s, rows.Err()
+	return s, nil
 }
 
 // CanGrantRole enforces the scope-escalation rule for assigning a role: the
