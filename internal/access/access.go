@@ -59,6 +59,39 @@ func PermissionID(resource, action string) string {
 
 func (s *Service) bump(ctx context.Context) error { return s.Epoch.Bump(ctx) }
 
+// links is a table of pairs through which a principal gets rights: a key's
+// roles, a role's permissions. absent is the NotFound message for a pair
+// that is not there.
+type links struct{ table, owner, item, absent string }
+
+var (
+	keyRoleLinks        = links{"api_key_roles", "api_key_id", "role_id", "the API key does not hold that role"}
+	rolePermissionLinks = links{"role_permissions", "role_id", "permission_id", "the role does not hold that permission"}
+)
+
+// link stores the pair (owner, item) in l, keeping one that is already
+// there, and bumps the epoch, as every change of rights does.
+func (s *Service) link(ctx context.Context, l links, owner, item string) error {
+	if _, err := s.DB.ExecContext(ctx, `INSERT INTO `+l.table+` (`+l.owner+`, `+l.item+`, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+		owner, item, db.TS(s.Clock.Now())); err != nil {
+		return err
+	}
+	return s.bump(ctx)
+}
+
+// unlink deletes the pair (owner, item) from l, NotFound when it is not
+// there, and bumps the epoch.
+func (s *Service) unlink(ctx context.Context, l links, owner, item string) error {
+	res, err := s.DB.ExecContext(ctx, `DELETE FROM `+l.table+` WHERE `+l.owner+` = $1 AND `+l.item+` = $2`, owner, item)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return apperr.NotFoundf("%s", l.absent)
+	}
+	return s.bump(ctx)
+}
+
 const roleCols = `id, name, description, is_system, requires_two_factor, created_at, updated_at`
 
 func scanRole(row db.Scanner) (Role, error) {
@@ -81,20 +114,11 @@ func scanPermission(row db.Scanner) (Permission, error) {
 
 // RolePermissions returns the permission strings of a role.
 func RolePermissions(ctx context.Context, q db.Querier, roleID string) (authn.PermSet, error) {
-	rows, err := q.QueryContext(ctx, `SELECT p.resource, p.action FROM role_permissions rp JOIN permissions p ON p.id = rp.permission_id WHERE rp.role_id = $1`, roleID)
-	if err != nil {
+	s := authn.PermSet{}
+	if err := authn.AddPerms(ctx, q, s, `SELECT p.resource, p.action FROM role_permissions rp JOIN permissions p ON p.id = rp.permission_id WHERE rp.role_id = $1`, roleID); err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	s := authn.PermSet{}
-	for rows.Next() {
-		var res, act string
-		if err := rows.Scan(&res, &act); err != nil {
-			return nil, err
-		}
-		s[res+":"+act] = struct{}{}
-	}
-	return s, rows.Err()
+	return s, nil
 }
 
 // CanGrantRole enforces the scope-escalation rule for assigning a role: the

@@ -512,11 +512,7 @@ func (s *Service) AddKeyRole(ctx context.Context, p *authn.Principal, id, roleID
 	if !ok {
 		return nil, apperr.OnField("role_id", apperr.Forbiddenf("you can only assign roles you hold yourself"))
 	}
-	if _, err := s.DB.ExecContext(ctx, `INSERT INTO api_key_roles (api_key_id, role_id, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
-		k.ID, role.ID, db.TS(s.Clock.Now())); err != nil {
-		return nil, err
-	}
-	if err := s.bump(ctx); err != nil {
+	if err := s.link(ctx, keyRoleLinks, k.ID, role.ID); err != nil {
 		return nil, err
 	}
 	return s.keyRoles(ctx, k.ID)
@@ -541,14 +537,7 @@ func (s *Service) RemoveKeyRole(ctx context.Context, p *authn.Principal, id, rol
 	if err != nil {
 		return err
 	}
-	res, err := s.DB.ExecContext(ctx, `DELETE FROM api_key_roles WHERE api_key_id = $1 AND role_id = $2`, k.ID, roleID)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return apperr.NotFoundf("the API key does not hold that role")
-	}
-	return s.bump(ctx)
+	return s.unlink(ctx, keyRoleLinks, k.ID, roleID)
 }
 
 // RemoveKeyRole serves DELETE /v1/api-keys/{id}/roles/{role_id}.

@@ -242,11 +242,7 @@ func (s *Service) AddRolePermission(ctx context.Context, p *authn.Principal, rol
 	if err := mayChangeRolePermission(p, role, perm, "grant"); err != nil {
 		return nil, err
 	}
-	if _, err := s.DB.ExecContext(ctx, `INSERT INTO role_permissions (role_id, permission_id, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
-		role.ID, perm.ID, db.TS(s.Clock.Now())); err != nil {
-		return nil, err
-	}
-	if err := s.bump(ctx); err != nil {
+	if err := s.link(ctx, rolePermissionLinks, role.ID, perm.ID); err != nil {
 		return nil, err
 	}
 	return s.rolePermissionList(ctx, role.ID)
@@ -278,14 +274,7 @@ func (s *Service) RemoveRolePermission(ctx context.Context, p *authn.Principal, 
 	if err := mayChangeRolePermission(p, role, perm, "remove"); err != nil {
 		return err
 	}
-	res, err := s.DB.ExecContext(ctx, `DELETE FROM role_permissions WHERE role_id = $1 AND permission_id = $2`, role.ID, perm.ID)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return apperr.NotFoundf("the role does not hold that permission")
-	}
-	return s.bump(ctx)
+	return s.unlink(ctx, rolePermissionLinks, role.ID, perm.ID)
 }
 
 // RemoveRolePermission serves DELETE /v1/roles/{id}/permissions/{permission_id}.

@@ -357,20 +357,14 @@ func TestPurgeRunsOnOneInstance(t *testing.T) {
 
 		// Two purgers at once (on PostgreSQL: two instances): every user is purged exactly once.
 		second := &deletion.Service{DB: other, Clock: e.Clock, Audit: &audit.Writer{DB: other, Clock: e.Clock}, Epoch: e.Server.Epoch, Log: e.Server.Log}
-		var wg sync.WaitGroup
-		results := make([]int, 2)
-		for i, s := range []*deletion.Service{e.Server.DeletionService, second} {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				n, err := s.Purge(ctx)
-				if err != nil && !errors.Is(err, deletion.ErrBusy) {
-					t.Errorf("purger %d: %v", i, err)
-				}
-				results[i] = n
-			}()
-		}
-		wg.Wait()
+		purgers := []*deletion.Service{e.Server.DeletionService, second}
+		results := apptest.AtOnce(len(purgers), func(i int) int {
+			n, err := purgers[i].Purge(ctx)
+			if err != nil && !errors.Is(err, deletion.ErrBusy) {
+				t.Errorf("purger %d: %v", i, err)
+			}
+			return n
+		})
 		// The background job's first run may also take part (its goroutine can
 		// be scheduled late on a loaded machine), so the purges here add up to at
 		// most the number of users, never more, and afterwards none is left.

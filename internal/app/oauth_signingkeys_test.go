@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -375,16 +374,10 @@ func TestSigningKeysTwoInstances(t *testing.T) {
 	// Both instances find the keys a day old and rotate at the same moment.
 	a.Clock.Advance(25 * time.Hour)
 	b.Clock.Advance(25 * time.Hour)
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for i, e := range []*apptest.Env{a, b} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = e.Server.OAuth.MaintainKeys(ctx, 24*time.Hour)
-		}()
-	}
-	wg.Wait()
+	envs := []*apptest.Env{a, b}
+	errs := apptest.AtOnce(len(envs), func(i int) error {
+		return envs[i].Server.OAuth.MaintainKeys(ctx, 24*time.Hour)
+	})
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}

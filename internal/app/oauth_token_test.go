@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -216,22 +215,15 @@ func TestOAuthParallelRefreshOneWinner(t *testing.T) {
 		c := mkClient(t, e, user.Token, nil)
 		rt := tokens(t, e, user.Token, c, authzParams(c.ID))["refresh_token"].(string)
 		form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}, "client_id": {c.ID}, "client_secret": {c.Secret}}
-		var wg sync.WaitGroup
-		statuses := make([]int, 10)
-		for i := range statuses {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				res, err := http.PostForm(e.URL+"/v1/oauth/token", form)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				res.Body.Close()
-				statuses[i] = res.StatusCode
-			}()
-		}
-		wg.Wait()
+		statuses := apptest.AtOnce(10, func(int) int {
+			res, err := http.PostForm(e.URL+"/v1/oauth/token", form)
+			if err != nil {
+				t.Error(err)
+				return 0
+			}
+			res.Body.Close()
+			return res.StatusCode
+		})
 		ok := 0
 		for _, s := range statuses {
 			switch s {
@@ -412,26 +404,19 @@ func TestOAuthRefreshReuseIntervalConcurrent(t *testing.T) {
 		rt := tokens(t, e, user.Token, c, authzParams(c.ID))["refresh_token"].(string)
 		form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}, "client_id": {c.ID}, "client_secret": {c.Secret}}
 		const n = 8
-		var wg sync.WaitGroup
-		res := make([]*apptest.Resp, n)
-		for i := range res {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				hr, err := http.PostForm(e.URL+"/v1/oauth/token", form)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				defer hr.Body.Close()
-				body, err := io.ReadAll(hr.Body)
-				if err != nil {
-					t.Error(err)
-				}
-				res[i] = &apptest.Resp{Status: hr.StatusCode, Header: hr.Header, Body: body}
-			}()
-		}
-		wg.Wait()
+		res := apptest.AtOnce(n, func(int) *apptest.Resp {
+			hr, err := http.PostForm(e.URL+"/v1/oauth/token", form)
+			if err != nil {
+				t.Error(err)
+				return nil
+			}
+			defer hr.Body.Close()
+			body, err := io.ReadAll(hr.Body)
+			if err != nil {
+				t.Error(err)
+			}
+			return &apptest.Resp{Status: hr.StatusCode, Header: hr.Header, Body: body}
+		})
 		if t.Failed() {
 			return
 		}

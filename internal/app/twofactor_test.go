@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -412,26 +411,17 @@ func TestTwoFactorThrottleParallel(t *testing.T) {
 		e.Clock.Advance(30 * time.Second)
 		wrong := tfWrongCode(t, secret, e.Clock.Now())
 		const n = 20
-		statuses := make([]int, n)
-		retry := make([]string, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r := e.Do(t, apptest.Req{Method: "DELETE", Path: tfBase, Token: u.Token, Body: map[string]any{"code": wrong}})
-				statuses[i], retry[i] = r.Status, r.Header.Get("Retry-After")
-			}()
-		}
-		wg.Wait()
+		answers := apptest.AtOnce(n, func(int) *apptest.Resp {
+			return e.Do(t, apptest.Req{Method: "DELETE", Path: tfBase, Token: u.Token, Body: map[string]any{"code": wrong}})
+		})
 		perStatus := map[int]int{}
-		for i, s := range statuses {
-			perStatus[s]++
-			if s == http.StatusTooManyRequests {
+		for _, r := range answers {
+			perStatus[r.Status]++
+			if r.Status == http.StatusTooManyRequests {
 				// Five attempts at once use the allowance up; one comes
 				// back every FailureWindow/MaxFailures = 60 s.
-				if retry[i] != "60" {
-					t.Errorf("429 with Retry-After %q, want 60", retry[i])
+				if retry := r.Header.Get("Retry-After"); retry != "60" {
+					t.Errorf("429 with Retry-After %q, want 60", retry)
 				}
 			}
 		}
@@ -548,16 +538,9 @@ func TestTwoFactorSingleUseUnderRace(t *testing.T) {
 		code := tfCode(t, secret, e.Clock.Now())
 		// Parallel verifies of one setup: exactly one enables it.
 		const n = 4
-		statuses := make([]int, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				statuses[i] = e.Do(t, apptest.Req{Method: "POST", Path: tfBase + "/verify", Token: u.Token, Body: map[string]any{"code": code}}).Status
-			}()
-		}
-		wg.Wait()
+		statuses := apptest.AtOnce(n, func(int) int {
+			return e.Do(t, apptest.Req{Method: "POST", Path: tfBase + "/verify", Token: u.Token, Body: map[string]any{"code": code}}).Status
+		})
 		ok := 0
 		for _, s := range statuses {
 			if s == http.StatusOK {
@@ -578,15 +561,9 @@ func TestTwoFactorSingleUseUnderRace(t *testing.T) {
 			func() string { return tfRegenerate(t, e, u, secret)[0] },
 		} {
 			c := c()
-			errs := make([]error, n)
-			for i := range n {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					errs[i] = e.Server.SecondFactor.VerifyLogin(context.Background(), u.ID, c, "127.0.0.1", "test")
-				}()
-			}
-			wg.Wait()
+			errs := apptest.AtOnce(n, func(int) error {
+				return e.Server.SecondFactor.VerifyLogin(context.Background(), u.ID, c, "127.0.0.1", "test")
+			})
 			won := 0
 			for _, err := range errs {
 				if err == nil {

@@ -561,19 +561,11 @@ func TestOAuthLoginConcurrentFirstSignIn(t *testing.T) {
 	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		body := map[string]any{"email": "race@example.test", "name": "Racer", "oauthProvider": "google", "oauthProviderId": "g-race"}
-		statuses := make(chan int, 8)
-		var wg sync.WaitGroup
-		for range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				statuses <- e.Do(t, apptest.Req{Method: "POST", Path: "/v1/users/oauth", Token: e.SystemKey, Body: body}).Status
-			}()
-		}
-		wg.Wait()
-		close(statuses)
+		statuses := apptest.AtOnce(8, func(int) int {
+			return e.Do(t, apptest.Req{Method: "POST", Path: "/v1/users/oauth", Token: e.SystemKey, Body: body}).Status
+		})
 		created := 0
-		for s := range statuses {
+		for _, s := range statuses {
 			switch s {
 			case http.StatusCreated:
 				created++

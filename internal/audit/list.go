@@ -222,20 +222,8 @@ func resolveSearch(ctx context.Context, d *db.DB, f Filter) (Filter, error) {
 	}
 	f.flavor = d.Flavor
 	query, args := userSearchSQL(d.Flavor, f.UserSearch, 1)
-	rows, err := d.QueryContext(ctx, query+` LIMIT `+strconv.Itoa(maxSearchIDs+1), args...)
+	ids, err := db.All(ctx, d, db.ScanString, query+` LIMIT `+strconv.Itoa(maxSearchIDs+1), args...)
 	if err != nil {
-		return f, err
-	}
-	defer rows.Close()
-	ids := []string{}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return f, err
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
 		return f, err
 	}
 	if len(ids) <= maxSearchIDs {

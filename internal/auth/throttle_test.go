@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,19 +28,12 @@ type guess struct{ email, password, addr string }
 // loginAll sends n logins at once and counts the answers by status.
 func loginAll(t *testing.T, e *apptest.Env, n int, g func(i int) guess) map[int]int {
 	t.Helper()
-	statuses := make([]int, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			q := g(i)
-			statuses[i] = e.Do(t, apptest.Req{Method: "POST", Path: "/v1/auth/login",
-				Header: map[string]string{"X-Forwarded-For": q.addr},
-				Body:   map[string]any{"email": q.email, "password": q.password}}).Status
-		}()
-	}
-	wg.Wait()
+	statuses := apptest.AtOnce(n, func(i int) int {
+		q := g(i)
+		return e.Do(t, apptest.Req{Method: "POST", Path: "/v1/auth/login",
+			Header: map[string]string{"X-Forwarded-For": q.addr},
+			Body:   map[string]any{"email": q.email, "password": q.password}}).Status
+	})
 	count := map[int]int{}
 	for _, s := range statuses {
 		count[s]++

@@ -129,7 +129,7 @@ func (s *Service) LinkedPlatforms(ctx context.Context, userID string) (map[strin
 
 // slugs returns the platform slugs a query selects, as a set.
 func (s *Service) slugs(ctx context.Context, query string, args ...any) (map[string]bool, error) {
-	list, err := db.All(ctx, s.DB, func(r db.Scanner) (slug string, err error) { return slug, r.Scan(&slug) }, query, args...)
+	list, err := db.All(ctx, s.DB, db.ScanString, query, args...)
 	out := make(map[string]bool, len(list))
 	for _, slug := range list {
 		out[slug] = true

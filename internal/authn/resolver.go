@@ -245,13 +245,9 @@ func (r *Resolver) loadAPIKey(ctx context.Context, hash string, now time.Time) (
 		return nil, errInvalid
 	}
 	perms := NewPermSet(scopes...)
-	rows, err := r.DB.QueryContext(ctx, `SELECT p.resource, p.action FROM api_key_roles kr
+	if err := AddPerms(ctx, r.DB, perms, `SELECT p.resource, p.action FROM api_key_roles kr
 		JOIN role_permissions rp ON rp.role_id = kr.role_id
-		JOIN permissions p ON p.id = rp.permission_id WHERE kr.api_key_id = $1`, p.APIKeyID)
-	if err != nil {
-		return nil, apperr.Unavailablef("database unavailable")
-	}
-	if err := scanPerms(rows, perms); err != nil {
+		JOIN permissions p ON p.id = rp.permission_id WHERE kr.api_key_id = $1`, p.APIKeyID); err != nil {
 		return nil, apperr.Unavailablef("database unavailable")
 	}
 	p.perms = perms
@@ -277,17 +273,22 @@ func (r *Resolver) loadAPIKey(ctx context.Context, hash string, now time.Time) (
 
 // UserPermissions returns the permissions a user holds through their roles.
 func UserPermissions(ctx context.Context, q db.Querier, userID string) (PermSet, error) {
-	rows, err := q.QueryContext(ctx, `SELECT p.resource, p.action FROM user_roles ur
+	s := PermSet{}
+	if err := AddPerms(ctx, q, s, `SELECT p.resource, p.action FROM user_roles ur
 		JOIN role_permissions rp ON rp.role_id = ur.role_id
-		JOIN permissions p ON p.id = rp.permission_id WHERE ur.user_id = $1`, userID)
-	if err != nil {
+		JOIN permissions p ON p.id = rp.permission_id WHERE ur.user_id = $1`, userID); err != nil {
 		return nil, err
 	}
-	s := PermSet{}
-	return s, scanPerms(rows, s)
+	return s, nil
 }
 
-func scanPerms(rows *sql.Rows, into PermSet) error {
+// AddPerms runs query, which selects (resource, action) pairs of the
+// permissions table, and adds them to into.
+func AddPerms(ctx context.Context, q db.Querier, into PermSet, query string, args ...any) error {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
 	defer rows.Close()
 	for rows.Next() {
 		var res, act string

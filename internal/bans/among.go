@@ -23,8 +23,7 @@ func (s *Service) BannedAmong(ctx context.Context, userIDs []string) (map[string
 		args = append(args, id)
 		marks = append(marks, "$"+strconv.Itoa(len(args)))
 	}
-	userID := func(row db.Scanner) (id string, err error) { err = row.Scan(&id); return }
-	ids, err := db.All(ctx, s.DB, userID, `SELECT DISTINCT user_id FROM bans WHERE user_id IN (`+strings.Join(marks, ", ")+`) AND `+db.ActiveBanSQL, args...)
+	ids, err := db.All(ctx, s.DB, db.ScanString, `SELECT DISTINCT user_id FROM bans WHERE user_id IN (`+strings.Join(marks, ", ")+`) AND `+db.ActiveBanSQL, args...)
 	if err != nil {
 		return nil, err
 	}

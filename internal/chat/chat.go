@@ -495,7 +495,7 @@ func storeMembers(ctx context.Context, tx *db.Tx, id string, ms []BotMember) err
 
 // deleteMissing removes the guild's rows of table whose key column is not in keep.
 func deleteMissing(ctx context.Context, tx *db.Tx, table, col, guildID string, keep []string) error {
-	rows, err := tx.QueryContext(ctx, `SELECT `+col+` FROM `+table+` WHERE guild_id = $1`, guildID)
+	stored, err := db.All(ctx, tx, db.ScanString, `SELECT `+col+` FROM `+table+` WHERE guild_id = $1`, guildID)
 	if err != nil {
 		return err
 	}
@@ -503,22 +503,10 @@ func deleteMissing(ctx context.Context, tx *db.Tx, table, col, guildID string, k
 	for _, k := range keep {
 		set[k] = true
 	}
-	var gone []string
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			rows.Close()
-			return err
+	for _, k := range stored {
+		if set[k] {
+			continue
 		}
-		if !set[k] {
-			gone = append(gone, k)
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	for _, k := range gone {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE guild_id = $1 AND `+col+` = $2`, guildID, k); err != nil {
 			return err
 		}

@@ -175,6 +175,14 @@ func All[T any](ctx context.Context, q Querier, scan func(Scanner) (T, error), q
 	return out, rows.Err()
 }
 
+// ScanString reads a row of one text column: the scan of All for a list of
+// ids, names or keys.
+func ScanString(row Scanner) (string, error) {
+	var v string
+	err := row.Scan(&v)
+	return v, err
+}
+
 // ExecOne runs a statement meant to change one row, such as a DELETE by
 // id; when it changes none, the error is a not-found naming what.
 func ExecOne(ctx context.Context, q Querier, what, query string, args ...any) error {

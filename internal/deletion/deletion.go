@@ -170,21 +170,8 @@ func (s *Service) Purge(ctx context.Context) (int, error) {
 	now := s.Clock.Now()
 	// Soft-deleted accounts and self-requested deletions (deleted_at still
 	// NULL) alike: scheduled_deletion_at is set only by the two.
-	rows, err := s.DB.QueryContext(ctx, `SELECT id FROM users WHERE scheduled_deletion_at IS NOT NULL AND scheduled_deletion_at <= $1 ORDER BY scheduled_deletion_at, id`, db.TS(now))
+	ids, err := db.All(ctx, s.DB, db.ScanString, `SELECT id FROM users WHERE scheduled_deletion_at IS NOT NULL AND scheduled_deletion_at <= $1 ORDER BY scheduled_deletion_at, id`, db.TS(now))
 	if err != nil {
-		return 0, err
-	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return 0, err
 	}
 	n := 0

@@ -54,20 +54,11 @@ func (s *Service) foreignKeys(ctx context.Context, q db.Querier) ([]foreignKey, 
 			LEFT JOIN pragma_table_info(m.name) c ON c.name = f."from"
 			WHERE m.type = 'table' AND NOT EXISTS (SELECT 1 FROM pragma_foreign_key_list(m.name) g WHERE g.id = f.id AND g.seq > 0)`
 	}
-	rows, err := q.QueryContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []foreignKey
-	for rows.Next() {
+	return db.All(ctx, q, func(row db.Scanner) (foreignKey, error) {
 		var k foreignKey
-		if err := rows.Scan(&k.table, &k.column, &k.refTable, &k.refColumn, &k.action, &k.notNull); err != nil {
-			return nil, err
-		}
-		out = append(out, k)
-	}
-	return out, rows.Err()
+		err := row.Scan(&k.table, &k.column, &k.refTable, &k.refColumn, &k.action, &k.notNull)
+		return k, err
+	}, query)
 }
 
 // quote quotes an identifier read from the catalogue (both engines accept

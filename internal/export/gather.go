@@ -116,11 +116,7 @@ func (h *Handler) apiKeys(ctx context.Context, userID string) ([]archive.APIKey,
 }
 
 func (h *Handler) roles(ctx context.Context, userID string) ([]string, error) {
-	return db.All(ctx, h.DB,
-		func(row db.Scanner) (string, error) {
-			var s string
-			return s, row.Scan(&s)
-		},
+	return db.All(ctx, h.DB, db.ScanString,
 		`SELECT r.name FROM user_roles ur JOIN roles r ON r.id = ur.role_id WHERE ur.user_id = $1 ORDER BY r.name`, userID)
 }
 

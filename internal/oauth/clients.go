@@ -140,7 +140,7 @@ const clientCols = `id, owner_id, name, description, logo_url, homepage_url, pri
 	registration_kind, registration_token_hash, last_used_at, initial_token_id,
 	access_token_lifetime_seconds, refresh_token_lifetime_seconds`
 
-func scanClient(row interface{ Scan(...any) error }) (Client, error) {
+func scanClient(row db.Scanner) (Client, error) {
 	var c Client
 	var owner, logo, home, privacy, tos, secret, bcl, jwks, jwksURI, regKind, regHash, iat sql.NullString
 	var lastUsed, accessTTL, refreshTTL sql.NullInt64
@@ -621,21 +621,12 @@ func (s *Service) ListClients(ctx context.Context, p *authn.Principal, all bool,
 		return nil, 0, err
 	}
 	n := len(args)
-	rows, err := s.DB.QueryContext(ctx, `SELECT `+clientCols+` FROM oauth_clients WHERE `+where+
+	out, err := db.All(ctx, s.DB, scanClient, `SELECT `+clientCols+` FROM oauth_clients WHERE `+where+
 		` ORDER BY created_at DESC, id LIMIT $`+itoa(n+1)+` OFFSET $`+itoa(n+2), append(args, pg.Limit, pg.Offset())...)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer rows.Close()
-	out := []Client{}
-	for rows.Next() {
-		c, err := scanClient(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, c)
-	}
-	return out, total, rows.Err()
+	return out, total, nil
 }
 
 func itoa(n int) string {

@@ -111,10 +111,7 @@ func (s *Service) purgeTokens(ctx context.Context, now int64) error {
 func (s *Service) purgeWalk(ctx context.Context, sel, col string, now int64) error {
 	cursor := ""
 	for {
-		keys, err := db.All(ctx, s.DB, func(r db.Scanner) (string, error) {
-			var k string
-			return k, r.Scan(&k)
-		}, sel, now, cursor)
+		keys, err := db.All(ctx, s.DB, db.ScanString, sel, now, cursor)
 		if err != nil {
 			return err
 		}

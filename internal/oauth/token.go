@@ -539,10 +539,7 @@ func (s *Service) rotate(ctx context.Context, old spentToken, t issuedTokens, no
 		return n == 1, err
 	}
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
-		kinds, err := db.All(ctx, tx, func(r db.Scanner) (string, error) {
-			var k string
-			return k, r.Scan(&k)
-		}, spendSQLiteSQL, db.TS(now), old.id, old.pair)
+		kinds, err := db.All(ctx, tx, db.ScanString, spendSQLiteSQL, db.TS(now), old.id, old.pair)
 		if err != nil {
 			return err
 		}

@@ -221,6 +221,11 @@ type Summary struct {
 	Enabled bool   `json:"enabled"`
 }
 
+// summary is p's short shape.
+func summary(p Platform) Summary {
+	return Summary{ID: p.ID, Name: p.Name, Slug: p.Slug, Enabled: p.Enabled}
+}
+
 // SetEnabled serves PATCH /v1/platforms/{id_or_slug}/enabled with {enabled}.
 func (h *Handler) SetEnabled(w http.ResponseWriter, r *http.Request) {
 	var b struct {
@@ -234,17 +239,15 @@ func (h *Handler) SetEnabled(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, _, err := h.S.Update(r.Context(), chi.URLParam(r, "id_or_slug"), Changes{Enabled: &b.Enabled.Value}, audit.FromRequest(r, audit.Event{}))
-	httpx.Respond(w, r, http.StatusOK, Summary{ID: p.ID, Name: p.Name, Slug: p.Slug, Enabled: p.Enabled}, err)
+	httpx.Respond(w, r, http.StatusOK, summary(p), err)
 }
 
-// Settings is the platform shape of the settings endpoint.
+// Settings is the platform shape of the settings endpoint: the short shape
+// and the two switches.
 type Settings struct {
-	ID                  string `json:"id"`
-	Name                string `json:"name"`
-	Slug                string `json:"slug"`
-	Enabled             bool   `json:"enabled"`
-	TwoFactorRequired   bool   `json:"two_factor_required"`
-	RegistrationEnabled bool   `json:"registration_enabled"`
+	Summary
+	TwoFactorRequired   bool `json:"two_factor_required"`
+	RegistrationEnabled bool `json:"registration_enabled"`
 }
 
 type settingsResult struct {
@@ -279,6 +282,6 @@ func (h *Handler) UpdateSettings(w http.ResponseWriter, r *http.Request) {
 	}
 	p := res.Platform
 	httpx.JSON(w, http.StatusOK, settingsResult{Success: true, Message: res.Message(), Platform: Settings{
-		ID: p.ID, Name: p.Name, Slug: p.Slug, Enabled: p.Enabled, TwoFactorRequired: p.TwoFactorRequired, RegistrationEnabled: p.RegistrationEnabled,
+		Summary: summary(p), TwoFactorRequired: p.TwoFactorRequired, RegistrationEnabled: p.RegistrationEnabled,
 	}})
 }

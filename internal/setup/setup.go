@@ -19,6 +19,7 @@ import (
 	"errors"
 	"net/mail"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -142,24 +143,11 @@ func (s *Service) CreateFirst(ctx context.Context, tok, email, pw string, ev aud
 		now := s.Clock.Now()
 		// Every open token is used up in one statement, so of two setups
 		// racing (with two links) only the first finds its token open.
-		rows, err := tx.QueryContext(ctx, `UPDATE setup_tokens SET used_at = $1 WHERE used_at IS NULL RETURNING token_hash`, db.TS(now))
+		used, err := db.All(ctx, tx, db.ScanString, `UPDATE setup_tokens SET used_at = $1 WHERE used_at IS NULL RETURNING token_hash`, db.TS(now))
 		if err != nil {
 			return err
 		}
-		found := false
-		for rows.Next() {
-			var h string
-			if err := rows.Scan(&h); err != nil {
-				rows.Close()
-				return err
-			}
-			found = found || h == token.Hash(tok)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if has, err := hasAdmin(ctx, tx); err != nil || has || !found {
+		if has, err := hasAdmin(ctx, tx); err != nil || has || !slices.Contains(used, token.Hash(tok)) {
 			if err == nil {
 				err = errBadToken
 			}

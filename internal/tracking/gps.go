@@ -63,22 +63,6 @@ func scanPoint(row db.Scanner) (Point, error) {
 	return p, err
 }
 
-func scanPoints(rows *sql.Rows, err error) ([]Point, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Point{}
-	for rows.Next() {
-		p, err := scanPoint(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
-}
-
 // PointInput is the body of POST /v1/gps.
 type PointInput struct {
 	Latitude   *float64 `json:"latitude"`
@@ -395,8 +379,8 @@ func (s *Service) ListPoints(ctx context.Context, pg httpx.Page) ([]Point, int, 
 	if err != nil {
 		return nil, 0, err
 	}
-	pts, err := scanPoints(s.DB.QueryContext(ctx, `SELECT `+pointCols+` FROM gps_points WHERE id IN
-		(SELECT id FROM gps_points WHERE ts < $1 ORDER BY ts DESC, id DESC LIMIT $2 OFFSET $3) ORDER BY ts DESC, id DESC`, upper, pg.Limit, skip))
+	pts, err := db.All(ctx, s.DB, scanPoint, `SELECT `+pointCols+` FROM gps_points WHERE id IN
+		(SELECT id FROM gps_points WHERE ts < $1 ORDER BY ts DESC, id DESC LIMIT $2 OFFSET $3) ORDER BY ts DESC, id DESC`, upper, pg.Limit, skip)
 	return pts, int(total), err
 }
 
@@ -464,9 +448,9 @@ func (h *Handler) CurrentGPS(w http.ResponseWriter, r *http.Request) {
 // CurrentByDevice serves GET /v1/gps/current/devices: the latest point of
 // every device that has one, newest first, as a bare array.
 func (h *Handler) CurrentByDevice(w http.ResponseWriter, r *http.Request) {
-	pts, err := scanPoints(h.S.DB.QueryContext(r.Context(), `SELECT `+pointCols+` FROM gps_points g WHERE g.id IN
+	pts, err := db.All(r.Context(), h.S.DB, scanPoint, `SELECT `+pointCols+` FROM gps_points g WHERE g.id IN
 		(SELECT (SELECT p.id FROM gps_points p WHERE p.device_id = d.id ORDER BY p.ts DESC, p.id DESC LIMIT 1) FROM devices d)
-		ORDER BY g.ts DESC, g.id DESC`))
+		ORDER BY g.ts DESC, g.id DESC`)
 	httpx.RespondJSON(w, r, http.StatusOK, pts, err)
 }
 

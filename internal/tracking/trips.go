@@ -491,8 +491,8 @@ func (s *Service) TripPoints(ctx context.Context, id string, pg httpx.Page) ([]P
 	if err := s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM gps_points WHERE trip_id = $1`, t.ID).Scan(&total); err != nil {
 		return nil, 0, err
 	}
-	pts, err := scanPoints(s.DB.QueryContext(ctx, `SELECT `+pointCols+` FROM gps_points WHERE id IN
-		(SELECT id FROM gps_points WHERE trip_id = $1 ORDER BY ts, id LIMIT $2 OFFSET $3) ORDER BY ts, id`, t.ID, pg.Limit, pg.Offset()))
+	pts, err := db.All(ctx, s.DB, scanPoint, `SELECT `+pointCols+` FROM gps_points WHERE id IN
+		(SELECT id FROM gps_points WHERE trip_id = $1 ORDER BY ts, id LIMIT $2 OFFSET $3) ORDER BY ts, id`, t.ID, pg.Limit, pg.Offset())
 	if err != nil {
 		return nil, 0, err
 	}

@@ -2,7 +2,6 @@ package tracking_test
 
 import (
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -270,14 +269,9 @@ func TestTripConcurrentActivation(t *testing.T) {
 			for i := range trips {
 				trips[i] = create(t, e, "/v1/trips", sys, map[string]any{"name": "race", "device_id": dev, "gps_logging_enabled": true})["id"].(string)
 			}
-			var wg sync.WaitGroup
-			var status [2]int
-			for i := range trips {
-				wg.Go(func() {
-					status[i] = e.Do(t, apptest.Req{Method: "PATCH", Path: "/v1/trips/" + trips[i], Token: sys, Body: map[string]any{"status": "active"}}).Status
-				})
-			}
-			wg.Wait()
+			status := apptest.AtOnce(len(trips), func(i int) int {
+				return e.Do(t, apptest.Req{Method: "PATCH", Path: "/v1/trips/" + trips[i], Token: sys, Body: map[string]any{"status": "active"}}).Status
+			})
 			won, lost := 0, 0
 			winner := ""
 			for i, s := range status {

@@ -27,7 +27,7 @@ func (s *Service) EnabledAmong(ctx context.Context, p *authn.Principal, userIDs 
 		args = append(args, id)
 		marks[i] = "$" + strconv.Itoa(len(args))
 	}
-	ids, err := db.All(ctx, s.DB, scanString, `SELECT user_id FROM two_factor WHERE status = $1 AND user_id IN (`+strings.Join(marks, ", ")+`)`, args...)
+	ids, err := db.All(ctx, s.DB, db.ScanString, `SELECT user_id FROM two_factor WHERE status = $1 AND user_id IN (`+strings.Join(marks, ", ")+`)`, args...)
 	if err != nil {
 		return nil, err
 	}

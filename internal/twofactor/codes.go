@@ -358,23 +358,14 @@ func (s *Service) check(ctx context.Context, st *state, code string, at *attempt
 // canon, or "". Only rows with canon's lookup tag (normally one, usually none
 // for a wrong guess) are checked with Argon2id.
 func (s *Service) matchBackup(ctx context.Context, userID, canon string) (string, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT id, code_hash FROM two_factor_backup_codes WHERE user_id = $1 AND lookup_tag = $2 AND used_at IS NULL ORDER BY id`,
+	type row struct{ id, hash string }
+	all, err := db.All(ctx, s.DB, func(sc db.Scanner) (row, error) {
+		var r row
+		err := sc.Scan(&r.id, &r.hash)
+		return r, err
+	}, `SELECT id, code_hash FROM two_factor_backup_codes WHERE user_id = $1 AND lookup_tag = $2 AND used_at IS NULL ORDER BY id`,
 		userID, s.lookupTag(userID, canon))
 	if err != nil {
-		return "", err
-	}
-	type row struct{ id, hash string }
-	var all []row
-	for rows.Next() {
-		var r row
-		if err := rows.Scan(&r.id, &r.hash); err != nil {
-			rows.Close()
-			return "", err
-		}
-		all = append(all, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return "", err
 	}
 	for _, r := range all {

@@ -333,17 +333,10 @@ func (s *Service) Requirement(ctx context.Context, p *authn.Principal, userID st
 	return s.requirement(ctx, uid, "")
 }
 
-// scanString reads a row of one text column.
-func scanString(row db.Scanner) (string, error) {
-	var v string
-	err := row.Scan(&v)
-	return v, err
-}
-
 // requirement computes the requirement of userID; platformSlug names the
 // login platform ("" for the user's last one).
 func (s *Service) requirement(ctx context.Context, userID, platformSlug string) (Requirement, error) {
-	names, err := db.All(ctx, s.DB, scanString, `SELECT r.name FROM user_roles ur JOIN roles r ON r.id = ur.role_id
+	names, err := db.All(ctx, s.DB, db.ScanString, `SELECT r.name FROM user_roles ur JOIN roles r ON r.id = ur.role_id
 		WHERE ur.user_id = $1 AND r.requires_two_factor ORDER BY r.name`, userID)
 	if err != nil {
 		return Requirement{RequiredByRoles: []string{}}, err

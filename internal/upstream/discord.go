@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 
 	"golang.org/x/oauth2"
@@ -53,12 +52,8 @@ func (d *discord) Exchange(ctx context.Context, code string, p Params) (*Identit
 	if err != nil {
 		return nil, err
 	}
-	var body json.RawMessage
-	if err := d.net.getJSON(ctx, d.slug, d.api+"/users/@me", tok, nil, &body); err != nil {
-		return nil, err
-	}
 	var u discordUser
-	raw, err := decodeObject(d.slug, body, &u)
+	raw, err := d.userObject(ctx, d.api+"/users/@me", tok, nil, &u)
 	if err != nil {
 		return nil, err
 	}

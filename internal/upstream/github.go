@@ -60,12 +60,8 @@ func (g *github) Exchange(ctx context.Context, code string, p Params) (*Identity
 	if err != nil {
 		return nil, err
 	}
-	var body json.RawMessage
-	if err := g.net.getJSON(ctx, g.slug, g.api+"/user", tok, githubHeader, &body); err != nil {
-		return nil, err
-	}
 	var u githubUser
-	raw, err := decodeObject(g.slug, body, &u)
+	raw, err := g.userObject(ctx, g.api+"/user", tok, githubHeader, &u)
 	if err != nil {
 		return nil, err
 	}

@@ -201,6 +201,16 @@ func (c *oauthClient) exchange(ctx context.Context, code string, p Params) (*oau
 	return tok, nil
 }
 
+// userObject reads the user object at url with tok (getJSON) and decodes it
+// as decodeObject does.
+func (c *oauthClient) userObject(ctx context.Context, url string, tok *oauth2.Token, header http.Header, v any) (map[string]any, error) {
+	var body json.RawMessage
+	if err := c.net.getJSON(ctx, c.slug, url, tok, header, &body); err != nil {
+		return nil, err
+	}
+	return decodeObject(c.slug, body, v)
+}
+
 // decodeObject decodes a user object both into v (the fields hmid uses) and
 // into a map (Identity.Raw). A body that is not a JSON object is an
 // ErrProvider.

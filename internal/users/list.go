@@ -350,22 +350,14 @@ func (s *Service) searchOnce(ctx context.Context, lq ListQuery) (out []User, tot
 // matchKeys reads the matches of cond (at most MaxSearchMatches+1) with
 // the keys of lq's order.
 func (s *Service) matchKeys(ctx context.Context, lq ListQuery, cond string, args []any) ([]match, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT id, created_at, `+lq.sortKeys()+` FROM users WHERE `+cond+` LIMIT `+strconv.Itoa(MaxSearchMatches+1), args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var all []match
-	for rows.Next() {
+	scan := func(row db.Scanner) (match, error) {
 		var m match
 		var text sql.NullString
 		var num sql.NullInt64
-		if err := rows.Scan(&m.id, &m.created, &text, &num); err != nil {
-			return nil, err
-		}
+		err := row.Scan(&m.id, &m.created, &text, &num)
 		m.text, m.num = text.String, num.Int64
 		m.hasValue = text.Valid || (lq.Sort == "last_login_at" && num.Valid)
-		all = append(all, m)
+		return m, err
 	}
-	return all, rows.Err()
+	return db.All(ctx, s.DB, scan, `SELECT id, created_at, `+lq.sortKeys()+` FROM users WHERE `+cond+` LIMIT `+strconv.Itoa(MaxSearchMatches+1), args...)
 }

@@ -276,22 +276,14 @@ func (s *Service) releaseAddress(ctx context.Context, tx *db.Tx, addr, owner str
 	if _, err := tx.ExecContext(ctx, `UPDATE users SET email = NULL, updated_at = $1 WHERE LOWER(email) = $2 AND id <> $3`, ts, addr, owner); err != nil {
 		return err
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT id, user_id FROM platform_accounts
+	type login struct{ id, user string }
+	stale, err := db.All(ctx, tx, func(row db.Scanner) (login, error) {
+		var l login
+		err := row.Scan(&l.id, &l.user)
+		return l, err
+	}, `SELECT id, user_id FROM platform_accounts
 		WHERE platform_id = $1 AND platform_user_id = $2 AND user_id <> $3 AND NOT email_verified`, PlatformID("email"), addr, owner)
 	if err != nil {
-		return err
-	}
-	type login struct{ id, user string }
-	var stale []login
-	for rows.Next() {
-		var l login
-		if err := rows.Scan(&l.id, &l.user); err != nil {
-			_ = rows.Close()
-			return err
-		}
-		stale = append(stale, l)
-	}
-	if err := rows.Close(); err != nil {
 		return err
 	}
 	for _, l := range stale {
