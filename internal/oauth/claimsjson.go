@@ -46,12 +46,12 @@ var claimKeys = func() (k [numClaims][]byte) {
 	return k
 }()
 
-// valueKind says which field of a claimValue holds the claim; none marks a
+// valueKind says which field of a claimValue holds the claim; kindNone marks a
 // claim the set does not carry.
 type valueKind uint8
 
 const (
-	none valueKind = iota
+	kindNone valueKind = iota
 	kindString
 	kindBool
 	kindInt
@@ -101,7 +101,7 @@ func (s *claimSet) toMap() map[string]any {
 	// Room for the ID token's own claims too, so the map never grows.
 	m := make(map[string]any, len(s)+10)
 	for c := range s {
-		if s[c].kind != none {
+		if s[c].kind != kindNone {
 			m[claimNames[c]] = s[c].value()
 		}
 	}
@@ -132,7 +132,7 @@ func (s *claimSet) appendJSON(b []byte) []byte {
 	first := true
 	for c := range s {
 		v := &s[c]
-		if v.kind == none {
+		if v.kind == kindNone {
 			continue
 		}
 		if !first {
