@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"hmid/internal/apperr"
+	"hmid/internal/deadline"
 	"hmid/internal/httpx"
 )
 
@@ -206,8 +206,12 @@ func (b *receivedBody) Close() error {
 }
 
 // handle returns the handling stage for a route whose handling may take
-// timeout: the in-flight slot, the context deadline and the write deadline.
+// timeout: the in-flight slot, the context deadline (timeout, or up to
+// 100 ms more: package deadline) and the write deadline.
 func (l *requestLimits) handle(timeout time.Duration) func(http.Handler) http.Handler {
+	// One deadline timer per short window of requests, not one per request
+	// (package deadline says why).
+	bounds := deadline.New(timeout)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			select {
@@ -220,8 +224,8 @@ func (l *requestLimits) handle(timeout time.Duration) func(http.Handler) http.Ha
 			if timeout != l.request {
 				_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(timeout + writeGrace))
 			}
-			ctx, cancel := context.WithTimeout(r.Context(), timeout)
-			defer cancel()
+			ctx := bounds.Start(r.Context())
+			defer ctx.End()
 			next.ServeHTTP(w, r.WithContext(ctx))
 		})
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
+	"hmid/internal/deadline"
+
 	"hmid/internal/apperr"
 	"hmid/internal/telemetry"
 )
@@ -108,7 +110,7 @@ func NewRedisWith(ctx context.Context, url, prefix string, o RedisOptions) (*Red
 	opt.PoolTimeout = bound
 	opt.ContextTimeoutEnabled = true
 	c := redis.NewClient(opt)
-	c.AddHook(&guard{bound: bound, client: c})
+	c.AddHook(&guard{bound: bound, bounds: deadline.New(bound), client: c})
 	if telemetry.On() {
 		c.AddHook(traceHook{})
 	}
@@ -140,6 +142,7 @@ var ErrNotAnswering = errors.New("cache: Redis is not answering")
 // for the server's return, which ends the mark without a restart.
 type guard struct {
 	bound  time.Duration
+	bounds *deadline.Bounds // bound, with one timer per window of commands (package deadline)
 	client *redis.Client
 	down   atomic.Bool // the server is held as not answering
 }
@@ -192,12 +195,14 @@ func bounded[C any](g *guard, ctx context.Context, next func(context.Context, C)
 	return err
 }
 
-// within returns ctx bounded by the guard's bound.
-func (g *guard) within(ctx context.Context) (context.Context, context.CancelFunc) {
+// within returns ctx bounded by the guard's bound (or up to a twentieth
+// more, package deadline), and the function that releases it.
+func (g *guard) within(ctx context.Context) (context.Context, func()) {
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= g.bound {
 		return ctx, func() {}
 	}
-	return context.WithTimeout(ctx, g.bound)
+	b := g.bounds.Start(ctx)
+	return b, b.End
 }
 
 // observe marks the server as not answering when a command whose caller
