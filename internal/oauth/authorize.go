@@ -22,6 +22,7 @@ import (
 	"hmid/internal/authn"
 	"hmid/internal/db"
 	"hmid/internal/httpx"
+	"hmid/internal/oauth/redirecturi"
 	"hmid/internal/secretbox"
 	"hmid/internal/token"
 )
@@ -190,7 +191,7 @@ func (s *Service) parseAuthorize(r *http.Request) (ar authzRequest, oe *Error, o
 	}
 	// Exact string comparison (RFC 9700 §4.1.3), but for the port of a
 	// loopback URI (RFC 8252 §7.3; redirect.go).
-	if !matchRedirectURI(c.RedirectURIs, redirect) {
+	if !redirecturi.Match(c.RedirectURIs, redirect) {
 		return ar, oerr(ErrInvalidRequest, "redirect_uri is not registered for this client"), false
 	}
 	ar.client = c
@@ -585,7 +586,7 @@ func (s *Service) Decide(ctx context.Context, pendingID, userID string, approved
 		}
 		g.Scopes, g.AuthTime, g.Context, g.SessionID = scopes, db.FromTS(authTime), decodeContext(rawContext), sessionID.String
 		deny := func(desc string) error {
-			out = buildRedirect(g.RedirectURI, url.Values{"error": {ErrAccessDenied}, "error_description": {desc}, "state": {g.State}, "iss": {s.Issuer}})
+			out = redirecturi.Build(g.RedirectURI, url.Values{"error": {ErrAccessDenied}, "error_description": {desc}, "state": {g.State}, "iss": {s.Issuer}})
 			return nil
 		}
 		if !approved {
@@ -624,7 +625,7 @@ func (s *Service) Decide(ctx context.Context, pendingID, userID string, approved
 		if err != nil {
 			return err
 		}
-		out = buildRedirect(g.RedirectURI, url.Values{"code": {code}, "state": {g.State}, "iss": {s.Issuer}})
+		out = redirecturi.Build(g.RedirectURI, url.Values{"code": {code}, "state": {g.State}, "iss": {s.Issuer}})
 		return nil
 	})
 	return out, err

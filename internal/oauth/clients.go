@@ -18,6 +18,7 @@ import (
 	"hmid/internal/authn"
 	"hmid/internal/db"
 	"hmid/internal/httpx"
+	"hmid/internal/oauth/redirecturi"
 	"hmid/internal/outbound"
 	"hmid/internal/token"
 )
@@ -408,12 +409,12 @@ func applyRedirectURIs(c *Client, in ClientInput, creating bool) error {
 	return nil
 }
 
-// normalizeURIs normalizes the redirect URIs of field (normalizeRedirectURI)
+// normalizeURIs normalizes the redirect URIs of field (redirecturi.Normalize)
 // and drops duplicates.
 func normalizeURIs(field string, uris []string) ([]string, error) {
 	clean := []string{}
 	for _, raw := range uris {
-		u, err := normalizeRedirectURI(raw)
+		u, err := redirecturi.Normalize(raw)
 		if err != nil {
 			return nil, apperr.OnField(field, err)
 		}

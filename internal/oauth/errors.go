@@ -6,6 +6,7 @@ import (
 
 	"hmid/internal/apperr"
 	"hmid/internal/httpx"
+	"hmid/internal/oauth/redirecturi"
 )
 
 // OAuth error codes (RFC 6749 §4.1.2.1, §5.2; OpenID Connect Core §3.1.2.6).
@@ -122,6 +123,6 @@ func logged(r *http.Request, e *Error) *Error {
 // have a query of its own, RFC 6749 §3.1.2).
 func redirectTo(w http.ResponseWriter, base string, params url.Values) {
 	securityHeaders(w)
-	w.Header().Set("Location", buildRedirect(base, params))
+	w.Header().Set("Location", redirecturi.Build(base, params))
 	w.WriteHeader(http.StatusFound)
 }

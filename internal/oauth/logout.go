@@ -15,6 +15,7 @@ import (
 	"hmid/internal/apperr"
 	"hmid/internal/authflow"
 	"hmid/internal/db"
+	"hmid/internal/oauth/redirecturi"
 )
 
 // BackchannelLogoutEvent is the event member of a logout token (OpenID
@@ -275,7 +276,7 @@ func (s *Service) endSessionClient(ctx context.Context, out *authflow.EndSession
 		if !slices.Contains(c.PostLogoutRedirectURIs, redirect) {
 			return apperr.OnField("post_logout_redirect_uri", apperr.Invalid("post_logout_redirect_uri is not registered for this client"))
 		}
-		out.RedirectURL = buildRedirect(redirect, url.Values{"state": {state}})
+		out.RedirectURL = redirecturi.Build(redirect, url.Values{"state": {state}})
 	}
 	return nil
 }

@@ -1,4 +1,11 @@
-package oauth
+// Package redirecturi holds the rules of OAuth redirect URIs: which ones a
+// client may register (Normalize: exact URIs, RFC 9700 §4.1.3, with the
+// native-app forms of RFC 8252 §7), how an authorization request's
+// redirect_uri is matched against them (Match: exact string comparison but
+// for a loopback port, RFC 8252 §7.3), and how the response parameters are
+// added to one (Build: its own query kept, RFC 6749 §3.1.2). The same
+// rules serve post-logout redirect URIs (RP-Initiated Logout 1.0 §3.1).
+package redirecturi
 
 import (
 	"net/url"
@@ -9,10 +16,7 @@ import (
 	"hmid/internal/apperr"
 )
 
-// Redirect URIs: what registration accepts (normalizeRedirectURI), how an
-// authorization request's redirect_uri is matched against the registered
-// ones (matchRedirectURI), and how the response parameters are added to it
-// (buildRedirect). docs/decisions.md, "Native apps", gives the rules in prose.
+// docs/decisions.md, "Native apps", gives the rules in prose.
 
 // schemeRE is an RFC 3986 §3.1 scheme, in any case.
 var schemeRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.\-]*$`)
@@ -30,7 +34,7 @@ var responseParams = []string{"code", "state", "iss", "error", "error_descriptio
 // maxRedirectURI bounds a redirect URI's length (spec 1 limits).
 const maxRedirectURI = 2000
 
-// normalizeRedirectURI checks a redirect URI for registration and returns the
+// Normalize checks a redirect URI for registration and returns the
 // form to store: the URI itself with its scheme lowercased (RFC 3986 §3.1:
 // schemes are case-insensitive, "HTTP://x" is "http://x"). Everything after
 // the scheme is kept byte for byte, since requests must match it exactly.
@@ -42,7 +46,7 @@ const maxRedirectURI = 2000
 // (wildcards; RFC 9700 §4.1.3 wants exact URIs), ports outside 1..65535, the
 // schemes of blockedSchemes, whitespace, backslashes and control characters,
 // and a query carrying a response parameter.
-func normalizeRedirectURI(raw string) (string, error) {
+func Normalize(raw string) (string, error) {
 	if err := checkRedirectChars(raw); err != nil {
 		return "", err
 	}
@@ -207,7 +211,7 @@ func loopbackWithoutPort(uri string) (string, bool) {
 	return "", false
 }
 
-// matchRedirectURI reports whether an authorization request's redirect_uri
+// Match reports whether an authorization request's redirect_uri
 // is allowed for a client with the registered URIs. The match is exact
 // string comparison (RFC 9700 §4.1.3), with one exception: a registered
 // loopback URI (http with 127.0.0.1 or [::1]) matches the same URI with any
@@ -215,7 +219,7 @@ func loopbackWithoutPort(uri string) (string, bool) {
 // run time (RFC 8252 §7.3). Scheme, host, path and query still match exactly.
 // The token request must then repeat the redirect_uri with the very port the
 // authorization request used (RFC 6749 §4.1.3).
-func matchRedirectURI(registered []string, requested string) bool {
+func Match(registered []string, requested string) bool {
 	for _, r := range registered {
 		if r == requested {
 			return true
@@ -233,11 +237,11 @@ func matchRedirectURI(registered []string, requested string) bool {
 	return false
 }
 
-// buildRedirect returns base with the non-empty params appended to its
+// Build returns base with the non-empty params appended to its
 // query. The base's own query is kept byte for byte, never decoded and
 // encoded again (RFC 6749 §3.1.2: the query component "MUST be retained"),
 // so a client sees exactly the query it registered, followed by ours.
-func buildRedirect(base string, params url.Values) string {
+func Build(base string, params url.Values) string {
 	add := url.Values{}
 	for k, vs := range params {
 		if len(vs) > 0 && vs[0] != "" {

@@ -1,4 +1,4 @@
-package oauth
+package redirecturi
 
 import (
 	"net/url"
@@ -55,15 +55,15 @@ func TestNormalizeRedirectURI(t *testing.T) {
 		{"https://a.example\\@evil.example/", ""},
 		{"https://a.example/" + strings.Repeat("x", 2000), ""},
 	} {
-		got, err := normalizeRedirectURI(tc.in)
+		got, err := Normalize(tc.in)
 		if tc.want == "" {
 			if err == nil {
-				t.Errorf("normalizeRedirectURI(%q) = %q, want refusal", tc.in, got)
+				t.Errorf("Normalize(%q) = %q, want refusal", tc.in, got)
 			}
 			continue
 		}
 		if err != nil || got != tc.want {
-			t.Errorf("normalizeRedirectURI(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+			t.Errorf("Normalize(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
 		}
 	}
 }
@@ -115,8 +115,8 @@ func TestMatchRedirectURI(t *testing.T) {
 		{"com.example.app:/cb", true},
 		{"com.example.app:/cb2", false},
 	} {
-		if got := matchRedirectURI(reg, tc.uri); got != tc.ok {
-			t.Errorf("matchRedirectURI(%q) = %v, want %v", tc.uri, got, tc.ok)
+		if got := Match(reg, tc.uri); got != tc.ok {
+			t.Errorf("Match(%q) = %v, want %v", tc.uri, got, tc.ok)
 		}
 	}
 }
@@ -131,11 +131,11 @@ func TestBuildRedirect(t *testing.T) {
 		{"com.example.app:/cb?x=1", "com.example.app:/cb?x=1&code=c&iss=https%3A%2F%2Fid.example&state=s+t"},
 		{"https://login.example/in#top", "https://login.example/in?code=c&iss=https%3A%2F%2Fid.example&state=s+t#top"},
 	} {
-		if got := buildRedirect(tc.base, p); got != tc.want {
-			t.Errorf("buildRedirect(%q) = %q, want %q", tc.base, got, tc.want)
+		if got := Build(tc.base, p); got != tc.want {
+			t.Errorf("Build(%q) = %q, want %q", tc.base, got, tc.want)
 		}
 	}
-	if got := buildRedirect("https://app.example/cb?a=1", url.Values{"state": {""}}); got != "https://app.example/cb?a=1" {
+	if got := Build("https://app.example/cb?a=1", url.Values{"state": {""}}); got != "https://app.example/cb?a=1" {
 		t.Errorf("no parameters: %q", got)
 	}
 }
@@ -151,14 +151,14 @@ func FuzzRedirectURI(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		norm, err := normalizeRedirectURI(raw)
+		norm, err := Normalize(raw)
 		if err != nil {
 			return
 		}
 		if !strings.EqualFold(norm, raw) || len(norm) != len(raw) {
 			t.Fatalf("%q normalized to %q", raw, norm)
 		}
-		again, err := normalizeRedirectURI(norm)
+		again, err := Normalize(norm)
 		if err != nil || again != norm {
 			t.Fatalf("%q: normalized form %q not stable: %q, %v", raw, norm, again, err)
 		}
@@ -193,10 +193,10 @@ func FuzzMatchRedirectURI(f *testing.F) {
 	f.Add("http://127.0.0.1/cb", "http://127.0.0.1:5000@evil/cb")
 	f.Add("https://app.example/cb", "https://app.example/cb")
 	f.Fuzz(func(t *testing.T, registered, requested string) {
-		if norm, err := normalizeRedirectURI(registered); err != nil || norm != registered {
+		if norm, err := Normalize(registered); err != nil || norm != registered {
 			return // only what registration accepts is ever registered
 		}
-		if !matchRedirectURI([]string{registered}, requested) || registered == requested {
+		if !Match([]string{registered}, requested) || registered == requested {
 			return
 		}
 		ru, err1 := url.Parse(registered)
