@@ -103,7 +103,7 @@ func (h *Handler) Authorize(w http.ResponseWriter, r *http.Request) {
 	ar.grant.UserID = user.UserID
 	ar.grant.AuthTime = user.AuthTime
 	ac.Claims = ar.oidc.claims
-	ac.ClaimScopes = ar.oidc.claims.claimScopes(ar.grant.Scopes, ar.client.AllowedScopes)
+	ac.ClaimScopes = ar.oidc.claims.Scopes(ar.grant.Scopes, ar.client.AllowedScopes)
 	ac.Resources = ar.resources
 	ar.grant.Context = ac
 	ar.grant.SessionID = user.SessionID

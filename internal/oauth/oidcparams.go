@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"hmid/internal/authn"
+	"hmid/internal/oauth/claims"
 )
 
 // The authentication context class references hmid issues in the acr claim
@@ -36,9 +37,9 @@ func UILocales() []string { return []string{"en", "de"} }
 // of the authentication and the claims request parameter. It is stored with
 // a pending authorization and, from the code on, per token family.
 type authContext struct {
-	ACR    string         `json:"acr,omitempty"`
-	AMR    []string       `json:"amr,omitempty"`
-	Claims *claimsRequest `json:"claims,omitempty"`
+	ACR    string          `json:"acr,omitempty"`
+	AMR    []string        `json:"amr,omitempty"`
+	Claims *claims.Request `json:"claims,omitempty"`
 	// ClaimScopes are the scopes, beyond the granted ones, whose claims the
 	// claims parameter asked for; consent covered them (see claimScopes).
 	ClaimScopes []string `json:"claim_scopes,omitempty"`
@@ -50,7 +51,7 @@ type authContext struct {
 // oidcRequest holds the OpenID Connect parameters of an authorization
 // request beyond prompt and max_age (Core §3.1.2.1, §5.5).
 type oidcRequest struct {
-	claims       *claimsRequest
+	claims       *claims.Request
 	acrEssential []string // acr values the claims parameter demands (essential); nil: any
 	hintSub      string   // sub of a verified id_token_hint
 }
@@ -64,12 +65,12 @@ func (s *Service) checkOIDCParams(ctx context.Context, ar *authzRequest, q url.V
 		return oerr(ErrInvalidRequest, "display must be one of page, popup, touch, wap")
 	}
 	if v := q.Get("claims"); v != "" {
-		cr, err := parseClaimsRequest(v)
+		cr, err := claims.ParseRequest(v)
 		if err != nil {
 			return oerr(ErrInvalidRequest, "claims: "+err.Error())
 		}
 		ar.oidc.claims = cr
-		ar.oidc.acrEssential = cr.essentialACR()
+		ar.oidc.acrEssential = cr.EssentialACR()
 	}
 	if v := q.Get("id_token_hint"); v != "" {
 		sub, e := s.verifyIDTokenHint(ctx, ar.client, v)
@@ -135,7 +136,7 @@ func needInteraction(ar authzRequest, p *authn.Principal, ac authContext, now ti
 	case ar.oidc.hintSub != "" && ar.oidc.hintSub != p.UserID:
 		// Core §3.1.2.1: the hint names another user than the session's.
 		return interactLogin
-	case ar.oidc.claims.subValue() != "" && ar.oidc.claims.subValue() != p.UserID:
+	case ar.oidc.claims.SubValue() != "" && ar.oidc.claims.SubValue() != p.UserID:
 		// Core §5.5.1: a sub asked for by value must be the session's user.
 		return interactLogin
 	case acrUnmet:

@@ -14,6 +14,7 @@ import (
 	"hmid/internal/apperr"
 	"hmid/internal/audit"
 	"hmid/internal/db"
+	"hmid/internal/oauth/claims"
 	"hmid/internal/token"
 )
 
@@ -297,11 +298,11 @@ func (s *Service) refresh(ctx context.Context, c Client, secret string, form url
 		expires          int64
 		rotated, revoked db.NullTime
 		usable           bool
-		claims           claimRow
+		row              claims.Row
 	)
 	err := s.DB.QueryRowContext(ctx, refreshSQL, token.Hash(rt), db.TS(now)).
 		Scan(append([]any{&old.id, &old.clientID, &old.userID, &old.family, &old.pair, &old.scopes, &old.authTime, &expires, &rotated, &revoked,
-			&old.sessionID, &old.context, &old.offline, &usable}, claims.dest()...)...)
+			&old.sessionID, &old.context, &old.offline, &usable}, row.Dest()...)...)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return TokenResponse{}, oerr(ErrInvalidGrant, "invalid refresh token")
@@ -346,7 +347,7 @@ func (s *Service) refresh(ctx context.Context, c Client, secret string, form url
 		}
 	}
 	// OpenID Connect Core §12.2: the refreshed ID token carries no nonce.
-	return s.respond(ctx, c, secret, old.userID, issued, db.FromTS(old.authTime), "", old.sessionID.String, ac, &claims, now)
+	return s.respond(ctx, c, secret, old.userID, issued, db.FromTS(old.authTime), "", old.sessionID.String, ac, &row, now)
 }
 
 // narrowScope is the scope of a refreshed access token: the granted one, or
@@ -367,7 +368,7 @@ func narrowScope(granted []string, form url.Values) ([]string, *Error) {
 // context it carries, and the user's claims for a refreshed ID token; so a
 // refresh reads once before it rotates.
 const refreshSQL = `SELECT t.id, t.client_id, t.user_id, t.family_id, t.pair_id, t.scopes, t.auth_time, t.expires_at, t.rotated_at, t.revoked_at,
-	t.session_id, t.auth_context, t.offline, ` + usableSQL + `, ` + claimCols + `
+	t.session_id, t.auth_context, t.offline, ` + usableSQL + `, ` + claims.Cols + `
 	FROM oauth_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = $1 AND t.kind = 'refresh'`
 
 // inReuseInterval reports whether a refresh token rotated at rotatedAt is,
@@ -667,7 +668,7 @@ func (s *Service) storeTokens(ctx context.Context, tx *db.Tx, t issuedTokens, f 
 // and sessionID (the browser session of the grant) gives the ID token its
 // sid. row holds the user's claim columns when the caller read them
 // already (nil: read them).
-func (s *Service) respond(ctx context.Context, c Client, secret, userID string, t issuedTokens, authTime time.Time, nonce, sessionID string, ac authContext, row *claimRow, now time.Time) (TokenResponse, *Error) {
+func (s *Service) respond(ctx context.Context, c Client, secret, userID string, t issuedTokens, authTime time.Time, nonce, sessionID string, ac authContext, row *claims.Row, now time.Time) (TokenResponse, *Error) {
 	resp := TokenResponse{
 		AccessToken: t.access, TokenType: "Bearer", ExpiresIn: int(t.accessTTL / time.Second),
 		RefreshToken: t.refresh, Scope: strings.Join(t.accessScopes, " "),

@@ -11,6 +11,7 @@ import (
 	"hmid/internal/authn"
 	"hmid/internal/db"
 	"hmid/internal/httpx"
+	"hmid/internal/oauth/claims"
 	"hmid/internal/token"
 )
 
@@ -21,7 +22,7 @@ func (s *Service) ResolveAccessToken(ctx context.Context, tok string) (*authn.Pr
 	if isClientToken(tok) {
 		return s.resolveClientToken(ctx, tok)
 	}
-	return s.resolveAccess(ctx, tok, nil)
+	return s.resolveAccess(ctx, tok, nil, nil)
 }
 
 // resolveSQL reads a usable access token: not revoked, of an active
@@ -38,7 +39,7 @@ const (
 		WHERE t.token_hash = $1 AND t.kind = 'access' AND t.revoked_at IS NULL AND c.is_active
 		AND u.deleted_at IS NULL AND NOT ` + db.UserBannedSQL
 	resolveSQL       = `SELECT ` + resolveCols + resolveFrom
-	resolveClaimsSQL = `SELECT ` + resolveCols + `, t.auth_context, ` + claimCols + resolveFrom
+	resolveClaimsSQL = `SELECT ` + resolveCols + `, t.auth_context, ` + claims.Cols + resolveFrom
 )
 
 // accessRow is what resolveSQL reads. Its fields are scanned in place, so
@@ -53,7 +54,7 @@ type accessRow struct {
 
 // resolveAccess resolves an access token; with claims set it also reads the
 // user's claim columns into it.
-func (s *Service) resolveAccess(ctx context.Context, tok string, claims *claimRow) (*authn.Principal, error) {
+func (s *Service) resolveAccess(ctx context.Context, tok string, cr *claims.Row, authContext *string) (*authn.Principal, error) {
 	if !token.HasShape(tok, token.PrefixAccessToken) && !authn.LooksLikeJWT(tok) {
 		return nil, authn.ErrInvalidToken
 	}
@@ -61,9 +62,9 @@ func (s *Service) resolveAccess(ctx context.Context, tok string, claims *claimRo
 	row := &accessRow{}
 	row.dest = [6]any{&row.id, &row.userID, &row.clientID, &row.scopes, &row.expires, &row.authTime}
 	query, dest := resolveSQL, row.dest[:]
-	if claims != nil {
-		cd := claims.dest()
-		dest = append(append(append(make([]any, 0, len(row.dest)+1+len(cd)), dest...), &claims.context), cd...)
+	if cr != nil {
+		cd := cr.Dest()
+		dest = append(append(append(make([]any, 0, len(row.dest)+1+len(cd)), dest...), authContext), cd...)
 		query = resolveClaimsSQL
 	}
 	err := s.DB.QueryRowContext(ctx, query, token.Hash(tok), db.TS(now)).Scan(dest...)
@@ -130,8 +131,9 @@ func (h *Handler) UserInfo(w http.ResponseWriter, r *http.Request) {
 		bearerError(http.StatusUnauthorized, "", "an access token is required")
 		return
 	}
-	var row claimRow
-	p, err := h.S.resolveAccess(r.Context(), tok, &row)
+	var row claims.Row
+	var authContext string
+	p, err := h.S.resolveAccess(r.Context(), tok, &row, &authContext)
 	if err != nil {
 		if apperr.Is(err, apperr.Unauthorized) {
 			bearerError(http.StatusUnauthorized, ErrInvalidToken, "the access token is invalid, expired or revoked")
@@ -145,10 +147,10 @@ func (h *Handler) UserInfo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The authentication context rides on the token row, read with it.
-	var claims claimSet
-	if err := h.S.releasedClaims(r.Context(), p.UserID, &row, p.OAuthScopes, userInfoContext(row.context), true, &claims); err != nil {
+	var set claims.Set
+	if err := h.S.releasedClaims(r.Context(), p.UserID, &row, p.OAuthScopes, userInfoContext(authContext), true, &set); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}
-	writeClaims(w, &claims)
+	set.Write(w)
 }

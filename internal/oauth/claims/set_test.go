@@ -1,4 +1,4 @@
-package oauth
+package claims
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ func TestWriteClaimsMatchesEncodingJSON(t *testing.T) {
 	strs := []string{"", "plain", `quote " and \ backslash`, "tab\tnew\nline\rcr\bback\fform", "\x00\x01\x1f\x7f",
 		"<script>&amp;</script>", "äöü ß 日本 🙂", "bad \xff\xfe utf8 \xc3", "line\u2028para\u2029end", "\u00e9\u0301"}
 	for i, str := range strs {
-		var set claimSet
+		var set Set
 		for c := range numClaims {
 			// Every slot takes every kind in turn, and some stay empty.
 			switch (int(c) + i) % 6 {
@@ -44,8 +44,8 @@ func TestWriteClaimsMatchesEncodingJSON(t *testing.T) {
 		}
 		set.setList(claimRoleIDs, nil)
 		w := httptest.NewRecorder()
-		writeClaims(w, &set)
-		if want := reference(t, set.toMap()); !bytes.Equal(w.Body.Bytes(), want) {
+		set.Write(w)
+		if want := reference(t, set.ToMap()); !bytes.Equal(w.Body.Bytes(), want) {
 			t.Errorf("for %q:\n got %s\nwant %s", str, w.Body.Bytes(), want)
 		}
 		if ct := w.Header().Get("Content-Type"); ct != "application/json; charset=utf-8" {
@@ -61,7 +61,7 @@ func TestClaimNamesSorted(t *testing.T) {
 		t.Fatalf("claimNames are not sorted: %q", claimNames)
 	}
 	for c, name := range claimNames {
-		if name == "" || claimScope(name) == "" && claim(c) != claimSub {
+		if name == "" || scopeOf(name) == "" && claim(c) != claimSub {
 			t.Errorf("claim %d (%q) has no scope that releases it", c, name)
 		}
 	}

@@ -1,4 +1,10 @@
-package oauth
+// Package claims is what hmid says about a user in ID tokens and UserInfo
+// answers (OpenID Connect Core §5.1; spec 1, ID token and UserInfo
+// claims): the user columns they come from (Cols, Row), which scope
+// releases which claim (Fill), the claims request parameter that asks for
+// more or fewer (Core §5.5; Request) and the JSON of a UserInfo answer,
+// written without reflection because UserInfo is a hot path (Set.Write).
+package claims
 
 import (
 	"net/http"
@@ -9,7 +15,7 @@ import (
 
 // claim is one user claim hmid releases (spec 1, ID token and UserInfo
 // claims; OpenID Connect Core §5.1). The constants run in the byte order of
-// the claims' JSON names, so a claimSet written slot by slot has the sorted
+// the claims' JSON names, so a Set written slot by slot has the sorted
 // keys encoding/json gives a map.
 type claim uint8
 
@@ -68,16 +74,16 @@ type claimValue struct {
 	list []string
 }
 
-// claimSet holds the user claims of one answer. It replaces a map because
+// Set holds the user claims of one answer. It replaces a map because
 // UserInfo is a hot path: a fixed array needs no allocation, no hashing and
 // no sorting of keys, and its slots are already in the order the JSON
 // object lists them.
-type claimSet [numClaims]claimValue
+type Set [numClaims]claimValue
 
-func (s *claimSet) setString(c claim, v string) { s[c] = claimValue{kind: kindString, str: v} }
-func (s *claimSet) setBool(c claim, v bool)     { s[c] = claimValue{kind: kindBool, flag: v} }
-func (s *claimSet) setInt(c claim, v int64)     { s[c] = claimValue{kind: kindInt, num: v} }
-func (s *claimSet) setList(c claim, v []string) { s[c] = claimValue{kind: kindList, list: v} }
+func (s *Set) setString(c claim, v string) { s[c] = claimValue{kind: kindString, str: v} }
+func (s *Set) setBool(c claim, v bool)     { s[c] = claimValue{kind: kindBool, flag: v} }
+func (s *Set) setInt(c claim, v int64)     { s[c] = claimValue{kind: kindInt, num: v} }
+func (s *Set) setList(c claim, v []string) { s[c] = claimValue{kind: kindList, list: v} }
 
 // value is the claim as encoding/json would see it in a map; nil when the
 // set does not carry it.
@@ -95,9 +101,9 @@ func (v claimValue) value() any {
 	return nil
 }
 
-// toMap returns the claims the set carries as a map, for the ID token,
+// ToMap returns the claims the set carries as a map, for the ID token,
 // which adds its own claims and is signed as a map.
-func (s *claimSet) toMap() map[string]any {
+func (s *Set) ToMap() map[string]any {
 	// Room for the ID token's own claims too, so the map never grows.
 	m := make(map[string]any, len(s)+10)
 	for c := range s {
@@ -108,10 +114,10 @@ func (s *claimSet) toMap() map[string]any {
 	return m
 }
 
-// writeClaims answers 200 with the claims as a JSON object: the same bytes
-// httpx.JSON writes for toMap (keys sorted, HTML characters not escaped, a
+// Write answers 200 with the claims as a JSON object: the same bytes
+// httpx.JSON writes for ToMap (keys sorted, HTML characters not escaped, a
 // final newline), without reflection or a map.
-func writeClaims(w http.ResponseWriter, s *claimSet) {
+func (s *Set) Write(w http.ResponseWriter) {
 	bp := claimBufs.Get().(*[]byte)
 	b := append(s.appendJSON((*bp)[:0]), '\n')
 	w.Header()["Content-Type"] = jsonContentType
@@ -127,7 +133,7 @@ var (
 )
 
 // appendJSON appends the set to b as a JSON object.
-func (s *claimSet) appendJSON(b []byte) []byte {
+func (s *Set) appendJSON(b []byte) []byte {
 	b = append(b, '{')
 	first := true
 	for c := range s {
