@@ -1,4 +1,4 @@
-package oauth
+package store
 
 import (
 	"context"
@@ -17,8 +17,8 @@ var purgedTables = []string{"oauth_tokens", "oauth_codes", "oauth_pending_author
 // an exact COUNT(*) on SQLite, the planner's estimate (pg_class.reltuples,
 // kept by autovacuum) on PostgreSQL, where counting a large table would cost
 // a full scan. A table that cannot be read is left out of that scrape.
-func (s *Service) TableSizes() prometheus.Collector {
-	return &tableSizes{db: s.DB, desc: prometheus.NewDesc("hmid_oauth_table_rows",
+func (s *Store) TableSizes() prometheus.Collector {
+	return &tableSizes{db: s.db, desc: prometheus.NewDesc("hmid_oauth_table_rows",
 		"Rows of the OAuth token tables (an estimate on PostgreSQL).", []string{"table"}, nil)}
 }
 

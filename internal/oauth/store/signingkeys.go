@@ -1,0 +1,69 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"hmid/internal/db"
+)
+
+// SigningKey is a stored asymmetric signing key: its private key sealed
+// with the server key.
+type SigningKey struct {
+	Kid        string
+	Alg        string
+	Generation int64 // 1, 2, … per algorithm; the highest signs
+	Sealed     string
+	Created    time.Time
+	Activated  time.Time
+	Retired    time.Time // zero while it is the signing key of its algorithm
+}
+
+// SigningKeys returns every stored key, newest generation first per
+// algorithm.
+func (s *Store) SigningKeys(ctx context.Context) ([]SigningKey, error) {
+	return db.All(ctx, s.db, func(row db.Scanner) (SigningKey, error) {
+		var k SigningKey
+		var created, activated int64
+		var retired sql.NullInt64
+		err := row.Scan(&k.Kid, &k.Alg, &k.Generation, &k.Sealed, &created, &activated, &retired)
+		k.Created, k.Activated = db.FromTS(created), db.FromTS(activated)
+		if retired.Valid {
+			k.Retired = db.FromTS(retired.Int64)
+		}
+		return k, err
+	}, `SELECT kid, alg, generation, private_key, created_at, activated_at, retired_at FROM oauth_signing_keys ORDER BY alg, generation DESC`)
+}
+
+// InsertSigningKey stores k (kid, alg, generation and sealed key), created
+// and activated now, through q. It reports false when that generation of
+// the algorithm exists already: another instance stored it first, and its
+// key is the one everyone uses.
+func (s *Store) InsertSigningKey(ctx context.Context, q db.Querier, k SigningKey, now time.Time) (bool, error) {
+	res, err := q.ExecContext(ctx, `INSERT INTO oauth_signing_keys (kid, alg, generation, private_key, created_at, activated_at) VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT DO NOTHING`,
+		k.Kid, k.Alg, k.Generation, k.Sealed, db.TS(now))
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// RetireSigningKeys retires, through q, the keys of alg older than
+// generation gen that still sign.
+func (s *Store) RetireSigningKeys(ctx context.Context, q db.Querier, alg string, gen int64, now time.Time) error {
+	_, err := q.ExecContext(ctx, `UPDATE oauth_signing_keys SET retired_at = $1 WHERE alg = $2 AND generation < $3 AND retired_at IS NULL`,
+		db.TS(now), alg, gen)
+	return err
+}
+
+// DeleteRetiredSigningKeys deletes the keys retired at or before cutoff and
+// reports how many.
+func (s *Store) DeleteRetiredSigningKeys(ctx context.Context, cutoff time.Time) (int64, error) {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM oauth_signing_keys WHERE retired_at IS NOT NULL AND retired_at <= $1`, db.TS(cutoff))
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
