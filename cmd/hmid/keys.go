@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"hmid/internal/oauth"
+	"hmid/internal/oauth/signing"
 )
 
 // keysCommand groups the key subcommands: system API keys and the signing
@@ -37,7 +37,7 @@ func keysRotateCommand() *command {
 	return &command{
 		name: "keys rotate", args: "[--alg RS256|ES256]", summary: "rotate the ID-token signing keys (RS256 and ES256)",
 		detail: "The new key signs at once, on every instance within seconds; the previous key stays published at\n" +
-			"/v1/oauth/jwks until the ID tokens it signed have expired (" + oauth.KeyGrace.String() + "), then it is deleted.\n" +
+			"/v1/oauth/jwks until the ID tokens it signed have expired (" + signing.KeyGrace.String() + "), then it is deleted.\n" +
 			"HMID_SIGNING_KEY_ROTATION rotates automatically by age.",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&alg, "alg", "", "rotate only this algorithm's key: RS256 or ES256 (default: both)")
@@ -46,7 +46,7 @@ func keysRotateCommand() *command {
 			var algs []string
 			if alg != "" {
 				a := strings.ToUpper(alg)
-				if a != oauth.AlgRS256 && a != oauth.AlgES256 {
+				if a != signing.AlgRS256 && a != signing.AlgES256 {
 					return usageError{fmt.Sprintf("--alg must be RS256 or ES256, got %q", alg)}
 				}
 				algs = []string{a}
@@ -56,7 +56,7 @@ func keysRotateCommand() *command {
 				return err
 			}
 			defer srv.Close()
-			keys, err := srv.OAuth.RotateSigningKeys(ctx, algs...)
+			keys, err := srv.OAuth.Keys.Rotate(ctx, algs...)
 			if err != nil {
 				return err
 			}
@@ -68,12 +68,12 @@ func keysRotateCommand() *command {
 
 // printSigningKeys writes one line per key: algorithm, kid, generation and
 // state.
-func printSigningKeys(w io.Writer, keys []oauth.KeyInfo) {
+func printSigningKeys(w io.Writer, keys []signing.KeyInfo) {
 	for _, k := range keys {
 		state := "signing since " + k.ActivatedAt.Format(time.RFC3339)
 		switch {
 		case k.RetiredAt != nil && k.Published:
-			state = "retired " + k.RetiredAt.Format(time.RFC3339) + ", in the JWKS until " + k.RetiredAt.Add(oauth.KeyGrace).Format(time.RFC3339)
+			state = "retired " + k.RetiredAt.Format(time.RFC3339) + ", in the JWKS until " + k.RetiredAt.Add(signing.KeyGrace).Format(time.RFC3339)
 		case k.RetiredAt != nil:
 			state = "retired " + k.RetiredAt.Format(time.RFC3339) + ", no longer published"
 		}

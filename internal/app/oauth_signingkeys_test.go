@@ -18,7 +18,7 @@ import (
 	"hmid/internal/config"
 	"hmid/internal/db"
 	"hmid/internal/dbtest"
-	"hmid/internal/oauth"
+	"hmid/internal/oauth/signing"
 )
 
 // jwtKid returns the kid of a compact JWT's header.
@@ -42,7 +42,7 @@ func jwtKid(t *testing.T, raw string) string {
 func jwksKids(t *testing.T, e *apptest.Env) map[string][]string {
 	t.Helper()
 	var set struct {
-		Keys []oauth.JWK `json:"keys"`
+		Keys []signing.JWK `json:"keys"`
 	}
 	e.Call(t, "GET", "/v1/oauth/jwks", "", nil, http.StatusOK).Decode(t, &set)
 	out := map[string][]string{}
@@ -149,7 +149,7 @@ func TestOAuthSigningKeysWithGoOIDC(t *testing.T) {
 			}
 
 			// Rotate this algorithm's key, as "hmid keys rotate --alg" does.
-			keys, err := e.Server.OAuth.RotateSigningKeys(ctx, alg)
+			keys, err := e.Server.OAuth.Keys.Rotate(ctx, alg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -187,7 +187,7 @@ func TestOAuthSigningKeysWithGoOIDC(t *testing.T) {
 
 			// Once every token of the old key has expired, the key leaves the
 			// JWKS, the server refuses it, and the job deletes it.
-			e.Clock.Advance(oauth.KeyGrace + time.Minute)
+			e.Clock.Advance(signing.KeyGrace + time.Minute)
 			if kids := jwksKids(t, e); len(kids[alg]) != 1 || kids[alg][0] != newKid {
 				t.Fatalf("%s: JWKS after the grace %v, want only %s", alg, kids, newKid)
 			}
@@ -202,7 +202,7 @@ func TestOAuthSigningKeysWithGoOIDC(t *testing.T) {
 			if _, err := e.Server.OAuth.VerifyIDToken(ctx, first, true); err == nil {
 				t.Fatalf("%s: the server still accepts the dropped key", alg)
 			}
-			if err := e.Server.OAuth.MaintainKeys(ctx, 0); err != nil {
+			if err := e.Server.OAuth.Keys.Maintain(ctx, 0); err != nil {
 				t.Fatal(err)
 			}
 			var n int
@@ -280,27 +280,27 @@ func TestSigningKeysRotateByAge(t *testing.T) {
 		first := jwksKids(t, e)
 		const age = 24 * time.Hour
 		e.Clock.Advance(age - time.Minute)
-		if err := e.Server.OAuth.MaintainKeys(ctx, age); err != nil {
+		if err := e.Server.OAuth.Keys.Maintain(ctx, age); err != nil {
 			t.Fatal(err)
 		}
 		if kids := jwksKids(t, e); len(kids["RS256"]) != 1 || len(kids["ES256"]) != 1 {
 			t.Fatalf("rotated before the age: %v", kids)
 		}
 		e.Clock.Advance(2 * time.Minute)
-		if err := e.Server.OAuth.MaintainKeys(ctx, age); err != nil {
+		if err := e.Server.OAuth.Keys.Maintain(ctx, age); err != nil {
 			t.Fatal(err)
 		}
 		kids := jwksKids(t, e)
-		for _, alg := range oauth.KeyAlgs {
+		for _, alg := range signing.Algs {
 			if len(kids[alg]) != 2 || kids[alg][1] != first[alg][0] || kids[alg][0] == first[alg][0] {
 				t.Fatalf("%s after the age: %v, first %v", alg, kids[alg], first[alg])
 			}
 		}
-		e.Clock.Advance(oauth.KeyGrace)
-		if err := e.Server.OAuth.MaintainKeys(ctx, age); err != nil {
+		e.Clock.Advance(signing.KeyGrace)
+		if err := e.Server.OAuth.Keys.Maintain(ctx, age); err != nil {
 			t.Fatal(err)
 		}
-		keys, err := e.Server.OAuth.SigningKeys(ctx)
+		keys, err := e.Server.OAuth.Keys.List(ctx)
 		if err != nil || len(keys) != 2 || keys[0].Generation != 2 || keys[1].Generation != 2 {
 			t.Fatalf("keys after the grace: %+v, %v", keys, err)
 		}
@@ -338,7 +338,7 @@ func TestSigningKeysLegacyRow(t *testing.T) {
 		if err := d.Migrate(ctx); err != nil {
 			t.Fatal(err)
 		}
-		keys, err := e.Server.OAuth.SigningKeys(ctx)
+		keys, err := e.Server.OAuth.Keys.List(ctx)
 		if err != nil || len(keys) != 1 || keys[0].Alg != "RS256" || keys[0].Kid != old || keys[0].Generation != 1 || keys[0].RetiredAt != nil ||
 			!keys[0].CreatedAt.Equal(db.FromTS(created)) {
 			t.Fatalf("keys after migration: %+v, %v", keys, err)
@@ -376,17 +376,17 @@ func TestSigningKeysTwoInstances(t *testing.T) {
 	b.Clock.Advance(25 * time.Hour)
 	envs := []*apptest.Env{a, b}
 	errs := apptest.AtOnce(len(envs), func(i int) error {
-		return envs[i].Server.OAuth.MaintainKeys(ctx, 24*time.Hour)
+		return envs[i].Server.OAuth.Keys.Maintain(ctx, 24*time.Hour)
 	})
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	keys, err := a.Server.OAuth.SigningKeys(ctx)
+	keys, err := a.Server.OAuth.Keys.List(ctx)
 	if err != nil || len(keys) != 4 {
 		t.Fatalf("after racing rotations: %+v, %v", keys, err)
 	}
 	kidsA, kidsB := jwksKids(t, a), jwksKids(t, b)
-	for _, alg := range oauth.KeyAlgs {
+	for _, alg := range signing.Algs {
 		if len(kidsA[alg]) != 2 || strings.Join(kidsA[alg], " ") != strings.Join(kidsB[alg], " ") || kidsA[alg][1] != first[alg][0] {
 			t.Fatalf("%s: A %v, B %v", alg, kidsA[alg], kidsB[alg])
 		}
@@ -402,7 +402,7 @@ func TestSigningKeysTwoInstances(t *testing.T) {
 	if kid := jwtKid(t, tok.Extra("id_token").(string)); kid != kidsA["ES256"][0] {
 		t.Fatalf("B signs with %s, want %s", kid, kidsA["ES256"][0])
 	}
-	rotated, err := a.Server.OAuth.RotateSigningKeys(ctx, "ES256")
+	rotated, err := a.Server.OAuth.Keys.Rotate(ctx, "ES256")
 	if err != nil {
 		t.Fatal(err)
 	}

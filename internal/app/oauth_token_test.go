@@ -20,7 +20,8 @@ import (
 	"hmid/internal/config"
 	"hmid/internal/db"
 	"hmid/internal/dbtest"
-	"hmid/internal/oauth"
+	"hmid/internal/oauth/cors"
+	"hmid/internal/oauth/store"
 	"hmid/internal/token"
 )
 
@@ -805,7 +806,7 @@ func TestOAuthCORS(t *testing.T) {
 // TestOAuthCORSFollowsClients: an origin is allowed as soon as a client
 // registers it, and no longer once the redirect URI is changed, the client
 // deactivated or deleted; a change made behind this instance's back (another
-// instance) is seen after oauth.OriginTTL.
+// instance) is seen after cors.OriginTTL.
 func TestOAuthCORSFollowsClients(t *testing.T) {
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
@@ -841,7 +842,7 @@ func TestOAuthCORSFollowsClients(t *testing.T) {
 			t.Fatal(err)
 		}
 		allows(t, "cached", token("https://other.example"), "https://other.example")
-		e.Clock.Advance(oauth.OriginTTL)
+		e.Clock.Advance(cors.OriginTTL)
 		allows(t, "old origin after the TTL", token("https://other.example"), "")
 		allows(t, "new origin after the TTL", token("https://moved.example"), "https://moved.example")
 	})
@@ -978,7 +979,7 @@ func TestOAuthPurge(t *testing.T) {
 // TestOAuthPurgeKeepsWhatReuseDetectionNeeds: spent refresh tokens are kept
 // while their family can still be used (so presenting one still revokes the
 // family), revoked access tokens go at once, and every row of a revoked or
-// expired family goes, in batches of oauth.PurgeBatch rows. /metrics shows
+// expired family goes, in batches of store.PurgeBatch rows. /metrics shows
 // the tables' sizes.
 func TestOAuthPurgeKeepsWhatReuseDetectionNeeds(t *testing.T) {
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
@@ -1031,7 +1032,7 @@ func TestOAuthPurgeKeepsWhatReuseDetectionNeeds(t *testing.T) {
 		}
 		// Many dead rows: more than one batch of expired families.
 		past := db.TS(e.Clock.Now().Add(-time.Hour))
-		const deadRows = 2*oauth.PurgeBatch + 17
+		const deadRows = 2*store.PurgeBatch + 17
 		for i := 0; i < deadRows; i += 500 {
 			var vals []string
 			for j := i; j < min(i+500, deadRows); j++ {

@@ -11,7 +11,7 @@ import (
 	"hmid/api"
 	. "hmid/internal/authn" //nolint:staticcheck // the rule names read as a table: Perm("roles:read"), PermOrSelf(…)
 	"hmid/internal/httpx"
-	"hmid/internal/oauth"
+	"hmid/internal/oauth/cors"
 	"hmid/internal/passkey"
 	"hmid/internal/web"
 )
@@ -115,42 +115,43 @@ func (s *Server) routes() chi.Router {
 	// caller may see but not change.
 	//
 	// Browser apps call the protocol endpoints from their own origins (CORS):
-	// oauth.AnyOrigin opens the public documents to every origin,
-	// oa.ClientOrigins the others to the web origins of active clients' redirect
+	// cors.AnyOrigin opens the public documents to every origin,
+	// origins.Wrap the others to the web origins of active clients' redirect
 	// URIs. Each has its OPTIONS preflight and the documents answer HEAD; no
 	// other route carries CORS headers (docs/decisions.md, "Introspection and CORS").
 	oa := s.oauthHandler
-	anyOrigin, clientOrigins := oauth.AnyOrigin, oa.ClientOrigins
+	origins := s.OAuth.Origins
+	anyOrigin, clientOrigins := cors.AnyOrigin, origins.Wrap
 	for _, doc := range []string{"/.well-known/openid-configuration", "/v1/.well-known/openid-configuration"} {
 		route("GET", doc, Public(), anyOrigin(oa.Discovery))
 		route("HEAD", doc, Public(), anyOrigin(oa.Discovery))
-		route("OPTIONS", doc, Public(), oauth.AnyOriginPreflight("GET, HEAD"))
+		route("OPTIONS", doc, Public(), cors.AnyOriginPreflight("GET, HEAD"))
 	}
 	// RFC 8414 metadata, also at its path-inserted form when the issuer has a path (§3.1).
 	for _, doc := range authServerMetadataPaths(s.Config.PublicURL) {
 		route("GET", doc, Public(), anyOrigin(oa.AuthServerMetadata))
 		route("HEAD", doc, Public(), anyOrigin(oa.AuthServerMetadata))
-		route("OPTIONS", doc, Public(), oauth.AnyOriginPreflight("GET, HEAD"))
+		route("OPTIONS", doc, Public(), cors.AnyOriginPreflight("GET, HEAD"))
 	}
 	route("GET", "/v1/oauth/jwks", Public(), anyOrigin(oa.JWKS))
 	route("HEAD", "/v1/oauth/jwks", Public(), anyOrigin(oa.JWKS))
-	route("OPTIONS", "/v1/oauth/jwks", Public(), oauth.AnyOriginPreflight("GET, HEAD"))
+	route("OPTIONS", "/v1/oauth/jwks", Public(), cors.AnyOriginPreflight("GET, HEAD"))
 	route("GET", "/v1/oauth/authorize", Public(), oa.Authorize)
 	route("POST", "/v1/oauth/authorize", Public(), oa.Authorize)
 	route("POST", "/v1/oauth/authorize/consent", Session(), oa.Consent)
 	route("POST", "/v1/oauth/token", Public(), clientOrigins(oa.Token))
-	route("OPTIONS", "/v1/oauth/token", Public(), oa.ClientOriginsPreflight("POST"))
+	route("OPTIONS", "/v1/oauth/token", Public(), origins.Preflight("POST"))
 	route("GET", "/v1/oauth/userinfo", Public(), clientOrigins(oa.UserInfo))
 	route("HEAD", "/v1/oauth/userinfo", Public(), clientOrigins(oa.UserInfo))
 	route("POST", "/v1/oauth/userinfo", Public(), clientOrigins(oa.UserInfo))
-	route("OPTIONS", "/v1/oauth/userinfo", Public(), oa.ClientOriginsPreflight("GET, HEAD, POST"))
+	route("OPTIONS", "/v1/oauth/userinfo", Public(), origins.Preflight("GET, HEAD, POST"))
 	route("POST", "/v1/oauth/revoke", Public(), clientOrigins(oa.Revoke))
-	route("OPTIONS", "/v1/oauth/revoke", Public(), oa.ClientOriginsPreflight("POST"))
+	route("OPTIONS", "/v1/oauth/revoke", Public(), origins.Preflight("POST"))
 	// Introspection (RFC 7662): a confidential client's credentials or a
 	// system API key as Bearer, checked by the handler like the token
 	// endpoint's client authentication.
 	route("POST", "/v1/oauth/introspect", Public(), clientOrigins(oa.Introspect))
-	route("OPTIONS", "/v1/oauth/introspect", Public(), oa.ClientOriginsPreflight("POST"))
+	route("OPTIONS", "/v1/oauth/introspect", Public(), origins.Preflight("POST"))
 	// RP-Initiated Logout 1.0: the end_session_endpoint is a page (it may
 	// ask the person to confirm), so the web kit serves it.
 	route("GET", "/v1/oauth/logout", Public(), s.signinPages.EndSession)

@@ -7,6 +7,9 @@ import (
 
 	"hmid/internal/backchannel"
 	"hmid/internal/oauth"
+	"hmid/internal/oauth/cors"
+	"hmid/internal/oauth/signing"
+	"hmid/internal/oauth/store"
 	"hmid/internal/outbound"
 )
 
@@ -29,8 +32,12 @@ type oauthArea struct {
 func (s *Server) buildOAuth(ctx context.Context) error {
 	s.Outbound = outbound.Policy{Allow: s.Config.OutboundAllowCIDRs}
 	s.OutboundHTTP = s.Outbound.Client()
+	st := store.New(s.DB)
 	svc := &oauth.Service{
 		DB:       s.DB,
+		Store:    st,
+		Keys:     &signing.Keys{Store: st, Box: s.Box, Clock: s.Clock},
+		Origins:  &cors.Origins{Load: st.ActiveRedirectURIs, Clock: s.Clock},
 		Clock:    s.Clock,
 		Box:      s.Box,
 		Audit:    s.Audit,
@@ -38,7 +45,7 @@ func (s *Server) buildOAuth(ctx context.Context) error {
 		Issuer:   s.Config.PublicURL,
 		LoginURL: s.Config.LoginURL,
 
-		PurgePause:           oauth.DefaultPurgePause,
+		PurgePause:           store.DefaultPurgePause,
 		DefaultIDTokenAlg:    s.Config.IDTokenAlg,
 		RefreshReuseInterval: s.Config.RefreshReuseInterval,
 		Outbound:             s.Outbound,
@@ -54,7 +61,7 @@ func (s *Server) buildOAuth(ctx context.Context) error {
 	s.Guard.Resolver.OAuth = svc
 	s.Consents = svc
 
-	s.Metrics.Registry.MustRegister(svc.TableSizes())
+	s.Metrics.Registry.MustRegister(st.TableSizes())
 
 	// Expired codes, pending authorizations and tokens are purged hourly.
 	jobCtx, stop := context.WithCancel(context.Background())

@@ -23,6 +23,7 @@ import (
 	"hmid/internal/db"
 	"hmid/internal/httpx"
 	"hmid/internal/oauth/redirecturi"
+	"hmid/internal/oauth/store"
 	"hmid/internal/secretbox"
 	"hmid/internal/token"
 )
@@ -460,9 +461,8 @@ func (s *Service) verifyLoginAfter(v string) (time.Time, bool) {
 // consentCovers reports whether the user's stored consent for the client
 // includes every scope of scopes.
 func (s *Service) consentCovers(ctx context.Context, userID, clientID string, scopes []string) (bool, error) {
-	var granted db.Strings
-	err := s.DB.QueryRowContext(ctx, `SELECT scopes FROM oauth_consents WHERE user_id = $1 AND client_id = $2`, userID, clientID).Scan(&granted)
-	if errors.Is(err, sql.ErrNoRows) {
+	granted, err := s.Store.ConsentScopes(ctx, s.DB, userID, clientID)
+	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
@@ -471,26 +471,25 @@ func (s *Service) consentCovers(ctx context.Context, userID, clientID string, sc
 	return subset(scopes, granted), nil
 }
 
-// issueCode stores a new authorization code for g and returns it.
+// issueCode stores a new authorization code for g through q and returns it.
 func (s *Service) issueCode(ctx context.Context, q db.Querier, g grant, now time.Time) (string, error) {
-	code, family := token.New(token.PrefixAuthCode), db.NewID()
-	// The authentication context rides on the code row, so it is stored
-	// with the code, atomically, and read back when the code is redeemed.
-	_, err := q.ExecContext(ctx, `INSERT INTO oauth_codes (code_hash, family_id, client_id, user_id, redirect_uri, scopes, nonce, code_challenge, auth_time, created_at, expires_at, session_id, auth_context)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-		token.Hash(code), family, g.ClientID, g.UserID, g.RedirectURI, db.JSON(g.Scopes), g.Nonce, g.Challenge,
-		db.TS(g.AuthTime), db.TS(now), db.TS(now.Add(CodeTTL)), nullStr(&g.SessionID), db.JSON(g.Context))
+	code := token.New(token.PrefixAuthCode)
+	err := s.Store.IssueCode(ctx, q, store.Code{Hash: token.Hash(code), FamilyID: db.NewID(), ClientID: g.ClientID, UserID: g.UserID,
+		RedirectURI: g.RedirectURI, Scopes: g.Scopes, Nonce: g.Nonce, Challenge: g.Challenge, AuthTime: g.AuthTime,
+		Created: now, Expires: now.Add(CodeTTL), SessionID: g.SessionID, Context: db.JSON(g.Context)})
 	if err != nil {
 		return "", err
 	}
 	return code, nil
 }
 
+// createPending stores g as a pending authorization, waiting for the
+// user's consent, and returns its id.
 func (s *Service) createPending(ctx context.Context, g grant, now time.Time) (string, error) {
 	id := uuid.NewString()
-	_, err := s.DB.ExecContext(ctx, `INSERT INTO oauth_pending_authorizations (id, user_id, client_id, redirect_uri, scopes, state, nonce, code_challenge, auth_time, created_at, expires_at, auth_context, session_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-		id, g.UserID, g.ClientID, g.RedirectURI, db.JSON(g.Scopes), g.State, g.Nonce, g.Challenge, db.TS(g.AuthTime), db.TS(now), db.TS(now.Add(PendingTTL)), db.JSON(g.Context), nullStr(&g.SessionID))
+	err := s.Store.CreatePending(ctx, store.PendingAuthorization{ID: id, UserID: g.UserID, ClientID: g.ClientID, RedirectURI: g.RedirectURI,
+		Scopes: g.Scopes, State: g.State, Nonce: g.Nonce, Challenge: g.Challenge, AuthTime: g.AuthTime, Created: now,
+		Expires: now.Add(PendingTTL), Context: db.JSON(g.Context), SessionID: g.SessionID})
 	return id, err
 }
 
@@ -529,24 +528,15 @@ func (s *Service) Pending(ctx context.Context, pendingID, userID string) (authfl
 	if _, err := uuid.Parse(pendingID); err != nil {
 		return authflow.Pending{}, notFound
 	}
-	var p authflow.Pending
-	var scopes db.Strings
-	var logo sql.NullString
-	var expires int64
-	var rawContext string
-	err := s.DB.QueryRowContext(ctx, `SELECT p.id, p.client_id, c.name, c.logo_url, p.scopes, p.expires_at, p.auth_context
-		FROM oauth_pending_authorizations p JOIN oauth_clients c ON c.id = p.client_id
-		WHERE p.id = $1 AND p.user_id = $2 AND p.decided_at IS NULL AND p.expires_at > $3`, pendingID, userID, db.TS(s.Clock.Now())).
-		Scan(&p.ID, &p.ClientID, &p.ClientName, &logo, &scopes, &expires, &rawContext)
-	if errors.Is(err, sql.ErrNoRows) {
-		return p, notFound
+	row, err := s.Store.Pending(ctx, pendingID, userID, s.Clock.Now())
+	if errors.Is(err, store.ErrNotFound) {
+		return authflow.Pending{}, notFound
 	}
 	if err != nil {
-		return p, err
+		return authflow.Pending{}, err
 	}
-	p.LogoURL = logo.String
-	p.ExpiresAt = db.FromTS(expires)
-	for _, sc := range union(scopes, decodeContext(rawContext).ClaimScopes) {
+	p := authflow.Pending{ID: row.ID, ClientID: row.ClientID, ClientName: row.ClientName, LogoURL: row.LogoURL, ExpiresAt: row.Expires}
+	for _, sc := range union(row.Scopes, decodeContext(row.Context).ClaimScopes) {
 		d, _ := knownScope(sc)
 		p.Scopes = append(p.Scopes, d)
 	}
@@ -566,25 +556,15 @@ func (s *Service) Decide(ctx context.Context, pendingID, userID string, approved
 	now := s.Clock.Now()
 	var out string
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE oauth_pending_authorizations SET decided_at = $1
-			WHERE id = $2 AND user_id = $3 AND decided_at IS NULL AND expires_at > $1`, db.TS(now), pendingID, userID)
+		p, err := s.Store.DecidePending(ctx, tx, pendingID, userID, now)
+		if errors.Is(err, store.ErrNotFound) {
+			return notFound
+		}
 		if err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return notFound
-		}
-		g := grant{UserID: userID}
-		var scopes db.Strings
-		var authTime int64
-		var rawContext string
-		var sessionID sql.NullString
-		if err := tx.QueryRowContext(ctx, `SELECT client_id, redirect_uri, scopes, state, nonce, code_challenge, auth_time, auth_context, session_id
-			FROM oauth_pending_authorizations WHERE id = $1`, pendingID).
-			Scan(&g.ClientID, &g.RedirectURI, &scopes, &g.State, &g.Nonce, &g.Challenge, &authTime, &rawContext, &sessionID); err != nil {
-			return err
-		}
-		g.Scopes, g.AuthTime, g.Context, g.SessionID = scopes, db.FromTS(authTime), decodeContext(rawContext), sessionID.String
+		g := grant{ClientID: p.ClientID, UserID: userID, RedirectURI: p.RedirectURI, Scopes: p.Scopes, State: p.State, Nonce: p.Nonce,
+			Challenge: p.Challenge, AuthTime: p.AuthTime, Context: decodeContext(p.Context), SessionID: p.SessionID}
 		deny := func(desc string) error {
 			out = redirecturi.Build(g.RedirectURI, url.Values{"error": {ErrAccessDenied}, "error_description": {desc}, "state": {g.State}, "iss": {s.Issuer}})
 			return nil
@@ -599,22 +579,14 @@ func (s *Service) Decide(ctx context.Context, pendingID, userID string, approved
 		if !c.IsActive {
 			return deny("the client is not active")
 		}
-		usable, err := userUsable(ctx, tx, userID, now)
+		usable, err := s.Store.UserUsable(ctx, tx, userID, now)
 		if err != nil {
 			return err
 		}
 		if !usable {
 			return deny("the account cannot authorize clients")
 		}
-		var prev db.Strings
-		err = tx.QueryRowContext(ctx, `SELECT scopes FROM oauth_consents WHERE user_id = $1 AND client_id = $2`, userID, g.ClientID).Scan(&prev)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		all := union(prev, union(g.Scopes, g.Context.ClaimScopes))
-		if _, err := tx.ExecContext(ctx, `INSERT INTO oauth_consents (user_id, client_id, scopes, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
-			ON CONFLICT (user_id, client_id) DO UPDATE SET scopes = excluded.scopes, updated_at = excluded.updated_at`,
-			userID, g.ClientID, db.JSON(all), db.TS(now)); err != nil {
+		if err := s.Store.SaveConsent(ctx, tx, userID, g.ClientID, union(g.Scopes, g.Context.ClaimScopes), now); err != nil {
 			return err
 		}
 		if _, err := s.Audit.Record(ctx, tx, Meta{IP: ip, UserAgent: userAgent}.event(auditEvent(userID, audit.ConsentGranted, c,

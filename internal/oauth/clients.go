@@ -3,13 +3,11 @@ package oauth
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -19,6 +17,8 @@ import (
 	"hmid/internal/db"
 	"hmid/internal/httpx"
 	"hmid/internal/oauth/redirecturi"
+	"hmid/internal/oauth/signing"
+	"hmid/internal/oauth/store"
 	"hmid/internal/outbound"
 	"hmid/internal/token"
 )
@@ -30,76 +30,17 @@ const (
 )
 
 // ID token signing algorithms a client may register with (extension field
-// id_token_signed_response_alg, OpenID Connect Dynamic Client Registration §2).
+// id_token_signed_response_alg, OpenID Connect Dynamic Client Registration §2):
+// HS256, keyed with the client secret, or one of the server's signing keys.
 const (
 	AlgHS256 = "HS256"
-	AlgRS256 = "RS256"
-	AlgES256 = "ES256"
+	AlgRS256 = signing.AlgRS256
+	AlgES256 = signing.AlgES256
 )
 
-// Client is an OAuth client as shown by the API. ClientSecret is set only in
-// the answers of creation and regeneration.
-type Client struct {
-	ID                       string    `json:"id"`
-	Name                     string    `json:"name"`
-	Description              string    `json:"description"`
-	LogoURL                  *string   `json:"logo_url"`
-	HomepageURL              *string   `json:"homepage_url"`
-	PrivacyPolicyURL         *string   `json:"privacy_policy_url"`
-	TermsOfServiceURL        *string   `json:"terms_of_service_url"`
-	RedirectURIs             []string  `json:"redirect_uris"`
-	AllowedScopes            []string  `json:"allowed_scopes"`
-	ClientType               string    `json:"client_type"`
-	IsFirstParty             bool      `json:"is_first_party"`
-	IsActive                 bool      `json:"is_active"`
-	IDTokenSignedResponseAlg string    `json:"id_token_signed_response_alg"`
-	OwnerID                  *string   `json:"owner_id"`
-	ClientSecret             string    `json:"client_secret,omitempty"`
-	CreatedAt                time.Time `json:"created_at"`
-	UpdatedAt                time.Time `json:"updated_at"`
-
-	secretHash string
-
-	// PostLogoutRedirectURIs are where RP-Initiated Logout may send the
-	// browser back to (exact match, RP-Initiated Logout 1.0 §3.1).
-	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris"`
-	// BackchannelLogoutURI receives logout tokens when a session the client
-	// got tokens from ends (Back-Channel Logout 1.0 §2.2); nil for none.
-	BackchannelLogoutURI *string `json:"backchannel_logout_uri"`
-	// BackchannelLogoutSessionRequired: the client needs sid in logout
-	// tokens (hmid always sends it; kept as registered, §2.2).
-	BackchannelLogoutSessionRequired bool `json:"backchannel_logout_session_required"`
-
-	// TokenEndpointAuthMethod is how the client authenticates (RFC 7591 §2):
-	// none (public), client_secret_basic or client_secret_post (either is
-	// accepted), or private_key_jwt with the keys of JWKS or JWKSURI.
-	TokenEndpointAuthMethod string          `json:"token_endpoint_auth_method"`
-	JWKS                    json.RawMessage `json:"jwks"`
-	JWKSURI                 *string         `json:"jwks_uri"`
-
-	// Resources are the absolute URIs the client may ask access tokens for
-	// (RFC 8707; empty: any); AccessTokenFormat is opaque or jwt (RFC 9068).
-	Resources         []string `json:"resources"`
-	AccessTokenFormat string   `json:"access_token_format"`
-	// GrantTypes are the grants the client may use (RFC 7591 §2; granttypes.go).
-	GrantTypes []string `json:"grant_types"`
-
-	// DynamicRegistration says how a dynamically registered client came in
-	// (RFC 7591; "token" or "open"), nil for one registered through the API.
-	DynamicRegistration *string `json:"dynamic_registration"`
-	// LastUsedAt is when a token was last issued to a dynamically registered
-	// client, as of the hourly purge (nil: never, or not tracked).
-	LastUsedAt *time.Time `json:"last_used_at"`
-
-	registrationHash string // hash of the registration access token (RFC 7592)
-	initialTokenID   string // the initial access token that registered it
-
-	// AccessTokenLifetimeSeconds and RefreshTokenLifetimeSeconds override
-	// the server-wide token lifetimes for this client; nil is the server's
-	// (lifetimes.go).
-	AccessTokenLifetimeSeconds  *int64 `json:"access_token_lifetime_seconds"`
-	RefreshTokenLifetimeSeconds *int64 `json:"refresh_token_lifetime_seconds"`
-}
+// Client is an OAuth client as shown by the API, and as the store keeps
+// it. ClientSecret is set only in the answers of creation and regeneration.
+type Client = store.Client
 
 // ClientInput is the body of client creation and update; on update only the
 // fields that are Set change.
@@ -134,66 +75,6 @@ type ClientInput struct {
 	RefreshTokenLifetimeSeconds ClientLifetime `json:"refresh_token_lifetime_seconds"`
 }
 
-const clientCols = `id, owner_id, name, description, logo_url, homepage_url, privacy_policy_url, terms_of_service_url,
-	redirect_uris, allowed_scopes, client_type, is_first_party, is_active, id_token_alg, secret_hash, created_at, updated_at,
-	post_logout_redirect_uris, backchannel_logout_uri, backchannel_logout_session_required,
-	token_endpoint_auth_method, jwks, jwks_uri, resources, access_token_format, grant_types,
-	registration_kind, registration_token_hash, last_used_at, initial_token_id,
-	access_token_lifetime_seconds, refresh_token_lifetime_seconds`
-
-func scanClient(row db.Scanner) (Client, error) {
-	var c Client
-	var owner, logo, home, privacy, tos, secret, bcl, jwks, jwksURI, regKind, regHash, iat sql.NullString
-	var lastUsed, accessTTL, refreshTTL sql.NullInt64
-	var redirects, scopes, postLogout, resources, grants db.Strings
-	var created, updated int64
-	err := row.Scan(&c.ID, &owner, &c.Name, &c.Description, &logo, &home, &privacy, &tos, &redirects, &scopes,
-		&c.ClientType, &c.IsFirstParty, &c.IsActive, &c.IDTokenSignedResponseAlg, &secret, &created, &updated,
-		&postLogout, &bcl, &c.BackchannelLogoutSessionRequired,
-		&c.TokenEndpointAuthMethod, &jwks, &jwksURI, &resources, &c.AccessTokenFormat, &grants,
-		&regKind, &regHash, &lastUsed, &iat, &accessTTL, &refreshTTL)
-	c.AccessTokenLifetimeSeconds, c.RefreshTokenLifetimeSeconds = lifetimePtr(accessTTL), lifetimePtr(refreshTTL)
-	c.DynamicRegistration, c.registrationHash, c.initialTokenID = db.StringPtr(regKind), regHash.String, iat.String
-	if lastUsed.Valid {
-		t := db.FromTS(lastUsed.Int64)
-		c.LastUsedAt = &t
-	}
-	c.GrantTypes = grants
-	c.Resources = resources
-	if c.Resources == nil {
-		c.Resources = []string{}
-	}
-	c.TokenEndpointAuthMethod = effectiveAuthMethod(c.TokenEndpointAuthMethod, c.ClientType)
-	if jwks.Valid {
-		c.JWKS = json.RawMessage(jwks.String)
-	}
-	c.JWKSURI = db.StringPtr(jwksURI)
-	c.PostLogoutRedirectURIs, c.BackchannelLogoutURI = postLogout, db.StringPtr(bcl)
-	if c.PostLogoutRedirectURIs == nil {
-		c.PostLogoutRedirectURIs = []string{}
-	}
-	c.OwnerID, c.LogoURL, c.HomepageURL, c.PrivacyPolicyURL, c.TermsOfServiceURL = db.StringPtr(owner), db.StringPtr(logo), db.StringPtr(home), db.StringPtr(privacy), db.StringPtr(tos)
-	c.RedirectURIs, c.AllowedScopes = redirects, scopes
-	c.secretHash = secret.String
-	c.CreatedAt, c.UpdatedAt = db.FromTS(created), db.FromTS(updated)
-	return c, err
-}
-
-// nullJSON stores raw JSON as text, NULL when absent.
-func nullJSON(b json.RawMessage) any {
-	if len(b) == 0 {
-		return nil
-	}
-	return string(b)
-}
-
-func nullStr(p *string) any {
-	if p == nil || *p == "" {
-		return nil
-	}
-	return *p
-}
-
 // loadClient returns a client by id; an unknown or malformed id is NotFound.
 //
 // Outside a transaction on SQLite the row may come from the row cache: every
@@ -212,28 +93,19 @@ func (s *Service) loadClient(ctx context.Context, q db.Querier, id string) (Clie
 			return c, nil
 		}
 	}
-	c, err := scanClient(q.QueryRowContext(ctx, `SELECT `+clientCols+` FROM oauth_clients WHERE id = $1`, id))
-	if errors.Is(err, sql.ErrNoRows) {
+	c, err := s.Store.Client(ctx, q, id)
+	if errors.Is(err, store.ErrNotFound) {
 		return Client{}, apperr.NotFoundf("OAuth client not found")
 	}
+	c.TokenEndpointAuthMethod = effectiveAuthMethod(c.TokenEndpointAuthMethod, c.ClientType)
 	if err == nil && cached {
 		s.clients.Put(id, c, version)
 	}
 	return c, err
 }
 
-// Clone returns c with its slices and pointed-to values copied, so a cached
-// row and the copies handed out share nothing a caller could change.
-func (c Client) Clone() Client {
-	c.LogoURL, c.HomepageURL, c.PrivacyPolicyURL, c.TermsOfServiceURL = db.ClonePtr(c.LogoURL), db.ClonePtr(c.HomepageURL), db.ClonePtr(c.PrivacyPolicyURL), db.ClonePtr(c.TermsOfServiceURL)
-	c.OwnerID, c.BackchannelLogoutURI, c.JWKSURI, c.DynamicRegistration = db.ClonePtr(c.OwnerID), db.ClonePtr(c.BackchannelLogoutURI), db.ClonePtr(c.JWKSURI), db.ClonePtr(c.DynamicRegistration)
-	c.LastUsedAt, c.AccessTokenLifetimeSeconds, c.RefreshTokenLifetimeSeconds = db.ClonePtr(c.LastUsedAt), db.ClonePtr(c.AccessTokenLifetimeSeconds), db.ClonePtr(c.RefreshTokenLifetimeSeconds)
-	c.RedirectURIs, c.AllowedScopes, c.PostLogoutRedirectURIs = slices.Clone(c.RedirectURIs), slices.Clone(c.AllowedScopes), slices.Clone(c.PostLogoutRedirectURIs)
-	c.Resources, c.GrantTypes, c.JWKS = slices.Clone(c.Resources), slices.Clone(c.GrantTypes), slices.Clone(c.JWKS)
-	return c
-}
-
-func (c Client) ownedBy(p *authn.Principal) bool {
+// ownedBy reports whether the user of p owns c.
+func ownedBy(c Client, p *authn.Principal) bool {
 	return p != nil && p.UserID != "" && c.OwnerID != nil && *c.OwnerID == p.UserID
 }
 
@@ -245,7 +117,7 @@ func (s *Service) visibleClient(ctx context.Context, p *authn.Principal, id stri
 	if err != nil {
 		return c, err
 	}
-	if !c.ownedBy(p) && !p.Can("oauth_clients:read") {
+	if !ownedBy(c, p) && !p.Can("oauth_clients:read") {
 		return Client{}, apperr.NotFoundf("OAuth client not found")
 	}
 	return c, nil
@@ -259,7 +131,7 @@ func (s *Service) manageableClient(ctx context.Context, p *authn.Principal, id, 
 	if err != nil {
 		return c, err
 	}
-	if !c.ownedBy(p) && !p.Can(perm) {
+	if !ownedBy(c, p) && !p.Can(perm) {
 		return Client{}, apperr.Forbiddenf("missing permission %s", perm)
 	}
 	return c, nil
@@ -521,10 +393,10 @@ func (s *Service) CreateClient(ctx context.Context, p *authn.Principal, in Clien
 		owner := p.UserID
 		c.OwnerID = &owner
 	}
-	c.newSecret()
+	newSecret(&c)
 	now := s.Clock.Now()
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
-		if err := insertClient(ctx, tx, c, now); err != nil {
+		if err := s.Store.InsertClient(ctx, tx, c, now); err != nil {
 			return err
 		}
 		_, err := s.Audit.Record(ctx, tx, m.event(audit.Event{
@@ -546,29 +418,11 @@ func (s *Service) CreateClient(ctx context.Context, p *authn.Principal, in Clien
 
 // newSecret gives a confidential client that authenticates with a secret
 // its first one, shown once in the answer; hmid keeps only the hash.
-func (c *Client) newSecret() {
+func newSecret(c *Client) {
 	if c.ClientType == Confidential && c.TokenEndpointAuthMethod != AuthPrivateKeyJWT {
 		c.ClientSecret = token.New(token.PrefixClientSecret)
-		c.secretHash = token.Hash(c.ClientSecret)
+		c.SecretHash = token.Hash(c.ClientSecret)
 	}
-}
-
-// insertClient stores a new client, with its registration columns when it
-// was registered dynamically (registration.go).
-func insertClient(ctx context.Context, tx *db.Tx, c Client, now time.Time) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO oauth_clients (id, owner_id, name, description, logo_url, homepage_url, privacy_policy_url, terms_of_service_url,
-		redirect_uris, allowed_scopes, client_type, is_first_party, is_active, id_token_alg, secret_hash, created_at, updated_at,
-		post_logout_redirect_uris, backchannel_logout_uri, backchannel_logout_session_required,
-		token_endpoint_auth_method, jwks, jwks_uri, resources, access_token_format, grant_types,
-		registration_kind, registration_token_hash, initial_token_id, access_token_lifetime_seconds, refresh_token_lifetime_seconds)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30)`,
-		c.ID, nullStr(c.OwnerID), c.Name, c.Description, nullStr(c.LogoURL), nullStr(c.HomepageURL), nullStr(c.PrivacyPolicyURL), nullStr(c.TermsOfServiceURL),
-		db.JSON(c.RedirectURIs), db.JSON(c.AllowedScopes), c.ClientType, c.IsFirstParty, c.IsActive, c.IDTokenSignedResponseAlg, nullStr(&c.secretHash), db.TS(now),
-		db.JSON(c.PostLogoutRedirectURIs), nullStr(c.BackchannelLogoutURI), c.BackchannelLogoutSessionRequired,
-		c.TokenEndpointAuthMethod, nullJSON(c.JWKS), nullStr(c.JWKSURI), db.JSON(c.Resources), c.AccessTokenFormat, db.JSON(c.GrantTypes),
-		nullStr(c.DynamicRegistration), nullStr(&c.registrationHash), nullStr(&c.initialTokenID),
-		nullLifetime(c.AccessTokenLifetimeSeconds), nullLifetime(c.RefreshTokenLifetimeSeconds))
-	return err
 }
 
 // actorKey names an ownerless credential (a system key, a client
@@ -611,30 +465,11 @@ func (s *Service) GetClient(ctx context.Context, p *authn.Principal, id string) 
 // ListClients returns a page of clients: the caller's own (all false), or
 // every client (all true; the route requires oauth_clients:read).
 func (s *Service) ListClients(ctx context.Context, p *authn.Principal, all bool, pg httpx.Page) ([]Client, int, error) {
-	where, args := "owner_id = $1", []any{p.UserID}
-	if all {
-		where, args = "TRUE", nil
-	} else if p.UserID == "" {
-		where, args = "FALSE", nil
+	out, total, err := s.Store.Clients(ctx, store.ClientFilter{All: all, OwnerID: p.UserID}, pg.Limit, pg.Offset())
+	for i := range out {
+		out[i].TokenEndpointAuthMethod = effectiveAuthMethod(out[i].TokenEndpointAuthMethod, out[i].ClientType)
 	}
-	var total int
-	if err := s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM oauth_clients WHERE `+where, args...).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	n := len(args)
-	out, err := db.All(ctx, s.DB, scanClient, `SELECT `+clientCols+` FROM oauth_clients WHERE `+where+
-		` ORDER BY created_at DESC, id LIMIT $`+itoa(n+1)+` OFFSET $`+itoa(n+2), append(args, pg.Limit, pg.Offset())...)
-	if err != nil {
-		return nil, 0, err
-	}
-	return out, total, nil
-}
-
-func itoa(n int) string {
-	if n < 10 {
-		return string(rune('0' + n))
-	}
-	return itoa(n/10) + string(rune('0'+n%10))
+	return out, total, err
 }
 
 // UpdateClient changes the set fields of a client (owner or
@@ -688,10 +523,10 @@ func switchSecret(c *Client, before string) string {
 	case before == c.TokenEndpointAuthMethod:
 		return ""
 	case c.TokenEndpointAuthMethod == AuthPrivateKeyJWT:
-		c.secretHash = ""
+		c.SecretHash = ""
 	case before == AuthPrivateKeyJWT && c.ClientType == Confidential:
 		secret := token.New(token.PrefixClientSecret)
-		c.secretHash = token.Hash(secret)
+		c.SecretHash = token.Hash(secret)
 		return secret
 	}
 	return ""
@@ -725,23 +560,11 @@ func (in ClientInput) anySet() bool {
 func (s *Service) saveClient(ctx context.Context, p *authn.Principal, c Client, m Meta) error {
 	now := s.Clock.Now()
 	return s.DB.Tx(ctx, func(tx *db.Tx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE oauth_clients SET name = $1, description = $2, logo_url = $3, homepage_url = $4,
-			privacy_policy_url = $5, terms_of_service_url = $6, redirect_uris = $7, allowed_scopes = $8, is_first_party = $9,
-			is_active = $10, id_token_alg = $11, updated_at = $12,
-			post_logout_redirect_uris = $14, backchannel_logout_uri = $15, backchannel_logout_session_required = $16,
-			token_endpoint_auth_method = $17, jwks = $18, jwks_uri = $19, secret_hash = $20,
-			resources = $21, access_token_format = $22, grant_types = $23,
-			access_token_lifetime_seconds = $24, refresh_token_lifetime_seconds = $25 WHERE id = $13`,
-			c.Name, c.Description, nullStr(c.LogoURL), nullStr(c.HomepageURL), nullStr(c.PrivacyPolicyURL), nullStr(c.TermsOfServiceURL),
-			db.JSON(c.RedirectURIs), db.JSON(c.AllowedScopes), c.IsFirstParty, c.IsActive, c.IDTokenSignedResponseAlg, db.TS(now), c.ID,
-			db.JSON(c.PostLogoutRedirectURIs), nullStr(c.BackchannelLogoutURI), c.BackchannelLogoutSessionRequired,
-			c.TokenEndpointAuthMethod, nullJSON(c.JWKS), nullStr(c.JWKSURI), nullStr(&c.secretHash),
-			db.JSON(c.Resources), c.AccessTokenFormat, db.JSON(c.GrantTypes),
-			nullLifetime(c.AccessTokenLifetimeSeconds), nullLifetime(c.RefreshTokenLifetimeSeconds)); err != nil {
+		if err := s.Store.UpdateClient(ctx, tx, c, now); err != nil {
 			return err
 		}
 		if !c.IsActive {
-			if _, err := tx.ExecContext(ctx, `UPDATE oauth_tokens SET revoked_at = $1 WHERE client_id = $2 AND revoked_at IS NULL`, db.TS(now), c.ID); err != nil {
+			if err := s.Store.RevokeClientTokens(ctx, tx, c.ID, now); err != nil {
 				return err
 			}
 		}
@@ -779,8 +602,7 @@ func (s *Service) RegenerateSecret(ctx context.Context, p *authn.Principal, id s
 	}
 	secret := token.New(token.PrefixClientSecret)
 	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE oauth_clients SET secret_hash = $1, updated_at = $2 WHERE id = $3`,
-			token.Hash(secret), db.TS(s.Clock.Now()), c.ID); err != nil {
+		if err := s.Store.SetClientSecret(ctx, tx, c.ID, token.Hash(secret), s.Clock.Now()); err != nil {
 			return err
 		}
 		return s.auditClient(ctx, tx, p, c, m, audit.Event{EventType: audit.ClientSecretRegenerated,
@@ -802,9 +624,7 @@ func (s *Service) DeleteClient(ctx context.Context, p *authn.Principal, id strin
 	defer s.clientsChanged()
 	defer s.forgetClientKeys(c.ID)
 	return s.DB.Tx(ctx, func(tx *db.Tx) error {
-		// The tokens go with the client (ON DELETE CASCADE): a token of an
-		// unknown client never resolves again.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM oauth_clients WHERE id = $1`, c.ID); err != nil {
+		if err := s.Store.DeleteClient(ctx, tx, c.ID); err != nil {
 			return err
 		}
 		return s.auditClient(ctx, tx, p, c, m, audit.Event{EventType: audit.ClientDeleted,

@@ -3,8 +3,6 @@ package oauth
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
-	"errors"
 	"math/big"
 	"net/http"
 	"net/url"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"hmid/internal/db"
+	"hmid/internal/oauth/store"
 	"hmid/internal/token"
 )
 
@@ -169,10 +168,8 @@ func (s *Service) startDevice(ctx context.Context, c Client, scopes []string) (D
 	deviceCode := token.New(PrefixDeviceCode)
 	for attempt := 0; ; attempt++ {
 		userCode := newUserCode()
-		_, err := s.DB.ExecContext(ctx, `INSERT INTO oauth_device_authorizations (id, device_code_hash, user_code_hash, client_id, scopes,
-			interval_seconds, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-			db.NewID(), token.Hash(deviceCode), token.Hash(userCode), c.ID, db.JSON(scopes), int(DeviceInterval/time.Second),
-			db.TS(now), db.TS(now.Add(DeviceCodeTTL)))
+		err := s.Store.StartDevice(ctx, store.DeviceAuthorization{ID: db.NewID(), DeviceCodeHash: token.Hash(deviceCode),
+			UserCodeHash: token.Hash(userCode), ClientID: c.ID, Scopes: scopes, Interval: DeviceInterval, Created: now, Expires: now.Add(DeviceCodeTTL)})
 		if err != nil && db.IsUniqueViolation(err) && attempt < 3 {
 			continue
 		}
@@ -187,104 +184,4 @@ func (s *Service) startDevice(ctx context.Context, c Client, scopes []string) (D
 			ExpiresIn:               int(DeviceCodeTTL / time.Second), Interval: int(DeviceInterval / time.Second),
 		}, nil
 	}
-}
-
-// devicePollSQL records a poll and returns the authorization's state, in
-// one statement. A poll of a pending authorization that comes before the
-// interval has passed since the previous poll is slowed (RFC 8628 §3.5),
-// and the interval grows by slowDownStep; SET reads the values before the
-// update, RETURNING those after. $1 is the device code hash, $2 now, $3
-// the grace in microseconds, $4 the step in seconds.
-const devicePollSQL = `UPDATE oauth_device_authorizations SET
-	slowed = (status = 'pending' AND last_polled_at IS NOT NULL AND $2 < last_polled_at + CAST(interval_seconds AS BIGINT) * 1000000 - $3),
-	interval_seconds = interval_seconds + CASE WHEN status = 'pending' AND last_polled_at IS NOT NULL AND interval_seconds < $5
-		AND $2 < last_polled_at + CAST(interval_seconds AS BIGINT) * 1000000 - $3 THEN $4 ELSE 0 END,
-	last_polled_at = $2
-	WHERE device_code_hash = $1
-	RETURNING id, client_id, status, expires_at, slowed, user_id, scopes, auth_time, auth_context`
-
-// devicePoll is one poll's view of a device authorization.
-type devicePoll struct {
-	id, clientID, status string
-	expires              int64
-	slowed               bool
-	userID               sql.NullString
-	scopes               db.Strings
-	authTime             sql.NullInt64
-	context              string
-}
-
-// deviceToken serves grant_type=urn:ietf:params:oauth:grant-type:device_code
-// (RFC 8628 §3.4, §3.5): authorization_pending or slow_down while the
-// person has not decided, access_denied after a denial, expired_token after
-// the ten minutes, and the tokens once after an approval.
-func (s *Service) deviceToken(ctx context.Context, c Client, secret string, form url.Values) (TokenResponse, *Error) {
-	code := form.Get("device_code")
-	if code == "" {
-		return TokenResponse{}, oerr(ErrInvalidRequest, "device_code is required")
-	}
-	if !token.HasShape(code, PrefixDeviceCode) {
-		return TokenResponse{}, oerr(ErrInvalidGrant, "invalid device_code")
-	}
-	now := s.Clock.Now()
-	var d devicePoll
-	err := s.DB.QueryRowContext(ctx, devicePollSQL, token.Hash(code), db.TS(now), pollGrace.Microseconds(), int(slowDownStep/time.Second),
-		int(DeviceCodeTTL/time.Second)).
-		Scan(&d.id, &d.clientID, &d.status, &d.expires, &d.slowed, &d.userID, &d.scopes, &d.authTime, &d.context)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return TokenResponse{}, oerr(ErrInvalidGrant, "invalid device_code")
-	case err != nil:
-		return TokenResponse{}, asOAuthErr(err)
-	case d.clientID != c.ID:
-		return TokenResponse{}, oerr(ErrInvalidGrant, "the device_code was issued to another client")
-	case !now.Before(db.FromTS(d.expires)):
-		return TokenResponse{}, oerr(ErrExpiredToken, "the device_code has expired; start again")
-	}
-	switch d.status {
-	case "pending":
-		if d.slowed {
-			return TokenResponse{}, oerr(ErrSlowDown, "polling too fast: wait 5 seconds longer between requests")
-		}
-		return TokenResponse{}, oerr(ErrAuthorizationPending, "the user has not yet approved or denied the request")
-	case "denied":
-		return TokenResponse{}, oerr(ErrAccessDenied, "the user denied the request")
-	case "approved":
-		return s.redeemDevice(ctx, c, secret, d, now)
-	}
-	return TokenResponse{}, oerr(ErrInvalidGrant, "the device_code was already used")
-}
-
-// redeemDevice issues the tokens of an approved device authorization,
-// once: the conditional UPDATE lets exactly one of racing polls through.
-// The tokens belong to no browser session: the device is not the browser
-// the person approved in, and signing out there must not sign the TV out.
-func (s *Service) redeemDevice(ctx context.Context, c Client, secret string, d devicePoll, now time.Time) (TokenResponse, *Error) {
-	var issued issuedTokens
-	fail := oerr(ErrInvalidGrant, "the device_code was already used")
-	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE oauth_device_authorizations SET status = 'redeemed' WHERE id = $1 AND status = 'approved'`, d.id)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return nil
-		}
-		usable, err := userUsable(ctx, tx, d.userID.String, now)
-		if err != nil || !usable {
-			fail = oerr(ErrInvalidGrant, "the user can no longer authorize this client")
-			return err
-		}
-		fail = nil
-		issued = s.newIssuedTokens(c, d.scopes)
-		return s.storeTokens(ctx, tx, issued, tokenFamily{family: db.NewID(), clientID: c.ID, userID: d.userID.String,
-			refreshScopes: d.scopes, authTime: d.authTime.Int64, context: d.context, offlineRefresh: slices.Contains(d.scopes, "offline_access")}, now)
-	})
-	if err != nil {
-		return TokenResponse{}, asOAuthErr(err)
-	}
-	if fail != nil {
-		return TokenResponse{}, fail
-	}
-	return s.respond(ctx, c, secret, d.userID.String, issued, db.FromTS(d.authTime.Int64), "", "", decodeContext(d.context), nil, now)
 }

@@ -2,7 +2,6 @@ package oauth
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"hmid/internal/authflow"
 	"hmid/internal/cache"
 	"hmid/internal/db"
+	"hmid/internal/oauth/store"
 	"hmid/internal/token"
 )
 
@@ -23,10 +23,9 @@ var errNoDevice = apperr.NotFoundf("this code is not valid: it may be mistyped, 
 
 // deviceRow is a pending device authorization found by its user code.
 type deviceRow struct {
-	id, userCode string
-	client       Client
-	scopes       db.Strings
-	expires      int64
+	store.PendingDevice
+	userCode string
+	client   Client
 }
 
 // guessLimit is the allowance of failed user code lookups per key.
@@ -73,18 +72,15 @@ func (s *Service) findDevice(ctx context.Context, who authflow.Approver, userCod
 	if !ok {
 		return deviceRow{}, errNoDevice
 	}
-	var d deviceRow
-	var clientID string
-	err = s.DB.QueryRowContext(ctx, `SELECT id, client_id, scopes, expires_at FROM oauth_device_authorizations
-		WHERE user_code_hash = $1 AND status = 'pending' AND expires_at > $2`, token.Hash(code), db.TS(s.Clock.Now())).
-		Scan(&d.id, &clientID, &d.scopes, &d.expires)
-	if errors.Is(err, sql.ErrNoRows) {
+	pending, err := s.Store.PendingDevice(ctx, token.Hash(code), s.Clock.Now())
+	if errors.Is(err, store.ErrNotFound) {
 		return deviceRow{}, errNoDevice
 	}
 	if err != nil {
 		return deviceRow{}, err
 	}
-	if d.client, err = s.loadClient(ctx, s.DB, clientID); err != nil {
+	d := deviceRow{PendingDevice: pending}
+	if d.client, err = s.loadClient(ctx, s.DB, pending.ClientID); err != nil {
 		return deviceRow{}, err
 	}
 	if !d.client.IsActive {
@@ -97,16 +93,16 @@ func (s *Service) findDevice(ctx context.Context, who authflow.Approver, userCod
 
 // request is what the verification page shows of d to the person.
 func (s *Service) request(ctx context.Context, who authflow.Approver, d deviceRow) (authflow.DeviceRequest, error) {
-	out := authflow.DeviceRequest{UserCode: d.userCode, ClientID: d.client.ID, ClientName: d.client.Name, ExpiresAt: db.FromTS(d.expires)}
+	out := authflow.DeviceRequest{UserCode: d.userCode, ClientID: d.client.ID, ClientName: d.client.Name, ExpiresAt: d.Expires}
 	if d.client.LogoURL != nil {
 		out.LogoURL = *d.client.LogoURL
 	}
-	for _, sc := range d.scopes {
+	for _, sc := range d.Scopes {
 		desc, _ := knownScope(sc)
 		out.Scopes = append(out.Scopes, desc)
 	}
 	if !d.client.IsFirstParty {
-		covered, err := s.consentCovers(ctx, who.UserID, d.client.ID, d.scopes)
+		covered, err := s.consentCovers(ctx, who.UserID, d.client.ID, d.Scopes)
 		if err != nil {
 			return out, err
 		}
@@ -139,13 +135,9 @@ func (s *Service) DecideDevice(ctx context.Context, who authflow.Approver, userC
 		return req, err
 	}
 	now := s.Clock.Now()
-	status := "denied"
-	if approved {
-		status = "approved"
-	}
 	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
 		if approved {
-			usable, err := userUsable(ctx, tx, who.UserID, now)
+			usable, err := s.Store.UserUsable(ctx, tx, who.UserID, now)
 			if err != nil {
 				return err
 			}
@@ -153,19 +145,18 @@ func (s *Service) DecideDevice(ctx context.Context, who authflow.Approver, userC
 				return apperr.Forbiddenf("your account cannot authorize apps")
 			}
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE oauth_device_authorizations SET status = $1, user_id = $2, auth_time = $3, auth_context = $4, decided_at = $5
-			WHERE id = $6 AND status = 'pending' AND expires_at > $5`,
-			status, who.UserID, db.TS(who.AuthTime), db.JSON(approverContext(who)), db.TS(now), d.id)
+		won, err := s.Store.DecideDevice(ctx, tx, store.DeviceDecision{ID: d.ID, Approved: approved, UserID: who.UserID, AuthTime: who.AuthTime,
+			Context: db.JSON(approverContext(who)), Now: now})
 		if err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n != 1 {
+		if !won {
 			return errNoDevice // decided meanwhile, or expired
 		}
 		if !approved || d.client.IsFirstParty {
 			return nil
 		}
-		return s.grantConsent(ctx, tx, who.UserID, d.client, d.scopes, Meta{IP: ip, UserAgent: userAgent}, now)
+		return s.grantConsent(ctx, tx, who.UserID, d.client, d.Scopes, Meta{IP: ip, UserAgent: userAgent}, now)
 	})
 	return req, err
 }
@@ -185,24 +176,10 @@ func approverContext(who authflow.Approver) authContext {
 // grantConsent adds scopes to the person's stored consent for c and
 // audits it, as the consent page's approval does.
 func (s *Service) grantConsent(ctx context.Context, tx *db.Tx, userID string, c Client, scopes []string, m Meta, now time.Time) error {
-	var prev db.Strings
-	err := tx.QueryRowContext(ctx, `SELECT scopes FROM oauth_consents WHERE user_id = $1 AND client_id = $2`, userID, c.ID).Scan(&prev)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err := s.Store.SaveConsent(ctx, tx, userID, c.ID, scopes, now); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO oauth_consents (user_id, client_id, scopes, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
-		ON CONFLICT (user_id, client_id) DO UPDATE SET scopes = excluded.scopes, updated_at = excluded.updated_at`,
-		userID, c.ID, db.JSON(union(prev, scopes)), db.TS(now)); err != nil {
-		return err
-	}
-	_, err = s.Audit.Record(ctx, tx, m.event(auditEvent(userID, audit.ConsentGranted, c,
+	_, err := s.Audit.Record(ctx, tx, m.event(auditEvent(userID, audit.ConsentGranted, c,
 		"consent granted to "+c.Name+" on a device", map[string]any{"client_name": c.Name, "scopes": scopes, "grant_type": GrantDeviceCode})))
 	return err
-}
-
-// purgeDevices deletes device authorizations a day past their expiry (until
-// then a late poll still hears expired_token rather than invalid_grant).
-func (s *Service) purgeDevices(ctx context.Context, now time.Time) error {
-	return s.purgeBatches(ctx, `DELETE FROM oauth_device_authorizations WHERE id IN (SELECT id FROM oauth_device_authorizations
-		WHERE expires_at < $1 LIMIT `+itoa(PurgeBatch)+`)`, db.TS(now.Add(-shortRetention)))
 }

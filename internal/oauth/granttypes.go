@@ -32,9 +32,6 @@ func GrantTypeNames() []string { return slices.Clone(grantCatalogue) }
 // client could use before the field existed.
 func DefaultGrantTypes() []string { return []string{GrantAuthorizationCode, GrantRefreshToken} }
 
-// AllowsGrant reports whether the client is registered for grant.
-func (c Client) AllowsGrant(grant string) bool { return slices.Contains(c.GrantTypes, grant) }
-
 // applyGrantTypes validates and applies the grant_types of in (when set, or
 // the default on creation). It runs after the client type is known:
 // client_credentials is for confidential clients only (RFC 6749 §4.4), and

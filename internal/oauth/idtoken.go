@@ -9,48 +9,66 @@ import (
 	"hmid/internal/oauth/claims"
 )
 
-// idToken signs the OpenID Connect ID token of a grant (OpenID Connect Core
-// §2; spec 1, ID token claims). The key depends on the client: clients
-// registered with id_token_signed_response_alg RS256 or ES256 get a token
-// signed with that algorithm's current key, named by kid and published at
-// the JWKS; otherwise HS256 keyed with the client secret presented in the
-// token request (confidential clients, Core §10.1) or with a server key
-// derived per client (public clients, which should rely on UserInfo). The
-// asymmetric keys are cached parsed, so signing reads no key from the
-// database. sid names the browser session the grant came from ("" for
-// none; Back-Channel Logout 1.0 §2.1), so logout requests and logout tokens
-// can name it; ac adds acr, amr and the claims the claims request parameter
-// asked for in the ID token. row holds the user's claim columns when the
-// caller read them already (nil: read them).
-func (s *Service) idToken(ctx context.Context, c Client, secret, userID string, row *claims.Row, scopes []string, authTime time.Time, nonce, sid string, ac authContext, now time.Time) (string, error) {
+// idTokenFor is what an ID token is signed for (OpenID Connect Core §2;
+// spec 1, ID token claims).
+type idTokenFor struct {
+	client Client
+	// secret is the client secret presented in the token request: the
+	// HS256 key of a confidential client's ID tokens (Core §10.1).
+	secret   string
+	userID   string
+	scopes   []string
+	authTime time.Time
+	nonce    string
+	// sid names the browser session the grant came from ("" for none;
+	// Back-Channel Logout 1.0 §2.1), so logout requests and logout tokens
+	// can name it.
+	sid string
+	// ac adds acr, amr and the claims the claims request parameter asked
+	// for in the ID token.
+	ac  authContext
+	now time.Time
+	// claims are the user's claim columns when the caller read them
+	// already (nil: read them).
+	claims *claims.Row
+}
+
+// idToken signs the OpenID Connect ID token of a grant. The key depends on
+// the client: clients registered with id_token_signed_response_alg RS256 or
+// ES256 get a token signed with that algorithm's current key, named by kid
+// and published at the JWKS; otherwise HS256 keyed with the client secret
+// (confidential clients) or with a server key derived per client (public
+// clients, which should rely on UserInfo). The asymmetric keys are cached
+// parsed, so signing reads no key from the database.
+func (s *Service) idToken(ctx context.Context, f idTokenFor) (string, error) {
 	var set claims.Set
-	if err := s.releasedClaims(ctx, userID, row, scopes, ac, false, &set); err != nil {
+	if err := s.releasedClaims(ctx, f.userID, f.claims, f.scopes, f.ac, false, &set); err != nil {
 		return "", err
 	}
 	m := set.ToMap()
-	ac.addAuthClaims(m)
+	f.ac.addAuthClaims(m)
 	m["iss"] = s.Issuer
-	m["aud"] = c.ID
-	m["iat"] = now.Unix()
-	m["exp"] = now.Add(IDTokenTTL).Unix()
-	m["auth_time"] = authTime.Unix()
-	if nonce != "" {
-		m["nonce"] = nonce
+	m["aud"] = f.client.ID
+	m["iat"] = f.now.Unix()
+	m["exp"] = f.now.Add(IDTokenTTL).Unix()
+	m["auth_time"] = f.authTime.Unix()
+	if f.nonce != "" {
+		m["nonce"] = f.nonce
 	}
-	if sid != "" {
-		m["sid"] = sid
+	if f.sid != "" {
+		m["sid"] = f.sid
 	}
-	switch c.IDTokenSignedResponseAlg {
+	switch f.client.IDTokenSignedResponseAlg {
 	case AlgRS256, AlgES256:
-		k, err := s.signer(ctx, c.IDTokenSignedResponseAlg)
+		k, err := s.Keys.Signer(ctx, f.client.IDTokenSignedResponseAlg)
 		if err != nil {
 			return "", err
 		}
-		return k.sign(m)
+		return k.Sign(m)
 	}
-	key := []byte(secret)
-	if c.ClientType == Public || secret == "" {
-		key = s.PublicClientKey(c.ID)
+	key := []byte(f.secret)
+	if f.client.ClientType == Public || f.secret == "" {
+		key = s.PublicClientKey(f.client.ID)
 	}
 	return jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims(m)).SignedString(key)
 }

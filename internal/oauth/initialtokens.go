@@ -1,8 +1,8 @@
 package oauth
 
 import (
+	"cmp"
 	"context"
-	"database/sql"
 	"errors"
 	"strings"
 	"time"
@@ -13,23 +13,13 @@ import (
 	"hmid/internal/authn"
 	"hmid/internal/db"
 	"hmid/internal/httpx"
+	"hmid/internal/oauth/store"
 	"hmid/internal/token"
 )
 
 // InitialAccessToken is an initial access token (RFC 7591 §3) as listed:
 // Token is set only in the answer of its creation.
-type InitialAccessToken struct {
-	ID                string     `json:"id"`
-	Name              string     `json:"name"`
-	Token             string     `json:"token,omitempty"`
-	MaxClients        int        `json:"max_clients"`
-	ClientsRegistered int        `json:"clients_registered"`
-	AllowedScopes     []string   `json:"allowed_scopes"`
-	CreatedBy         *string    `json:"created_by"`
-	CreatedAt         time.Time  `json:"created_at"`
-	ExpiresAt         *time.Time `json:"expires_at"`
-	RevokedAt         *time.Time `json:"revoked_at"`
-}
+type InitialAccessToken = store.InitialAccessToken
 
 // InitialTokenInput is the body of an initial access token's creation.
 type InitialTokenInput struct {
@@ -73,80 +63,34 @@ func (s *Service) CreateInitialToken(ctx context.Context, p *authn.Principal, in
 	now := s.Clock.Now()
 	t := InitialAccessToken{ID: uuid.NewString(), Name: name, Token: token.New(PrefixInitialAccessToken), MaxClients: in.MaxClients,
 		AllowedScopes: scopes, CreatedAt: now}
-	var expires any
 	if in.ExpiresInHours > 0 {
 		e := now.Add(time.Duration(in.ExpiresInHours) * time.Hour)
-		t.ExpiresAt, expires = &e, db.TS(e)
+		t.ExpiresAt = &e
 	}
-	if by := cmpOr(p.UserID, p.APIKeyID); by != "" {
+	if by := cmp.Or(p.UserID, p.APIKeyID); by != "" {
 		t.CreatedBy = &by
 	}
-	_, err := s.DB.ExecContext(ctx, `INSERT INTO oauth_initial_access_tokens (id, token_hash, name, max_clients, allowed_scopes, created_by, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, t.ID, token.Hash(t.Token), t.Name, t.MaxClients, db.JSON(t.AllowedScopes), nullStr(t.CreatedBy), db.TS(now), expires)
+	err := s.Store.CreateInitialToken(ctx, t, token.Hash(t.Token))
 	t.CreatedAt = db.FromTS(db.TS(now))
-	return t, err
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
-const initialTokenCols = `id, name, max_clients, clients_registered, allowed_scopes, created_by, created_at, expires_at, revoked_at`
-
-func scanInitialToken(row db.Scanner) (InitialAccessToken, error) {
-	var t InitialAccessToken
-	var scopes db.Strings
-	var by sql.NullString
-	var created int64
-	var expires, revoked db.NullTime
-	err := row.Scan(&t.ID, &t.Name, &t.MaxClients, &t.ClientsRegistered, &scopes, &by, &created, &expires, &revoked)
-	t.AllowedScopes, t.CreatedBy, t.CreatedAt = scopes, db.StringPtr(by), db.FromTS(created)
-	if t.AllowedScopes == nil {
-		t.AllowedScopes = []string{}
-	}
-	if expires.Valid {
-		t.ExpiresAt = &expires.Time
-	}
-	if revoked.Valid {
-		t.RevokedAt = &revoked.Time
-	}
 	return t, err
 }
 
 // ListInitialTokens returns a page of the initial access tokens, newest first.
 func (s *Service) ListInitialTokens(ctx context.Context, pg httpx.Page) ([]InitialAccessToken, int, error) {
-	var total int
-	if err := s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM oauth_initial_access_tokens`).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	out, err := db.All(ctx, s.DB, scanInitialToken, `SELECT `+initialTokenCols+` FROM oauth_initial_access_tokens
-		ORDER BY created_at DESC, id LIMIT $1 OFFSET $2`, pg.Limit, pg.Offset())
-	if out == nil {
-		out = []InitialAccessToken{}
-	}
-	return out, total, err
+	return s.Store.InitialTokens(ctx, pg.Limit, pg.Offset())
 }
 
 // RevokeInitialToken stops an initial access token from registering more
-// clients; those it registered stay.
+// clients; those it registered stay. An unknown one is NotFound.
 func (s *Service) RevokeInitialToken(ctx context.Context, id string) error {
 	if _, err := uuid.Parse(id); err != nil {
 		return apperr.NotFoundf("initial access token not found")
 	}
-	res, err := s.DB.ExecContext(ctx, `UPDATE oauth_initial_access_tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL`, db.TS(s.Clock.Now()), id)
-	if err != nil {
-		return err
+	err := s.Store.RevokeInitialToken(ctx, id, s.Clock.Now())
+	if errors.Is(err, store.ErrNotFound) {
+		return apperr.NotFoundf("initial access token not found")
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		var one int
-		if err := s.DB.QueryRowContext(ctx, `SELECT 1 FROM oauth_initial_access_tokens WHERE id = $1`, id).Scan(&one); errors.Is(err, sql.ErrNoRows) {
-			return apperr.NotFoundf("initial access token not found")
-		}
-	}
-	return nil
+	return err
 }
 
 // spendInitialToken counts a registration against the initial access token
@@ -159,12 +103,8 @@ func (s *Service) spendInitialToken(ctx context.Context, tx *db.Tx, iat string, 
 	if !token.HasShape(iat, PrefixInitialAccessToken) {
 		return bad
 	}
-	var id string
-	var allowed db.Strings
-	err := tx.QueryRowContext(ctx, `UPDATE oauth_initial_access_tokens SET clients_registered = clients_registered + 1
-		WHERE token_hash = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $2) AND clients_registered < max_clients
-		RETURNING id, allowed_scopes`, token.Hash(iat), db.TS(now)).Scan(&id, &allowed)
-	if errors.Is(err, sql.ErrNoRows) {
+	id, allowed, err := s.Store.SpendInitialToken(ctx, tx, token.Hash(iat), now)
+	if errors.Is(err, store.ErrNotFound) {
 		return bad
 	}
 	if err != nil {
@@ -173,6 +113,6 @@ func (s *Service) spendInitialToken(ctx context.Context, tx *db.Tx, iat string, 
 	if oe := scopesWithin(c.AllowedScopes, allowed); oe != nil {
 		return oe
 	}
-	c.initialTokenID = id
+	c.InitialTokenID = id
 	return nil
 }

@@ -2,7 +2,6 @@ package oauth
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"net/http"
 	"net/url"
@@ -10,7 +9,7 @@ import (
 
 	"hmid/internal/apperr"
 	"hmid/internal/authn"
-	"hmid/internal/db"
+	"hmid/internal/oauth/store"
 	"hmid/internal/token"
 )
 
@@ -48,7 +47,7 @@ type Introspection struct {
 // lets the server decline to reveal it). A system key sees every token.
 func (h *Handler) Introspect(w http.ResponseWriter, r *http.Request) {
 	s := h.S
-	clientID, tok, ok := tokenRequest(w, r, s.introspectionCaller)
+	clientID, tok, ok := tokenForm(w, r, s.introspectionCaller)
 	if !ok {
 		return
 	}
@@ -92,13 +91,6 @@ func (s *Service) introspectionCaller(r *http.Request, form url.Values) (string,
 	return c.ID, nil
 }
 
-// introspectSQL reads a token with what decides whether it is active: its
-// own state, its client's, and its user's (the same rules as ResolveAccessToken).
-const introspectSQL = `SELECT t.id, t.kind, t.client_id, t.user_id, t.scopes, t.created_at, t.expires_at, t.revoked_at, t.rotated_at,
-	c.is_active, u.username, u.deleted_at IS NOT NULL, ` + db.UserBannedSQL + `, t.audience
-	FROM oauth_tokens t JOIN oauth_clients c ON c.id = t.client_id JOIN users u ON u.id = t.user_id
-	WHERE t.token_hash = $1`
-
 // introspect answers for tok as seen by clientID ("" for a system key). The
 // token is found by its SHA-256 hash, as everywhere: the stored hash never
 // meets the presented token in a comparison that could leak by timing.
@@ -117,30 +109,21 @@ func (s *Service) introspect(ctx context.Context, tok, clientID string) (Introsp
 		return inactive, nil // not a token hmid issues: no lookup needed
 	}
 	now := s.Clock.Now()
-	var (
-		id, rowKind, client, user, username string
-		scopes                              db.Strings
-		created, expires                    int64
-		revoked, rotated                    db.NullTime
-		clientActive, deleted, banned       bool
-		audience                            sql.NullString
-	)
-	err := s.DB.QueryRowContext(ctx, introspectSQL, token.Hash(tok), db.TS(now)).
-		Scan(&id, &rowKind, &client, &user, &scopes, &created, &expires, &revoked, &rotated, &clientActive, &username, &deleted, &banned, &audience)
-	if errors.Is(err, sql.ErrNoRows) {
+	t, err := s.Store.Introspect(ctx, token.Hash(tok), now)
+	if errors.Is(err, store.ErrNotFound) {
 		return inactive, nil
 	}
 	if err != nil {
 		return inactive, err
 	}
-	if rowKind != kind || (clientID != "" && client != clientID) || revoked.Valid || rotated.Valid ||
-		!now.Before(db.FromTS(expires)) || !clientActive || deleted || banned {
+	if t.Kind != kind || (clientID != "" && t.ClientID != clientID) || t.Revoked.Valid || t.Rotated.Valid ||
+		!now.Before(t.Expires) || !t.ClientActive || t.UserDeleted || t.Banned {
 		return inactive, nil
 	}
 	out := Introspection{
-		Active: true, Scope: strings.Join(scopes, " "), ClientID: client, Username: username,
-		TokenType: "Bearer", Exp: db.FromTS(expires).Unix(), Iat: db.FromTS(created).Unix(),
-		Sub: user, Aud: audienceClaim(decodeAudience(db.StringPtr(audience)), client), Iss: s.Issuer, JTI: id,
+		Active: true, Scope: strings.Join(t.Scopes, " "), ClientID: t.ClientID, Username: t.Username,
+		TokenType: "Bearer", Exp: t.Expires.Unix(), Iat: t.Created.Unix(),
+		Sub: t.UserID, Aud: audienceClaim(decodeAudience(t.Audience), t.ClientID), Iss: s.Issuer, JTI: t.ID,
 	}
 	if kind == "refresh" {
 		out.TokenType = "refresh_token"

@@ -1,7 +1,6 @@
 package oauth
 
 import (
-	"database/sql"
 	"time"
 
 	"hmid/internal/apperr"
@@ -69,21 +68,4 @@ func (s *Service) DefaultLifetimes() (access, refresh int64) {
 // lifetimesSet reports whether in sets a lifetime field.
 func lifetimesSet(in ClientInput) bool {
 	return in.AccessTokenLifetimeSeconds.Set || in.RefreshTokenLifetimeSeconds.Set
-}
-
-// nullLifetime is a lifetime for the database: NULL for none.
-func nullLifetime(v *int64) any {
-	if v == nil {
-		return nil
-	}
-	return *v
-}
-
-// lifetimePtr is a scanned lifetime column.
-func lifetimePtr(n sql.NullInt64) *int64 {
-	if !n.Valid {
-		return nil
-	}
-	v := n.Int64
-	return &v
 }

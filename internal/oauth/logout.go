@@ -14,7 +14,6 @@ import (
 
 	"hmid/internal/apperr"
 	"hmid/internal/authflow"
-	"hmid/internal/db"
 	"hmid/internal/oauth/redirecturi"
 )
 
@@ -137,14 +136,14 @@ func (s *Service) parseHint(ctx context.Context, raw string) (hint, error) {
 		case AlgRS256, AlgES256:
 			// Any key the JWKS still lists: a hint outlives a rotation.
 			kid, _ := t.Header["kid"].(string)
-			k, err := s.publishedKey(ctx, kid)
+			k, err := s.Keys.Published(ctx, kid)
 			if err != nil {
 				return nil, errors.New("unknown key id")
 			}
-			if k.alg != t.Method.Alg() {
+			if k.Alg() != t.Method.Alg() {
 				return nil, errors.New("the key id names a key of another algorithm")
 			}
-			return k.priv.Public(), nil
+			return k.Public(), nil
 		case AlgHS256:
 			aud, _ := claims.GetAudience()
 			if len(aud) != 1 {
@@ -296,30 +295,15 @@ func (s *Service) LogoutToken(ctx context.Context, clientID, userID, sessionID, 
 	if c.BackchannelLogoutURI == nil || (c.IDTokenSignedResponseAlg != AlgRS256 && c.IDTokenSignedResponseAlg != AlgES256) || !c.IsActive {
 		return "", "", apperr.NotFoundf("the client no longer takes back-channel logout tokens")
 	}
-	k, err := s.signer(ctx, c.IDTokenSignedResponseAlg)
+	k, err := s.Keys.Signer(ctx, c.IDTokenSignedResponseAlg)
 	if err != nil {
 		return "", "", err
 	}
-	t := jwt.NewWithClaims(k.method, jwt.MapClaims{
+	// Explicit typing keeps a logout token from passing as an ID token (§2.4).
+	signed, err := k.SignTyped(map[string]any{
 		"iss": s.Issuer, "aud": c.ID, "iat": now.Unix(), "exp": now.Add(LogoutTokenTTL).Unix(), "jti": jti,
 		"sub": userID, "sid": s.SessionSID(sessionID),
 		"events": map[string]any{BackchannelLogoutEvent: map[string]any{}},
-	})
-	t.Header["kid"] = k.kid
-	// Explicit typing keeps a logout token from passing as an ID token (§2.4).
-	t.Header["typ"] = "logout+jwt"
-	signed, err := t.SignedString(k.priv)
+	}, "logout+jwt")
 	return *c.BackchannelLogoutURI, signed, err
-}
-
-// recordSessionGrant notes that token family familyID of clientID was
-// granted in browser session sessionID ("" for none: nothing to note), so
-// the client is told when that session ends (Back-Channel Logout 1.0 §2.5).
-func (s *Service) recordSessionGrant(ctx context.Context, q db.Querier, familyID, sessionID, clientID, userID string, now time.Time) error {
-	if sessionID == "" {
-		return nil
-	}
-	_, err := q.ExecContext(ctx, `INSERT INTO oauth_session_grants (family_id, session_id, client_id, user_id, created_at)
-		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (family_id) DO NOTHING`, familyID, sessionID, clientID, userID, db.TS(now))
-	return err
 }

@@ -14,14 +14,10 @@
 package oauth
 
 import (
-	"context"
-	"database/sql"
-	"errors"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"hmid/internal/audit"
@@ -30,6 +26,9 @@ import (
 	"hmid/internal/cache"
 	"hmid/internal/clock"
 	"hmid/internal/db"
+	"hmid/internal/oauth/cors"
+	"hmid/internal/oauth/signing"
+	"hmid/internal/oauth/store"
 	"hmid/internal/outbound"
 	"hmid/internal/policy"
 	"hmid/internal/secretbox"
@@ -43,7 +42,7 @@ const (
 	PendingTTL      = 15 * time.Minute
 	AccessTokenTTL  = time.Hour
 	RefreshTokenTTL = 30 * 24 * time.Hour
-	IDTokenTTL      = time.Hour
+	IDTokenTTL      = signing.IDTokenTTL
 )
 
 // SessionCookie is the cookie holding a user session token, read by the
@@ -53,6 +52,8 @@ const SessionCookie = "hmid_session"
 // Service is the OAuth provider with its dependencies.
 type Service struct {
 	DB       *db.DB
+	Store    *store.Store  // the OAuth tables of DB
+	Keys     *signing.Keys // the signing keys of ID tokens, JWT access tokens and logout tokens
 	Clock    clock.Clock
 	Box      *secretbox.Box
 	Audit    *audit.Writer
@@ -60,7 +61,7 @@ type Service struct {
 	Issuer   string          // HMID_PUBLIC_URL, without trailing slash
 	LoginURL string          // where a user who is not logged in is sent; "" = Issuer + "/login"
 
-	PurgePause time.Duration // pause between Purge's batches (DefaultPurgePause in the server); 0 = none
+	PurgePause time.Duration // pause between Purge's batches (store.DefaultPurgePause in the server); 0 = none
 
 	// DefaultIDTokenAlg is the algorithm of clients registered without
 	// id_token_signed_response_alg (HMID_ID_TOKEN_ALG); "" is HS256.
@@ -93,16 +94,19 @@ type Service struct {
 	// Policy gives the token lifetimes in force (nil: the defaults).
 	Policy *policy.Store
 
-	keyMu sync.Mutex              // serializes reading and creating signing keys
-	ring  atomic.Pointer[keyring] // the signing keys as last loaded; nil before first use
+	// Origins are the web origins of the clients, for CORS; a client change
+	// here marks them stale (clientsChanged).
+	Origins *cors.Origins
 
-	origins originCache         // web origins of the clients, for CORS (cors.go)
 	jwks    jwksCache           // key sets fetched from clients' jwks_uri (clientkeys.go)
 	clients db.RowCache[Client] // client rows read outside transactions on SQLite (loadClient)
 
 	// Limiter throttles guesses of device user codes across instances
 	// (device.go); nil leaves them unthrottled.
 	Limiter cache.Limiter
+
+	grantsOnce sync.Once
+	grants     map[string]grantType // the token endpoint's grants by grant_type (token.go)
 }
 
 var (
@@ -195,19 +199,10 @@ func union(a, b []string) []string {
 	return out
 }
 
-// usableSQL is the condition, over users u, that the user may still authorize
-// clients: not deleted and not banned at the time bound to $2.
-const usableSQL = `(u.deleted_at IS NULL AND NOT ` + db.UserBannedSQL + `)`
-
-// userUsable reports whether a user exists, is not deleted and not banned at now.
-func userUsable(ctx context.Context, q db.Querier, userID string, now time.Time) (bool, error) {
-	var usable bool
-	err := q.QueryRowContext(ctx, `SELECT `+usableSQL+` FROM users u WHERE u.id = $1`, userID, db.TS(now)).Scan(&usable)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	return usable, err
-}
+// clientsChanged marks the set of CORS origins stale after a client was
+// created, changed or deleted, so the next cross-origin request reads it
+// again.
+func (s *Service) clientsChanged() { s.Origins.Changed() }
 
 // securityHeaders marks a response of the OAuth endpoints as never cached
 // (RFC 6749 §5.1) and keeps codes and tokens out of Referer headers (RFC 9700 §4.2.4).

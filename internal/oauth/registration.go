@@ -2,7 +2,6 @@ package oauth
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"hmid/internal/authn"
 	"hmid/internal/db"
 	"hmid/internal/httpx"
+	"hmid/internal/oauth/store"
 	"hmid/internal/token"
 )
 
@@ -168,8 +168,8 @@ func (md RegistrationMetadata) input() (ClientInput, *Error) {
 	return in, nil
 }
 
-// metadata is the registered metadata of c (RFC 7591 §3.2.1).
-func (c Client) metadata() RegistrationMetadata {
+// clientMetadata is the registered metadata of c (RFC 7591 §3.2.1).
+func clientMetadata(c Client) RegistrationMetadata {
 	str := func(p *string) string {
 		if p == nil {
 			return ""
@@ -191,7 +191,7 @@ func (s *Service) registrationResponse(c Client, rat string) RegistrationRespons
 	r := RegistrationResponse{
 		ClientID: c.ID, ClientSecret: c.ClientSecret, ClientIDIssuedAt: c.CreatedAt.Unix(),
 		RegistrationAccessToken: rat, RegistrationClientURI: s.Issuer + "/v1/oauth/register/" + c.ID,
-		RegistrationMetadata: c.metadata(),
+		RegistrationMetadata: clientMetadata(c),
 	}
 	if c.ClientType == Confidential && c.TokenEndpointAuthMethod != AuthPrivateKeyJWT {
 		never := int64(0) // the secret does not expire (RFC 7591 §3.2.1)
@@ -226,9 +226,9 @@ func (s *Service) Register(ctx context.Context, iat string, md RegistrationMetad
 		return RegistrationResponse{}, asRegistrationError(err)
 	}
 	c.ID, c.DynamicRegistration = uuid.NewString(), &mode
-	c.newSecret()
+	newSecret(&c)
 	rat := token.New(PrefixRegistrationToken)
-	c.registrationHash = token.Hash(rat)
+	c.RegistrationHash = token.Hash(rat)
 	now := s.Clock.Now()
 	var fail *Error
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
@@ -237,11 +237,11 @@ func (s *Service) Register(ctx context.Context, iat string, md RegistrationMetad
 				return errRefused // roll back: the token's count stays
 			}
 		}
-		if err := insertClient(ctx, tx, c, now); err != nil {
+		if err := s.Store.InsertClient(ctx, tx, c, now); err != nil {
 			return err
 		}
 		_, err := s.Audit.Record(ctx, tx, m.event(audit.Event{
-			EventType: audit.ClientCreated, ResourceType: "oauth_client", ResourceID: c.ID, ActorID: c.initialTokenID,
+			EventType: audit.ClientCreated, ResourceType: "oauth_client", ResourceID: c.ID, ActorID: c.InitialTokenID,
 			Description: "OAuth client " + c.Name + " registered dynamically",
 			Metadata:    map[string]any{"name": c.Name, "client_type": c.ClientType, "dynamic_registration": mode},
 		}))
@@ -275,10 +275,10 @@ func (s *Service) registeredClient(ctx context.Context, id, rat string) (Client,
 		return Client{}, asOAuthErr(err)
 	}
 	stored := dummySecretHash
-	if err == nil && c.registrationHash != "" {
-		stored = c.registrationHash
+	if err == nil && c.RegistrationHash != "" {
+		stored = c.RegistrationHash
 	}
-	if !token.Equal(token.Hash(rat), stored) || err != nil || c.registrationHash == "" || !token.HasShape(rat, PrefixRegistrationToken) {
+	if !token.Equal(token.Hash(rat), stored) || err != nil || c.RegistrationHash == "" || !token.HasShape(rat, PrefixRegistrationToken) {
 		return Client{}, bad
 	}
 	return c, nil
@@ -338,7 +338,7 @@ func (s *Service) DeleteRegistration(ctx context.Context, id, rat string, m Meta
 		return oe
 	}
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM oauth_clients WHERE id = $1`, c.ID); err != nil {
+		if err := s.Store.DeleteClient(ctx, tx, c.ID); err != nil {
 			return err
 		}
 		_, err := s.Audit.Record(ctx, tx, m.event(audit.Event{
@@ -358,12 +358,11 @@ func (s *Service) DeleteRegistration(ctx context.Context, id, rat string, m Meta
 // checkInitialTokenScopes keeps an updated registration within the scopes
 // of the initial access token that registered it.
 func (s *Service) checkInitialTokenScopes(ctx context.Context, c Client) *Error {
-	if c.initialTokenID == "" {
+	if c.InitialTokenID == "" {
 		return nil
 	}
-	var allowed db.Strings
-	err := s.DB.QueryRowContext(ctx, `SELECT allowed_scopes FROM oauth_initial_access_tokens WHERE id = $1`, c.initialTokenID).Scan(&allowed)
-	if errors.Is(err, sql.ErrNoRows) {
+	allowed, err := s.Store.InitialTokenScopes(ctx, c.InitialTokenID)
+	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
@@ -378,13 +377,4 @@ func scopesWithin(scopes, allowed []string) *Error {
 		return registrationError(ErrInvalidClientMetadata, "scope may only hold "+strings.Join(allowed, " ")+" (the initial access token's scopes)")
 	}
 	return nil
-}
-
-// Registration is how a dynamically registered client came in ("token" or
-// "open"), "" for one registered through the API or a console.
-func (c Client) Registration() string {
-	if c.DynamicRegistration == nil {
-		return ""
-	}
-	return *c.DynamicRegistration
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"hmid/internal/apperr"
-	"hmid/internal/db"
+	"hmid/internal/oauth/signing"
 )
 
 // ErrInvalidTarget is RFC 8707 §2's error for a resource that is not a
@@ -40,7 +40,7 @@ func validResource(r string) bool {
 
 // allowsResource reports whether the client may ask for r: any when its
 // resources list is empty, else one of them (exact match).
-func (c Client) allowsResource(r string) bool {
+func allowsResource(c Client, r string) bool {
 	return len(c.Resources) == 0 || slices.Contains(c.Resources, r)
 }
 
@@ -75,9 +75,9 @@ func applyResources(c *Client, in ClientInput, creating bool) error {
 	return nil
 }
 
-// requestedResources reads the resource parameters of a request (RFC 8707
+// parseResources reads the resource parameters of a request (RFC 8707
 // §2: it may be repeated), each a valid resource indicator.
-func requestedResources(v url.Values) ([]string, *Error) {
+func parseResources(v url.Values) ([]string, *Error) {
 	var out []string
 	for _, r := range v["resource"] {
 		if !validResource(r) {
@@ -97,12 +97,12 @@ func requestedResources(v url.Values) ([]string, *Error) {
 // checkAuthorizeResources reads the resources of an authorization request,
 // which the client must be allowed; they are granted with the code.
 func checkAuthorizeResources(ar *authzRequest, q url.Values) *Error {
-	res, oe := requestedResources(q)
+	res, oe := parseResources(q)
 	if oe != nil {
 		return oe
 	}
 	for _, r := range res {
-		if !ar.client.allowsResource(r) {
+		if !allowsResource(ar.client, r) {
 			return oerr(ErrInvalidTarget, "the client may not request resource "+r)
 		}
 	}
@@ -110,25 +110,36 @@ func checkAuthorizeResources(ar *authzRequest, q url.Values) *Error {
 	return nil
 }
 
-// tokenAudience is the audience of an access token issued for a token
-// request (RFC 8707 §2.2): the resources it names, or all the grant's
-// resources when it names none. When the authorization named resources a
-// request may only narrow them; otherwise it may name any the client is
-// allowed. nil means no resource: the client is the audience.
-func tokenAudience(c Client, granted []string, form url.Values) ([]string, *Error) {
-	req, oe := requestedResources(form)
-	if oe != nil || len(req) == 0 {
-		return granted, oe
+// requestedResources reads the resources a token request names (RFC 8707
+// §2), each one the client may ask for; nil for none.
+func requestedResources(c Client, form url.Values) ([]string, *Error) {
+	req, oe := parseResources(form)
+	if oe != nil {
+		return nil, oe
 	}
 	for _, r := range req {
-		if len(granted) > 0 && !slices.Contains(granted, r) {
-			return nil, oerr(ErrInvalidTarget, "resource "+r+" was not granted: a token request may only narrow the resources of the authorization")
-		}
-		if !c.allowsResource(r) {
+		if !allowsResource(c, r) {
 			return nil, oerr(ErrInvalidTarget, "the client may not request resource "+r)
 		}
 	}
 	return req, nil
+}
+
+// grantedAudience is the audience of an access token issued for a token
+// request (RFC 8707 §2.2): the resources it names (requested), or all the
+// grant's resources when it names none. When the authorization named
+// resources a request may only narrow them. nil means no resource: the
+// client is the audience.
+func grantedAudience(requested, granted []string) ([]string, *Error) {
+	if len(requested) == 0 {
+		return granted, nil
+	}
+	for _, r := range requested {
+		if len(granted) > 0 && !slices.Contains(granted, r) {
+			return nil, oerr(ErrInvalidTarget, "resource "+r+" was not granted: a token request may only narrow the resources of the authorization")
+		}
+	}
+	return requested, nil
 }
 
 // audienceClaim is the aud of an access token (introspection, RFC 9068):
@@ -154,32 +165,32 @@ func decodeAudience(raw *string) []string {
 	return out
 }
 
-// accessJWT makes the RFC 9068 JWT access token of t: the claims of §2.2,
-// signed with the current key of the client's ID-token algorithm when that
-// is asymmetric, else RS256 (an HS256 key would be the client's own secret,
-// useless to a resource server), with typ at+jwt (§2.1). jti is the token's
-// row id, which introspection answers too.
-func (s *Service) accessJWT(k *signingKey, c Client, userID string, t issuedTokens, authTime int64, ac authContext, now time.Time) (string, error) {
+// accessJWT makes the RFC 9068 JWT access token of t, issued by issuer to
+// c for a: the claims of §2.2, signed by k (the current key of the client's
+// ID-token algorithm when that is asymmetric, else RS256: an HS256 key
+// would be the client's own secret, useless to a resource server), typed
+// at+jwt (§2.1). jti is the token's row id, which introspection answers too.
+func accessJWT(k *signing.Key, issuer string, c Client, a *authorization, t issuedTokens, now time.Time) (string, error) {
 	claims := map[string]any{
-		"iss": s.Issuer, "sub": userID, "aud": audienceClaim(t.audience, c.ID), "client_id": c.ID,
+		"iss": issuer, "sub": a.family.UserID, "aud": audienceClaim(t.audience, c.ID), "client_id": c.ID,
 		"iat": now.Unix(), "exp": now.Add(t.accessTTL).Unix(), "jti": t.accessID,
-		"scope": strings.Join(t.accessScopes, " "), "auth_time": db.FromTS(authTime).Unix(),
+		"scope": strings.Join(t.accessScopes, " "), "auth_time": a.family.AuthTime.Unix(),
 	}
-	if ac.ACR != "" {
-		claims["acr"] = ac.ACR
+	if a.ac.ACR != "" {
+		claims["acr"] = a.ac.ACR
 	}
-	if len(ac.AMR) > 0 {
-		claims["amr"] = ac.AMR
+	if len(a.ac.AMR) > 0 {
+		claims["amr"] = a.ac.AMR
 	}
-	return k.signTyped(claims, k.atHeader)
+	return k.SignAccessToken(claims)
 }
 
 // accessTokenAlg is the algorithm of a client's JWT access tokens.
 func accessTokenAlg(c Client) string {
 	if c.IDTokenSignedResponseAlg == AlgES256 {
-		return AlgES256
+		return signing.AlgES256
 	}
-	return AlgRS256
+	return signing.AlgRS256
 }
 
 // resourceFields are the client fields of this file, for ClientInput.anySet.

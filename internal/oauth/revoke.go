@@ -1,7 +1,6 @@
 package oauth
 
 import (
-	"database/sql"
 	"errors"
 	"net/http"
 	"net/url"
@@ -9,6 +8,7 @@ import (
 
 	"hmid/internal/authn"
 	"hmid/internal/db"
+	"hmid/internal/oauth/store"
 	"hmid/internal/token"
 )
 
@@ -29,9 +29,9 @@ func callerForm[C any](w http.ResponseWriter, r *http.Request, authenticate func
 	return caller, form, true
 }
 
-// tokenRequest is callerForm for the endpoints that act on the form's
+// tokenForm is callerForm for the endpoints that act on the form's
 // token (RFC 7009 §2.1, RFC 7662 §2.1), which is required.
-func tokenRequest[C any](w http.ResponseWriter, r *http.Request, authenticate func(*http.Request, url.Values) (C, *Error)) (caller C, tok string, ok bool) {
+func tokenForm[C any](w http.ResponseWriter, r *http.Request, authenticate func(*http.Request, url.Values) (C, *Error)) (caller C, tok string, ok bool) {
 	caller, form, ok := callerForm(w, r, authenticate)
 	if !ok {
 		return caller, "", false
@@ -58,7 +58,7 @@ func (s *Service) formClient(r *http.Request, form url.Values) (Client, *Error) 
 // (RFC 7009 §2.1: "all access tokens based on the same authorization grant").
 func (h *Handler) Revoke(w http.ResponseWriter, r *http.Request) {
 	s := h.S
-	c, tok, ok := tokenRequest(w, r, s.formClient)
+	c, tok, ok := tokenForm(w, r, s.formClient)
 	if !ok {
 		return
 	}
@@ -71,7 +71,7 @@ func (h *Handler) Revoke(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	if isClientToken(tok) {
-		if err := s.revokeClientToken(ctx, tok, c.ID); err != nil {
+		if err := s.Store.RevokeClientToken(ctx, token.Hash(tok), c.ID, s.Clock.Now()); err != nil {
 			writeOAuthError(w, asOAuth(r, err))
 			return
 		}
@@ -79,23 +79,16 @@ func (h *Handler) Revoke(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	now := db.TS(s.Clock.Now())
+	now := s.Clock.Now()
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
-		var kind, clientID, family, pair string
-		err := tx.QueryRowContext(ctx, `SELECT kind, client_id, family_id, pair_id FROM oauth_tokens WHERE token_hash = $1`, token.Hash(tok)).
-			Scan(&kind, &clientID, &family, &pair)
-		if errors.Is(err, sql.ErrNoRows) || (err == nil && clientID != c.ID) {
+		t, err := s.Store.TokenByHash(ctx, tx, token.Hash(tok))
+		if errors.Is(err, store.ErrNotFound) || (err == nil && t.ClientID != c.ID) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		if kind == "refresh" {
-			_, err = tx.ExecContext(ctx, `UPDATE oauth_tokens SET revoked_at = $1 WHERE family_id = $2 AND revoked_at IS NULL`, now, family)
-		} else {
-			_, err = tx.ExecContext(ctx, `UPDATE oauth_tokens SET revoked_at = $1 WHERE pair_id = $2 AND revoked_at IS NULL`, now, pair)
-		}
-		return err
+		return s.Store.RevokeWithKin(ctx, tx, t, now)
 	})
 	if err != nil {
 		writeOAuthError(w, asOAuth(r, err))

@@ -2,7 +2,6 @@ package oauth
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"mime"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"hmid/internal/db"
 	"hmid/internal/httpx"
 	"hmid/internal/oauth/claims"
+	"hmid/internal/oauth/store"
 	"hmid/internal/token"
 )
 
@@ -22,66 +22,32 @@ func (s *Service) ResolveAccessToken(ctx context.Context, tok string) (*authn.Pr
 	if isClientToken(tok) {
 		return s.resolveClientToken(ctx, tok)
 	}
-	return s.resolveAccess(ctx, tok, nil, nil)
+	p, _, err := s.resolveAccess(ctx, tok, nil)
+	return p, err
 }
 
-// resolveSQL reads a usable access token: not revoked, of an active
-// client, of a user neither deleted nor banned. Those conditions sit in the
-// WHERE clause, so an unusable token reads as no row (the answer is the same
-// invalid_token either way) and the row carries six columns, not ten: every
-// column is work for the driver on each request. Expiry is checked in Go,
-// against the same clock, since the principal needs the time anyway.
-// resolveClaimsSQL adds the token's authentication context and the user's
-// claim columns, so UserInfo needs one query.
-const (
-	resolveCols = `t.id, t.user_id, t.client_id, t.scopes, t.expires_at, t.auth_time`
-	resolveFrom = ` FROM oauth_tokens t JOIN oauth_clients c ON c.id = t.client_id JOIN users u ON u.id = t.user_id
-		WHERE t.token_hash = $1 AND t.kind = 'access' AND t.revoked_at IS NULL AND c.is_active
-		AND u.deleted_at IS NULL AND NOT ` + db.UserBannedSQL
-	resolveSQL       = `SELECT ` + resolveCols + resolveFrom
-	resolveClaimsSQL = `SELECT ` + resolveCols + `, t.auth_context, ` + claims.Cols + resolveFrom
-)
-
-// accessRow is what resolveSQL reads. Its fields are scanned in place, so
-// one allocation holds them all (separate locals would each escape to the
-// heap through Scan's arguments).
-type accessRow struct {
-	id, userID, clientID string
-	scopes               db.Strings
-	expires, authTime    int64
-	dest                 [6]any
-}
-
-// resolveAccess resolves an access token; with claims set it also reads the
-// user's claim columns into it.
-func (s *Service) resolveAccess(ctx context.Context, tok string, cr *claims.Row, authContext *string) (*authn.Principal, error) {
+// resolveAccess resolves an access token; with cr set it also reads the
+// user's claim columns into cr, and the token's authentication context.
+func (s *Service) resolveAccess(ctx context.Context, tok string, cr *claims.Row) (*authn.Principal, *store.AccessToken, error) {
 	if !token.HasShape(tok, token.PrefixAccessToken) && !authn.LooksLikeJWT(tok) {
-		return nil, authn.ErrInvalidToken
+		return nil, nil, authn.ErrInvalidToken
 	}
 	now := s.Clock.Now()
-	row := &accessRow{}
-	row.dest = [6]any{&row.id, &row.userID, &row.clientID, &row.scopes, &row.expires, &row.authTime}
-	query, dest := resolveSQL, row.dest[:]
-	if cr != nil {
-		cd := cr.Dest()
-		dest = append(append(append(make([]any, 0, len(row.dest)+1+len(cd)), dest...), authContext), cd...)
-		query = resolveClaimsSQL
-	}
-	err := s.DB.QueryRowContext(ctx, query, token.Hash(tok), db.TS(now)).Scan(dest...)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, authn.ErrInvalidToken
+	row, err := s.Store.ResolveAccess(ctx, token.Hash(tok), now, cr)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, authn.ErrInvalidToken
 	}
 	if err != nil {
-		return nil, apperr.Unavailablef("database unavailable")
+		return nil, nil, apperr.Unavailablef("database unavailable")
 	}
-	expiresAt := db.FromTS(row.expires)
+	expiresAt := db.FromTS(row.Expires)
 	if !now.Before(expiresAt) {
-		return nil, authn.ErrInvalidToken
+		return nil, nil, authn.ErrInvalidToken
 	}
 	return authn.NewPrincipal(authn.Principal{
-		Kind: authn.KindOAuth, UserID: row.userID, OAuthClientID: row.clientID, OAuthScopes: row.scopes,
-		OAuthTokenID: row.id, ExpiresAt: expiresAt, AuthTime: db.FromTS(row.authTime),
-	}, nil), nil
+		Kind: authn.KindOAuth, UserID: row.UserID, OAuthClientID: row.ClientID, OAuthScopes: row.Scopes,
+		OAuthTokenID: row.ID, ExpiresAt: expiresAt, AuthTime: db.FromTS(row.AuthTime),
+	}, nil), row, nil
 }
 
 // UserInfo serves GET and POST /v1/oauth/userinfo (OpenID Connect Core §5.3;
@@ -132,8 +98,7 @@ func (h *Handler) UserInfo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var row claims.Row
-	var authContext string
-	p, err := h.S.resolveAccess(r.Context(), tok, &row, &authContext)
+	p, t, err := h.S.resolveAccess(r.Context(), tok, &row)
 	if err != nil {
 		if apperr.Is(err, apperr.Unauthorized) {
 			bearerError(http.StatusUnauthorized, ErrInvalidToken, "the access token is invalid, expired or revoked")
@@ -148,7 +113,7 @@ func (h *Handler) UserInfo(w http.ResponseWriter, r *http.Request) {
 	}
 	// The authentication context rides on the token row, read with it.
 	var set claims.Set
-	if err := h.S.releasedClaims(r.Context(), p.UserID, &row, p.OAuthScopes, userInfoContext(authContext), true, &set); err != nil {
+	if err := h.S.releasedClaims(r.Context(), p.UserID, &row, p.OAuthScopes, userInfoContext(t.Context), true, &set); err != nil {
 		httpx.Error(w, r, err)
 		return
 	}

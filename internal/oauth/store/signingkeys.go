@@ -37,10 +37,14 @@ func (s *Store) SigningKeys(ctx context.Context) ([]SigningKey, error) {
 }
 
 // InsertSigningKey stores k (kid, alg, generation and sealed key), created
-// and activated now, through q. It reports false when that generation of
-// the algorithm exists already: another instance stored it first, and its
-// key is the one everyone uses.
-func (s *Store) InsertSigningKey(ctx context.Context, q db.Querier, k SigningKey, now time.Time) (bool, error) {
+// and activated now. It reports false when that generation of the
+// algorithm exists already: another instance stored it first, and its key
+// is the one everyone uses.
+func (s *Store) InsertSigningKey(ctx context.Context, k SigningKey, now time.Time) (bool, error) {
+	return s.insertSigningKey(ctx, s.db, k, now)
+}
+
+func (s *Store) insertSigningKey(ctx context.Context, q db.Querier, k SigningKey, now time.Time) (bool, error) {
 	res, err := q.ExecContext(ctx, `INSERT INTO oauth_signing_keys (kid, alg, generation, private_key, created_at, activated_at) VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT DO NOTHING`,
 		k.Kid, k.Alg, k.Generation, k.Sealed, db.TS(now))
 	if err != nil {
@@ -50,12 +54,21 @@ func (s *Store) InsertSigningKey(ctx context.Context, q db.Querier, k SigningKey
 	return n == 1, err
 }
 
-// RetireSigningKeys retires, through q, the keys of alg older than
-// generation gen that still sign.
-func (s *Store) RetireSigningKeys(ctx context.Context, q db.Querier, alg string, gen int64, now time.Time) error {
-	_, err := q.ExecContext(ctx, `UPDATE oauth_signing_keys SET retired_at = $1 WHERE alg = $2 AND generation < $3 AND retired_at IS NULL`,
-		db.TS(now), alg, gen)
-	return err
+// RotateSigningKey stores k as the signing key of its algorithm and retires
+// the older generations, in one transaction. It reports false, changing
+// nothing, when k's generation exists already: another rotation won.
+func (s *Store) RotateSigningKey(ctx context.Context, k SigningKey, now time.Time) (bool, error) {
+	won := false
+	err := s.db.Tx(ctx, func(tx *db.Tx) error {
+		var err error
+		if won, err = s.insertSigningKey(ctx, tx, k, now); err != nil || !won {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE oauth_signing_keys SET retired_at = $1 WHERE alg = $2 AND generation < $3 AND retired_at IS NULL`,
+			db.TS(now), k.Alg, k.Generation)
+		return err
+	})
+	return won && err == nil, err
 }
 
 // DeleteRetiredSigningKeys deletes the keys retired at or before cutoff and

@@ -1,4 +1,4 @@
-package oauth
+package signing
 
 import (
 	"testing"
@@ -31,11 +31,11 @@ func BenchmarkIDTokenSign(b *testing.B) {
 			}
 		}
 	})
-	for _, alg := range KeyAlgs {
+	for _, alg := range Algs {
 		b.Run(alg, func(b *testing.B) {
 			_, k := testKey(b, alg)
 			for b.Loop() {
-				if _, err := k.sign(claims); err != nil {
+				if _, err := k.Sign(claims); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -44,7 +44,7 @@ func BenchmarkIDTokenSign(b *testing.B) {
 }
 
 // testKey is a new signing key of alg and its kid.
-func testKey(tb testing.TB, alg string) (string, *signingKey) {
+func testKey(tb testing.TB, alg string) (string, *Key) {
 	tb.Helper()
 	kid, priv, err := generateKey(alg)
 	if err != nil {
@@ -57,16 +57,16 @@ func testKey(tb testing.TB, alg string) (string, *signingKey) {
 	return kid, k
 }
 
-// TestSignedTokensVerify checks that sign's hand-assembled JWS is a token
+// TestSignedTokensVerify checks that Sign's hand-assembled JWS is a token
 // golang-jwt verifies with the public key, with kid and typ in its header.
 func TestSignedTokensVerify(t *testing.T) {
-	for _, alg := range KeyAlgs {
+	for _, alg := range Algs {
 		kid, k := testKey(t, alg)
-		raw, err := k.sign(benchClaims())
+		raw, err := k.Sign(benchClaims())
 		if err != nil {
 			t.Fatal(err)
 		}
-		tok, err := jwt.Parse(raw, func(*jwt.Token) (any, error) { return k.priv.Public(), nil }, jwt.WithValidMethods([]string{alg}))
+		tok, err := jwt.Parse(raw, func(*jwt.Token) (any, error) { return k.Public(), nil }, jwt.WithValidMethods([]string{alg}))
 		if err != nil || tok.Header["kid"] != kid || tok.Header["typ"] != "JWT" || k.jwk.thumbprint() != kid {
 			t.Fatalf("%s: %v, header %v", alg, err, tok.Header)
 		}

@@ -1,4 +1,8 @@
-package oauth
+// Package cors opens hmid's OAuth endpoints to browser apps on other
+// origins (Fetch Standard, CORS protocol), and to no one else: the public
+// documents to every origin, the endpoints taking client credentials and
+// bearer tokens to the web origins of the active clients.
+package cors
 
 import (
 	"context"
@@ -9,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"hmid/internal/db"
+	"hmid/internal/clock"
 	"hmid/internal/httpx"
 )
 
@@ -40,9 +44,15 @@ const corsMaxAge = "600"
 // and the form's content type.
 const corsAllowHeaders = "Authorization, Content-Type"
 
-// originCache is the cached set of allowed origins; the zero value is empty
-// and stale.
-type originCache struct {
+// Origins is the cached set of allowed origins, the web origins of the
+// active clients' redirect URIs. Load and Clock are required; the set
+// starts empty and stale.
+type Origins struct {
+	// Load returns the redirect URIs of every active client, a list per
+	// client.
+	Load  func(context.Context) ([][]string, error)
+	Clock clock.Clock
+
 	cur atomic.Pointer[originSet]
 	gen atomic.Uint64 // advanced by every client change on this instance
 	mu  sync.Mutex    // one load at a time
@@ -52,28 +62,27 @@ type originCache struct {
 type originSet struct {
 	origins  map[string]struct{}
 	loadedAt time.Time
-	gen      uint64 // originCache.gen when the load began
+	gen      uint64 // Origins.gen when the load began
 }
 
-// clientsChanged marks the set of origins stale after a client was created,
+// Changed marks the set of origins stale after a client was created,
 // changed or deleted, so the next cross-origin request reads it again.
-func (s *Service) clientsChanged() { s.origins.gen.Add(1) }
+func (o *Origins) Changed() { o.gen.Add(1) }
 
-// AllowedOrigin reports whether origin (a request's Origin header) is the
-// web origin of an active client's redirect URI.
-func (s *Service) AllowedOrigin(ctx context.Context, origin string) bool {
-	_, ok := s.originSet(ctx).origins[origin]
+// Allowed reports whether origin (a request's Origin header) is the web
+// origin of an active client's redirect URI.
+func (o *Origins) Allowed(ctx context.Context, origin string) bool {
+	_, ok := o.set(ctx).origins[origin]
 	return ok
 }
 
-// originSet returns the current set, reading it again when a client changed
-// or OriginTTL passed. While one request reloads an expired set, the others
+// set returns the current set, reading it again when a client changed or
+// OriginTTL passed. While one request reloads an expired set, the others
 // keep using it rather than wait; after a local client change they wait, so
 // a client registered a moment ago is allowed at once.
-func (s *Service) originSet(ctx context.Context) *originSet {
-	c := &s.origins
-	now := s.Clock.Now()
-	cur, gen := c.cur.Load(), c.gen.Load()
+func (o *Origins) set(ctx context.Context) *originSet {
+	now := o.Clock.Now()
+	cur, gen := o.cur.Load(), o.gen.Load()
 	fresh := func(set *originSet) bool {
 		return set != nil && set.gen == gen && now.Sub(set.loadedAt) < OriginTTL && !now.Before(set.loadedAt)
 	}
@@ -81,51 +90,46 @@ func (s *Service) originSet(ctx context.Context) *originSet {
 		return cur
 	}
 	if cur != nil && cur.gen == gen {
-		if !c.mu.TryLock() {
+		if !o.mu.TryLock() {
 			return cur // only aged: another request is reading the new set
 		}
 	} else {
-		c.mu.Lock()
+		o.mu.Lock()
 	}
-	defer c.mu.Unlock()
-	cur, gen = c.cur.Load(), c.gen.Load()
+	defer o.mu.Unlock()
+	cur, gen = o.cur.Load(), o.gen.Load()
 	if fresh(cur) {
 		return cur
 	}
 	next := &originSet{loadedAt: now, gen: gen}
-	origins, err := s.loadOrigins(ctx)
+	origins, err := o.load(ctx)
 	if err != nil {
 		// Keep the last set (or none: fail closed) and try again after OriginTTL.
-		httpx.Logger(ctx).Warn("oauth: reading client origins failed", "err", err)
+		httpx.Logger(ctx).Warn("cors: reading client origins failed", "err", err)
 		if cur != nil {
 			origins = cur.origins
 		}
 	}
 	next.origins = origins
-	c.cur.Store(next)
+	o.cur.Store(next)
 	return next
 }
 
-// loadOrigins reads the web origins of the active clients' redirect URIs.
-func (s *Service) loadOrigins(ctx context.Context) (map[string]struct{}, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT redirect_uris FROM oauth_clients WHERE is_active = TRUE`)
+// load reads the web origins of the active clients' redirect URIs.
+func (o *Origins) load(ctx context.Context) (map[string]struct{}, error) {
+	lists, err := o.Load(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	out := map[string]struct{}{}
-	for rows.Next() {
-		var uris db.Strings
-		if err := rows.Scan(&uris); err != nil {
-			return nil, err
-		}
+	for _, uris := range lists {
 		for _, u := range uris {
-			if o, ok := WebOrigin(u); ok {
-				out[o] = struct{}{}
+			if origin, ok := WebOrigin(u); ok {
+				out[origin] = struct{}{}
 			}
 		}
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // WebOrigin returns the origin of an http(s) URI as a browser sends it in
@@ -146,15 +150,15 @@ func WebOrigin(raw string) (string, bool) {
 	return u.Scheme + "://" + host + ":" + port, true
 }
 
-// ClientOrigins lets browser apps on the web origins of active clients call
-// h across origins: the answer to an allowed Origin names it exactly in
+// Wrap lets browser apps on the web origins of active clients call next
+// across origins: the answer to an allowed Origin names it exactly in
 // Access-Control-Allow-Origin, never "*"; any other Origin gets no CORS
 // header, so the browser withholds the answer from the page.
-func (h *Handler) ClientOrigins(next http.HandlerFunc) http.HandlerFunc {
+func (o *Origins) Wrap(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		hdr := w.Header()
 		varyOrigin(hdr)
-		if origin := r.Header.Get("Origin"); origin != "" && h.S.AllowedOrigin(r.Context(), origin) {
+		if origin := r.Header.Get("Origin"); origin != "" && o.Allowed(r.Context(), origin) {
 			hdr.Set("Access-Control-Allow-Origin", origin)
 			hdr.Set("Access-Control-Expose-Headers", "WWW-Authenticate")
 		}
@@ -162,7 +166,7 @@ func (h *Handler) ClientOrigins(next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// vary is the Vary value of the ClientOrigins answers, shared: a later Add
+// vary is the Vary value of the Wrap answers, shared: a later Add
 // to the header appends past its capacity and so copies it.
 var vary = []string{"Origin"}
 
@@ -176,13 +180,13 @@ func varyOrigin(h http.Header) {
 	h.Add("Vary", "Origin")
 }
 
-// ClientOriginsPreflight answers the CORS preflight (OPTIONS) of an endpoint
-// wrapped in ClientOrigins that serves methods (such as "POST").
-func (h *Handler) ClientOriginsPreflight(methods string) http.HandlerFunc {
+// Preflight answers the CORS preflight (OPTIONS) of an endpoint wrapped in
+// Wrap that serves methods (such as "POST").
+func (o *Origins) Preflight(methods string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		varyOrigin(w.Header())
 		allow := ""
-		if origin := r.Header.Get("Origin"); origin != "" && h.S.AllowedOrigin(r.Context(), origin) {
+		if origin := r.Header.Get("Origin"); origin != "" && o.Allowed(r.Context(), origin) {
 			allow = origin
 		}
 		preflight(w, allow, methods)

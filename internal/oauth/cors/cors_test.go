@@ -1,4 +1,4 @@
-package oauth
+package cors
 
 import (
 	"net/http"
@@ -32,22 +32,22 @@ func TestWebOrigin(t *testing.T) {
 	}
 }
 
-// BenchmarkClientOrigins measures what ClientOrigins adds to a request with
+// BenchmarkClientOrigins measures what Wrap adds to a request with
 // a cached set of origins: nothing but a header without Origin (server-side
 // clients), one map lookup with one.
 func BenchmarkClientOrigins(b *testing.B) {
 	clk := clocktest.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	h := &Handler{S: &Service{Clock: clk}}
+	o := &Origins{Clock: clk}
 	set := map[string]struct{}{}
-	for _, o := range []string{"https://app.example", "http://localhost:5173", "https://spa.example"} {
-		set[o] = struct{}{}
+	for _, origin := range []string{"https://app.example", "http://localhost:5173", "https://spa.example"} {
+		set[origin] = struct{}{}
 	}
-	h.S.origins.cur.Store(&originSet{origins: set, loadedAt: clk.Now()})
+	o.cur.Store(&originSet{origins: set, loadedAt: clk.Now()})
 	// Like every OAuth answer, the handler sets a header (securityHeaders).
 	noop := func(w http.ResponseWriter, r *http.Request) { w.Header().Set("Cache-Control", "no-store") }
 	for _, tc := range []struct{ name, origin string }{{"bare-handler", ""}, {"no-origin", ""}, {"allowed-origin", "https://app.example"}, {"unknown-origin", "https://evil.example"}} {
 		b.Run(tc.name, func(b *testing.B) {
-			handler := h.ClientOrigins(noop)
+			handler := o.Wrap(noop)
 			if tc.name == "bare-handler" {
 				handler = noop
 			}
