@@ -69,7 +69,7 @@ func (g *codeGrant) redeem(ctx context.Context, tr *tokenRequest) (*issuance, *E
 		if code.SessionID == "" {
 			return nil
 		}
-		return g.store.RecordSessionGrant(ctx, tx, code.FamilyID, code.SessionID, code.ClientID, code.UserID, tr.now)
+		return g.store.RecordSessionGrant(ctx, tx, a.family, tr.now)
 	})
 	if err != nil {
 		return nil, asOAuthErr(err)

@@ -71,13 +71,13 @@ func (s *Store) StoreTokens(ctx context.Context, q db.Querier, p TokenPair, now 
 	return err
 }
 
-// RecordSessionGrant notes, through q, that token family familyID of
-// clientID was granted to userID in browser session sessionID, so the
-// client is told when that session ends (Back-Channel Logout 1.0 §2.5). A
-// family is noted once.
-func (s *Store) RecordSessionGrant(ctx context.Context, q db.Querier, familyID, sessionID, clientID, userID string, now time.Time) error {
+// RecordSessionGrant notes, through q, that family f was granted in its
+// browser session (f.SessionID, which must be set), so its client is told
+// when that session ends (Back-Channel Logout 1.0 §2.5). A family is noted
+// once.
+func (s *Store) RecordSessionGrant(ctx context.Context, q db.Querier, f Family, now time.Time) error {
 	_, err := q.ExecContext(ctx, `INSERT INTO oauth_session_grants (family_id, session_id, client_id, user_id, created_at)
-		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (family_id) DO NOTHING`, familyID, sessionID, clientID, userID, db.TS(now))
+		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (family_id) DO NOTHING`, f.ID, f.SessionID, f.ClientID, f.UserID, db.TS(now))
 	return err
 }
 
