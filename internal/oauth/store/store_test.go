@@ -553,8 +553,12 @@ func testConsents(t *testing.T, en *env) {
 		t.Fatalf("no consent yet: %v", err)
 	}
 	en.tx(t, func(tx *db.Tx) error { return en.st.SaveConsent(ctx, tx, u, c1.ID, []string{"profile", "openid"}, t0) })
-	en.tx(t, func(tx *db.Tx) error { return en.st.SaveConsent(ctx, tx, u, c1.ID, []string{"email", "openid"}, t0.Add(time.Second)) })
-	en.tx(t, func(tx *db.Tx) error { return en.st.SaveConsent(ctx, tx, u, c2.ID, []string{"openid"}, t0.Add(2*time.Second)) })
+	en.tx(t, func(tx *db.Tx) error {
+		return en.st.SaveConsent(ctx, tx, u, c1.ID, []string{"email", "openid"}, t0.Add(time.Second))
+	})
+	en.tx(t, func(tx *db.Tx) error {
+		return en.st.SaveConsent(ctx, tx, u, c2.ID, []string{"openid"}, t0.Add(2*time.Second))
+	})
 	got, err := en.st.ConsentScopes(ctx, en.d, u, c1.ID)
 	if err != nil || !slices.Equal(got, []string{"email", "openid", "profile"}) {
 		t.Fatalf("ConsentScopes: %v %v, want the union, sorted", got, err)
@@ -641,7 +645,9 @@ func testClients(t *testing.T, en *env) {
 	}
 	got.Name, got.RedirectURIs = "Renamed", []string{"https://other.example/cb"}
 	en.tx(t, func(tx *db.Tx) error { return en.st.UpdateClient(ctx, tx, got, t0.Add(time.Minute)) })
-	en.tx(t, func(tx *db.Tx) error { return en.st.SetClientSecret(ctx, tx, c.ID, token.Hash("new"), t0.Add(2*time.Minute)) })
+	en.tx(t, func(tx *db.Tx) error {
+		return en.st.SetClientSecret(ctx, tx, c.ID, token.Hash("new"), t0.Add(2*time.Minute))
+	})
 	got, err = en.st.Client(ctx, en.d, c.ID)
 	if err != nil || got.Name != "Renamed" || got.SecretHash != token.Hash("new") || !got.UpdatedAt.Equal(t0.Add(2*time.Minute)) {
 		t.Fatalf("after update: %+v %v", got, err)
