@@ -10,7 +10,8 @@
 // open (oauth_session_ends), and the worker reads that queue on every pass
 // (and, once a minute, joins every open grant with its session, for the
 // sessions that expired), marks the grant records ended with a conditional
-// UPDATE and queues one outbox row per client in the same transaction. Deliver claims due outbox rows through package
+// UPDATE and queues one outbox row per client in the same transaction (the
+// statements are package oauth/store's, which owns the OAuth tables). Deliver claims due outbox rows through package
 // outbox (the mechanism webhooks share: FOR UPDATE SKIP LOCKED on
 // PostgreSQL, so several instances send each row once; SQLite has one
 // writer), pushing their next attempt past a lease, then sends them outside
@@ -41,6 +42,7 @@ import (
 	"hmid/internal/apperr"
 	"hmid/internal/clock"
 	"hmid/internal/db"
+	"hmid/internal/oauth/store"
 	"hmid/internal/outbound"
 	"hmid/internal/outbox"
 )
@@ -95,6 +97,7 @@ type Worker struct {
 	Interval time.Duration
 
 	loop     outbox.Loop
+	store    *store.Store // the session grants and the logout queue
 	queue    *outbox.Queue
 	refused  atomic.Int64
 	lastFull time.Time // when the running worker's last full Sweep began
@@ -115,7 +118,7 @@ func (w *Worker) Refused() int64 { return w.refused.Load() }
 // every DefaultInterval.
 func New(d *db.DB, c clock.Clock, log *slog.Logger, s Signer, client *http.Client) *Worker {
 	return &Worker{
-		DB: d, Clock: c, Log: log, Signer: s, Interval: DefaultInterval, HTTP: client,
+		DB: d, Clock: c, Log: log, Signer: s, Interval: DefaultInterval, HTTP: client, store: store.New(d),
 		queue: &outbox.Queue{DB: d, Table: "oauth_backchannel_outbox", Columns: "client_id, user_id, session_id", Lease: Lease, Batch: batch},
 	}
 }
@@ -164,13 +167,6 @@ func (w *Worker) pass(ctx context.Context) error {
 	return err
 }
 
-// ended is a session whose open grant records are to be closed; notify:
-// it was revoked or deleted, and its clients get logout tokens.
-type ended struct {
-	session string
-	notify  int
-}
-
 // Sweep finds sessions that have grant records still open and that are
 // revoked or deleted, and queues a logout token for each client of theirs
 // that registered a back-channel logout URI. Sessions that merely expired
@@ -182,10 +178,7 @@ func (w *Worker) Sweep(ctx context.Context) (int, error) {
 	if err != nil {
 		return queued, err
 	}
-	list, err := db.All(ctx, w.DB, scanEnded, `SELECT DISTINCT g.session_id, CASE WHEN s.id IS NULL OR s.revoked_at IS NOT NULL THEN 1 ELSE 0 END
-		FROM oauth_session_grants g LEFT JOIN sessions s ON s.id = g.session_id
-		WHERE g.ended_at IS NULL AND (s.id IS NULL OR s.revoked_at IS NOT NULL OR s.expires_at <= $1)
-		LIMIT 500`, db.TS(now))
+	list, err := w.store.EndedSessions(ctx, now)
 	if err != nil {
 		return queued, err
 	}
@@ -194,32 +187,26 @@ func (w *Worker) Sweep(ctx context.Context) (int, error) {
 	if err != nil {
 		return queued, err
 	}
-	_, err = w.DB.ExecContext(ctx, `DELETE FROM oauth_session_grants WHERE ended_at IS NOT NULL AND ended_at < $1`, db.TS(now.Add(-keepEnded)))
-	return queued, err
+	return queued, w.store.DeleteEndedSessionGrants(ctx, now.Add(-keepEnded))
 }
 
 // sweepQueued ends the sessions the database queued as ended with grants
 // open (oauth_session_ends, filled by triggers on sessions): revoked or
 // deleted, so their clients are notified.
 func (w *Worker) sweepQueued(ctx context.Context, now time.Time) (int, error) {
-	list, err := db.All(ctx, w.DB, scanEnded, `SELECT session_id, 1 FROM oauth_session_ends LIMIT 500`)
+	list, err := w.store.QueuedSessionEnds(ctx)
 	if err != nil {
 		return 0, err
 	}
 	return w.endAll(ctx, list, now)
 }
 
-func scanEnded(r db.Scanner) (ended, error) {
-	var e ended
-	return e, r.Scan(&e.session, &e.notify)
-}
-
 // endAll ends each session of list (endSession) and asks for a pass at once
 // when there was any, to deliver what it queued.
-func (w *Worker) endAll(ctx context.Context, list []ended, now time.Time) (int, error) {
+func (w *Worker) endAll(ctx context.Context, list []store.EndedSession, now time.Time) (int, error) {
 	queued := 0
 	for _, e := range list {
-		n, err := w.endSession(ctx, e.session, e.notify == 1, now)
+		n, err := w.endSession(ctx, e.SessionID, e.Notify, now)
 		if err != nil {
 			return queued, err
 		}
@@ -238,36 +225,18 @@ func (w *Worker) endSession(ctx context.Context, sessionID string, notify bool, 
 	queued := 0
 	err := w.DB.Tx(ctx, func(tx *db.Tx) error {
 		queued = 0
-		if _, err := tx.ExecContext(ctx, `DELETE FROM oauth_session_ends WHERE session_id = $1`, sessionID); err != nil {
-			return err
-		}
-		rows, err := tx.QueryContext(ctx, `UPDATE oauth_session_grants SET ended_at = $1 WHERE session_id = $2 AND ended_at IS NULL RETURNING client_id, user_id`,
-			db.TS(now), sessionID)
-		if err != nil {
-			return err
-		}
-		users := map[string]string{} // client → user
-		for rows.Next() {
-			var client, user string
-			if err := rows.Scan(&client, &user); err != nil {
-				rows.Close()
-				return err
-			}
-			users[client] = user
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil || !notify {
+		users, err := w.store.EndSessionGrants(ctx, tx, sessionID, now)
+		if err != nil || !notify {
 			return err
 		}
 		for client, user := range users {
-			res, err := tx.ExecContext(ctx, `INSERT INTO oauth_backchannel_outbox (id, client_id, user_id, session_id, created_at, next_attempt_at)
-				SELECT $1, c.id, $3, $4, $5, $5 FROM oauth_clients c WHERE c.id = $2 AND c.backchannel_logout_uri IS NOT NULL AND c.is_active`,
-				db.NewID(), client, user, sessionID, db.TS(now))
+			ok, err := w.store.QueueLogout(ctx, tx, store.Logout{ClientID: client, UserID: user, SessionID: sessionID}, now)
 			if err != nil {
 				return err
 			}
-			n, _ := res.RowsAffected()
-			queued += int(n)
+			if ok {
+				queued++
+			}
 		}
 		return nil
 	})

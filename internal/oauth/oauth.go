@@ -1,8 +1,15 @@
 // Package oauth is hmid's OAuth 2.0 authorization server and OpenID Connect
 // provider (spec 1): client registration and management, the authorization
-// endpoint with consent, the token endpoint (authorization_code with PKCE and
-// rotating refresh tokens), ID tokens, UserInfo, revocation (RFC 7009) and
-// discovery.
+// endpoint with consent, the token endpoint (token.go: the phases every grant
+// shares, and a file per grant: authorization code with PKCE, rotating
+// refresh tokens, client credentials, the device grant), ID tokens, UserInfo,
+// revocation (RFC 7009), introspection (RFC 7662), logout and discovery.
+//
+// Its parts with seams of their own are subpackages: store owns the OAuth
+// tables (every oauth_* statement), signing the asymmetric signing keys,
+// claims what ID tokens and UserInfo say of a user, redirecturi the rules of
+// redirect URIs, cors the browser apps' access across origins. None of them
+// imports this package.
 //
 // The security rules follow RFC 9700 (OAuth 2.0 Security Best Current
 // Practice): redirect URIs match exactly, PKCE is mandatory for public

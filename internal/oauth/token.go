@@ -20,7 +20,7 @@ import (
 // The token endpoint (RFC 6749 §3.2) is the phases every grant shares, run
 // by Token in this order, around the grant the request names, which fills
 // in only what is its own (one file each: grant_code.go, grant_refresh.go,
-// grant_device.go, grant_client.go):
+// grant_device.go, grant_clientcredentials.go):
 //
 //  1. the request: a form body without repeated parameters (§3.2, §3.1)
 //     that names a grant_type;

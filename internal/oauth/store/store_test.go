@@ -59,6 +59,7 @@ func TestStore(t *testing.T) {
 			{"Devices", testDevices},
 			{"InitialTokens", testInitialTokens},
 			{"SigningKeys", testSigningKeys},
+			{"SessionGrants", testSessionGrants},
 			{"Users", testUsers},
 			{"TableSizes", testTableSizes},
 			{"Purge", testPurge},
@@ -908,6 +909,90 @@ func testSigningKeys(t *testing.T, en *env) {
 	}
 	if keys := en.keys(t, alg); len(keys) != 1 || keys[0].Generation != 2 {
 		t.Fatalf("after deleting the retired key: %+v", keys)
+	}
+}
+
+// session inserts a browser session of userID, live for an hour from t0.
+func (en *env) session(t *testing.T, userID string) string {
+	t.Helper()
+	id := db.NewID()
+	if _, err := en.d.ExecContext(context.Background(), `INSERT INTO sessions (id, user_id, token_hash, auth_time, created_at, expires_at, last_activity_at)
+		VALUES ($1, $2, $3, $4, $4, $5, $4)`, id, userID, token.Hash(id), db.TS(t0), db.TS(t0.Add(time.Hour))); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// testSessionGrants: a family granted in a session is noted once; when the
+// session is revoked its grants are queued (the trigger), closed by one
+// instance, and a logout token is queued for each client that takes them
+// (Back-Channel Logout 1.0 §2.5); a session that merely expired is found
+// by the full sweep, to close without notice.
+func testSessionGrants(t *testing.T, en *env) {
+	ctx := context.Background()
+	u := en.user(t)
+	uri := "https://rp.example/logout"
+	takes, silent := en.client(t, u, func(c *store.Client) { c.BackchannelLogoutURI = &uri }), en.client(t, u)
+	sess := en.session(t, u)
+	for _, c := range []store.Client{takes, silent} {
+		f := family(c, u)
+		f.SessionID = sess
+		for range 2 { // noted once
+			en.tx(t, func(tx *db.Tx) error { return en.st.RecordSessionGrant(ctx, tx, f, t0) })
+		}
+	}
+	if _, err := en.d.ExecContext(ctx, `UPDATE sessions SET revoked_at = $1 WHERE id = $2`, db.TS(t0), sess); err != nil {
+		t.Fatal(err)
+	}
+	queued, err := en.st.QueuedSessionEnds(ctx)
+	if err != nil || !slices.Contains(queued, store.EndedSession{SessionID: sess, Notify: true}) {
+		t.Fatalf("QueuedSessionEnds: %+v %v", queued, err)
+	}
+	swept, err := en.st.EndedSessions(ctx, t0)
+	if err != nil || !slices.Contains(swept, store.EndedSession{SessionID: sess, Notify: true}) {
+		t.Fatalf("EndedSessions: %+v %v", swept, err)
+	}
+	var users map[string]string
+	en.tx(t, func(tx *db.Tx) error {
+		var err error
+		if users, err = en.st.EndSessionGrants(ctx, tx, sess, t0); err != nil {
+			return err
+		}
+		for client, user := range users {
+			ok, err := en.st.QueueLogout(ctx, tx, store.Logout{ClientID: client, UserID: user, SessionID: sess}, t0)
+			if err != nil || ok != (client == takes.ID) {
+				t.Errorf("QueueLogout for %s: %v %v", client, ok, err)
+			}
+		}
+		return nil
+	})
+	if len(users) != 2 || users[takes.ID] != u || users[silent.ID] != u {
+		t.Fatalf("EndSessionGrants: %v", users)
+	}
+	en.tx(t, func(tx *db.Tx) error {
+		again, err := en.st.EndSessionGrants(ctx, tx, sess, t0)
+		if len(again) != 0 {
+			t.Errorf("closed twice: %v", again)
+		}
+		return err
+	})
+	if queued, _ := en.st.QueuedSessionEnds(ctx); slices.Contains(queued, store.EndedSession{SessionID: sess, Notify: true}) {
+		t.Fatal("the session stays queued after its grants were closed")
+	}
+	expired := en.session(t, u)
+	f := family(takes, u)
+	f.SessionID = expired
+	en.tx(t, func(tx *db.Tx) error { return en.st.RecordSessionGrant(ctx, tx, f, t0) })
+	swept, err = en.st.EndedSessions(ctx, t0.Add(2*time.Hour))
+	if err != nil || !slices.Contains(swept, store.EndedSession{SessionID: expired}) {
+		t.Fatalf("an expired session's grant: %+v %v, want it without notice", swept, err)
+	}
+	if err := en.st.DeleteEndedSessionGrants(ctx, t0.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := en.d.QueryRowContext(ctx, `SELECT COUNT(*) FROM oauth_session_grants WHERE session_id = $1`, sess).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("closed grant records left: %d %v", left, err)
 	}
 }
 
