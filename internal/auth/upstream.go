@@ -29,9 +29,13 @@ func (e errBanned) Error() string { return e.answer.Error() }
 // Refusals of the platform (disabled, registration closed) and bans are
 // audited as login_failed with the provider.
 func (s *Service) ProviderLogin(ctx context.Context, c users.Claim, m Meta) (Result, error) {
-	var a account
+	var (
+		a   account
+		out users.Outcome
+	)
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
-		out, err := s.Users.SignIn(ctx, tx, c, audit.Event{IPAddress: m.IP, UserAgent: m.UserAgent, SourceService: m.Source})
+		var err error
+		out, err = s.Users.SignIn(ctx, tx, c, audit.Event{IPAddress: m.IP, UserAgent: m.UserAgent, SourceService: m.Source})
 		if err != nil {
 			return err
 		}
@@ -57,6 +61,7 @@ func (s *Service) ProviderLogin(ctx context.Context, c users.Claim, m Meta) (Res
 	case err != nil:
 		return Result{}, err
 	}
+	s.Users.NotifyReleased(ctx, out)
 	return s.secondStep(ctx, a, "", m)
 }
 
