@@ -91,9 +91,9 @@ func (s *Service) providerCode(ctx context.Context, userID, provider, code strin
 // a wrong password.
 func userAccount(ctx context.Context, q db.Querier, userID, provider string) (account, error) {
 	a := account{userID: userID, provider: provider}
-	err := q.QueryRowContext(ctx, `SELECT u.username, u.email, u.deleted_at IS NOT NULL FROM users u
+	err := q.QueryRowContext(ctx, `SELECT u.username, u.email, u.deleted_at IS NOT NULL, u.preferred_locale FROM users u
 		WHERE u.id = $1 AND EXISTS (SELECT 1 FROM platform_accounts pa WHERE pa.user_id = u.id AND pa.platform_id = $2)`,
-		userID, users.PlatformID(provider)).Scan(&a.username, &a.email, &a.deleted)
+		userID, users.PlatformID(provider)).Scan(&a.username, &a.email, &a.deleted, &a.locale)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && a.deleted) {
 		return account{}, errBadCredentials
 	}
