@@ -233,7 +233,7 @@ func (s *Service) resolveClientToken(ctx context.Context, tok string) (*authn.Pr
 		return nil, authn.ErrInvalidToken
 	}
 	if err != nil {
-		return nil, apperr.Unavailablef("database unavailable")
+		return nil, apperr.Unavailable(err, "database unavailable")
 	}
 	now := s.Clock.Now()
 	if !row.live(now) {

@@ -71,7 +71,7 @@ func (s *Service) resolveAccess(ctx context.Context, tok string, claims *claimRo
 		return nil, authn.ErrInvalidToken
 	}
 	if err != nil {
-		return nil, apperr.Unavailablef("database unavailable")
+		return nil, apperr.Unavailable(err, "database unavailable")
 	}
 	expiresAt := db.FromTS(row.expires)
 	if !now.Before(expiresAt) {
