@@ -53,14 +53,19 @@ func (s *Service) startRequest(ctx context.Context, userID string, req mailReque
 	for i := range marks {
 		marks[i] = "$" + strconv.Itoa(i+1)
 	}
-	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM `+req.table+` WHERE user_id = $1`, userID); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO `+req.table+` (id, user_id, token_hash, `+req.cols+`, requested_by, created_at, expires_at)
-			VALUES (`+strings.Join(marks, ", ")+`)`, vals...)
-		return err
-	})
+	// One statement replaces the earlier request (user_id is unique): a
+	// DELETE then INSERT lets two concurrent requests both find nothing to
+	// delete and collide on the index (a 500 on PostgreSQL), where the
+	// upsert makes the later one win.
+	sets := []string{"id = excluded.id", "token_hash = excluded.token_hash"}
+	for _, c := range strings.Split(req.cols, ",") {
+		c = strings.TrimSpace(c)
+		sets = append(sets, c+" = excluded."+c)
+	}
+	sets = append(sets, "requested_by = excluded.requested_by", "created_at = excluded.created_at", "expires_at = excluded.expires_at")
+	_, err := s.DB.ExecContext(ctx, `INSERT INTO `+req.table+` (id, user_id, token_hash, `+req.cols+`, requested_by, created_at, expires_at)
+		VALUES (`+strings.Join(marks, ", ")+`)
+		ON CONFLICT (user_id) DO UPDATE SET `+strings.Join(sets, ", "), vals...)
 	if err != nil {
 		return time.Time{}, err
 	}

@@ -886,3 +886,46 @@ func TestPegelNearestFromLatestGPSPoint(t *testing.T) {
 		}
 	}, pegelURL(up))
 }
+
+// TestPerUserRequestsConcurrently: a person who sends the same request many
+// times at once (a double click, a retrying client) replaces their one
+// pending row each time; two requests never both insert it. Every answer is
+// a success or a throttle, never a 500, and exactly one row is left.
+func TestPerUserRequestsConcurrently(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		u := e.NewUser(t, apptest.UserSpec{})
+		execSQL(t, e, `UPDATE platform_accounts SET email_verified = FALSE WHERE user_id = $1`, u.ID)
+		d, _ := providerUser(t, e, "discord")
+		for _, tc := range []struct {
+			name, path, token, table, user string
+			body                           any
+		}{
+			{"verification mail", "/v1/auth/verify-email/resend", u.Token, "email_verification_tokens", u.ID, nil},
+			{"email change", "/v1/users/" + u.ID + "/email/request-change", u.Token, "email_change_requests", u.ID, map[string]any{"email": "changed@example.test"}},
+			{"email link", "/v1/users/" + d.ID + "/email-link/request", d.Token, "email_link_requests", d.ID, map[string]any{"email": "linked@example.test", "password": "correct horse"}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				statuses := apptest.AtOnce(12, func(int) int {
+					return e.Do(t, apptest.Req{Method: "POST", Path: tc.path, Token: tc.token, Body: tc.body}).Status
+				})
+				ok := 0
+				for _, s := range statuses {
+					switch s {
+					case http.StatusOK:
+						ok++
+					case http.StatusTooManyRequests:
+					default:
+						t.Errorf("statuses %v: want only 200 and 429", statuses)
+					}
+				}
+				if ok == 0 {
+					t.Errorf("statuses %v: none succeeded", statuses)
+				}
+				if n := count(t, e, `SELECT COUNT(*) FROM `+tc.table+` WHERE user_id = $1`, tc.user); n != 1 {
+					t.Errorf("%s rows = %d, want 1", tc.table, n)
+				}
+				e.Clock.Advance(2 * time.Hour) // past every mail throttle
+			})
+		}
+	})
+}

@@ -1091,6 +1091,35 @@ func TestAdminCreateUser(t *testing.T) {
 	})
 }
 
+// TestAdminCreateUserPageKeepsPassword: on /admin/users/new without script,
+// a password typed while "invite by mail" stays chosen is refused with the
+// reason at the password field, and nothing is created; with "set a
+// password" the same form creates a user who signs in with it.
+func TestAdminCreateUserPageKeepsPassword(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		op := roleUserWith(t, e, apptest.UserSpec{Password: "operator-password-1"}, "users:write", "users:read")
+		b := signedInBrowser(t, e, op)
+		form := func(how string) url.Values {
+			return url.Values{"email": {"typed@example.test"}, "username": {"typed_pw"}, "how": {how}, "password": {"typed-password-1"}}
+		}
+		before := count(t, e, `SELECT COUNT(*) FROM users`)
+		p := postFrom(t, b, "/admin/users/new", "/admin/users", form("invite"))
+		if p.status != http.StatusBadRequest || !strings.Contains(p.body, `id="n-password-err"`) || !strings.Contains(p.body, "an invitation was chosen") {
+			t.Fatalf("password with invite: %d %s", p.status, p.body)
+		}
+		if count(t, e, `SELECT COUNT(*) FROM users`) != before || len(outbox(t, e, "typed@example.test")) != 0 {
+			t.Fatal("a refused form created a user or mailed an invitation")
+		}
+		p = postFrom(t, b, "/admin/users/new", "/admin/users", form("password"))
+		if p.status != http.StatusSeeOther {
+			t.Fatalf("password chosen: %d %s", p.status, p.body)
+		}
+		if got := loginStatus(t, e, "typed@example.test", "typed-password-1"); got != http.StatusOK {
+			t.Fatalf("login with the typed password: %d", got)
+		}
+	})
+}
+
 // TestAdminManageUser covers the changes to an existing user: profile,
 // password, reset mail, verification, signing out; and their refusals.
 func TestAdminManageUser(t *testing.T) {

@@ -1270,3 +1270,36 @@ func TestClientRowCacheFollowsWrites(t *testing.T) {
 		}
 	})
 }
+
+// TestOAuthClientManageWithOnePermission: each management operation needs
+// only its own permission (spec 1, OAuth clients: "owner or
+// oauth_clients:update" / ":delete"); oauth_clients:read is not also
+// required, and a caller with none of them still cannot probe client ids.
+func TestOAuthClientManageWithOnePermission(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		owner := e.NewUser(t, apptest.UserSpec{})
+		admin := e.Admin(t)
+		updater, _ := e.NewAPIKey(t, admin.ID, "oauth_clients:update")
+		deleter, _ := e.NewAPIKey(t, admin.ID, "oauth_clients:delete")
+		nothing, _ := e.NewAPIKey(t, admin.ID, "users:read")
+		c := mkClient(t, e, owner.Token, nil)
+		path := "/v1/oauth/clients/" + c.ID
+
+		e.Call(t, "GET", path, updater, nil, http.StatusNotFound)
+		e.Call(t, "PATCH", path, nothing, map[string]any{"description": "x"}, http.StatusNotFound)
+		e.Call(t, "PATCH", path, deleter, map[string]any{"description": "x"}, http.StatusNotFound)
+		d := e.Call(t, "PATCH", path, updater, map[string]any{"description": "by updater"}, http.StatusOK).JSON()["data"].(map[string]any)
+		if d["description"] != "by updater" {
+			t.Fatalf("patched %v", d)
+		}
+		e.Call(t, "PATCH", path, updater, map[string]any{"redirect_uris": []string{}}, http.StatusBadRequest)
+		e.Call(t, "POST", path+"/regenerate-secret", deleter, nil, http.StatusNotFound)
+		sec := e.Call(t, "POST", path+"/regenerate-secret", updater, nil, http.StatusOK).JSON()["data"].(map[string]any)["client_secret"].(string)
+		oauthErr(t, exchange(t, e, testClient{ID: c.ID, Secret: sec}, "hm_ac_x"), 400, "invalid_grant")
+		e.Call(t, "DELETE", path, updater, nil, http.StatusNotFound)
+		e.Call(t, "DELETE", path, nothing, nil, http.StatusNotFound)
+		e.Call(t, "GET", path, owner.Token, nil, http.StatusOK)
+		e.Call(t, "DELETE", path, deleter, nil, http.StatusNoContent)
+		e.Call(t, "GET", path, owner.Token, nil, http.StatusNotFound)
+	})
+}

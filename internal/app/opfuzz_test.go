@@ -11,7 +11,11 @@ package app_test
 // extra and repeated query parameters, path parameters with %00 or very long
 // ids, broken bodies. Any 5xx answer or broken connection is a failure (a
 // panic in a handler becomes a 500 in the recovery middleware), printed with
-// the operation, the request and the answer.
+// the operation, the request and the answer. After its requests one after
+// another, every operation gets a burst of valid-looking requests sent at
+// the same moment by one signed-in user and by the system key, which finds
+// read-then-write races (two requests both inserting a row that may exist
+// once) that no sequential request can.
 //
 // The run is deterministic for a seed: every operation draws from its own
 // generator seeded with HMID_OPFUZZ_SEED (default 1) and its operationId.
@@ -32,6 +36,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -199,6 +204,9 @@ func (f *fuzzer) prepare(ops []fuzzOp) {
 // operation that logs out, bans or deletes them does not blind the rest.
 func (f *fuzzer) newPrincipals() {
 	f.user = f.e.NewUser(f.t, apptest.UserSpec{})
+	// The user's address is unverified, as after a registration, so the
+	// operations that mail a verification link get past "already verified".
+	execSQL(f.t, f.e, `UPDATE platform_accounts SET email_verified = FALSE WHERE user_id = $1`, f.user.ID)
 	admin := f.e.Admin(f.t)
 	f.principals = []fuzzPrincipal{
 		{"none", ""},
@@ -222,17 +230,70 @@ func (f *fuzzer) run(op fuzzOp, perPrincipal int) {
 			f.send(op, p, i%4 != 0)
 		}
 	}
+	f.burst(op)
+}
+
+// fuzzBurst is how many valid-looking requests burst sends at once.
+const fuzzBurst = 8
+
+// burst sends fuzzBurst valid-looking requests for op as one signed-in
+// person and as the system key at the same moment, the way a double-clicking
+// person or a retrying client does: read-then-write races (two requests
+// that both find no row and both insert one) show as 5xx only when requests
+// overlap. The requests are built one after another from the operation's
+// generator, so the run stays deterministic for a seed up to the order in
+// which the server interleaves them.
+func (f *fuzzer) burst(op fuzzOp) {
+	for _, p := range []fuzzPrincipal{f.principals[1], f.principals[3]} {
+		type shot struct {
+			req  *http.Request
+			fail fuzzFailure
+			res  fuzzResult
+		}
+		shots := make([]*shot, 0, fuzzBurst)
+		for range fuzzBurst {
+			if req, fail, ok := f.build(op, p, false); ok {
+				fail.principal += " (concurrent)"
+				shots = append(shots, &shot{req: req, fail: fail})
+			}
+		}
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for _, s := range shots {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				s.res = f.deliver(s.req)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for _, s := range shots {
+			f.check(op, s.fail, s.res)
+		}
+	}
 }
 
 // send builds one request for op, sends it as p and records the outcome.
 func (f *fuzzer) send(op fuzzOp, p fuzzPrincipal, hostile bool) {
+	req, fail, ok := f.build(op, p, hostile)
+	if !ok {
+		return
+	}
+	f.check(op, fail, f.deliver(req))
+}
+
+// build makes one request for op as p from the operation's generator, with
+// the failure record that names it; ok is false for a target the client
+// cannot even form, which is not a finding.
+func (f *fuzzer) build(op fuzzOp, p fuzzPrincipal, hostile bool) (req *http.Request, fail fuzzFailure, ok bool) {
 	f.hostile, f.muts = hostile, 0
 	target := f.target(op)
 	body, ctype := f.body(op)
 	req, err := http.NewRequest(op.method, f.e.URL+target, bytes.NewReader(body))
 	if err != nil {
-		// A target the client cannot even form is not a finding.
-		return
+		return nil, fail, false
 	}
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
@@ -245,35 +306,52 @@ func (f *fuzzer) send(op fuzzOp, p fuzzPrincipal, hostile bool) {
 			req.Header.Set(prm.Value.Name, f.headerValue())
 		}
 	}
-	f.sent++
-	fail := fuzzFailure{engine: f.e.Engine.Name, op: op.id, principal: p.name, method: op.method, target: target, reqBody: body}
+	return req, fuzzFailure{engine: f.e.Engine.Name, op: op.id, principal: p.name, method: op.method, target: target, reqBody: body}, true
+}
+
+// fuzzResult is what one request got back.
+type fuzzResult struct {
+	status int
+	header http.Header
+	body   []byte
+	err    error // of the round trip or of reading the body
+}
+
+// deliver sends req and reads the answer whole. It touches no fuzzer
+// state, so several may run at once.
+func (f *fuzzer) deliver(req *http.Request) fuzzResult {
 	res, err := f.e.Client.Do(req)
 	if err != nil {
-		fail.err = err
-		f.record(fail)
-		return
+		return fuzzResult{err: err}
 	}
+	defer res.Body.Close()
 	raw, err := io.ReadAll(res.Body)
-	res.Body.Close()
-	f.statuses[res.StatusCode]++
-	if err != nil {
-		fail.err = err
+	return fuzzResult{status: res.StatusCode, header: res.Header, body: raw, err: err}
+}
+
+// check counts r and records it as a failure when it is one: a 5xx (but a
+// peer's documented absence) or a broken connection.
+func (f *fuzzer) check(op fuzzOp, fail fuzzFailure, r fuzzResult) {
+	f.sent++
+	if r.err != nil {
+		fail.err = r.err
 		f.record(fail)
 		return
 	}
+	f.statuses[r.status]++
 	switch {
-	case res.StatusCode == http.StatusServiceUnavailable && fuzzPeerAbsent[op.id]:
-	case res.StatusCode >= 500:
-		fail.status, fail.respBody = res.StatusCode, raw
+	case r.status == http.StatusServiceUnavailable && fuzzPeerAbsent[op.id]:
+	case r.status >= 500:
+		fail.status, fail.respBody = r.status, r.body
 		f.record(fail)
-	case res.StatusCode == http.StatusTooManyRequests:
+	case r.status == http.StatusTooManyRequests:
 		f.throttled++
 		// Move the injected clock past the window, so a limit that is
 		// reached does not hide the rest of the run behind 429s.
-		wait, _ := strconv.Atoi(res.Header.Get("Retry-After"))
+		wait, _ := strconv.Atoi(r.header.Get("Retry-After"))
 		f.e.Clock.Advance(time.Duration(min(max(wait, 1), 3600)+1) * time.Second)
-	case res.StatusCode < 300:
-		f.harvest(op, raw)
+	case r.status < 300:
+		f.harvest(op, r.body)
 	}
 }
 

@@ -623,3 +623,54 @@ func TestPasskeyBeginThrottled(t *testing.T) {
 		}
 	}, onLocalhost)
 }
+
+// TestPasskeyOnlyJSONLogin: for a user whose only second factor is a
+// passkey, POST /v1/auth/login cannot finish with a code, so it says what
+// does: 403 with reason passkey_required and the page that finishes the
+// sign-in, in the person's language, with and without a code; nothing is
+// created and no code is checked.
+func TestPasskeyOnlyJSONLogin(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		u := e.NewUser(t, apptest.UserSpec{Password: "passkey-person-pw"})
+		registerPasskey(t, e, u.ID, newAuthenticator(e))
+		loginPage := strings.Replace(e.URL, "127.0.0.1", "localhost", 1) + "/login"
+		sessionsBefore := count(t, e, `SELECT COUNT(*) FROM sessions WHERE user_id = $1`, u.ID)
+		for _, tc := range []struct {
+			name, code, acceptLanguage, locale, want string
+		}{
+			{"no code", "", "", "", "only a browser can use it"},
+			{"a code", "123456", "", "", "only a browser can use it"},
+			{"a backup code", "abcd-efgh-ijkm", "", "", "only a browser can use it"},
+			{"German by Accept-Language", "", "de-DE,de;q=0.9,en;q=0.8", "", "nur ein Browser kann ihn verwenden"},
+			{"German by the user's locale", "123456", "en", "de", "nur ein Browser kann ihn verwenden"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				if tc.locale != "" {
+					execSQL(t, e, `UPDATE users SET preferred_locale = $1 WHERE id = $2`, tc.locale, u.ID)
+				}
+				body := map[string]any{"email": u.Email, "password": "passkey-person-pw"}
+				if tc.code != "" {
+					body["code"] = tc.code
+				}
+				hdr := map[string]string{}
+				if tc.acceptLanguage != "" {
+					hdr["Accept-Language"] = tc.acceptLanguage
+				}
+				r := e.Do(t, apptest.Req{Method: "POST", Path: "/v1/auth/login", Body: body, Header: hdr})
+				j := r.JSON()
+				if r.Status != http.StatusForbidden || j["error"] != "Forbidden" || j["reason"] != "passkey_required" ||
+					j["login_url"] != loginPage || !strings.Contains(j["message"].(string), tc.want) || !strings.Contains(j["message"].(string), loginPage) {
+					t.Fatalf("login: %d %s", r.Status, r.Body)
+				}
+			})
+		}
+		if n := count(t, e, `SELECT COUNT(*) FROM sessions WHERE user_id = $1`, u.ID); n != sessionsBefore {
+			t.Errorf("sessions = %d, want %d: a refused login created one", n, sessionsBefore)
+		}
+		if n := count(t, e, `SELECT COUNT(*) FROM audit_events WHERE user_id = $1 AND event_type = 'login_failed'`, u.ID); n != 0 {
+			t.Errorf("login_failed events = %d: no code was checked", n)
+		}
+		// A wrong password is still only that.
+		e.Call(t, "POST", "/v1/auth/login", "", map[string]any{"email": u.Email, "password": "wrong-password!"}, http.StatusUnauthorized)
+	}, onLocalhost)
+}

@@ -14,6 +14,7 @@ import (
 	"hmid/internal/apptest"
 	"hmid/internal/config"
 	"hmid/internal/dbtest"
+	"hmid/internal/mail"
 	"hmid/internal/upstream/upstreamtest"
 )
 
@@ -243,11 +244,15 @@ func TestProviderSignInLinkingRule(t *testing.T) {
 // TestProviderSignInPreHijack: someone registers a victim's address with a
 // password and never verifies it; the victim then signs in with a provider
 // that vouches for the address. The victim gets an account of their own that
-// owns the address, and the squatter's login for it is gone.
+// owns the address; the earlier registration keeps its login (a user is never
+// left without a platform account) but can neither verify the address nor
+// reset its password by mail any more, its holder is told by mail, and the
+// audit log of each says what happened.
 func TestProviderSignInPreHijack(t *testing.T) {
 	eachWithFakes(t, func(t *testing.T, e *apptest.Env, f *fakes) {
 		r := e.Call(t, "POST", "/v1/auth/register", "", map[string]any{"email": "victim@example.test", "password": "squatter-password"}, http.StatusCreated)
 		squatter := r.JSON()["user"].(map[string]any)["id"].(string)
+		verifyTok := verifyTokenTo(t, e, "victim@example.test")
 
 		f.acme.SetPerson(upstreamtest.Person{Subject: "victim-sub", Username: "victim", Email: "victim@example.test", EmailVerified: true})
 		if p := newBrowser(t, e).signIn("acme", ""); p.status != http.StatusSeeOther {
@@ -257,18 +262,63 @@ func TestProviderSignInPreHijack(t *testing.T) {
 		if victim == "" || victim == squatter {
 			t.Fatalf("victim's sign-in went to %q (squatter %q)", victim, squatter)
 		}
-		if n := count(t, e, `SELECT COUNT(*) FROM users WHERE LOWER(email) = 'victim@example.test' AND id <> $1`, victim); n != 0 {
-			t.Errorf("another user still holds the address")
-		}
-		// The squatter's password no longer signs in with the address.
-		r = e.Do(t, apptest.Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": "victim@example.test", "password": "squatter-password"}})
-		if r.Status != http.StatusUnauthorized {
-			t.Errorf("squatter login: %d, want 401", r.Status)
-		}
-		if n := count(t, e, `SELECT COUNT(*) FROM audit_events WHERE user_id = $1 AND event_type = 'account_unlinked'`, squatter); n != 1 {
-			t.Errorf("account_unlinked events of the squatter = %d", n)
+		assertReleased(t, e, squatter, victim, "victim@example.test", "squatter-password")
+
+		// The earlier verification link cannot give the address a second owner.
+		e.Call(t, "POST", "/v1/auth/verify-email", "", map[string]any{"token": verifyTok}, http.StatusConflict)
+		if n := count(t, e, `SELECT COUNT(*) FROM platform_accounts WHERE LOWER(email) = 'victim@example.test' AND email_verified`); n != 1 {
+			t.Errorf("verified holders of the address = %d, want 1", n)
 		}
 	})
+}
+
+// assertReleased checks what releasing the unverified registration holder
+// made for owner, who verified addr with a provider sign-in, leaves: holder
+// keeps a primary platform account and signs in with password, no longer
+// holds addr as contact address, gets no reset mail for it, was mailed in
+// their locale, and both audit logs say what happened.
+func assertReleased(t *testing.T, e *apptest.Env, holder, owner, addr, password string) {
+	t.Helper()
+	if n := count(t, e, `SELECT COUNT(*) FROM users WHERE LOWER(email) = $1 AND id <> $2`, addr, owner); n != 0 {
+		t.Errorf("another user still has the address as contact address")
+	}
+	if n := count(t, e, `SELECT COUNT(*) FROM users u JOIN platform_accounts pa ON pa.id = u.primary_platform_account_id AND pa.user_id = u.id AND pa.is_primary
+		WHERE u.id = $1`, holder); n != 1 {
+		t.Errorf("the earlier registration lost its primary platform account")
+	}
+	r := e.Do(t, apptest.Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": addr, "password": password}})
+	if r.Status != http.StatusOK || r.JSON()["user"].(map[string]any)["id"] != holder {
+		t.Errorf("password login of the earlier registration: %d %s", r.Status, r.Body)
+	}
+	mails := outbox(t, e, addr)
+	if len(mails) == 0 || mails[0].Kind != mail.KindAddressVerifiedElsewhere {
+		t.Fatalf("newest mail to %s: %+v, want %s", addr, mails, mail.KindAddressVerifiedElsewhere)
+	}
+	before := len(mails)
+	e.Call(t, "POST", "/v1/auth/password-reset/request", "", map[string]any{"email": addr}, http.StatusOK)
+	if n := len(outbox(t, e, addr)); n != before {
+		t.Errorf("a password reset for the released login was mailed to the address's owner")
+	}
+	if n := count(t, e, `SELECT COUNT(*) FROM audit_events WHERE user_id = $1 AND event_type = 'user_updated' AND metadata LIKE '%"change":"email_released"%'`, holder); n != 1 {
+		t.Errorf("email_released events of the earlier registration = %d", n)
+	}
+	if n := count(t, e, `SELECT COUNT(*) FROM audit_events WHERE user_id = $1 AND event_type = 'user_updated' AND metadata LIKE '%"change":"unverified_registration_not_linked"%'`, owner); n != 1 {
+		t.Errorf("unverified_registration_not_linked events of the owner = %d", n)
+	}
+	if n := count(t, e, `SELECT COUNT(*) FROM audit_events WHERE event_type = 'account_unlinked'`); n != 0 {
+		t.Errorf("account_unlinked events = %d, want none: nothing was unlinked", n)
+	}
+	everyUserHasLogin(t, e)
+}
+
+// everyUserHasLogin fails when any user is left without a platform account
+// or without a primary one (spec 2: a user's last account is never removed).
+func everyUserHasLogin(t *testing.T, e *apptest.Env) {
+	t.Helper()
+	if n := count(t, e, `SELECT COUNT(*) FROM users u WHERE u.primary_platform_account_id IS NULL
+		OR NOT EXISTS (SELECT 1 FROM platform_accounts pa WHERE pa.id = u.primary_platform_account_id AND pa.user_id = u.id)`); n != 0 {
+		t.Errorf("%d users have no primary platform account", n)
+	}
 }
 
 func TestProviderSignInStateChecks(t *testing.T) {

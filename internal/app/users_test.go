@@ -979,3 +979,43 @@ func TestSetupFirstAdministrator(t *testing.T) {
 		}
 	})
 }
+
+// TestOAuthLoginLinkingByVerification: the sign-in upsert links to the user
+// whose address is verified, as the spec says, and an unverified
+// registration of the same address is neither linked nor stripped of its
+// login (docs/decisions.md, "One linking rule for every way in").
+func TestOAuthLoginLinkingByVerification(t *testing.T) {
+	t.Parallel()
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		// Verified by its mailed link: a provider sign-in links to it.
+		r := e.Call(t, "POST", "/v1/auth/register", "", map[string]any{"email": "proven@example.test", "password": "proven-password"}, http.StatusCreated)
+		proven := r.JSON()["user"].(map[string]any)["id"].(string)
+		tok := verifyTokenTo(t, e, "proven@example.test")
+		e.Call(t, "POST", "/v1/auth/verify-email", "", map[string]any{"token": tok}, http.StatusOK)
+		d := data(t, e.Call(t, "POST", "/v1/users/oauth", e.SystemKey, map[string]any{"email": "proven@example.test", "name": "Proven",
+			"oauthProvider": "discord", "oauthProviderId": "d-proven"}, http.StatusOK))
+		if d["id"] != proven {
+			t.Fatalf("a verified address did not link: %v", d)
+		}
+
+		// Unverified: a user of its own, and the registration keeps its login.
+		r = e.Call(t, "POST", "/v1/auth/register", "", map[string]any{"email": "pending@example.test", "password": "pending-password"}, http.StatusCreated)
+		holder := r.JSON()["user"].(map[string]any)["id"].(string)
+		execSQL(t, e, `UPDATE users SET preferred_locale = 'de' WHERE id = $1`, holder)
+		d = data(t, e.Call(t, "POST", "/v1/users/oauth", e.SystemKey, map[string]any{"email": "pending@example.test", "name": "Pending",
+			"oauthProvider": "github", "oauthProviderId": "gh-pending"}, http.StatusCreated))
+		owner := d["id"].(string)
+		if owner == holder || d["primary_platform_account_id"] == nil || d["email"] != "pending@example.test" {
+			t.Fatalf("sign-in upsert = %v (holder %s)", d, holder)
+		}
+		assertReleased(t, e, holder, owner, "pending@example.test", "pending-password")
+		if m := outbox(t, e, "pending@example.test")[0]; m.Locale != "de" || !strings.Contains(m.Text, "GitHub") {
+			t.Errorf("released mail: locale %q, text %q", m.Locale, m.Text)
+		}
+		// The holder's own user record still answers, with its login.
+		acc := e.Call(t, "GET", "/v1/users/"+holder+"/accounts", e.SystemKey, nil, http.StatusOK).JSON()["data"].([]any)
+		if len(acc) != 1 {
+			t.Errorf("holder's platform accounts = %v", acc)
+		}
+	})
+}

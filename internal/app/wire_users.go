@@ -15,7 +15,7 @@ type usersArea struct {
 
 // buildUsers constructs the users and sessions handlers with explicit dependencies.
 func (s *Server) buildUsers(ctx context.Context) error {
-	s.users = &users.Handler{S: &users.Service{DB: s.DB, Clock: s.Clock, Epoch: s.Epoch, Audit: s.Audit}}
+	s.users = &users.Handler{S: &users.Service{DB: s.DB, Clock: s.Clock, Epoch: s.Epoch, Audit: s.Audit, Mail: s.Mail, Log: s.Log}}
 	s.sessions = &sessions.Handler{S: &sessions.Service{DB: s.DB, Clock: s.Clock, Epoch: s.Epoch, Audit: s.Audit, Policy: s.Policy}}
 	return nil
 }

@@ -83,6 +83,16 @@ func Unavailablef(format string, args ...any) *Error {
 	return newf(ServiceUnavailable, format, args...)
 }
 
+// Unavailable returns a 503 ServiceUnavailable for cause, the failure of a
+// dependency the request cannot do without (the database on the
+// authentication path), with msg as the answer. The cause is kept, never
+// shown, and logged where the error is answered (httpx.Error), so an outage
+// is answered the same way everywhere and its reason is still found in the
+// log.
+func Unavailable(cause error, msg string) *Error {
+	return &Error{Kind: ServiceUnavailable, Message: msg, Err: cause}
+}
+
 // RateLimited returns a 429 TooManyRequests telling when to retry.
 func RateLimited(retryAfter time.Duration, format string, args ...any) *Error {
 	e := newf(TooManyRequests, format, args...)

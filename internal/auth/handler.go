@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -77,8 +78,16 @@ const TwoFactorMessage = "Two-factor authentication is enabled: repeat the login
 // answer writes the outcome of a login or registration: err, the request
 // for the second factor, or the new session with its cookies.
 func (h *Handler) answer(w http.ResponseWriter, r *http.Request, status int, res Result, err error) {
-	if err != nil {
+	var passkey *PasskeyRequiredError
+	switch {
+	case errors.As(err, &passkey):
+		h.writePasskeyRequired(w, r, passkey.Locale)
+		return
+	case err != nil:
 		httpx.Error(w, r, err)
+		return
+	case res.PasskeyRequired:
+		h.writePasskeyRequired(w, r, res.Locale)
 		return
 	}
 	if res.TwoFactorRequired {

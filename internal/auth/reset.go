@@ -64,9 +64,16 @@ func (s *Service) RequestReset(ctx context.Context, email string, m Meta) error 
 		locale       sql.NullString
 		enabled      bool
 	)
+	// An email login whose address another user owns (verified it, for
+	// example with a provider sign-in after this login was registered and
+	// never verified) gets no reset mail: the mail would go to that owner
+	// and lead them into an account someone else made under their address
+	// (account pre-hijacking; docs/decisions.md, "One linking rule").
 	err = s.DB.QueryRowContext(ctx, `SELECT u.id, u.name, u.preferred_locale, p.enabled
 		FROM platform_accounts pa JOIN users u ON u.id = pa.user_id JOIN platforms p ON p.id = pa.platform_id
-		WHERE pa.platform_id = $1 AND pa.platform_user_id = $2 AND u.deleted_at IS NULL`,
+		WHERE pa.platform_id = $1 AND pa.platform_user_id = $2 AND u.deleted_at IS NULL
+			AND (pa.email_verified OR NOT EXISTS (SELECT 1 FROM platform_accounts o
+				WHERE o.user_id <> pa.user_id AND LOWER(o.email) = $2 AND o.email_verified))`,
 		users.PlatformID(Platform), email).Scan(&userID, &name, &locale, &enabled)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && !enabled) {
 		return nil

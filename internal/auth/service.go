@@ -127,6 +127,13 @@ type Result struct {
 	// TwoFactorRequired means the password was right but a second factor
 	// must be sent; no session was created.
 	TwoFactorRequired bool
+	// PasskeyRequired (with TwoFactorRequired) means the user's only second
+	// factor is a passkey: no code can finish, only a browser can (the
+	// pages offer the passkey; POST /v1/auth/login answers PasskeyRequired).
+	PasskeyRequired bool
+	// Locale is the user's preferred locale ("" for none), for an answer
+	// in their language.
+	Locale string
 	// SetupRequired means the user is logged in but must set up two-factor
 	// authentication before a role or platform lets them act.
 	SetupRequired bool
@@ -144,7 +151,8 @@ type account struct {
 	email    sql.NullString
 	hash     sql.NullString
 	deleted  bool
-	provider string // platform slug the login is with
+	locale   sql.NullString // preferred_locale
+	provider string         // platform slug the login is with
 }
 
 // errBadCredentials is the single answer for an unknown email, a wrong
@@ -211,13 +219,13 @@ func (s *Service) requireEnabled(ctx context.Context) error {
 	return nil
 }
 
-const accountSQL = `SELECT u.id, u.username, u.email, pa.password_hash, u.deleted_at IS NOT NULL
+const accountSQL = `SELECT u.id, u.username, u.email, pa.password_hash, u.deleted_at IS NOT NULL, u.preferred_locale
 	FROM platform_accounts pa JOIN users u ON u.id = pa.user_id
 	WHERE pa.platform_id = $1 AND `
 
 func scanAccount(row db.Scanner) (account, error) {
 	var a account
-	err := row.Scan(&a.userID, &a.username, &a.email, &a.hash, &a.deleted)
+	err := row.Scan(&a.userID, &a.username, &a.email, &a.hash, &a.deleted, &a.locale)
 	a.provider = Platform
 	return a, err
 }
@@ -464,8 +472,11 @@ func (s *Service) platformAccount(ctx context.Context, userID string) (account, 
 }
 
 // secondStep applies two-factor authentication and creates the session.
+// A user whose only second factor is a passkey gets PasskeyRequired without
+// a code and a *PasskeyRequiredError with one: a code can never finish their
+// sign-in, so none is asked for or checked.
 func (s *Service) secondStep(ctx context.Context, a account, code string, m Meta) (Result, error) {
-	res := Result{User: summary(a)}
+	res := Result{User: summary(a), Locale: a.locale.String}
 	mfa := false
 	if sf := s.secondFactor(); sf != nil {
 		on, err := sf.Enabled(ctx, a.userID)
@@ -473,6 +484,17 @@ func (s *Service) secondStep(ctx context.Context, a account, code string, m Meta
 			return Result{}, err
 		}
 		if on {
+			codes, err := sf.AcceptsCode(ctx, a.userID)
+			if err != nil {
+				return Result{}, err
+			}
+			if !codes {
+				if strings.TrimSpace(code) != "" {
+					return Result{}, &PasskeyRequiredError{Locale: res.Locale}
+				}
+				res.TwoFactorRequired, res.PasskeyRequired = true, true
+				return res, nil
+			}
 			if strings.TrimSpace(code) == "" {
 				res.TwoFactorRequired = true
 				return res, nil

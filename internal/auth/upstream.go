@@ -29,9 +29,13 @@ func (e errBanned) Error() string { return e.answer.Error() }
 // Refusals of the platform (disabled, registration closed) and bans are
 // audited as login_failed with the provider.
 func (s *Service) ProviderLogin(ctx context.Context, c users.Claim, m Meta) (Result, error) {
-	var a account
+	var (
+		a   account
+		out users.Outcome
+	)
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
-		out, err := s.Users.SignIn(ctx, tx, c, audit.Event{IPAddress: m.IP, UserAgent: m.UserAgent, SourceService: m.Source})
+		var err error
+		out, err = s.Users.SignIn(ctx, tx, c, audit.Event{IPAddress: m.IP, UserAgent: m.UserAgent, SourceService: m.Source})
 		if err != nil {
 			return err
 		}
@@ -57,6 +61,7 @@ func (s *Service) ProviderLogin(ctx context.Context, c users.Claim, m Meta) (Res
 	case err != nil:
 		return Result{}, err
 	}
+	s.Users.NotifyReleased(ctx, out)
 	return s.secondStep(ctx, a, "", m)
 }
 
@@ -86,9 +91,9 @@ func (s *Service) providerCode(ctx context.Context, userID, provider, code strin
 // a wrong password.
 func userAccount(ctx context.Context, q db.Querier, userID, provider string) (account, error) {
 	a := account{userID: userID, provider: provider}
-	err := q.QueryRowContext(ctx, `SELECT u.username, u.email, u.deleted_at IS NOT NULL FROM users u
+	err := q.QueryRowContext(ctx, `SELECT u.username, u.email, u.deleted_at IS NOT NULL, u.preferred_locale FROM users u
 		WHERE u.id = $1 AND EXISTS (SELECT 1 FROM platform_accounts pa WHERE pa.user_id = u.id AND pa.platform_id = $2)`,
-		userID, users.PlatformID(provider)).Scan(&a.username, &a.email, &a.deleted)
+		userID, users.PlatformID(provider)).Scan(&a.username, &a.email, &a.deleted, &a.locale)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && a.deleted) {
 		return account{}, errBadCredentials
 	}

@@ -163,15 +163,14 @@ func (s *Service) mailVerification(ctx context.Context, t verifyTarget) (time.Ti
 	exp := now.Add(VerifyTTL)
 	tok := token.New(PrefixEmailVerify)
 	id := uuid.NewString()
-	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
-		// One token per user (user_id is unique): only the newest mail works.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM email_verification_tokens WHERE user_id = $1`, t.userID); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO email_verification_tokens (id, user_id, email, token_hash, created_at, expires_at)
-			VALUES ($1, $2, $3, $4, $5, $6)`, id, t.userID, t.addr, token.Hash(tok), db.TS(now), db.TS(exp))
-		return err
-	})
+	// One token per user (user_id is unique): only the newest mail works.
+	// One statement replaces the earlier token: a DELETE then INSERT lets
+	// two concurrent requests both find nothing to delete and collide on
+	// the index (a 500 on PostgreSQL), where the upsert makes the later win.
+	_, err := s.DB.ExecContext(ctx, `INSERT INTO email_verification_tokens (id, user_id, email, token_hash, created_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (user_id) DO UPDATE SET id = excluded.id, email = excluded.email, token_hash = excluded.token_hash,
+			created_at = excluded.created_at, expires_at = excluded.expires_at`, id, t.userID, t.addr, token.Hash(tok), db.TS(now), db.TS(exp))
 	if err != nil {
 		return time.Time{}, err
 	}

@@ -39,6 +39,10 @@ type Consents interface {
 type SecondFactor interface {
 	// Enabled reports whether the user has two-factor authentication on.
 	Enabled(ctx context.Context, userID string) (bool, error)
+	// AcceptsCode reports whether a TOTP or backup code can finish the
+	// user's second step. A user whose only second factor is a passkey has
+	// Enabled true and AcceptsCode false: only a browser can finish.
+	AcceptsCode(ctx context.Context, userID string) (bool, error)
 	// VerifyLogin checks a TOTP or backup code (single use, throttled, audited);
 	// a wrong code is an apperr Validation error, too many a TooManyRequests.
 	VerifyLogin(ctx context.Context, userID, code, ip, userAgent string) error

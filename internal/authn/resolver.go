@@ -203,7 +203,7 @@ func (r *Resolver) loadSession(ctx context.Context, hash string, now time.Time) 
 		return nil, time.Time{}, errInvalid
 	}
 	if err != nil {
-		return nil, time.Time{}, apperr.Unavailablef("database unavailable")
+		return nil, time.Time{}, apperr.Unavailable(err, "database unavailable")
 	}
 	p.Kind = KindSession
 	p.AMR = amr
@@ -215,7 +215,7 @@ func (r *Resolver) loadSession(ctx context.Context, hash string, now time.Time) 
 		return nil, time.Time{}, errInvalid
 	}
 	if p.perms, err = UserPermissions(ctx, r.DB, p.UserID); err != nil {
-		return nil, time.Time{}, apperr.Unavailablef("database unavailable")
+		return nil, time.Time{}, apperr.Unavailable(err, "database unavailable")
 	}
 	return &p, lastActivity, nil
 }
@@ -234,7 +234,7 @@ func (r *Resolver) loadAPIKey(ctx context.Context, hash string, now time.Time) (
 		return nil, errInvalid
 	}
 	if err != nil {
-		return nil, apperr.Unavailablef("database unavailable")
+		return nil, apperr.Unavailable(err, "database unavailable")
 	}
 	p.Kind = KindAPIKey
 	p.UserID = owner.String
@@ -248,7 +248,7 @@ func (r *Resolver) loadAPIKey(ctx context.Context, hash string, now time.Time) (
 	if err := AddPerms(ctx, r.DB, perms, `SELECT p.resource, p.action FROM api_key_roles kr
 		JOIN role_permissions rp ON rp.role_id = kr.role_id
 		JOIN permissions p ON p.id = rp.permission_id WHERE kr.api_key_id = $1`, p.APIKeyID); err != nil {
-		return nil, apperr.Unavailablef("database unavailable")
+		return nil, apperr.Unavailable(err, "database unavailable")
 	}
 	p.perms = perms
 	if p.UserID != "" {
@@ -256,7 +256,7 @@ func (r *Resolver) loadAPIKey(ctx context.Context, hash string, now time.Time) (
 		err := r.DB.QueryRowContext(ctx, userStateSQL, p.UserID, db.TS(now)).Scan(&st.superAdmin, &st.deleted, &st.banned)
 		if err != nil || st.deleted || st.banned {
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return nil, apperr.Unavailablef("database unavailable")
+				return nil, apperr.Unavailable(err, "database unavailable")
 			}
 			return nil, errInvalid
 		}
@@ -264,7 +264,7 @@ func (r *Resolver) loadAPIKey(ctx context.Context, hash string, now time.Time) (
 		// key is limited to its scopes and to what the owner holds today.
 		if !st.superAdmin && !p.SystemKey {
 			if p.ceiling, err = UserPermissions(ctx, r.DB, p.UserID); err != nil {
-				return nil, apperr.Unavailablef("database unavailable")
+				return nil, apperr.Unavailable(err, "database unavailable")
 			}
 		}
 	}

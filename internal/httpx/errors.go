@@ -52,9 +52,15 @@ func Error(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 		return
 	}
-	e := asAppErr(r, err)
-	if e.Kind == apperr.Internal && e.Err != nil {
+	e := asAppErr(err)
+	switch {
+	case e.Kind == apperr.Internal && e.Err != nil:
 		Logger(r.Context()).Error("internal error", slog.String("error", e.Err.Error()))
+	case e.Kind == apperr.ServiceUnavailable && e.Err != nil:
+		// An unreachable dependency, or an area's 503 with its cause
+		// (apperr.Unavailable): the fault is outside hmid, so a warning, but
+		// its reason belongs in the log.
+		Logger(r.Context()).Warn("dependency unavailable", slog.String("error", e.Err.Error()))
 	}
 	if e.Kind == apperr.ServiceUnavailable {
 		// Every 503 says when to come back (RFC 9110 §10.2.3).
@@ -70,16 +76,15 @@ func Error(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // asAppErr returns the *apperr.Error to answer err with: its own, a
-// ServiceUnavailable one for an unreachable dependency (logged as a warning:
-// the fault is outside hmid), or an Internal one keeping err for the log.
-func asAppErr(r *http.Request, err error) *apperr.Error {
+// ServiceUnavailable one for an unreachable dependency, or an Internal one,
+// each keeping err as the cause for the log.
+func asAppErr(err error) *apperr.Error {
 	var e *apperr.Error
 	known := errors.As(err, &e)
 	if known && e.Kind != apperr.Internal {
 		return e
 	}
 	if apperr.IsUnavailable(err) {
-		Logger(r.Context()).Warn("dependency unavailable", slog.String("error", err.Error()))
 		msg := "a service this request depends on is unavailable; try again later"
 		if errors.Is(err, context.DeadlineExceeded) {
 			msg = "the request did not complete within its time limit; try again later"

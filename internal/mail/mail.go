@@ -44,6 +44,10 @@ const (
 	// KindInvitation invites a user an operator created to choose their
 	// password.
 	KindInvitation = "invitation"
+	// KindAddressVerifiedElsewhere tells the holder of an unverified
+	// registration that a provider sign-in verified its address for another
+	// account, and that their own login was kept.
+	KindAddressVerifiedElsewhere = "address_verified_elsewhere"
 )
 
 // Message is one mail ready to be sent: Render fills everything but To.

@@ -24,6 +24,7 @@ import (
 //	password_reset:                          Name, Link, Token, ExpiresAt
 //	password_changed:                        Name, Time, Link (to reset the password)
 //	invitation:                              Name, Email, Link, Token, ExpiresAt
+//	address_verified_elsewhere:              Name, Email, PlatformName, Time
 //
 // One struct rather than one per kind keeps callers simple: they fill the
 // fields their kind needs, and Render fails if a time the kind shows is zero.
@@ -102,6 +103,7 @@ var kinds = []string{
 	KindPasskeyAdded,
 	KindPasskeyRemoved,
 	KindInvitation,
+	KindAddressVerifiedElsewhere,
 }
 
 // errZeroTime stops a render whose data lacks a time the mail shows; a mail

@@ -212,6 +212,19 @@ func TestRenderEveryKindAndLocale(t *testing.T) {
 				html:    []string{"<strong>Anna&#39;s phone</strong> wurde am 5. März 2026 14:07 UTC"},
 			},
 		},
+		{
+			kind: KindAddressVerifiedElsewhere,
+			en: want{
+				subject: "Your email address was confirmed by a Discord sign-in",
+				text:    []string{"On 5 March 2026 14:07 UTC someone signed in with Discord", "address link@example.org belongs to them", "It keeps working"},
+				html:    []string{"<strong>link@example.org</strong> belongs to them", "It keeps working"},
+			},
+			de: want{
+				subject: "Ihre E-Mail-Adresse wurde bei einer Anmeldung mit Discord bestätigt",
+				text:    []string{"am 5. März 2026 14:07 UTC hat sich jemand mit Discord angemeldet", "Es funktioniert weiter"},
+				html:    []string{"<strong>link@example.org</strong> zu diesem Konto gehört", "Es funktioniert weiter"},
+			},
+		},
 	}
 	if len(tests) != len(kinds) {
 		t.Fatalf("test covers %d kinds, package has %d", len(tests), len(kinds))

@@ -102,7 +102,7 @@ func (s *Service) resolveClientToken(ctx context.Context, tok string) (*authn.Pr
 		return nil, authn.ErrInvalidToken
 	}
 	if err != nil {
-		return nil, apperr.Unavailablef("database unavailable")
+		return nil, apperr.Unavailable(err, "database unavailable")
 	}
 	if !row.Live(GrantClientCredentials, s.Clock.Now()) {
 		return nil, authn.ErrInvalidToken

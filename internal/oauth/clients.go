@@ -124,17 +124,24 @@ func (s *Service) visibleClient(ctx context.Context, p *authn.Principal, id stri
 }
 
 // manageableClient loads a client the caller may change with perm
-// (oauth_clients:update or :delete): the owner, or a holder of perm. A caller
-// who may read the client but lacks perm gets Forbidden.
+// (oauth_clients:update or :delete): the owner, or a holder of perm (spec 1,
+// OAuth clients: "owner or the permission"), which alone suffices — holding
+// oauth_clients:delete without :read still deletes. A caller who may read the
+// client but lacks perm gets Forbidden; one who may neither read nor change
+// it gets NotFound, so client ids of other users cannot be probed.
 func (s *Service) manageableClient(ctx context.Context, p *authn.Principal, id, perm string) (Client, error) {
-	c, err := s.visibleClient(ctx, p, id)
+	c, err := s.loadClient(ctx, s.DB, id)
 	if err != nil {
 		return c, err
 	}
-	if !ownedBy(c, p) && !p.Can(perm) {
+	switch {
+	case ownedBy(c, p) || p.Can(perm):
+		return c, nil
+	case p.Can("oauth_clients:read"):
 		return Client{}, apperr.Forbiddenf("missing permission %s", perm)
+	default:
+		return Client{}, apperr.NotFoundf("OAuth client not found")
 	}
-	return c, nil
 }
 
 func validHTTPURL(field string, v *string) error {

@@ -38,7 +38,7 @@ func (s *Service) resolveAccess(ctx context.Context, tok string, cr *claims.Row)
 		return nil, nil, authn.ErrInvalidToken
 	}
 	if err != nil {
-		return nil, nil, apperr.Unavailablef("database unavailable")
+		return nil, nil, apperr.Unavailable(err, "database unavailable")
 	}
 	expiresAt := db.FromTS(row.Expires)
 	if !now.Before(expiresAt) {

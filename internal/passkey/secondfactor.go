@@ -49,6 +49,12 @@ func (f SecondFactor) Enabled(ctx context.Context, userID string) (bool, error) 
 	return f.S.Counts(ctx, userID)
 }
 
+// AcceptsCode reports whether a TOTP or backup code finishes the second
+// step: only TOTP's, since a passkey is verified by its own ceremony.
+func (f SecondFactor) AcceptsCode(ctx context.Context, userID string) (bool, error) {
+	return f.TOTP.AcceptsCode(ctx, userID)
+}
+
 // VerifyLogin checks a TOTP or backup code; a passkey is verified by its
 // own ceremony (Service.FinishLogin), not here.
 func (f SecondFactor) VerifyLogin(ctx context.Context, userID, code, ip, userAgent string) error {

@@ -218,6 +218,13 @@ func StatusOf(ctx context.Context, q db.Querier, userID string) (Status, error) 
 	return out, err
 }
 
+// AcceptsCode reports whether a TOTP or backup code finishes the user's
+// second step (authflow.SecondFactor): exactly when TOTP is on, since
+// backup codes come with it.
+func (s *Service) AcceptsCode(ctx context.Context, userID string) (bool, error) {
+	return s.Enabled(ctx, userID)
+}
+
 // Enabled reports whether the user has two-factor authentication on
 // (authflow.SecondFactor).
 func (s *Service) Enabled(ctx context.Context, userID string) (bool, error) {

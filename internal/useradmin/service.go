@@ -156,7 +156,7 @@ func (s *Service) check(ctx context.Context, n *NewUser) error {
 	}
 	switch {
 	case n.Invite && n.Password != "":
-		return apperr.OnField("password", apperr.Invalid("give either a password or invite, not both"))
+		return apperr.OnField("password", apperr.Invalid("a password was typed but an invitation was chosen: choose to set the password, or empty the field to invite"))
 	case !n.Invite && n.Password == "":
 		return apperr.OnField("password", apperr.Invalid("give a password, or invite the user to choose one"))
 	case n.Password != "":

@@ -104,6 +104,7 @@ func (h *Handler) OAuthLogin(w http.ResponseWriter, r *http.Request) {
 		httpx.Error(w, r, err)
 		return
 	}
+	h.S.NotifyReleased(ctx, res.outcome)
 	status := http.StatusOK
 	if res.created {
 		status = http.StatusCreated
@@ -153,6 +154,7 @@ type loginResult struct {
 	userID  string
 	created bool
 	user    LoginUser
+	outcome Outcome // what SignIn decided, for NotifyReleased after commit
 }
 
 // loginPlatform is the platform a sign-in names.
@@ -193,7 +195,7 @@ func (h *Handler) upsertLogin(ctx context.Context, tx *db.Tx, r *http.Request, i
 	if err != nil {
 		return loginResult{}, err
 	}
-	res := loginResult{userID: out.UserID, created: out.Created}
+	res := loginResult{userID: out.UserID, created: out.Created, outcome: out}
 	ts := db.TS(h.S.Clock.Now())
 	if _, err := tx.ExecContext(ctx, `UPDATE users SET last_login_at = $1, last_login_provider = $2, updated_at = $1 WHERE id = $3`,
 		ts, in.provider, res.userID); err != nil {

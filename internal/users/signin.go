@@ -32,6 +32,21 @@ type Outcome struct {
 	AccountID string // the platform account of the claim
 	Created   bool   // a new user was created
 	Linked    bool   // a new platform account was added to an existing user
+	// Released are the other users whose unverified claim on the address the
+	// sign-in verified was released (rule 3 of SignIn). The caller mails
+	// them with NotifyReleased once its transaction has committed.
+	Released []Released
+}
+
+// Released is a user whose unverified claim on an address another user
+// just proved was released: their contact address was cleared, and their
+// email login, if any, keeps working.
+type Released struct {
+	UserID   string
+	Username string
+	Locale   string
+	Email    string // the address, where the mail goes
+	Provider string // display name of the platform that verified it
 }
 
 // SignIn applies hmid's one linking rule to a sign-in, inside tx
@@ -45,7 +60,8 @@ type Outcome struct {
 //     the address through the grace period: 403.
 //  3. Else a new user is created, when the platform allows registration
 //     (403 otherwise). A verified address becomes theirs, and an unverified
-//     claim on it by another user is released (see releaseAddress); an
+//     claim on it by another user is released (see releaseAddress) without
+//     taking away any way in: their email login keeps working. An
 //     unverified address is kept only on the platform account when another
 //     user holds it.
 //
@@ -117,15 +133,15 @@ func (s *Service) create(ctx context.Context, tx *db.Tx, c Claim, pl loginPlatfo
 	if err != nil {
 		return out, err
 	}
-	if c.Email != "" && c.EmailVerified {
-		if err := s.releaseAddress(ctx, tx, c.Email, out.UserID, ev, ts); err != nil {
-			return out, err
-		}
-	}
 	e := ev
 	e.UserID, e.EventType, e.ResourceType, e.ResourceID = out.UserID, audit.UserCreated, "user", out.UserID
 	e.Description, e.Metadata = "user created by "+pl.name+" sign-in", map[string]any{"provider": c.Platform}
-	_, err = s.Audit.Record(ctx, tx, e)
+	if _, err = s.Audit.Record(ctx, tx, e); err != nil {
+		return out, err
+	}
+	if c.Email != "" && c.EmailVerified {
+		out.Released, err = s.releaseAddress(ctx, tx, c, pl, out.UserID, ev, ts)
+	}
 	return out, err
 }
 
@@ -265,48 +281,57 @@ func emailHeld(ctx context.Context, q db.Querier, addr string) (bool, error) {
 	return held, err
 }
 
-// releaseAddress ends every unverified claim of other users on addr, now
-// that owner has proven it: their user address is cleared, and an email
-// login for addr that was never verified is removed (audited as
-// account_unlinked with the reason). Left in place, such a login would let
-// whoever registered it first keep signing in under an address that is not
-// theirs, and a password reset mailed to the real owner would hand them the
-// squatter's account instead of their own.
-func (s *Service) releaseAddress(ctx context.Context, tx *db.Tx, addr, owner string, ev audit.Event, ts int64) error {
+// releaseAddress ends every unverified claim of other users on the
+// claim's address, now that owner has proven it, without taking away a way
+// in: a user's contact address (users.email) is cleared, so lookups by
+// address and mails find the owner, but an email login for the address that
+// was never verified stays, with its password, primary status and sessions
+// (a user must never be left without a platform account: spec 2). Such a
+// login can no longer become verified (verify.go refuses an address owned
+// elsewhere) nor be taken over by a password reset mailed to the address
+// (reset.go), so whoever registered it first keeps only what they had, and
+// the owner of the address is never led into it. Each released user gets a
+// user_updated event, the owner one saying an unverified registration was
+// not linked, and the returned users are mailed after commit
+// (NotifyReleased).
+func (s *Service) releaseAddress(ctx context.Context, tx *db.Tx, c Claim, pl loginPlatform, owner string, ev audit.Event, ts int64) ([]Released, error) {
+	addr := c.Email
+	held, err := db.All(ctx, tx, func(row db.Scanner) (Released, error) {
+		r := Released{Email: addr, Provider: pl.name}
+		err := row.Scan(&r.UserID, &r.Username, &r.Locale)
+		return r, err
+	}, `SELECT u.id, u.username, COALESCE(u.preferred_locale, '') FROM users u
+		WHERE u.id <> $3 AND (LOWER(u.email) = $2 OR EXISTS (SELECT 1 FROM platform_accounts pa
+			WHERE pa.user_id = u.id AND pa.platform_id = $1 AND pa.platform_user_id = $2 AND NOT pa.email_verified))
+		ORDER BY u.created_at, u.id`, PlatformID("email"), addr, owner)
+	if err != nil || len(held) == 0 {
+		return nil, err
+	}
 	if _, err := tx.ExecContext(ctx, `UPDATE users SET email = NULL, updated_at = $1 WHERE LOWER(email) = $2 AND id <> $3`, ts, addr, owner); err != nil {
-		return err
+		return nil, err
 	}
-	type login struct{ id, user string }
-	stale, err := db.All(ctx, tx, func(row db.Scanner) (login, error) {
-		var l login
-		err := row.Scan(&l.id, &l.user)
-		return l, err
-	}, `SELECT id, user_id FROM platform_accounts
-		WHERE platform_id = $1 AND platform_user_id = $2 AND user_id <> $3 AND NOT email_verified`, PlatformID("email"), addr, owner)
-	if err != nil {
-		return err
-	}
-	for _, l := range stale {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM platform_accounts WHERE id = $1`, l.id); err != nil {
-			return err
-		}
-		// The primary account moves to the user's oldest remaining one, if any.
-		if _, err := tx.ExecContext(ctx, `UPDATE users SET primary_platform_account_id =
-			(SELECT id FROM platform_accounts WHERE user_id = $1 ORDER BY created_at, id LIMIT 1)
-			WHERE id = $1 AND primary_platform_account_id = $2`, l.user, l.id); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE platform_accounts SET is_primary = TRUE WHERE id =
-			(SELECT primary_platform_account_id FROM users WHERE id = $1)`, l.user); err != nil {
-			return err
-		}
+	for _, r := range held {
 		e := ev
-		e.UserID, e.EventType, e.ResourceType, e.ResourceID = l.user, audit.AccountUnlinked, "platform_account", l.id
-		e.Description = "unverified email login removed: another account verified the address"
-		e.Metadata = map[string]any{"provider": "email", "reason": "address_verified_elsewhere"}
+		e.UserID, e.EventType, e.ResourceType, e.ResourceID = r.UserID, audit.UserUpdated, "user", r.UserID
+		e.Description = ReleasedDescription
+		e.Metadata = map[string]any{"change": "email_released", "provider": c.Platform, "reason": "address_verified_elsewhere"}
 		if _, err := s.Audit.Record(ctx, tx, e); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	e := ev
+	e.UserID, e.EventType, e.ResourceType, e.ResourceID = owner, audit.UserUpdated, "user", owner
+	e.Description = NotLinkedDescription
+	e.Metadata = map[string]any{"change": "unverified_registration_not_linked", "provider": c.Platform, "count": len(held)}
+	if _, err := s.Audit.Record(ctx, tx, e); err != nil {
+		return nil, err
+	}
+	return held, nil
 }
+
+// The audit descriptions of a released address (releaseAddress), fixed so
+// the pages can show them translated.
+const (
+	ReleasedDescription  = "email address released: another account verified it at a provider sign-in; the email login keeps working"
+	NotLinkedDescription = "an earlier registration with this email address was not linked: the address was never verified on it"
+)

@@ -3,6 +3,7 @@ package users
 import (
 	"context"
 	"database/sql"
+	"log/slog"
 	"regexp"
 	"strings"
 	"time"
@@ -29,6 +30,8 @@ type Service struct {
 	Clock clock.Clock
 	Epoch authn.Epoch // bumped after deletions and role changes
 	Audit *audit.Writer
+	Mail  Mailer       // mails users whose unverified address was released (NotifyReleased)
+	Log   *slog.Logger // logs mails that could not be sent
 
 	// Locales returns the supported locales (the system setting
 	// email.supported_locales once the settings area provides it); nil means

@@ -142,11 +142,12 @@ func (ap *UserPages) CreateUser(w http.ResponseWriter, r *http.Request) {
 	var id string
 	ap.H.Act(w, r, web.Action{Form: "new",
 		Call: func(p *authn.Principal) (string, error) {
+			// The password goes to the service whatever "how" says: a
+			// password typed while "invite" stays chosen is refused there
+			// with its field named, never dropped (the page's script
+			// chooses "set a password" as soon as one is typed).
 			in := useradmin.NewUser{Email: r.PostFormValue("email"), Username: r.PostFormValue("username"),
-				Locale: r.PostFormValue("locale"), Invite: r.PostFormValue("how") == "invite"}
-			if !in.Invite {
-				in.Password = r.PostFormValue("password")
-			}
+				Locale: r.PostFormValue("locale"), Invite: r.PostFormValue("how") == "invite", Password: r.PostFormValue("password")}
 			u, err := ap.Manage.Create(r.Context(), p, in, manageEvent(r))
 			id = u.ID
 			return "", err

@@ -218,6 +218,10 @@ func (f *fakeSecondFactor) Enabled(_ context.Context, userID string) (bool, erro
 	return userID == f.userID, nil
 }
 
+func (f *fakeSecondFactor) AcceptsCode(_ context.Context, userID string) (bool, error) {
+	return userID == f.userID, nil
+}
+
 func (f *fakeSecondFactor) VerifyLogin(_ context.Context, _, code, _, _ string) error {
 	if code != f.code {
 		return apperr.Invalid("invalid two-factor code")

@@ -64,4 +64,14 @@
     input.addEventListener("input", show);
     show();
   });
+  // <input data-chooses="#id"> checks the radio button #id as soon as
+  // something is typed into it: typing a password means "set a password".
+  // Without script the server refuses the contradiction instead.
+  document.querySelectorAll("input[data-chooses]").forEach(function (input) {
+    var choice = document.querySelector(input.getAttribute("data-chooses"));
+    if (!choice) { return; }
+    input.addEventListener("input", function () {
+      if (input.value) { choice.checked = true; }
+    });
+  });
 })();
