@@ -191,7 +191,7 @@ func (s *Service) parseAuthorize(r *http.Request) (ar authzRequest, oe *Error, o
 		return ar, oerr(ErrInvalidRequest, "redirect_uri is required"), false
 	}
 	// Exact string comparison (RFC 9700 §4.1.3), but for the port of a
-	// loopback URI (RFC 8252 §7.3; redirect.go).
+	// loopback URI (RFC 8252 §7.3; package redirecturi).
 	if !redirecturi.Match(c.RedirectURIs, redirect) {
 		return ar, oerr(ErrInvalidRequest, "redirect_uri is not registered for this client"), false
 	}

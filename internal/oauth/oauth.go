@@ -56,7 +56,8 @@ const (
 // authorization endpoint (DECISIONS: OAuth and OIDC).
 const SessionCookie = "hmid_session"
 
-// Service is the OAuth provider with its dependencies.
+// Service is the OAuth provider with its dependencies; DB, Store, Keys,
+// Origins, Clock, Box and Audit are required.
 type Service struct {
 	DB       *db.DB
 	Store    *store.Store  // the OAuth tables of DB
@@ -109,7 +110,7 @@ type Service struct {
 	clients db.RowCache[Client] // client rows read outside transactions on SQLite (loadClient)
 
 	// Limiter throttles guesses of device user codes across instances
-	// (device.go); nil leaves them unthrottled.
+	// (deviceverify.go); nil leaves them unthrottled.
 	Limiter cache.Limiter
 
 	grantsOnce sync.Once
