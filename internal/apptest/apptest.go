@@ -49,9 +49,11 @@ type Env struct {
 // Option changes the configuration of an Env before it starts.
 type Option func(*config.Config)
 
-// Each runs fn once per engine with a fresh Env.
+// Each runs fn once per engine with a fresh Env, on a database of its own
+// copied from one migrated once per process (dbtest.EachMigrated).
 func Each(t *testing.T, fn func(t *testing.T, e *Env), opts ...Option) {
-	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
+	t.Helper()
+	dbtest.EachMigrated(t, func(t *testing.T, eng dbtest.Engine) {
 		fn(t, New(t, eng, opts...))
 	})
 }

@@ -36,6 +36,10 @@ func NewOnURL(t *testing.T, eng dbtest.Engine, cachePrefix string, opts ...Optio
 	for _, o := range opts {
 		o(&cfg)
 	}
+	// A new SQLite file starts as a copy of the schema migrated once per
+	// process, which app.New then finds up to date; it still seeds it, so
+	// the instance is what a first start on an empty file makes.
+	dbtest.Premigrate(t, cfg.DatabaseURL)
 	srv, err := app.New(context.Background(), cfg, app.Options{
 		Clock:       e.Clock,
 		Logger:      slog.New(slog.NewJSONHandler(io.Discard, nil)),
@@ -63,7 +67,7 @@ func NewOnURL(t *testing.T, eng dbtest.Engine, cachePrefix string, opts ...Optio
 // test without HMID_TEST_POSTGRES_URL.
 func NewPair(t *testing.T, redisURL string, opts ...Option) (a, b *Env) {
 	t.Helper()
-	eng := dbtest.Engine{Name: "postgres", URL: dbtest.Postgres(t), RedisURL: redisURL}
+	eng := dbtest.Engine{Name: "postgres", URL: dbtest.PostgresMigrated(t), RedisURL: redisURL}
 	prefix := dbtest.Key()
 	a = NewOnURL(t, eng, prefix, opts...)
 	b = NewOnURL(t, eng, prefix, opts...)
