@@ -58,6 +58,7 @@ var fuzzPeerAbsent = map[string]bool{
 }
 
 func TestOperationFuzz(t *testing.T) {
+	t.Parallel()
 	perPrincipal := fuzzEnvInt(t, "HMID_OPFUZZ_N", 8)
 	seed := int64(fuzzEnvInt(t, "HMID_OPFUZZ_SEED", 1))
 	doc, err := apptest.Contract()

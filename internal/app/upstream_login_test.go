@@ -151,6 +151,7 @@ func userOf(t *testing.T, e *apptest.Env, slug, subject string) string {
 }
 
 func TestProviderSignInCreatesThenFinds(t *testing.T) {
+	t.Parallel()
 	eachWithFakes(t, func(t *testing.T, e *apptest.Env, f *fakes) {
 		f.discord.SetPerson(upstreamtest.Person{Subject: "1001", Username: "nelly", Name: "Nelly", Email: "Nelly@Example.test", EmailVerified: true})
 		b := newBrowser(t, e)
@@ -204,6 +205,7 @@ func TestProviderSignInCreatesThenFinds(t *testing.T) {
 }
 
 func TestProviderSignInLinkingRule(t *testing.T) {
+	t.Parallel()
 	eachWithFakes(t, func(t *testing.T, e *apptest.Env, f *fakes) {
 		// An existing user whose address is verified on their email login.
 		owner := e.NewUser(t, apptest.UserSpec{Email: "owner@example.test"})
@@ -245,6 +247,7 @@ func TestProviderSignInLinkingRule(t *testing.T) {
 // that vouches for the address. The victim gets an account of their own that
 // owns the address, and the squatter's login for it is gone.
 func TestProviderSignInPreHijack(t *testing.T) {
+	t.Parallel()
 	eachWithFakes(t, func(t *testing.T, e *apptest.Env, f *fakes) {
 		r := e.Call(t, "POST", "/v1/auth/register", "", map[string]any{"email": "victim@example.test", "password": "squatter-password"}, http.StatusCreated)
 		squatter := r.JSON()["user"].(map[string]any)["id"].(string)
@@ -272,6 +275,7 @@ func TestProviderSignInPreHijack(t *testing.T) {
 }
 
 func TestProviderSignInStateChecks(t *testing.T) {
+	t.Parallel()
 	eachWithFakes(t, func(t *testing.T, e *apptest.Env, f *fakes) {
 		b := newBrowser(t, e)
 		cb := upstreamtest.Consent(t, b.start("discord", ""))
@@ -312,6 +316,7 @@ func TestProviderSignInStateChecks(t *testing.T) {
 }
 
 func TestProviderSignInProviderFailures(t *testing.T) {
+	t.Parallel()
 	eachWithFakes(t, func(t *testing.T, e *apptest.Env, f *fakes) {
 		e.Server.Upstream.SetTimeout(time.Second)
 		b := newBrowser(t, e)
@@ -359,6 +364,7 @@ func TestProviderSignInProviderFailures(t *testing.T) {
 }
 
 func TestProviderSignInPlatformRules(t *testing.T) {
+	t.Parallel()
 	eachWithFakes(t, func(t *testing.T, e *apptest.Env, f *fakes) {
 		// A disabled platform: no button, the start is refused, and so is a
 		// callback of a sign-in started before it was turned off.
@@ -416,6 +422,7 @@ func TestProviderSignInPlatformRules(t *testing.T) {
 }
 
 func TestProviderSignInTwoFactor(t *testing.T) {
+	t.Parallel()
 	eachWithFakes(t, func(t *testing.T, e *apptest.Env, f *fakes) {
 		u := e.NewUser(t, apptest.UserSpec{Email: "tf@example.test"})
 		secret, _ := tfEnable(t, e, u)
@@ -443,6 +450,7 @@ func TestProviderSignInTwoFactor(t *testing.T) {
 }
 
 func TestProviderConnectSecondAccount(t *testing.T) {
+	t.Parallel()
 	eachWithFakes(t, func(t *testing.T, e *apptest.Env, f *fakes) {
 		f.discord.SetPerson(upstreamtest.Person{Subject: "3003", Username: "multi", Email: "multi@example.test", EmailVerified: true})
 		b := newBrowser(t, e)
@@ -543,6 +551,7 @@ func connectRefused(t *testing.T, p page, title string) {
 // TestProviderSignInResumesAuthorize: an OAuth authorization request that
 // sends the browser to the login page survives the detour to a provider.
 func TestProviderSignInResumesAuthorize(t *testing.T) {
+	t.Parallel()
 	eachWithFakes(t, func(t *testing.T, e *apptest.Env, f *fakes) {
 		owner := e.NewUser(t, apptest.UserSpec{})
 		r := e.Call(t, "POST", "/v1/oauth/clients", owner.Token, map[string]any{

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -82,20 +83,19 @@ func Contract() (*openapi3.T, error) {
 	return doc, docErr
 }
 
-func contractRouter(t *testing.T, base string) routers.Router {
-	t.Helper()
+func contractRouter(base string) (routers.Router, error) {
 	d, err := Contract()
 	if err != nil {
-		t.Fatalf("api/openapi.yaml is invalid: %v", err)
+		return nil, fmt.Errorf("api/openapi.yaml is invalid: %w", err)
 	}
 	// A shallow copy pointed at this test's server, so the router matches its host.
 	cp := *d
 	cp.Servers = openapi3.Servers{{URL: base}}
 	r, err := gorillamux.NewRouter(&cp)
 	if err != nil {
-		t.Fatalf("openapi router: %v", err)
+		return nil, fmt.Errorf("openapi router: %w", err)
 	}
-	return r
+	return r, nil
 }
 
 // Resp is a response read whole.

@@ -22,7 +22,7 @@ import (
 // DDL, and drops it afterwards.
 //
 // A process that dies (a timeout, a kill) cannot drop what it made, so the
-// databases carry their maker's token in their names (hmidtpl_TOKEN,
+// databases carry their maker's token in their names (hmidttpl_TOKEN,
 // hmidt_TOKEN_N), and the maker keeps a connection open whose
 // application_name is hmidtest-TOKEN for as long as it lives. The first
 // test of every process drops the databases of tokens that no connection
@@ -165,19 +165,9 @@ func PostgresMigrated(t testing.TB) string {
 	if err := preparePostgres(); err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
 	name := fmt.Sprintf("%s_%s_%d", pgPrefix, pgTemplate.token, pgTemplate.n.Add(1))
-	// A copy is refused while anyone is connected to the template; nobody
-	// should be, but a slow backend exit can linger a moment.
-	var err error
-	for try := 0; try < 50; try++ {
-		if _, err = pgTemplate.admin.ExecContext(ctx, `CREATE DATABASE `+name+` TEMPLATE `+pgTemplate.name); err == nil || !strings.Contains(err.Error(), "being accessed by other users") {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("dbtest: postgres: copy the template: %v", err)
+	if err := copyTemplate(context.Background(), name); err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		// FORCE ends connections a test left open, which would otherwise
@@ -187,6 +177,23 @@ func PostgresMigrated(t testing.TB) string {
 		}
 	})
 	return withDatabase(pgTemplate.base, name)
+}
+
+// copyTemplate creates the database name as a copy of the template.
+func copyTemplate(ctx context.Context, name string) error {
+	// A copy is refused while anyone is connected to the template; nobody
+	// should be, but a backend may linger a moment after its client left.
+	var err error
+	for try := 0; try < 50; try++ {
+		if _, err = pgTemplate.admin.ExecContext(ctx, `CREATE DATABASE `+name+` TEMPLATE `+pgTemplate.name); err == nil || !strings.Contains(err.Error(), "being accessed by other users") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		return fmt.Errorf("dbtest: postgres: copy the template: %w", err)
+	}
+	return nil
 }
 
 // withDatabase returns base naming database name instead of its own.
