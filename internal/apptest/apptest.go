@@ -59,6 +59,18 @@ func Each(t *testing.T, fn func(t *testing.T, e *Env), opts ...Option) {
 	})
 }
 
+// EachParallel is Each with the engines' subtests run in parallel, with
+// each other and with the other parallel tests: for a long scenario (the
+// operation fuzz) whose engines need not wait for each other. fn must not
+// share unsynchronised state between its runs.
+func EachParallel(t *testing.T, fn func(t *testing.T, e *Env), opts ...Option) {
+	t.Helper()
+	dbtest.EachMigrated(t, func(t *testing.T, eng dbtest.Engine) {
+		t.Parallel()
+		fn(t, New(t, eng, opts...))
+	})
+}
+
 // New starts hmid on engine eng, with Redis keys of its own.
 func New(t *testing.T, eng dbtest.Engine, opts ...Option) *Env {
 	t.Helper()

@@ -19,7 +19,7 @@ import (
 // On PostgreSQL the template is a database of its own, migrated once per
 // process; each test gets a database copied from it with CREATE DATABASE …
 // TEMPLATE, which copies files instead of replaying some sixty tables'
-// DDL, and drops it afterwards.
+// DDL, and drops it afterwards (dropLater).
 //
 // A process that dies (a timeout, a kill) cannot drop what it made, so the
 // databases carry their maker's token in their names (hmidttpl_TOKEN,
@@ -169,14 +169,42 @@ func PostgresMigrated(t testing.TB) string {
 	if err := copyTemplate(context.Background(), name); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		// FORCE ends connections a test left open, which would otherwise
-		// make the drop fail.
-		if _, err := pgTemplate.admin.ExecContext(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`); err != nil {
-			t.Logf("dbtest: postgres: drop %s: %v", name, err)
-		}
-	})
+	t.Cleanup(func() { dropLater(name) })
 	return withDatabase(pgTemplate.base, name)
+}
+
+// DROP DATABASE makes PostgreSQL checkpoint the whole cluster before it
+// removes the files, which takes a good part of a second on a busy server:
+// time a test would spend waiting with nothing to do. So copies are dropped
+// by one goroutine behind the tests. The queue is short: when it is full,
+// the test drops its copy itself, so no more than a few copies wait at any
+// time; those a process leaves when it exits are swept by the next one.
+var dropQueue = make(chan string, 8)
+
+var dropperOnce sync.Once
+
+// dropLater drops the database name behind the tests, or at once when
+// the queue is full.
+func dropLater(name string) {
+	dropperOnce.Do(func() {
+		go func() {
+			for n := range dropQueue {
+				dropNow(n)
+			}
+		}()
+	})
+	select {
+	case dropQueue <- name:
+	default:
+		dropNow(name)
+	}
+}
+
+// dropNow drops the database name. FORCE ends connections a test left
+// open, which would otherwise make the drop fail; an error leaves the
+// database to the sweep of a later process.
+func dropNow(name string) {
+	_, _ = pgTemplate.admin.ExecContext(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`)
 }
 
 // copyTemplate creates the database name as a copy of the template.

@@ -12,6 +12,7 @@ import (
 // TestPointJSONMatchesReflection: the hand-written encoding of a point is
 // byte for byte what encoding/json makes of its fields by reflection.
 func TestPointJSONMatchesReflection(t *testing.T) {
+	t.Parallel()
 	type plain Point // the same fields without the MarshalJSON method
 	r := rand.New(rand.NewPCG(1, 2))
 	// The constant -0.0 is +0 in Go (constant arithmetic is exact and has
