@@ -37,6 +37,7 @@ func (f *fakeRevoker) RevokeUserTokens(_ context.Context, userID string) error {
 }
 
 func TestBanLifecycle(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		rev := &fakeRevoker{}
 		e.Server.BanService.Tokens = rev
@@ -121,7 +122,8 @@ func TestBanLifecycle(t *testing.T) {
 }
 
 func TestBanSuperAdmin(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		mod := roleUser(t, e, "users:ban")
 		super := e.Admin(t)
 		super2 := e.Admin(t)
@@ -166,6 +168,7 @@ func purge(t testing.TB, e *apptest.Env) int {
 }
 
 func TestDeletionStatusAndCancel(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		reader := roleUser(t, e, "users:read")
@@ -210,6 +213,7 @@ func TestDeletionStatusAndCancel(t *testing.T) {
 }
 
 func TestPurgeAfterGracePeriod(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		admin := e.Admin(t)
@@ -288,7 +292,8 @@ func TestPurgeAfterGracePeriod(t *testing.T) {
 }
 
 func TestForceDelete(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		deleter := roleUser(t, e, "users:delete")
 		u := e.NewUser(t, apptest.UserSpec{})
 		super := e.Admin(t)
@@ -320,6 +325,7 @@ func TestForceDelete(t *testing.T) {
 }
 
 func TestPurgeRunsOnOneInstance(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		var ids []string
@@ -383,6 +389,7 @@ func TestPurgeRunsOnOneInstance(t *testing.T) {
 }
 
 func TestEmailChangeFullCycle(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		execSQL(t, e, `UPDATE users SET preferred_locale = 'de' WHERE id = $1`, u.ID)
@@ -437,6 +444,7 @@ func TestEmailChangeFullCycle(t *testing.T) {
 }
 
 func TestEmailChangeErrors(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		other := e.NewUser(t, apptest.UserSpec{})
@@ -491,6 +499,7 @@ func TestEmailChangeErrors(t *testing.T) {
 }
 
 func TestEmailMailsAreRateLimited(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		req := "/v1/users/" + u.ID + "/email/request-change"
@@ -505,6 +514,7 @@ func TestEmailMailsAreRateLimited(t *testing.T) {
 }
 
 func TestEmailLinkFullCycle(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		d, _ := providerUser(t, e, "discord")
 		base := "/v1/users/" + d.ID + "/email-link"
@@ -564,6 +574,7 @@ func TestEmailLinkFullCycle(t *testing.T) {
 }
 
 func TestEmailLinkErrors(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		d, _ := providerUser(t, e, "github")
@@ -599,6 +610,7 @@ func TestEmailLinkErrors(t *testing.T) {
 }
 
 func TestPlatformAccounts(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		d, discord := providerUser(t, e, "discord")
 		github := addAccount(t, e, d.ID, "github")
@@ -675,6 +687,7 @@ func TestPlatformAccounts(t *testing.T) {
 }
 
 func TestPlatforms(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		all := e.Call(t, "GET", "/v1/platforms", "", nil, http.StatusOK).JSON()["data"].([]any)
 		if len(all) != len(users.DefaultPlatforms) {
@@ -758,6 +771,7 @@ func verifyTokenTo(t *testing.T, e *apptest.Env, addr string) string {
 // sends a new one for the signed-in user. Every answer is checked against
 // api/openapi.yaml by the harness.
 func TestRegisteredEmailVerificationEndpoints(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		const addr = "reg.verify@example.test"
 		r := e.Call(t, "POST", "/v1/auth/register", "", map[string]any{"email": addr, "password": "correct horse battery"}, http.StatusCreated).JSON()
@@ -834,7 +848,8 @@ func TestRegisteredEmailVerificationEndpoints(t *testing.T) {
 
 // A ban through the REST API revokes the user's OAuth tokens, not only their sessions.
 func TestBanRevokesOAuthTokens(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		owner := e.NewUser(t, apptest.UserSpec{})
 		u := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, owner.Token, map[string]any{"is_first_party": false})
@@ -852,7 +867,8 @@ func TestBanRevokesOAuthTokens(t *testing.T) {
 
 // The export lists the user's connected and owned apps and their two-factor state.
 func TestExportIncludesAppsAndTwoFactor(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, u.Token, map[string]any{"name": "My Own App"})
 		tokens(t, e, u.Token, c, authzParams(c.ID))
@@ -874,6 +890,7 @@ func TestExportIncludesAppsAndTwoFactor(t *testing.T) {
 
 // Without explicit coordinates the nearest station is found from the latest GPS point.
 func TestPegelNearestFromLatestGPSPoint(t *testing.T) {
+	t.Parallel()
 	up := pegelUpstream(t, new(atomicBool), new(atomicInt))
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key, _ := e.NewAPIKey(t, "", "pegel:read", "gps:write")

@@ -43,6 +43,7 @@ func postFrom(t *testing.T, b *browser, from, action string, form url.Values) pa
 }
 
 func TestAdminPlatforms(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		op := operator(t, e, "settings:read", "settings:write")
 		b := signedInBrowser(t, e, op)
@@ -145,6 +146,7 @@ func TestAdminPlatforms(t *testing.T) {
 }
 
 func TestAdminConfig(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		now := db.TS(e.Clock.Now())
 		execSQL(t, e, `INSERT INTO system_config (key, value, description, updated_at) VALUES ('feature.beta', 'false', 'Beta features', $1), ('site.motto', '"Fleet"', 'Shown in the footer', $1)`, now)
@@ -357,6 +359,7 @@ func clientJSON(t *testing.T, e *apptest.Env, id string) map[string]any {
 }
 
 func TestAdminClients(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		dev := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery", Roles: []string{"role_user", "role_developer"}})
 		admin := e.NewUser(t, apptest.UserSpec{Password: "admin good password", SuperAdmin: true, Roles: []string{"role_admin", "role_user"}})
@@ -544,6 +547,7 @@ func TestAdminClients(t *testing.T) {
 }
 
 func TestAdminAPIKeys(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		dev := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery", Roles: []string{"role_user", "role_developer"}})
 		admin := e.NewUser(t, apptest.UserSpec{Password: "admin good password", SuperAdmin: true, Roles: []string{"role_admin", "role_user"}})
@@ -685,6 +689,7 @@ func TestAdminAPIKeys(t *testing.T) {
 // TestSystemKeyREST: POST /v1/api-keys with is_system (extension) makes a
 // system key for super admins only; PATCH cannot change it.
 func TestSystemKeyREST(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		dev := e.NewUser(t, apptest.UserSpec{Roles: []string{"role_user", "role_developer"}})
 		admin := e.NewUser(t, apptest.UserSpec{SuperAdmin: true, Roles: []string{"role_admin", "role_user"}})
@@ -719,6 +724,7 @@ func TestSystemKeyREST(t *testing.T) {
 // shows "Not configured" and how to configure it, not "Enabled"; one with
 // an app shows "Enabled".
 func TestPlatformsNotConfigured(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"HMID_LOGIN_DISCORD_CLIENT_ID": "discord-app", "HMID_LOGIN_DISCORD_CLIENT_SECRET": "discord-secret"}
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		op := operator(t, e, "settings:read", "settings:write")

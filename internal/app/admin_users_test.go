@@ -53,6 +53,7 @@ func backendEvents(t *testing.T, e *apptest.Env, userID, actorID, eventType stri
 }
 
 func TestAdminUserPageAccess(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Username: "ada_lovelace"})
 		path := "/admin/users/" + u.ID
@@ -119,7 +120,8 @@ func TestAdminUserPageAccess(t *testing.T) {
 }
 
 func TestAdminUserRoles(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		path := "/admin/users/" + u.ID
 		small := roleWith(t, e, "users:read")
@@ -167,7 +169,8 @@ func TestAdminUserRoles(t *testing.T) {
 }
 
 func TestAdminUserSessions(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		second, _ := e.NewSession(t, u.ID)
 		path := "/admin/users/" + u.ID
@@ -203,6 +206,7 @@ func TestAdminUserSessions(t *testing.T) {
 }
 
 func TestAdminUserBan(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: "user horse battery"})
 		path := "/admin/users/" + u.ID
@@ -281,6 +285,7 @@ func TestAdminUserBan(t *testing.T) {
 }
 
 func TestAdminUserDeletion(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Username: "grace_hopper"})
 		path := "/admin/users/" + u.ID
@@ -348,6 +353,7 @@ func TestAdminUserDeletion(t *testing.T) {
 }
 
 func TestAdminUserTwoFactorReset(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		tfEnable(t, e, u)
@@ -399,6 +405,7 @@ func TestAdminUserTwoFactorReset(t *testing.T) {
 }
 
 func TestTwoFactorResetAPI(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		execSQL(t, e, `UPDATE users SET preferred_locale = 'de' WHERE id = $1`, u.ID)
@@ -469,6 +476,7 @@ func TestTwoFactorResetAPI(t *testing.T) {
 }
 
 func TestAdminUserAuditLog(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Username: "alan_turing"})
 		mod := roleUser(t, e, "users:ban")
@@ -523,6 +531,7 @@ func overviewNav(body string) []string {
 }
 
 func TestAdminOverview(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		// A month of sign-ins: two days ago 3 sign-ins and 2 failed
@@ -639,6 +648,7 @@ func TestAdminOverview(t *testing.T) {
 }
 
 func TestAdminUserList(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.NewUser(t, apptest.UserSpec{SuperAdmin: true, Roles: []string{"role_admin", "role_user"}})
 		ada := e.NewUser(t, apptest.UserSpec{Username: "ada_lovelace", Email: "Ada.Lovelace@Example.test"})
@@ -736,6 +746,7 @@ func TestAdminUserList(t *testing.T) {
 // take it away, delete it with the confirmation box, and be refused, in
 // words and without a button, the deletion of a system role.
 func TestAdminRoles(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery", SuperAdmin: true})
 		b := signedInBrowser(t, e, admin)
@@ -872,7 +883,8 @@ func TestAdminRoles(t *testing.T) {
 // or for a system role is refused in words with nothing changed: the rule
 // of POST and DELETE /v1/roles/{id}/permissions.
 func TestAdminRolesEscalation(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		op := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery",
 			Roles: []string{"role_user", roleWith(t, e, "roles:read", "roles:write", "roles:delete", "audit:read")}})
 		b := signedInBrowser(t, e, op)
@@ -936,6 +948,7 @@ func TestAdminRolesEscalation(t *testing.T) {
 // lists every permission for holders of permissions:read and creates one
 // for holders of permissions:write, with the rules of /v1/permissions.
 func TestAdminRolesPermissions(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		reader := operator(t, e, "roles:read", "permissions:read")
 		rb := signedInBrowser(t, e, reader)
@@ -988,6 +1001,7 @@ func TestAdminRolesPermissions(t *testing.T) {
 // TestAdminRolesNeedRolesRead: without roles:read the pages answer the
 // 403 page, and the actions are refused without changing anything.
 func TestAdminRolesNeedRolesRead(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := operator(t, e, "audit:read")
 		b := signedInBrowser(t, e, u)
@@ -1024,6 +1038,7 @@ func lastMailKind(t *testing.T, e *apptest.Env, addr string) string {
 // TestAdminCreateUser covers POST /v1/admin/users: with a password, with
 // an invitation, and refusals that create nothing.
 func TestAdminCreateUser(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		op := roleUser(t, e, "users:write", "users:read")
 		reader := roleUser(t, e, "users:read")
@@ -1123,6 +1138,7 @@ func TestAdminCreateUserPageKeepsPassword(t *testing.T) {
 // TestAdminManageUser covers the changes to an existing user: profile,
 // password, reset mail, verification, signing out; and their refusals.
 func TestAdminManageUser(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		op := roleUser(t, e, "users:write", "users:read")
 		u := e.NewUser(t, apptest.UserSpec{Username: "managed", Password: "old-password-1"})
@@ -1198,6 +1214,7 @@ func TestAdminManageUser(t *testing.T) {
 // operator holding every permission but not a super admin gets 403; with
 // SMTP the page does not exist.
 func TestAdminMailOutbox(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		boss := e.NewUser(t, apptest.UserSpec{SuperAdmin: true, Roles: []string{"role_admin", "role_user"}, Password: "boss-password-1"})
 		op := roleUserWith(t, e, apptest.UserSpec{Password: "op-password-1"}, "users:read", "users:write", "audit:read", "settings:read")

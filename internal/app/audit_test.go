@@ -63,6 +63,7 @@ var auditFields = []string{"id", "user_id", "event_type", "resource_type", "reso
 	"created_at", "is_reported"}
 
 func TestAuditListMine(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		other := e.NewUser(t, apptest.UserSpec{})
@@ -131,6 +132,7 @@ func TestAuditListMine(t *testing.T) {
 }
 
 func TestAuditListUser(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		admin := e.Admin(t)
@@ -155,6 +157,7 @@ func TestAuditListUser(t *testing.T) {
 }
 
 func TestAdminAuditFiltersAndSorts(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		ann := e.NewUser(t, apptest.UserSpec{Username: "Ann_Smith", Email: "Ann.Smith@Example.test"})
@@ -219,6 +222,7 @@ func TestAdminAuditFiltersAndSorts(t *testing.T) {
 }
 
 func TestAuditReports(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		u := e.NewUser(t, apptest.UserSpec{})
@@ -313,6 +317,7 @@ func TestAuditReports(t *testing.T) {
 }
 
 func TestInternalAudit(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		u := e.NewUser(t, apptest.UserSpec{})
@@ -407,6 +412,7 @@ func withGeoIP(t *testing.T) apptest.Option {
 }
 
 func TestAuditGeolocation(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		// The export audits data_exported with the client address seen through the trusted proxy.
@@ -461,6 +467,7 @@ func openZip(t *testing.T, body []byte) map[string][]byte {
 }
 
 func TestExport(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		u := e.NewUser(t, apptest.UserSpec{Username: "export_me", Roles: []string{"role_user", "role_developer"}})
@@ -587,6 +594,7 @@ func TestExport(t *testing.T) {
 }
 
 func TestExportLogsPaging(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		other := e.NewUser(t, apptest.UserSpec{})
@@ -636,6 +644,7 @@ func TestExportLogsPaging(t *testing.T) {
 // and platform changes extend the spec's list) can be filtered on, on the
 // admin list and on the user's own list.
 func TestAuditFilterAcceptsOwnTypes(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		u := e.NewUser(t, apptest.UserSpec{})
@@ -718,6 +727,7 @@ func navLinks(body string) []string {
 }
 
 func TestAdminAuditLog(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		op := operator(t, e, "audit:read")
@@ -876,6 +886,7 @@ func TestAdminAuditLog(t *testing.T) {
 }
 
 func TestAdminAuditReports(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		reviewer := operator(t, e, "audit:read", "audit:write")
@@ -994,6 +1005,7 @@ func TestAdminAuditReports(t *testing.T) {
 // of the admin console: the navigation offers the overview and the audit
 // log, and every other admin page answers 403.
 func TestAdminAuditReadOnlyOperator(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		op := operator(t, e, "audit:read")
 		b := signedInBrowser(t, e, op)

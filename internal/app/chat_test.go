@@ -133,6 +133,7 @@ func goodAnswer(topic string, payload json.RawMessage) any {
 // TestBotPermissionsMatchCatalogue: the full set that makes a key a bot is
 // exactly the catalogue's chatplatform permissions, so neither can drift.
 func TestBotPermissionsMatchCatalogue(t *testing.T) {
+	t.Parallel()
 	var cat []string
 	for _, p := range access.Catalogue {
 		if p.Resource == "chatplatform" {
@@ -147,6 +148,7 @@ func TestBotPermissionsMatchCatalogue(t *testing.T) {
 }
 
 func TestChatPlatform(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		sys := e.SystemKey
 		u := e.NewUser(t, apptest.UserSpec{})
@@ -425,6 +427,7 @@ func TestChatPlatform(t *testing.T) {
 // TestChatBotAcrossInstances: a sync request on instance B reaches the bot
 // connected to instance A, and its answer comes back to B.
 func TestChatBotAcrossInstances(t *testing.T) {
+	t.Parallel()
 	a, b := apptest.NewRedisPair(t)
 	b.Call(t, "POST", "/v1/chatplatform/sync", a.SystemKey, nil, http.StatusServiceUnavailable)
 	bot := startBot(t, a, a.SystemKey, goodAnswer)
@@ -476,6 +479,7 @@ func auditSource(t *testing.T, e *apptest.Env, eventType, userID, source string)
 }
 
 func TestAdminChat(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		const gid = "100000000000000001"
 		sys := e.SystemKey
@@ -728,6 +732,7 @@ func TestAdminChat(t *testing.T) {
 // TestAdminTracking: the tracking pages show the devices, trips, history
 // and GPS track REST serves, each to holders of its route's permission.
 func TestAdminTracking(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		sys := e.SystemKey
 		op := chatAdmin(t, e, "devices:read", "trips:read")
@@ -866,6 +871,7 @@ func slicesSpan(v []float64) float64 {
 // TestTripPageNamesTheDevice: the trip page names the trip's device for a
 // reader who may read devices, and shows only its id to one who may not.
 func TestTripPageNamesTheDevice(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		sys := e.SystemKey
 		data := func(r *apptest.Resp) map[string]any { return r.JSON()["data"].(map[string]any) }

@@ -42,6 +42,7 @@ func wantRedirect(t *testing.T, p page, to string) {
 }
 
 func TestConsoleProfile(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Username: "profile_me", Password: "correct horse battery"})
 		e.NewUser(t, apptest.UserSpec{Username: "Taken_One", Email: "taken@example.test"})
@@ -125,6 +126,7 @@ func TestConsoleProfile(t *testing.T) {
 }
 
 func TestConsoleEmailChange(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery"})
 		e.NewUser(t, apptest.UserSpec{Email: "taken@example.test"})
@@ -186,6 +188,7 @@ func TestConsoleEmailChange(t *testing.T) {
 }
 
 func TestConsoleEmailLink(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u, _ := providerUser(t, e, "discord")
 		b := browserWithToken(t, e, u.Token)
@@ -223,6 +226,7 @@ func TestConsoleEmailLink(t *testing.T) {
 }
 
 func TestConsoleLinkedAccounts(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery"})
 		var email string
@@ -325,6 +329,7 @@ func secMailKinds(t *testing.T, e *apptest.Env, addr string) []string {
 }
 
 func TestChangePasswordREST(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		const old, next = "correct horse battery", "staple battery horse"
 		u := e.NewUser(t, apptest.UserSpec{Password: old})
@@ -389,6 +394,7 @@ func TestChangePasswordREST(t *testing.T) {
 }
 
 func TestChangePasswordResetLinkDies(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery"})
 		e.Call(t, "POST", "/v1/auth/password-reset/request", "", map[string]any{"email": u.Email}, http.StatusOK)
@@ -403,6 +409,7 @@ func TestChangePasswordResetLinkDies(t *testing.T) {
 }
 
 func TestChangePasswordThrottledLikeLogin(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		const pw = "correct horse battery"
 		u := e.NewUser(t, apptest.UserSpec{Password: pw})
@@ -427,7 +434,8 @@ func TestChangePasswordThrottledLikeLogin(t *testing.T) {
 }
 
 func TestChangePasswordWithoutPassword(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		u, _ := providerUser(t, e, "discord")
 		r := e.Call(t, "POST", secPasswordPath, u.Token, map[string]any{"current_password": "anything", "new_password": "something long"}, http.StatusBadRequest)
 		if msg, _ := r.JSON()["message"].(string); !strings.Contains(msg, "email-link") {
@@ -443,6 +451,7 @@ var (
 )
 
 func TestConsoleSecurityPassword(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		const old, next = "correct horse battery", "staple battery horse"
 		u := e.NewUser(t, apptest.UserSpec{Password: old})
@@ -500,7 +509,8 @@ func TestConsoleSecurityPassword(t *testing.T) {
 }
 
 func TestConsoleSecurityNoPassword(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		u, _ := providerUser(t, e, "discord")
 		b := newBrowser(t, e)
 		u2, _ := url.Parse(e.URL)
@@ -519,6 +529,7 @@ func TestConsoleSecurityNoPassword(t *testing.T) {
 }
 
 func TestConsoleSecurityTwoFactor(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery"})
 		b := signedInBrowser(t, e, u)
@@ -616,6 +627,7 @@ func TestConsoleSecurityTwoFactor(t *testing.T) {
 }
 
 func TestConsoleSecurityRequirement(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery"})
 		execSQL(t, e, `UPDATE roles SET requires_two_factor = TRUE WHERE id = 'role_moderator'`)
@@ -670,7 +682,8 @@ func formToken(t *testing.T, body, action string) string {
 }
 
 func TestConsoleSessions(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery"})
 		// Without a session the page sends the browser to the login page, which returns here.
 		anon := newBrowser(t, e)

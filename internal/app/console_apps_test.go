@@ -35,7 +35,8 @@ func consentedApp(t *testing.T, e *apptest.Env, u apptest.User, name string) (te
 }
 
 func TestConsoleApps(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery"})
 		c, at := consentedApp(t, e, u, "Harbour Planner")
 
@@ -88,7 +89,8 @@ func TestConsoleApps(t *testing.T) {
 }
 
 func TestMyConsentsREST(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		c, at := consentedApp(t, e, u, "Lock Keeper")
 		other := e.NewUser(t, apptest.UserSpec{})
@@ -125,7 +127,8 @@ func TestMyConsentsREST(t *testing.T) {
 }
 
 func TestConsoleDataExport(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery"})
 		consentedApp(t, e, u, "Tide Tables")
 		b := signedInBrowser(t, e, u)
@@ -177,6 +180,7 @@ func TestConsoleDataExport(t *testing.T) {
 }
 
 func TestConsoleDataDeletion(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		const pw = "correct horse battery"
 		u := e.NewUser(t, apptest.UserSpec{Password: pw})
@@ -243,6 +247,7 @@ func TestConsoleDataDeletion(t *testing.T) {
 }
 
 func TestOwnDeletionREST(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		const pw = "correct horse battery"
 		u := e.NewUser(t, apptest.UserSpec{Password: pw})
@@ -288,6 +293,7 @@ func TestOwnDeletionREST(t *testing.T) {
 }
 
 func TestOwnDeletionThrottledAndSecondFactor(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		const path = "/v1/users/me/deletion"
 		// Wrong passwords count as failed logins of the account: after five, even the right one waits.
@@ -363,6 +369,7 @@ func clientForm(name string, extra ...string) url.Values {
 }
 
 func TestConsoleDeveloperClients(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		dev := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery", Roles: []string{"role_user", "role_developer"}})
 		b := signedInBrowser(t, e, dev)
@@ -527,6 +534,7 @@ func TestConsoleDeveloperClients(t *testing.T) {
 }
 
 func TestConsoleDeveloperKeys(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		dev := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery", Roles: []string{"role_user", "role_developer"}})
 		b := signedInBrowser(t, e, dev)
@@ -699,6 +707,7 @@ func activityLink(body, rel string) string {
 }
 
 func TestConsoleActivity(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery"})
 		other := e.NewUser(t, apptest.UserSpec{})
@@ -845,6 +854,7 @@ func TestConsoleActivity(t *testing.T) {
 }
 
 func TestConsoleIntegrations(t *testing.T) {
+	t.Parallel()
 	fake := newFakeStreamPlatform(t)
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery"})
@@ -982,7 +992,8 @@ func TestConsoleIntegrations(t *testing.T) {
 // not as the API's, also where the area is called without a source: the
 // consent page, disconnecting an app, downloading one's data.
 func TestConsoleActionsAreTheWebsites(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery"})
 		c, _ := consentedApp(t, e, u, "Harbour Planner")
 		b := signedInBrowser(t, e, u)
@@ -1010,7 +1021,8 @@ func TestConsoleActionsAreTheWebsites(t *testing.T) {
 // TestDeveloperInNavigation: every user may register OAuth clients, so the
 // Developer page is in every user's navigation, not only a developer's.
 func TestDeveloperInNavigation(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		plain := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery"})
 		b := signedInBrowser(t, e, plain)
 		p := b.get("/account")

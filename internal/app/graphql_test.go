@@ -110,7 +110,8 @@ func gqlMkClient(t testing.TB, e *apptest.Env, tok string, in map[string]any) (i
 }
 
 func TestGraphQLOAuthClients(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		owner := e.NewUser(t, apptest.UserSpec{})
 		other := e.NewUser(t, apptest.UserSpec{})
 		admin := e.Admin(t)
@@ -216,7 +217,8 @@ func wantPayloadFailure(t *testing.T, v any) {
 }
 
 func TestGraphQLConsentsAndTokens(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		other := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, map[string]any{"name": "Alpha"})
@@ -292,6 +294,7 @@ func TestGraphQLConsentsAndTokens(t *testing.T) {
 }
 
 func TestGraphQLTwoFactor(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		other := e.NewUser(t, apptest.UserSpec{})
@@ -401,6 +404,7 @@ func TestGraphQLTwoFactor(t *testing.T) {
 }
 
 func TestGraphQLPublicAndRoles(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		admin := e.Admin(t)
@@ -471,6 +475,7 @@ fragment TypeRef on __Type {
 }`
 
 func TestGraphQLTransportAndLimits(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 

@@ -101,6 +101,7 @@ func squash(q string) string { return strings.Join(strings.Fields(q), " ") }
 // here as a failure, deterministically, where a benchmark only drifts.
 // Each expected statement is named by the start of its text.
 func TestHotPathStatementCounts(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		sess, _ := e.NewSession(t, u.ID)

@@ -35,6 +35,7 @@ func wantBad(t *testing.T, what string, r *apptest.Resp, kind string) {
 // the same hostile text gets the same 400 on both engines (PostgreSQL
 // answered 500), before login and in every part of a request.
 func TestBoundaryRefusesNULAndInvalidUTF8(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		// Unauthenticated, as found.
 		r := e.Do(t, apptest.Req{Method: "POST", Path: "/v1/auth/login", Body: `{"email":"a\u0000b@example.com","password":"password123"}`})
@@ -76,7 +77,8 @@ func TestBoundaryRefusesNULAndInvalidUTF8(t *testing.T) {
 // after the body was checked; the endpoint refuses it (PostgreSQL answered
 // an internal error, SQLite stored the NUL).
 func TestBoundaryGraphQLLiteral(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		g := gqlPost(t, e, u.Token, `mutation { createOauthClient(input: {name: "a\u0000b", redirectUris: ["https://x.example/cb"], allowedScopes: ["openid"]}) { client { id } } }`, nil, http.StatusBadRequest)
 		if g.code() != "BAD_REQUEST" {
@@ -90,7 +92,8 @@ func TestBoundaryGraphQLLiteral(t *testing.T) {
 // TestBoundaryForms: form fields of the OAuth endpoints answer invalid_request
 // (RFC 6749 §5.2), those of the pages BadRequest; both before any handler runs.
 func TestBoundaryForms(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		for _, p := range []string{"/v1/oauth/token", "/v1/oauth/revoke"} {
 			r := e.Do(t, apptest.Req{Method: "POST", Path: p, Body: url.Values{"grant_type": {"authorization_code"}, "client_id": {"a\x00b"}, "token": {"x"}}})
 			oauthErr(t, r, http.StatusBadRequest, "invalid_request")
@@ -112,6 +115,7 @@ func nested(depth int) string {
 // TestBoundaryJSONDepth: a setting 10 levels deep is stored; one 9,990
 // levels deep (which encoding/json alone accepts) is a 400 and not stored.
 func TestBoundaryJSONDepth(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		e.Call(t, "POST", "/v1/settings", admin.Token, `{"key":"shallow","value":`+nested(10)+`}`, http.StatusCreated)
@@ -125,7 +129,8 @@ func TestBoundaryJSONDepth(t *testing.T) {
 // TestBoundaryQueryParamCount: Go's net/url drops every parameter of a query
 // over 10,000 silently; hmid answers 400 above MaxQueryParams (1,000).
 func TestBoundaryQueryParamCount(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		for _, n := range []int{1001, 10001} {
 			q := strings.TrimSuffix(strings.Repeat("a=1&", n), "&")
@@ -138,6 +143,7 @@ func TestBoundaryQueryParamCount(t *testing.T) {
 // TestInputBounds is finding 7: each input found unbounded now has a bound,
 // enforced with a 400 ValidationError naming the field.
 func TestInputBounds(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		sys := e.SystemKey
@@ -225,7 +231,8 @@ func TestInputBounds(t *testing.T) {
 // TestAuthorizeLongStateNotEchoed: a state over 1,024 bytes is refused and
 // the error redirect does not carry it back.
 func TestAuthorizeLongStateNotEchoed(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, u.Token, nil)
 		long := strings.Repeat("s", 1025)
@@ -298,6 +305,7 @@ func wantJSON(t *testing.T, r *apptest.Resp, status int, want string) {
 }
 
 func TestErrorPages(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		nav := map[string]string{"Accept": browserAccept}
 		// An unknown address: a page for the browser, the JSON for API clients.

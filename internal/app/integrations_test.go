@@ -117,6 +117,7 @@ func (f *fakeStreamPlatform) helix(body func(*http.Request) any) http.HandlerFun
 }
 
 func TestIntegrations(t *testing.T) {
+	t.Parallel()
 	fake := newFakeStreamPlatform(t)
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
@@ -352,6 +353,7 @@ func TestIntegrations(t *testing.T) {
 // with error=; it is not used up by such an attempt; the browser is sent
 // only to the redirect_uri registered at the start.
 func TestIntegrationStateBinding(t *testing.T) {
+	t.Parallel()
 	fake := newFakeStreamPlatform(t)
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		a := e.NewUser(t, apptest.UserSpec{})

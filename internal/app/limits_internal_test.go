@@ -15,6 +15,7 @@ import (
 // it is answered 503 with Retry-After, and what a request held is given
 // back when it ends.
 func TestBodiesInMemoryAreBounded(t *testing.T) {
+	t.Parallel()
 	l := newRequestLimits(1, time.Second, time.Second) // a 1 MiB budget
 	inside, release := make(chan struct{}), make(chan struct{})
 	h := l.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -60,6 +61,7 @@ func TestBodiesInMemoryAreBounded(t *testing.T) {
 // handler as it did when the handler read the connection: the bytes that
 // came, then *http.MaxBytesError.
 func TestReceivedBodyKeepsItsError(t *testing.T) {
+	t.Parallel()
 	l := newRequestLimits(4, time.Second, time.Second)
 	var got error
 	var n int

@@ -221,7 +221,8 @@ func sessionRevoked(t *testing.T, e *apptest.Env, sessionID string) bool {
 }
 
 func TestRPInitiatedLogout(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		c := mkLogoutClient(t, e, u.Token, nil)
 
@@ -346,6 +347,7 @@ func TestRPInitiatedLogout(t *testing.T) {
 }
 
 func TestBackchannelLogout(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.NewUser(t, apptest.UserSpec{SuperAdmin: true})
 		rp := newFakeRP(t)
@@ -419,6 +421,7 @@ func TestBackchannelLogout(t *testing.T) {
 // TestBackchannelLogoutSurvivesRestart: a logout token whose delivery failed
 // stays in the outbox and is sent by the next server on the same database.
 func TestBackchannelLogoutSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
 		prefix := dbtest.Key()
 		a := apptest.NewOnURL(t, eng, prefix, apptest.AllowLoopbackOutbound)
@@ -453,6 +456,7 @@ func TestBackchannelLogoutSurvivesRestart(t *testing.T) {
 // TestBackchannelLogoutTwoInstances: two instances on one PostgreSQL deliver
 // each logout token once.
 func TestBackchannelLogoutTwoInstances(t *testing.T) {
+	t.Parallel()
 	a, b := apptest.NewPair(t, "", apptest.AllowLoopbackOutbound)
 	admin := a.NewUser(t, apptest.UserSpec{SuperAdmin: true})
 	rp := newFakeRP(t)

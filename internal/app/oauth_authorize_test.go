@@ -21,7 +21,8 @@ import (
 )
 
 func TestOAuthAuthorizeErrorsBeforeRedirectVerification(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, map[string]any{"redirect_uris": []string{cb, "https://app.example/cb2?x=1"}})
 		inactive := mkClient(t, e, user.Token, nil)
@@ -61,7 +62,8 @@ func TestOAuthAuthorizeErrorsBeforeRedirectVerification(t *testing.T) {
 }
 
 func TestOAuthAuthorizeErrorsAfterRedirectVerification(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, nil)
 		pub := mkClient(t, e, user.Token, map[string]any{"client_type": "public"})
@@ -103,6 +105,7 @@ func TestOAuthAuthorizeErrorsAfterRedirectVerification(t *testing.T) {
 }
 
 func TestOAuthLoginRedirects(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, nil)
@@ -177,6 +180,7 @@ func TestOAuthLoginRedirects(t *testing.T) {
 }
 
 func TestOAuthLoginURLConfigured(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, nil)
@@ -188,6 +192,7 @@ func TestOAuthLoginURLConfigured(t *testing.T) {
 }
 
 func TestOAuthConsent(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		other := e.NewUser(t, apptest.UserSpec{})
@@ -260,7 +265,8 @@ func TestOAuthConsent(t *testing.T) {
 }
 
 func TestOAuthFirstPartySkipsConsent(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, admin.Token, map[string]any{"is_first_party": true})
@@ -272,7 +278,8 @@ func TestOAuthFirstPartySkipsConsent(t *testing.T) {
 }
 
 func TestOAuthBannedUserCannotAuthorize(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, nil)
 		tok := tokens(t, e, user.Token, c, authzParams(c.ID))
@@ -338,7 +345,8 @@ func publicExchange(t *testing.T, e *apptest.Env, c testClient, code, redirect s
 // TestOAuthRedirectURIRegistration: the registration rules of RFC 8252 and
 // RFC 9700 for redirect URIs, refusals as ValidationError.
 func TestOAuthRedirectURIRegistration(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		d := e.Call(t, "POST", "/v1/oauth/clients", user.Token, map[string]any{"name": "Native", "client_type": "public",
 			"redirect_uris": []string{"HTTP://127.0.0.1/cb", "http://[::1]:1234/cb", "com.example.app:/cb?x=1", "myapp://cb", "Com.Example.App:/cb?x=1", "HTTPS://App.Example/CB"}},
@@ -395,7 +403,8 @@ func TestOAuthRedirectURIRegistration(t *testing.T) {
 // (RFC 8252 §7.3) for 127.0.0.1 and [::1], localhost only exactly, and the
 // token request must repeat the port the authorization request used.
 func TestOAuthLoopbackAnyPort(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, map[string]any{"client_type": "public",
 			"redirect_uris": []string{"http://127.0.0.1/cb", "http://[::1]:1234/cb6", "http://localhost:3000/cb"}})
@@ -427,7 +436,8 @@ func TestOAuthLoopbackAnyPort(t *testing.T) {
 // reverse-domain private-use scheme (RFC 8252 §7.1) gets its code at
 // com.example.app:/cb?x=1, its own query first, and redeems it.
 func TestOAuthPrivateUseSchemeFlow(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		const redirect = "com.example.app:/cb?x=1"
 		c := mkClient(t, e, user.Token, map[string]any{"client_type": "public", "redirect_uris": []string{redirect}})
@@ -448,7 +458,8 @@ func TestOAuthPrivateUseSchemeFlow(t *testing.T) {
 // back byte for byte, the response parameters appended after it, on the
 // consent redirect, the direct one, and error redirects.
 func TestOAuthRedirectQueryKeptVerbatim(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		const redirect = "https://app.example/cb?a=1&b=%2F&z=%7e"
 		c := mkClient(t, e, user.Token, map[string]any{"redirect_uris": []string{redirect}})
@@ -480,7 +491,8 @@ func TestOAuthRedirectQueryKeptVerbatim(t *testing.T) {
 // 127.0.0.1, registered without a port, receives the code on that listener
 // and redeems it with PKCE.
 func TestOAuthLoopbackCLIClient(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, map[string]any{"client_type": "public", "redirect_uris": []string{"http://127.0.0.1/callback"}})
 
@@ -609,6 +621,7 @@ func rsClient(t *testing.T, e *apptest.Env, tok string, extra map[string]any) te
 }
 
 func TestOIDCPromptValues(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := rsClient(t, e, user.Token, nil)
@@ -644,6 +657,7 @@ func TestOIDCPromptValues(t *testing.T) {
 }
 
 func TestOIDCMaxAgeAndAuthTime(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := rsClient(t, e, user.Token, nil)
@@ -687,6 +701,7 @@ func TestOIDCMaxAgeAndAuthTime(t *testing.T) {
 }
 
 func TestOIDCIDTokenHint(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ann := e.NewUser(t, apptest.UserSpec{})
 		bob := e.NewUser(t, apptest.UserSpec{})
@@ -735,7 +750,8 @@ func TestOIDCIDTokenHint(t *testing.T) {
 }
 
 func TestOIDCClaimsParameter(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := rsClient(t, e, user.Token, map[string]any{"allowed_scopes": []string{"openid", "profile", "email"}})
 		for _, bad := range []string{`{`, `[]`, `"x"`, `{"userinfo":[]}`, `{"id_token":{"name":true}}`, `{"userinfo":{"name":{"essential":"yes"}}}`} {
@@ -783,6 +799,7 @@ func TestOIDCClaimsParameter(t *testing.T) {
 }
 
 func TestOIDCACRAndAMR(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := rsClient(t, e, user.Token, nil)
@@ -830,7 +847,8 @@ func toStrings(v any) []string {
 }
 
 func TestOIDCDisplayLocalesAndRequestObjects(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := rsClient(t, e, user.Token, nil)
 		getCode(t, e, user.Token, authzParams(c.ID))
@@ -865,7 +883,8 @@ func TestOIDCDisplayLocalesAndRequestObjects(t *testing.T) {
 }
 
 func TestOIDCProfileClaimsAndDiscovery(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		if _, err := e.Server.DB.ExecContext(context.Background(), `UPDATE users SET preferred_locale = 'de-DE' WHERE id = $1`, user.ID); err != nil {
 			t.Fatal(err)
@@ -894,6 +913,7 @@ func TestOIDCProfileClaimsAndDiscovery(t *testing.T) {
 // TestOIDCLoginRecordsAMR: a real login stores how the user authenticated,
 // and the ID token's acr and amr follow (RFC 8176 values).
 func TestOIDCLoginRecordsAMR(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery"})
 		c := rsClient(t, e, u.Token, nil)
@@ -963,7 +983,8 @@ func verifyIDToken(t *testing.T, e *apptest.Env, raw, clientID string, key func(
 }
 
 func TestOAuthConfidentialFlowWithGoClient(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		dev := e.NewUser(t, apptest.UserSpec{Roles: []string{"role_developer"}})
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, dev.Token, map[string]any{"allowed_scopes": []string{"openid", "profile", "email", "roles", "permissions", "offline_access"}})
@@ -1021,7 +1042,8 @@ func TestOAuthConfidentialFlowWithGoClient(t *testing.T) {
 }
 
 func TestOAuthPublicClientPKCEWithGoClient(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, map[string]any{"client_type": "public", "redirect_uris": []string{cb, "com.example.app://callback"}})
 		if c.Secret != "" {
@@ -1056,7 +1078,8 @@ func TestOAuthPublicClientPKCEWithGoClient(t *testing.T) {
 }
 
 func TestOAuthRS256IDTokenWithJWKS(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, map[string]any{"id_token_signed_response_alg": "RS256"})
 		conf := &oauth2.Config{
@@ -1098,7 +1121,8 @@ func b64url(t *testing.T, s string) []byte {
 }
 
 func TestOAuthDiscovery(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		for _, p := range []string{"/.well-known/openid-configuration", "/v1/.well-known/openid-configuration"} {
 			m := e.Call(t, "GET", p, "", nil, http.StatusOK).JSON()
 			want := map[string]any{

@@ -29,7 +29,8 @@ import (
 )
 
 func TestOAuthClientCreate(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		r := e.Call(t, "POST", "/v1/oauth/clients", user.Token, map[string]any{
 			"name": "My App", "description": "d", "redirect_uris": []string{cb, "myapp://callback", "http://localhost:3000/cb"},
@@ -95,6 +96,7 @@ func TestOAuthClientCreate(t *testing.T) {
 }
 
 func TestOAuthClientAccessRules(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		owner := e.NewUser(t, apptest.UserSpec{})
 		stranger := e.NewUser(t, apptest.UserSpec{})
@@ -190,7 +192,8 @@ func TestOAuthClientAccessRules(t *testing.T) {
 }
 
 func TestOAuthUserInfo(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{Roles: []string{"role_user", "role_developer"}})
 		c := mkClient(t, e, user.Token, map[string]any{"allowed_scopes": []string{"openid", "profile", "email", "roles", "permissions", "offline_access"}})
 		all := tokens(t, e, user.Token, c, authzParams(c.ID, "scope", "openid profile email roles permissions"))["access_token"].(string)
@@ -261,7 +264,8 @@ func containsAny(list []any, v string) bool {
 }
 
 func TestOAuthAccessTokenResolvesAsPrincipal(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, nil)
 		at := tokens(t, e, user.Token, c, authzParams(c.ID))["access_token"].(string)
@@ -276,7 +280,8 @@ func TestOAuthAccessTokenResolvesAsPrincipal(t *testing.T) {
 }
 
 func TestOAuthUserGrantsService(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		user := e.NewUser(t, apptest.UserSpec{})
 		other := e.NewUser(t, apptest.UserSpec{})
@@ -347,7 +352,8 @@ func TestOAuthUserGrantsService(t *testing.T) {
 // grant the client is not registered for is unauthorized_client at the
 // token and authorization endpoints, changing nothing.
 func TestOAuthClientGrantTypes(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, nil)
 		got := e.Call(t, "GET", "/v1/oauth/clients/"+c.ID, user.Token, nil, http.StatusOK).JSON()["data"].(map[string]any)
@@ -402,7 +408,8 @@ func TestOAuthClientGrantTypes(t *testing.T) {
 // TestConsoleClientGrantTypes: the client form shows the grant types, saves
 // them, and refuses a form with none ticked (field error, nothing changed).
 func TestConsoleClientGrantTypes(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		dev := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery", Roles: []string{"role_user", "role_developer"}})
 		b := signedInBrowser(t, e, dev)
 		c := mkClient(t, e, dev.Token, nil)
@@ -431,7 +438,8 @@ func TestConsoleClientGrantTypes(t *testing.T) {
 
 // TestGraphQLClientGrantTypes: createOauthClient takes and shows grantTypes.
 func TestGraphQLClientGrantTypes(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		const q = `mutation($in: CreateOAuthClientInput!) { createOauthClient(input: $in) { client { id grantTypes } } }`
 		out := gqlData(t, e, user.Token, q, map[string]any{"in": map[string]any{"name": "G", "redirectUris": []string{cb}, "allowedScopes": []string{"openid"},
@@ -458,6 +466,7 @@ func TestGraphQLClientGrantTypes(t *testing.T) {
 // against the same JWKS (Back-Channel Logout 1.0), and finally revokes its
 // refresh token (RFC 7009), after which introspection answers inactive.
 func TestRelyingPartyLifecycle(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		user := e.NewUser(t, apptest.UserSpec{})
@@ -582,7 +591,8 @@ func TestRelyingPartyLifecycle(t *testing.T) {
 // (403, nothing changed) through REST, GraphQL and the admin console alike,
 // and the console does not offer it; they still may for other clients.
 func TestFirstPartySecretRegeneration(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.NewUser(t, apptest.UserSpec{Password: "admin good password", SuperAdmin: true, Roles: []string{"role_admin", "role_user"}})
 		dev := roleUserWith(t, e, apptest.UserSpec{Password: "developer good password"}, "oauth_clients:read", "oauth_clients:update")
 		owner := e.NewUser(t, apptest.UserSpec{})
@@ -863,7 +873,7 @@ func TestDynamicRegistrationToken(t *testing.T) {
 // TestDynamicRegistrationOff: the default has no registration endpoint.
 func TestDynamicRegistrationOff(t *testing.T) {
 	t.Parallel()
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		if _, has := e.Call(t, "GET", "/.well-known/openid-configuration", "", nil, http.StatusOK).JSON()["registration_endpoint"]; has {
 			t.Fatal("registration_endpoint listed while off")
 		}
@@ -1226,7 +1236,8 @@ func TestPrivateKeyJWTReplayOtherInstance(t *testing.T) {
 // empties owner_id through ON DELETE SET NULL, in a statement that names
 // only users).
 func TestClientRowCacheFollowsWrites(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		owner := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, owner.Token, map[string]any{"name": "Cached App"})
 		// authenticates reports whether the token endpoint accepted the

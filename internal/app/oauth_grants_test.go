@@ -34,6 +34,7 @@ func ccConfig(e *apptest.Env, c testClient, scopes ...string) *clientcredentials
 // GraphQL, acts as the client in the audit log, and every bad request gets
 // its RFC error and stores nothing.
 func TestClientCredentialsGrant(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		dev := roleUserWith(t, e, apptest.UserSpec{Roles: []string{"role_developer"}}, "devices:read", "gps:write", "users:write", "roles:read")
@@ -123,6 +124,7 @@ func tokenPost(t *testing.T, e *apptest.Env, path string, form url.Values) *appt
 // TestClientCredentialsRefusals: every bad request gets its RFC error and
 // stores no token.
 func TestClientCredentialsRefusals(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		admin := e.Admin(t)
@@ -187,7 +189,8 @@ func TestClientCredentialsRefusals(t *testing.T) {
 // super admins and system keys exempt), and a token never holds more than
 // the client's owner holds when it is issued.
 func TestClientPermissionScopes(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		role := roleWith(t, e, "devices:read", "gps:write")
 		dev := e.NewUser(t, apptest.UserSpec{Roles: []string{role, "role_developer", "role_user"}})
@@ -231,6 +234,7 @@ func TestClientPermissionScopes(t *testing.T) {
 // TestMachinePurge: the purge deletes dead client credentials tokens and
 // device authorizations a day past their expiry, and keeps live ones.
 func TestMachinePurge(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		admin := e.Admin(t)
@@ -269,6 +273,7 @@ func TestMachinePurge(t *testing.T) {
 // client's row (on PostgreSQL; SQLite has it cached) and one INSERT, and resolving it one SELECT (its own table,
 // chosen by the token's length, so user tokens never pay a second lookup).
 func TestClientCredentialsStatements(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		c := mkClient(t, e, e.SystemKey, map[string]any{"grant_types": []string{"client_credentials"}, "allowed_scopes": []string{"devices:read"}})
 		w, grant := countedReq(t, e, "POST", "/v1/oauth/token", "", url.Values{"grant_type": {"client_credentials"}, "client_id": {c.ID}, "client_secret": {c.Secret}})
@@ -368,6 +373,7 @@ func deviceStatus(t *testing.T, e *apptest.Env, deviceCode string) string {
 // person opens verification_uri_complete and approves; it gets its tokens
 // once, which act for the person (UserInfo) and refresh.
 func TestDeviceGrantXOAuth2(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		u := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery"})
@@ -444,6 +450,7 @@ func TestDeviceGrantXOAuth2(t *testing.T) {
 // code on the page, and every bad input refused with its error while the
 // stored authorization stays as it was.
 func TestDeviceGrantPolling(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery"})
 		c := mkDeviceClient(t, e, u.Token, nil)
@@ -539,6 +546,7 @@ func TestDeviceGrantPolling(t *testing.T) {
 // TestDeviceGrantRefusals: the device authorization endpoint and the token
 // endpoint refuse what RFC 8628 and RFC 6749 refuse, storing nothing.
 func TestDeviceGrantRefusals(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery"})
 		c := mkDeviceClient(t, e, u.Token, nil)
@@ -607,6 +615,7 @@ func TestDeviceGrantRefusals(t *testing.T) {
 // TestDeviceGrantAcrossInstances: two instances on PostgreSQL and Redis; a
 // device code issued by one is approved on the other, and polled on both.
 func TestDeviceGrantAcrossInstances(t *testing.T) {
+	t.Parallel()
 	redisURL := dbtest.RedisURL()
 	if redisURL == "" {
 		t.Skip("needs HMID_TEST_REDIS_URL")
@@ -642,7 +651,8 @@ func TestDeviceGrantAcrossInstances(t *testing.T) {
 // with the old credential, so a device authorization approved but not yet
 // redeemed gets access_denied; tokens already issued to a device end too.
 func TestDeviceGrantEndsWithCredential(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: "old-password-1"})
 		c := mkDeviceClient(t, e, u.Token, nil)
 		b := signedInBrowser(t, e, u)
@@ -663,7 +673,8 @@ func TestDeviceGrantEndsWithCredential(t *testing.T) {
 // verification page (no scope list, no consent stored), but the person
 // still confirms the code.
 func TestDeviceGrantFirstParty(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery"})
 		c := mkDeviceClient(t, e, e.Admin(t).Token, map[string]any{"is_first_party": true})
 		d := startDevice(t, e, c, "openid profile")

@@ -107,6 +107,7 @@ func refreshWith(t *testing.T, ctx context.Context, conf *oauth2.Config, rt stri
 // still verify and new ones carry the new kid, and the old kid leaving the
 // JWKS once its grace has passed.
 func TestOAuthSigningKeysWithGoOIDC(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		user := e.NewUser(t, apptest.UserSpec{})
@@ -218,6 +219,7 @@ func TestOAuthSigningKeysWithGoOIDC(t *testing.T) {
 // verify their tokens), an explicit algorithm wins, and an unknown one is a
 // validation error.
 func TestOAuthIDTokenAlgSetting(t *testing.T) {
+	t.Parallel()
 	alg := func(t *testing.T, e *apptest.Env, tok string, body map[string]any) (string, *apptest.Resp) {
 		t.Helper()
 		b := map[string]any{"name": "App", "redirect_uris": []string{cb}}
@@ -275,6 +277,7 @@ func TestOAuthIDTokenAlgSetting(t *testing.T) {
 // older than the configured age, not before, and deletes the retired key
 // after its grace.
 func TestSigningKeysRotateByAge(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		first := jwksKids(t, e)
@@ -311,6 +314,7 @@ func TestSigningKeysRotateByAge(t *testing.T) {
 // of earlier versions (slot 'rs256') keeps its key through migration 0840:
 // same kid, still published and signing.
 func TestSigningKeysLegacyRow(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		u := e.NewUser(t, apptest.UserSpec{})
@@ -361,6 +365,7 @@ func TestSigningKeysLegacyRow(t *testing.T) {
 // exactly one new key per algorithm results; a rotation on one is in the
 // other's JWKS at once and signs there within the key cache's time.
 func TestSigningKeysTwoInstances(t *testing.T) {
+	t.Parallel()
 	if dbtest.PostgresURL() == "" {
 		t.Skip("HMID_TEST_POSTGRES_URL is not set")
 	}

@@ -32,6 +32,7 @@ func challengeOf(v string) string {
 
 // TestOAuthTokenErrorsTable covers each row of spec 1's OAuth errors table at the token endpoint.
 func TestOAuthTokenErrorsTable(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, nil)
@@ -101,7 +102,8 @@ func TestOAuthTokenErrorsTable(t *testing.T) {
 }
 
 func TestOAuthCodeReuseRevokesTokens(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, nil)
 		code := getCode(t, e, user.Token, authzParams(c.ID))
@@ -118,7 +120,8 @@ func TestOAuthCodeReuseRevokesTokens(t *testing.T) {
 }
 
 func TestOAuthFailedRedemptionBurnsCode(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, nil)
 		for _, bad := range [][]string{
@@ -133,7 +136,8 @@ func TestOAuthFailedRedemptionBurnsCode(t *testing.T) {
 }
 
 func TestOAuthPKCE(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		conf := mkClient(t, e, user.Token, nil)
 		pub := mkClient(t, e, user.Token, map[string]any{"client_type": "public"})
@@ -167,6 +171,7 @@ func TestOAuthPKCE(t *testing.T) {
 }
 
 func TestOAuthRefreshRotationAndReuse(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, nil)
@@ -199,6 +204,7 @@ func TestOAuthRefreshRotationAndReuse(t *testing.T) {
 }
 
 func TestOAuthAccessTokenExpires(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, nil)
@@ -211,7 +217,8 @@ func TestOAuthAccessTokenExpires(t *testing.T) {
 }
 
 func TestOAuthParallelRefreshOneWinner(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, nil)
 		rt := tokens(t, e, user.Token, c, authzParams(c.ID))["refresh_token"].(string)
@@ -242,7 +249,8 @@ func TestOAuthParallelRefreshOneWinner(t *testing.T) {
 }
 
 func TestOAuthRevoke(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, nil)
 		other := mkClient(t, e, user.Token, nil)
@@ -317,7 +325,8 @@ func refreshed(t *testing.T, r *apptest.Resp) (at, rt string) {
 // a spent refresh token presented again, even at once, revokes its family,
 // audited as a failed refresh_token_reused.
 func TestOAuthRefreshReuseStrictByDefault(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, nil)
 		rt1 := tokens(t, e, user.Token, c, authzParams(c.ID))["refresh_token"].(string)
@@ -336,6 +345,7 @@ func TestOAuthRefreshReuseStrictByDefault(t *testing.T) {
 // client gets invalid_grant and changes nothing; after the interval the
 // reuse revokes the family (RFC 9700 §4.14.2).
 func TestOAuthRefreshReuseInterval(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, nil)
@@ -380,6 +390,7 @@ func TestOAuthRefreshReuseInterval(t *testing.T) {
 // TestOAuthRefreshReuseIntervalRevokedFamily: a family revoked meanwhile
 // (here by RFC 7009 revocation) is not revived by the reuse interval.
 func TestOAuthRefreshReuseIntervalRevokedFamily(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, nil)
@@ -399,6 +410,7 @@ func TestOAuthRefreshReuseIntervalRevokedFamily(t *testing.T) {
 // TestOAuthRefreshReuseIntervalConcurrent: with an interval, parallel
 // refreshes with one token all succeed, each with a pair of its own that works.
 func TestOAuthRefreshReuseIntervalConcurrent(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, nil)
@@ -472,7 +484,8 @@ func inactive(t *testing.T, what string, m map[string]any) {
 // token as their client (post and Basic) and as a system key, and checks
 // every field of RFC 7662 §2.2 hmid answers.
 func TestOAuthIntrospectActiveTokens(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, nil)
 		tok := tokens(t, e, user.Token, c, authzParams(c.ID))
@@ -521,6 +534,7 @@ func TestOAuthIntrospectActiveTokens(t *testing.T) {
 // refresh rotation), unknown, malformed, another client's and oversized
 // tokens are all just {"active": false}.
 func TestOAuthIntrospectInactiveTokens(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, nil)
@@ -594,7 +608,8 @@ func TestOAuthIntrospectInactiveTokens(t *testing.T) {
 // WWW-Authenticate after a Basic attempt), a request without a token 400,
 // and GET 405.
 func TestOAuthIntrospectCallers(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, nil)
 		pub := mkClient(t, e, user.Token, map[string]any{"client_type": "public"})
@@ -633,7 +648,8 @@ func TestOAuthIntrospectCallers(t *testing.T) {
 // discovery document, answers HEAD, and with an issuer that has a path is
 // also served at the path-inserted well-known URL (RFC 8414 §3.1).
 func TestOAuthAuthorizationServerMetadata(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		m := e.Call(t, "GET", "/.well-known/oauth-authorization-server", "", nil, http.StatusOK).JSON()
 		d := e.Call(t, "GET", "/.well-known/openid-configuration", "", nil, http.StatusOK).JSON()
 		if !reflect.DeepEqual(m, d) {
@@ -714,6 +730,7 @@ func allows(t *testing.T, what string, r *apptest.Resp, origin string) {
 // preflight; other origins and every other route get no CORS header; the
 // public documents allow any origin.
 func TestOAuthCORS(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, nil)
@@ -808,6 +825,7 @@ func TestOAuthCORS(t *testing.T) {
 // deactivated or deleted; a change made behind this instance's back (another
 // instance) is seen after cors.OriginTTL.
 func TestOAuthCORSFollowsClients(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		const spa = "http://localhost:5173"
@@ -851,7 +869,8 @@ func TestOAuthCORSFollowsClients(t *testing.T) {
 // TestOAuthHeadAndOptions: the GET endpoints answer HEAD like GET without a
 // body, and OPTIONS without Origin lists the methods.
 func TestOAuthHeadAndOptions(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, nil)
 		at := tokens(t, e, user.Token, c, authzParams(c.ID))["access_token"].(string)
@@ -912,7 +931,8 @@ func BenchmarkTokenEndpointCORS(b *testing.B) {
 }
 
 func TestOAuthAuthorizeByPOST(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, nil)
 		getCode(t, e, user.Token, authzParams(c.ID))
@@ -934,7 +954,8 @@ func TestOAuthAuthorizeByPOST(t *testing.T) {
 }
 
 func TestOAuthRevokeUserTokensEndsCodesAndPending(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, nil)
 		code := getCode(t, e, user.Token, authzParams(c.ID))
@@ -948,6 +969,7 @@ func TestOAuthRevokeUserTokensEndsCodesAndPending(t *testing.T) {
 }
 
 func TestOAuthPurge(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		user := e.NewUser(t, apptest.UserSpec{})
@@ -982,6 +1004,7 @@ func TestOAuthPurge(t *testing.T) {
 // expired family goes, in batches of store.PurgeBatch rows. /metrics shows
 // the tables' sizes.
 func TestOAuthPurgeKeepsWhatReuseDetectionNeeds(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		user := e.NewUser(t, apptest.UserSpec{})
@@ -1082,7 +1105,8 @@ func metricValue(t *testing.T, e *apptest.Env, series string) float64 {
 // TestOAuthBasicCredentialsAreFormDecoded checks RFC 6749 §2.3.1: the client
 // id and secret inside the Basic header are application/x-www-form-urlencoded.
 func TestOAuthBasicCredentialsAreFormDecoded(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		user := e.NewUser(t, apptest.UserSpec{})
 		c := mkClient(t, e, user.Token, nil)
 		encodedID := strings.ReplaceAll(c.ID, "-", "%2D")

@@ -63,6 +63,7 @@ var fuzzPeerAbsent = map[string]bool{
 }
 
 func TestOperationFuzz(t *testing.T) {
+	t.Parallel()
 	perPrincipal := fuzzEnvInt(t, "HMID_OPFUZZ_N", 8)
 	seed := int64(fuzzEnvInt(t, "HMID_OPFUZZ_SEED", 1))
 	doc, err := apptest.Contract()
@@ -78,7 +79,9 @@ func TestOperationFuzz(t *testing.T) {
 		c.StreamPlatform = config.ProviderConfig{ClientID: "cid", ClientSecret: "csecret", AuthURL: stream.URL + "/oauth2/authorize",
 			TokenURL: stream.URL + "/oauth2/token", APIURL: stream.URL + "/helix"}
 	}
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	// The engines run at once: this is the suite's longest scenario, and
+	// each engine's run only reads what is shared above.
+	apptest.EachParallel(t, func(t *testing.T, e *apptest.Env) {
 		f := &fuzzer{t: t, e: e, seed: seed, pathPool: map[string][]string{}, fieldPool: map[string][]string{}}
 		f.prepare(ops)
 		start := time.Now()

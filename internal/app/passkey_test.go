@@ -69,6 +69,7 @@ func signCount(t *testing.T, e *apptest.Env, id string) int64 {
 }
 
 func TestPasskeyRegistrationAndREST(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		other := e.NewUser(t, apptest.UserSpec{})
@@ -137,6 +138,7 @@ func TestPasskeyRegistrationAndREST(t *testing.T) {
 }
 
 func TestPasskeyRegistrationBadInput(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		u := e.NewUser(t, apptest.UserSpec{})
@@ -171,6 +173,7 @@ func TestPasskeyRegistrationBadInput(t *testing.T) {
 }
 
 func TestPasskeyLoginRules(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		svc := e.Server.Passkeys
@@ -295,6 +298,7 @@ func TestPasskeyLoginRules(t *testing.T) {
 }
 
 func TestPasskeyPolicy(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		svc := e.Server.Passkeys
@@ -349,6 +353,7 @@ func TestPasskeyPolicy(t *testing.T) {
 // the other, once (the challenge lives in the shared Redis). Both serve one
 // public URL, as behind a load balancer.
 func TestPasskeyTwoInstances(t *testing.T) {
+	t.Parallel()
 	if dbtest.RedisURL() == "" {
 		t.Skip("HMID_TEST_REDIS_URL not set")
 	}
@@ -385,6 +390,7 @@ func TestPasskeyTwoInstances(t *testing.T) {
 // user whose only second factor is a passkey); deleting the account for
 // good deletes them.
 func TestPasskeyLifecycleHooks(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		u := e.NewUser(t, apptest.UserSpec{})
@@ -431,6 +437,7 @@ func passkeyID(t *testing.T, e *apptest.Env, userID string) string {
 // TestPasskeyGraphQL: myPasskeys, renamePasskey and removePasskey are the
 // twins of the REST routes.
 func TestPasskeyGraphQL(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		other := e.NewUser(t, apptest.UserSpec{})
@@ -513,6 +520,7 @@ func fields(page string) url.Values {
 // script calls: the second factor after the password, and the passwordless
 // sign-in; the session's amr says what happened.
 func TestPasskeyPages(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: "correct horse battery"})
 		a := newAuthenticator(e)
@@ -605,6 +613,7 @@ func TestPasskeyPages(t *testing.T) {
 // TestPasskeyBeginThrottled: one address may begin a bounded number of
 // passkey sign-ins per minute (each stores a challenge).
 func TestPasskeyBeginThrottled(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		b := newPageBrowser(t, e)
 		_, page := b.do("GET", "/login", nil)

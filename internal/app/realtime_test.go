@@ -125,7 +125,8 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 }
 
 func TestWSAuthentication(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		e.Call(t, "GET", "/v1/ws", "", nil, http.StatusUnauthorized)
 		e.Call(t, "GET", "/v1/ws", "hm_st_bogus", nil, http.StatusUnauthorized)
@@ -172,6 +173,7 @@ func TestWSAuthentication(t *testing.T) {
 }
 
 func TestWSTicket(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		e.Call(t, "POST", "/v1/ws/ticket", "", nil, http.StatusUnauthorized)
@@ -207,6 +209,7 @@ func TestWSTicket(t *testing.T) {
 }
 
 func TestWSSubscriptionsAndEvents(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		u := e.NewUser(t, apptest.UserSpec{})
@@ -279,6 +282,7 @@ func TestWSSubscriptionsAndEvents(t *testing.T) {
 }
 
 func TestWSSlowConsumerDropped(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		e.Server.Hub.Tune(4, 0)
 		admin := e.Admin(t)
@@ -390,6 +394,7 @@ func TestWSUnansweredPingsDrop(t *testing.T) {
 // TestWSAcrossInstances runs two instances on one PostgreSQL and Redis: a
 // client on A receives an event published on B.
 func TestWSAcrossInstances(t *testing.T) {
+	t.Parallel()
 	a, b := apptest.NewRedisPair(t)
 	admin := a.Admin(t)
 	c := mustDial(t, a, admin.Token)
@@ -413,6 +418,7 @@ func TestWSAcrossInstances(t *testing.T) {
 // message counts as one, and a message too big or not UTF-8 closes the
 // connection with the code that says why (§7.4.1).
 func TestWSProtocol(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

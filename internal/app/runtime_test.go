@@ -3,6 +3,7 @@ package app
 import "testing"
 
 func TestGCPercentCapsTheHeadroom(t *testing.T) {
+	t.Parallel()
 	const mib = 1 << 20
 	for _, c := range []struct {
 		live uint64

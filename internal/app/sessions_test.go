@@ -265,7 +265,7 @@ func TestOAuthTokensOnUserRoutes(t *testing.T) {
 // and system-key routes refuse other credentials with 403.
 func TestUserAndSessionRoutesNeedAuthentication(t *testing.T) {
 	t.Parallel()
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		id := u.ID
 		routes := [][2]string{
@@ -319,6 +319,7 @@ func userInfoStatus(t *testing.T, e *apptest.Env, access string) int {
 // reset, a ban and a deletion end every token of the user, offline ones
 // included (docs/decisions.md "Session end and tokens").
 func TestSessionEndEndsItsTokens(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		c := mkClient(t, e, e.SystemKey, map[string]any{"name": "Ends", "allowed_scopes": []string{"openid", "profile", "email", "offline_access"}})
 		for _, tc := range []struct {
@@ -424,6 +425,7 @@ func TestSessionEndEndsItsTokens(t *testing.T) {
 // stops working there the moment instance a ends its session; no instance
 // keeps a cached verdict on an OAuth access token.
 func TestSessionEndEndsTokensOnEveryInstance(t *testing.T) {
+	t.Parallel()
 	a, b := apptest.NewPair(t, dbtest.RedisURL())
 	c := mkClient(t, a, a.SystemKey, map[string]any{"name": "Two"})
 	u := a.NewUser(t, apptest.UserSpec{})
@@ -447,6 +449,7 @@ func TestSessionEndEndsTokensOnEveryInstance(t *testing.T) {
 // session without an open grant is not; a pass of the worker ends the
 // queued session's grants and empties the queue.
 func TestSessionEndsAreQueued(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		c := mkClient(t, e, e.SystemKey, map[string]any{"name": "Queued Ends"})
 		queued := func(sessionID string) bool {

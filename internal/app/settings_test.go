@@ -17,6 +17,7 @@ import (
 )
 
 func TestSettings(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		plain := e.NewUser(t, apptest.UserSpec{})
@@ -56,6 +57,7 @@ func TestSettings(t *testing.T) {
 }
 
 func TestSystemConfig(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		list := e.Call(t, "GET", "/v1/system-config", admin.Token, nil, http.StatusOK).Array()
@@ -129,6 +131,7 @@ func pegelUpstream(t *testing.T, fail *atomic.Bool, calls *atomic.Int64) *httpte
 }
 
 func TestPegel(t *testing.T) {
+	t.Parallel()
 	var fail atomic.Bool
 	var calls atomic.Int64
 	up := pegelUpstream(t, &fail, &calls)
@@ -179,6 +182,7 @@ func TestPegel(t *testing.T) {
 }
 
 func TestPegelUnavailable(t *testing.T) {
+	t.Parallel()
 	var fail atomic.Bool
 	var calls atomic.Int64
 	fail.Store(true)
@@ -198,6 +202,7 @@ func TestPegelUnavailable(t *testing.T) {
 }
 
 func TestPublicStats(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		key, _ := e.NewAPIKey(t, "", "trips:write", "gps:write", "devices:write")
 		e.NewUser(t, apptest.UserSpec{})
@@ -235,6 +240,7 @@ func setPolicy(t *testing.T, e *apptest.Env, tok, key string, value any) {
 // 400 naming the bounds and changes nothing; a change is audited and in
 // force at once.
 func TestPolicyEntries(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		want := map[string]any{
@@ -300,6 +306,7 @@ func TestPolicyEntries(t *testing.T) {
 // TestPolicyTokenLifetimes: the server-wide lifetimes and a client's own
 // apply to tokens issued after a change; null restores the server's.
 func TestPolicyTokenLifetimes(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		u := e.NewUser(t, apptest.UserSpec{})
@@ -366,6 +373,7 @@ func TestPolicyTokenLifetimes(t *testing.T) {
 // lifetime; an idle timeout ends sessions left unused that long, counted
 // from the change for sessions idle before it, and use keeps a session alive.
 func TestPolicySessions(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		setPolicy(t, e, admin.Token, policy.KeySessionAbsolute, 3600)
@@ -404,6 +412,7 @@ func TestPolicySessions(t *testing.T) {
 // apply to registration, password change and reset; a refusal changes
 // nothing.
 func TestPolicyPasswords(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		reg := func(email, pw string, want int) *apptest.Resp {
@@ -443,6 +452,7 @@ func TestPolicyPasswords(t *testing.T) {
 
 // TestPolicyLoginThrottle: the throttle's numbers are the login.* policies.
 func TestPolicyLoginThrottle(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		setPolicy(t, e, admin.Token, policy.KeyLoginPerAccount, 2)
@@ -458,6 +468,7 @@ func TestPolicyLoginThrottle(t *testing.T) {
 // the other after its next tick, with Redis (a version counter) and without
 // (PostgreSQL alone: the rows are read again).
 func TestPolicyAcrossInstances(t *testing.T) {
+	t.Parallel()
 	for _, redis := range []string{dbtest.RedisURL(), ""} {
 		name := "postgres"
 		if redis != "" {
@@ -490,6 +501,7 @@ func TestPolicyAcrossInstances(t *testing.T) {
 // TestPolicyGraphQLClientLifetimes: createOauthClient takes the lifetimes
 // and the client shows them; out of range is refused, creating nothing.
 func TestPolicyGraphQLClientLifetimes(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		owner := e.NewUser(t, apptest.UserSpec{})
 		const q = `mutation($in: CreateOAuthClientInput!) {
@@ -523,6 +535,7 @@ func TestPolicyGraphQLClientLifetimes(t *testing.T) {
 // bounds; a value out of range comes back at its field with 400 and nothing
 // changes; a good one is saved and audited from the backend.
 func TestPolicyConsoleForm(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		op := operator(t, e, "settings:read", "settings:write")
 		b := signedInBrowser(t, e, op)

@@ -13,7 +13,8 @@ import (
 )
 
 func TestHealthAndInfo(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	t.Parallel()
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		for _, p := range []string{"/health", "/v1/health"} {
 			r := e.Call(t, "GET", p, "", nil, http.StatusOK)
 			m := r.JSON()
@@ -33,6 +34,7 @@ func TestHealthAndInfo(t *testing.T) {
 }
 
 func TestRolesNeedPermission(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		e.Call(t, "GET", "/v1/roles", "", nil, http.StatusUnauthorized)
@@ -49,7 +51,7 @@ func TestRolesNeedPermission(t *testing.T) {
 // Versioning 2), so their _links.self is the one canonical URL.
 func TestHealthSameLinks(t *testing.T) {
 	t.Parallel()
-	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+	apptest.Shared(t, func(t *testing.T, e *apptest.Env) {
 		var links []any
 		for _, path := range []string{"/health", "/v1/health", "/health?probe=1"} {
 			l := e.Call(t, "GET", path, "", nil, http.StatusOK).JSON()["_links"].(map[string]any)
@@ -125,6 +127,7 @@ func TestTwoInstancesShareState(t *testing.T) {
 // for programs: each calls the service of a documented REST route, and
 // README lists them (docs/decisions.md, "The consoles").
 func TestEveryRouteIsInTheContract(t *testing.T) {
+	t.Parallel()
 	e := apptest.New(t, dbtest.Engine{Name: "sqlite", URL: dbtest.SQLite(t)})
 	doc, err := apptest.Contract()
 	if err != nil {
@@ -150,6 +153,7 @@ func TestEveryRouteIsInTheContract(t *testing.T) {
 // one tag declared in the top-level tags list, so generated clients get stable
 // method names and generated docs group each operation under a described area.
 func TestEveryOperationHasIdAndTags(t *testing.T) {
+	t.Parallel()
 	doc, err := apptest.Contract()
 	if err != nil {
 		t.Fatal(err)
@@ -188,6 +192,7 @@ func TestEveryOperationHasIdAndTags(t *testing.T) {
 // pages are parsed when first drawn, so a page that does not parse must fail
 // here rather than on a person's request.
 func TestEveryPageParses(t *testing.T) {
+	t.Parallel()
 	if err := web.ParseAll(); err != nil {
 		t.Fatal(err)
 	}
@@ -195,6 +200,7 @@ func TestEveryPageParses(t *testing.T) {
 
 // TestFavicon: /favicon.ico is the embedded icon, not a 404.
 func TestFavicon(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		r := e.Do(t, apptest.Req{Method: "GET", Path: "/favicon.ico"})
 		if r.Status != http.StatusOK || r.Header.Get("Content-Type") != "image/x-icon" || len(r.Body) < 100 || string(r.Body[:4]) != "\x00\x00\x01\x00" {

@@ -111,6 +111,7 @@ func attrValue(kvs []*commonpb.KeyValue, key string) string {
 // its incoming traceparent, is named by its route, and has its SQL
 // statements as children, with no secret in any attribute.
 func TestTracingExportsTokenRequest(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
 		collector := newOTLPCollector(t)
 		tr, err := telemetry.Start(context.Background(), telemetry.Settings{Endpoint: collector.URL + "/v1/traces"}, app.Version)
@@ -233,6 +234,7 @@ func BenchmarkTracing(b *testing.B) {
 // listener answers only system keys, and that a request is counted under the
 // route pattern it matched.
 func TestMetricsNeedASystemKeyAndCountRoutes(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		e.Call(t, "GET", "/v1/users/"+u.ID, e.SystemKey, nil, http.StatusOK)
@@ -253,6 +255,7 @@ func TestMetricsNeedASystemKeyAndCountRoutes(t *testing.T) {
 // HMID_METRICS_ADDR set, the main listener does not serve /metrics at all
 // (cmd/hmid serves it on the metrics listener).
 func TestMetricsAddrTakesMetricsOffTheMainListener(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		e.Call(t, "GET", "/metrics", e.SystemKey, nil, http.StatusNotFound)
 	}, func(c *config.Config) { c.MetricsAddr = "127.0.0.1:0" })
@@ -261,6 +264,7 @@ func TestMetricsAddrTakesMetricsOffTheMainListener(t *testing.T) {
 // TestAccessLogNamesTheRoutePattern checks the access-log line of a request
 // to /v1/users/{id} carries that pattern, not "unmatched".
 func TestAccessLogNamesTheRoutePattern(t *testing.T) {
+	t.Parallel()
 	var logs apptest.SyncBuffer
 	cfg := config.Config{Addr: ":0", PublicURL: "http://localhost", DatabaseURL: "memory",
 		SecretKey: "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", MailFrom: "hmid@localhost"}

@@ -78,6 +78,7 @@ func tfStatus(t testing.TB, e *apptest.Env, tok string) map[string]any {
 var backupCodeShape = regexp.MustCompile(`^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$`)
 
 func TestTwoFactorLifecycle(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		st := tfStatus(t, e, u.Token)
@@ -253,6 +254,7 @@ func TestTwoFactorLifecycle(t *testing.T) {
 }
 
 func TestTwoFactorMailsInUserLocale(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		execSQL(t, e, `UPDATE users SET preferred_locale = 'de' WHERE id = $1`, u.ID)
@@ -279,6 +281,7 @@ func TestTwoFactorMailsInUserLocale(t *testing.T) {
 }
 
 func TestTwoFactorSetupExpiry(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		e.Call(t, "POST", tfBase+"/verify", u.Token, map[string]any{"code": "123456"}, http.StatusBadRequest) // no setup
@@ -297,6 +300,7 @@ func TestTwoFactorSetupExpiry(t *testing.T) {
 }
 
 func TestTwoFactorPlatforms(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		e.Call(t, "POST", tfBase+"/setup", u.Token, map[string]any{"platform_id": "nope"}, http.StatusNotFound)
@@ -324,6 +328,7 @@ func TestTwoFactorPlatforms(t *testing.T) {
 }
 
 func TestTwoFactorPermissions(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		other := e.NewUser(t, apptest.UserSpec{})
@@ -405,6 +410,7 @@ func TestTwoFactorPermissions(t *testing.T) {
 }
 
 func TestTwoFactorThrottleParallel(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		secret, _ := tfEnable(t, e, u)
@@ -443,6 +449,7 @@ func TestTwoFactorThrottleParallel(t *testing.T) {
 }
 
 func TestTwoFactorRequirementAndLogin(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		sf := e.Server.SecondFactor
@@ -532,6 +539,7 @@ func TestTwoFactorRequirementAndLogin(t *testing.T) {
 }
 
 func TestTwoFactorSingleUseUnderRace(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		secret := tfSetup(t, e, u.Token, nil)
@@ -589,6 +597,7 @@ func tfRegenerate(t testing.TB, e *apptest.Env, u apptest.User, secret string) [
 }
 
 func TestTwoFactorAuditDetails(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{})
 		secret := tfSetup(t, e, u.Token, nil)
@@ -625,6 +634,7 @@ func TestTwoFactorAuditDetails(t *testing.T) {
 // cookie comes with the session, after the code, not after the password
 // alone.
 func TestLoginDeviceCookieTwoFactor(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		const pw = "correct horse battery"
 		u := e.NewUser(t, apptest.UserSpec{Password: pw})

@@ -152,6 +152,7 @@ func userOf(t *testing.T, e *apptest.Env, slug, subject string) string {
 }
 
 func TestProviderSignInCreatesThenFinds(t *testing.T) {
+	t.Parallel()
 	eachWithFakes(t, func(t *testing.T, e *apptest.Env, f *fakes) {
 		f.discord.SetPerson(upstreamtest.Person{Subject: "1001", Username: "nelly", Name: "Nelly", Email: "Nelly@Example.test", EmailVerified: true})
 		b := newBrowser(t, e)
@@ -205,6 +206,7 @@ func TestProviderSignInCreatesThenFinds(t *testing.T) {
 }
 
 func TestProviderSignInLinkingRule(t *testing.T) {
+	t.Parallel()
 	eachWithFakes(t, func(t *testing.T, e *apptest.Env, f *fakes) {
 		// An existing user whose address is verified on their email login.
 		owner := e.NewUser(t, apptest.UserSpec{Email: "owner@example.test"})
@@ -249,6 +251,7 @@ func TestProviderSignInLinkingRule(t *testing.T) {
 // reset its password by mail any more, its holder is told by mail, and the
 // audit log of each says what happened.
 func TestProviderSignInPreHijack(t *testing.T) {
+	t.Parallel()
 	eachWithFakes(t, func(t *testing.T, e *apptest.Env, f *fakes) {
 		r := e.Call(t, "POST", "/v1/auth/register", "", map[string]any{"email": "victim@example.test", "password": "squatter-password"}, http.StatusCreated)
 		squatter := r.JSON()["user"].(map[string]any)["id"].(string)
@@ -322,6 +325,7 @@ func everyUserHasLogin(t *testing.T, e *apptest.Env) {
 }
 
 func TestProviderSignInStateChecks(t *testing.T) {
+	t.Parallel()
 	eachWithFakes(t, func(t *testing.T, e *apptest.Env, f *fakes) {
 		b := newBrowser(t, e)
 		cb := upstreamtest.Consent(t, b.start("discord", ""))
@@ -362,6 +366,7 @@ func TestProviderSignInStateChecks(t *testing.T) {
 }
 
 func TestProviderSignInProviderFailures(t *testing.T) {
+	t.Parallel()
 	eachWithFakes(t, func(t *testing.T, e *apptest.Env, f *fakes) {
 		e.Server.Upstream.SetTimeout(time.Second)
 		b := newBrowser(t, e)
@@ -409,6 +414,7 @@ func TestProviderSignInProviderFailures(t *testing.T) {
 }
 
 func TestProviderSignInPlatformRules(t *testing.T) {
+	t.Parallel()
 	eachWithFakes(t, func(t *testing.T, e *apptest.Env, f *fakes) {
 		// A disabled platform: no button, the start is refused, and so is a
 		// callback of a sign-in started before it was turned off.
@@ -466,6 +472,7 @@ func TestProviderSignInPlatformRules(t *testing.T) {
 }
 
 func TestProviderSignInTwoFactor(t *testing.T) {
+	t.Parallel()
 	eachWithFakes(t, func(t *testing.T, e *apptest.Env, f *fakes) {
 		u := e.NewUser(t, apptest.UserSpec{Email: "tf@example.test"})
 		secret, _ := tfEnable(t, e, u)
@@ -493,6 +500,7 @@ func TestProviderSignInTwoFactor(t *testing.T) {
 }
 
 func TestProviderConnectSecondAccount(t *testing.T) {
+	t.Parallel()
 	eachWithFakes(t, func(t *testing.T, e *apptest.Env, f *fakes) {
 		f.discord.SetPerson(upstreamtest.Person{Subject: "3003", Username: "multi", Email: "multi@example.test", EmailVerified: true})
 		b := newBrowser(t, e)
@@ -593,6 +601,7 @@ func connectRefused(t *testing.T, p page, title string) {
 // TestProviderSignInResumesAuthorize: an OAuth authorization request that
 // sends the browser to the login page survives the detour to a provider.
 func TestProviderSignInResumesAuthorize(t *testing.T) {
+	t.Parallel()
 	eachWithFakes(t, func(t *testing.T, e *apptest.Env, f *fakes) {
 		owner := e.NewUser(t, apptest.UserSpec{})
 		r := e.Call(t, "POST", "/v1/oauth/clients", owner.Token, map[string]any{

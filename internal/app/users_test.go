@@ -633,6 +633,7 @@ func TestOAuthLoginConcurrentSameName(t *testing.T) {
 }
 
 func TestSeedIsIdempotentAndComplete(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		if !strings.HasPrefix(e.SystemKey, "hm_") {
 			t.Fatalf("system key %q", e.SystemKey)
@@ -675,6 +676,7 @@ func TestSeedIsIdempotentAndComplete(t *testing.T) {
 }
 
 func TestRoleLifecycle(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		plain := e.NewUser(t, apptest.UserSpec{})
@@ -731,6 +733,7 @@ func TestRoleLifecycle(t *testing.T) {
 // system keys exempt), and the permission sets of system roles change only
 // by a super admin or a system key.
 func TestRolePermissionRemovalEscalation(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		owner := e.NewUser(t, apptest.UserSpec{Roles: []string{"role_user", roleWith(t, e, "roles:write", "roles:read", "audit:read")}})
@@ -765,6 +768,7 @@ func TestRolePermissionRemovalEscalation(t *testing.T) {
 }
 
 func TestPermissions(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		plain := e.NewUser(t, apptest.UserSpec{})
 		e.Call(t, "GET", "/v1/permissions", plain.Token, nil, http.StatusForbidden)
@@ -793,6 +797,7 @@ func TestPermissions(t *testing.T) {
 }
 
 func TestAPIKeys(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		dev := e.NewUser(t, apptest.UserSpec{Roles: []string{"role_user", "role_developer"}})
 		plain := e.NewUser(t, apptest.UserSpec{})
@@ -888,6 +893,7 @@ func TestAPIKeys(t *testing.T) {
 }
 
 func TestMalformedInputIsA400(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		big := `{"name":"` + strings.Repeat("a", 1<<20+10) + `"}`
 		for _, body := range []string{`{`, `[]`, `{"name": {"x": 1}}`, `{"name":"a"} trailing`, big, ``} {
@@ -908,6 +914,7 @@ func TestMalformedInputIsA400(t *testing.T) {
 // super admin: the form, refusals that change nothing, the administrator
 // created, and the link (and any other) dead afterwards.
 func TestSetupFirstAdministrator(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		taken := e.NewUser(t, apptest.UserSpec{Username: "early_bird", Email: "bird@example.test"})

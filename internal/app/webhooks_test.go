@@ -60,6 +60,7 @@ func (s *webhookSink) await(t *testing.T, e *apptest.Env, n int) (bodies, ids []
 // TestWebhooksAPI: the REST surface of /v1/webhooks, its permissions, its
 // 4xx answers, and a client creation reaching the endpoint signed.
 func TestWebhooksAPI(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.NewUser(t, apptest.UserSpec{SuperAdmin: true})
 		user := e.NewUser(t, apptest.UserSpec{})
@@ -124,6 +125,7 @@ func TestWebhooksAPI(t *testing.T) {
 // client_created message; a test event and a resend arrive too, the resend
 // with the same webhook-id.
 func TestWebhooksDeliverAuditEvents(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.NewUser(t, apptest.UserSpec{SuperAdmin: true})
 		sink, url := newWebhookSink(t)
@@ -191,6 +193,7 @@ func ssrfLoginLogout(t *testing.T, e *apptest.Env, u apptest.User, c testClient)
 // loopback), make hmid send a request there: the dial-time check refuses
 // it and the listener records zero hits.
 func TestOutboundSSRFRefused(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		rec := newInternalReceiver(t)
@@ -262,6 +265,7 @@ func TestOutboundSSRFRefused(t *testing.T) {
 // operator allowing 127.0.0.0/8 in HMID_OUTBOUND_ALLOW_CIDRS: registration
 // accepts the loopback URI and the listener gets the logout token.
 func TestOutboundAllowedRangeIsDelivered(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		rec := newInternalReceiver(t)
 		u := e.NewUser(t, apptest.UserSpec{})

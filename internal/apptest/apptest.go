@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -49,9 +50,23 @@ type Env struct {
 // Option changes the configuration of an Env before it starts.
 type Option func(*config.Config)
 
-// Each runs fn once per engine with a fresh Env.
+// Each runs fn once per engine with a fresh Env, on a database of its own
+// copied from one migrated once per process (dbtest.EachMigrated).
 func Each(t *testing.T, fn func(t *testing.T, e *Env), opts ...Option) {
-	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
+	t.Helper()
+	dbtest.EachMigrated(t, func(t *testing.T, eng dbtest.Engine) {
+		fn(t, New(t, eng, opts...))
+	})
+}
+
+// EachParallel is Each with the engines' subtests run in parallel, with
+// each other and with the other parallel tests: for a long scenario (the
+// operation fuzz) whose engines need not wait for each other. fn must not
+// share unsynchronised state between its runs.
+func EachParallel(t *testing.T, fn func(t *testing.T, e *Env), opts ...Option) {
+	t.Helper()
+	dbtest.EachMigrated(t, func(t *testing.T, eng dbtest.Engine) {
+		t.Parallel()
 		fn(t, New(t, eng, opts...))
 	})
 }
@@ -80,20 +95,19 @@ func Contract() (*openapi3.T, error) {
 	return doc, docErr
 }
 
-func contractRouter(t *testing.T, base string) routers.Router {
-	t.Helper()
+func contractRouter(base string) (routers.Router, error) {
 	d, err := Contract()
 	if err != nil {
-		t.Fatalf("api/openapi.yaml is invalid: %v", err)
+		return nil, fmt.Errorf("api/openapi.yaml is invalid: %w", err)
 	}
 	// A shallow copy pointed at this test's server, so the router matches its host.
 	cp := *d
 	cp.Servers = openapi3.Servers{{URL: base}}
 	r, err := gorillamux.NewRouter(&cp)
 	if err != nil {
-		t.Fatalf("openapi router: %v", err)
+		return nil, fmt.Errorf("openapi router: %w", err)
 	}
-	return r
+	return r, nil
 }
 
 // Resp is a response read whole.

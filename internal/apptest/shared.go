@@ -2,6 +2,7 @@ package apptest
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -21,40 +22,75 @@ import (
 // exists only on the instance that created it: copy SystemKey across.
 func NewOnURL(t *testing.T, eng dbtest.Engine, cachePrefix string, opts ...Option) *Env {
 	t.Helper()
-	e := &Env{T: t, Engine: eng, Clock: clocktest.NewFake(Start)}
+	e := newEnv(eng)
+	cfg := baseConfig(eng, e.URL)
+	for _, o := range opts {
+		o(&cfg)
+	}
+	// A new SQLite file starts as a copy of the schema migrated once per
+	// process, which app.New then finds up to date; it still seeds it, so
+	// the instance is what a first start on an empty file makes.
+	dbtest.Premigrate(t, cfg.DatabaseURL)
+	if err := e.start(cfg, cachePrefix); err != nil {
+		t.Fatal(err)
+	}
+	e.T = t
+	t.Cleanup(e.stop)
+	return e
+}
+
+// newEnv makes the Env of an instance on eng with its listener, not yet
+// serving: the options see its address as PublicURL.
+func newEnv(eng dbtest.Engine) *Env {
+	e := &Env{Engine: eng, Clock: clocktest.NewFake(Start)}
 	e.HTTP = httptest.NewUnstartedServer(nil)
 	e.URL = "http://" + e.HTTP.Listener.Addr().String()
-	cfg := config.Config{
+	return e
+}
+
+// baseConfig is the configuration of every test instance on eng at
+// publicURL before the test's options: a fixed secret key (so no key file
+// is written), the mail outbox, and errors only, into a discarded log.
+func baseConfig(eng dbtest.Engine, publicURL string) config.Config {
+	return config.Config{
 		Addr:        ":0",
-		PublicURL:   e.URL,
+		PublicURL:   publicURL,
 		DatabaseURL: eng.URL,
 		RedisURL:    eng.RedisURL,
 		SecretKey:   "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
 		MailFrom:    "hmid@localhost",
 		LogLevel:    "error",
 	}
-	for _, o := range opts {
-		o(&cfg)
-	}
+}
+
+// start starts hmid with cfg and serves it on e's listener; e.stop stops
+// it. On an error the listener is closed.
+func (e *Env) start(cfg config.Config, cachePrefix string) error {
 	srv, err := app.New(context.Background(), cfg, app.Options{
 		Clock:       e.Clock,
 		Logger:      slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		CachePrefix: cachePrefix,
 	})
 	if err != nil {
-		t.Fatalf("start hmid: %v", err)
+		e.HTTP.Listener.Close()
+		return fmt.Errorf("start hmid: %w", err)
 	}
 	e.Server = srv
 	e.SystemKey = srv.SystemKey
 	e.HTTP.Config.Handler = srv
 	e.HTTP.Start()
 	e.Client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	t.Cleanup(func() {
-		e.HTTP.Close()
-		srv.Close()
-	})
-	e.router = contractRouter(t, e.URL)
-	return e
+	if e.router, err = contractRouter(e.URL); err != nil {
+		e.stop()
+		return err
+	}
+	return nil
+}
+
+// stop closes the listener and the server.
+func (e *Env) stop() {
+	e.HTTP.Close()
+	e.Server.Close()
 }
 
 // NewPair starts two instances on one fresh PostgreSQL database, sharing the
@@ -63,7 +99,7 @@ func NewOnURL(t *testing.T, eng dbtest.Engine, cachePrefix string, opts ...Optio
 // test without HMID_TEST_POSTGRES_URL.
 func NewPair(t *testing.T, redisURL string, opts ...Option) (a, b *Env) {
 	t.Helper()
-	eng := dbtest.Engine{Name: "postgres", URL: dbtest.Postgres(t), RedisURL: redisURL}
+	eng := dbtest.Engine{Name: "postgres", URL: dbtest.PostgresMigrated(t), RedisURL: redisURL}
 	prefix := dbtest.Key()
 	a = NewOnURL(t, eng, prefix, opts...)
 	b = NewOnURL(t, eng, prefix, opts...)

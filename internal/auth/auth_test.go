@@ -86,6 +86,7 @@ func exec(t *testing.T, e *apptest.Env, q string, args ...any) {
 }
 
 func TestLoginSuccess(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: pw})
 		r := e.Do(t, apptest.Req{Method: "POST", Path: "/v1/auth/login", Body: map[string]any{"email": strings.ToUpper(u.Email), "password": pw}})
@@ -133,6 +134,7 @@ func TestLoginSuccess(t *testing.T) {
 }
 
 func TestLoginFailures(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: pw})
 		r := login(t, e, u.Email, "wrong password", 401)
@@ -155,6 +157,7 @@ func TestLoginFailures(t *testing.T) {
 }
 
 func TestLoginThrottle(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: pw})
 		for i := range auth.FailPerAccount {
@@ -192,6 +195,7 @@ func TestLoginThrottle(t *testing.T) {
 }
 
 func TestLoginBannedAndDisabled(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: pw})
 		exec(t, e, `INSERT INTO bans (id, user_id, reason, banned_at, expires_at, is_permanent) VALUES ($1, $2, 'spam', $3, NULL, TRUE)`,
@@ -219,6 +223,7 @@ func TestLoginBannedAndDisabled(t *testing.T) {
 }
 
 func TestLoginTwoFactor(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: pw})
 		s := e.NewUser(t, apptest.UserSpec{Password: pw})
@@ -251,6 +256,7 @@ func TestLoginTwoFactor(t *testing.T) {
 }
 
 func TestRegister(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		r := e.Call(t, "POST", "/v1/auth/register", "", map[string]any{"email": "New.Person@Example.test", "password": pw, "username": "new_person"}, 201)
 		var got struct {
@@ -292,6 +298,7 @@ func TestRegister(t *testing.T) {
 }
 
 func TestLogout(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: pw})
 		r := e.Call(t, "POST", "/v1/auth/logout", u.Token, nil, 204)
@@ -323,6 +330,7 @@ func TestLogout(t *testing.T) {
 var tokenRE = regexp.MustCompile(`hm_pr_[0-9A-Za-z]+`)
 
 func TestPasswordReset(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		u := e.NewUser(t, apptest.UserSpec{Password: pw})
@@ -400,6 +408,7 @@ func TestPasswordReset(t *testing.T) {
 }
 
 func TestSecureCookieOnHTTPS(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: pw})
 		c := cookies(login(t, e, u.Email, pw, 200))[auth.CookieName]

@@ -48,6 +48,7 @@ func loginAll(t *testing.T, e *apptest.Env, n int, g func(i int) guess) map[int]
 // among concurrent guesses after the limit is refused at the guesser's
 // address but not at the owner's.
 func TestLoginThrottleConcurrent(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		// Per account and address: 40 wrong passwords at once from one address.
 		u := e.NewUser(t, apptest.UserSpec{Password: pw})
@@ -138,6 +139,7 @@ func loginFrom(t *testing.T, e *apptest.Env, email, password, addr, cookie strin
 // account in any 24 hours from all addresses together (NIST SP 800-63B
 // §5.2.2), however the guesses are spread over addresses and time.
 func TestLoginBackstopPerDay(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: pw})
 		n, failed := 0, 0
@@ -194,6 +196,7 @@ func deviceCookie(t *testing.T, r *apptest.Resp) string {
 // cookie, on its own, bounded allowance; a forged cookie, an expired one or
 // another user's does not.
 func TestLoginDeviceCookie(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: pw})
 		other := e.NewUser(t, apptest.UserSpec{Password: pw})
@@ -278,6 +281,7 @@ func TestLoginDeviceCookie(t *testing.T) {
 // TestLoginThrottleKeysAreBounded: the account is keyed by a hash of the
 // normalized address, so a long email does not become a long Redis key.
 func TestLoginThrottleKeysAreBounded(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		rc, ok := e.Server.Cache.(*cache.Redis)
 		if !ok {
@@ -319,6 +323,7 @@ func (downLimiter) AllowWindow(context.Context, string, cache.Window) (cache.Dec
 // TestLoginThrottleUnavailable: without the rate-limit store, login fails
 // closed with 503 before any password is checked.
 func TestLoginThrottleUnavailable(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Password: pw})
 		svc := &auth.Service{DB: e.Server.DB, Clock: e.Clock, Audit: e.Server.Audit, Limiter: downLimiter{}, Epoch: e.Server.Epoch}

@@ -112,6 +112,7 @@ func providerOwner(t *testing.T, e *apptest.Env, addr string) string {
 }
 
 func TestRegistrationMailVerifiesAddress(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		s := service(e)
@@ -170,6 +171,7 @@ func TestRegistrationMailVerifiesAddress(t *testing.T) {
 }
 
 func TestVerifyEmailRefusesBadTokens(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		s := service(e)
@@ -241,6 +243,7 @@ func TestVerifyEmailRefusesBadTokens(t *testing.T) {
 // verified by the time the link is followed, nothing changes (409), and a
 // password reset leaves it unverified too.
 func TestVerifyEmailOwnedByAnotherUser(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		s := service(e)
@@ -287,6 +290,7 @@ func TestVerifyEmailOwnedByAnotherUser(t *testing.T) {
 }
 
 func TestResendVerificationRateLimit(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		s := service(e)
@@ -324,6 +328,7 @@ func TestResendVerificationRateLimit(t *testing.T) {
 }
 
 func TestPasswordResetVerifiesAddress(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		s := service(e)
@@ -384,6 +389,7 @@ func (failingMailer) Send(context.Context, mail.Message) error { return errors.N
 // A mail that cannot be sent does not undo a registration (the user is
 // signed in and may ask again); asking again answers 503 and keeps no token.
 func TestVerificationMailFailure(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		ctx := context.Background()
 		s := service(e)

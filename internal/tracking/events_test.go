@@ -32,6 +32,7 @@ var _ events.Publisher = (*recorder)(nil)
 // TestEventsPublished drives the area's service with a recording publisher:
 // a new point of a device goes to gps.device.<id>, a status change to trips.<id>.
 func TestEventsPublished(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		rec := &recorder{got: map[string][]any{}}
 		s := e.Server

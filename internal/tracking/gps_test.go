@@ -16,6 +16,7 @@ import (
 )
 
 func TestGPSCreateGetListDelete(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		sys := e.SystemKey
 		reader := operator(t, e, "gps:read")
@@ -103,6 +104,7 @@ func TestGPSCreateGetListDelete(t *testing.T) {
 }
 
 func TestGPSValidation(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		sys := e.SystemKey
 		ok := point(1_700_000_000, nil)
@@ -157,6 +159,7 @@ func TestGPSValidation(t *testing.T) {
 }
 
 func TestGPSRateLimit(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		key, _ := e.NewAPIKey(t, admin.ID, "gps:write")
@@ -189,6 +192,7 @@ func TestGPSRateLimit(t *testing.T) {
 // comes back before the window has slid past the first posts (a GCRA gave
 // one back every 2 s).
 func TestGPSRateLimitAcrossMinute(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		key, _ := e.NewAPIKey(t, admin.ID, "gps:write")
@@ -224,6 +228,7 @@ func TestGPSRateLimitAcrossMinute(t *testing.T) {
 // posting at one every 2 s (which a GCRA with a burst of 30 accepted on top
 // of the burst, 59 in 59.5 s) gets 30.
 func TestGPSSlidingWindow(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		key, _ := e.NewAPIKey(t, admin.ID, "gps:write")
@@ -275,6 +280,7 @@ func TestGPSSlidingWindow(t *testing.T) {
 }
 
 func TestGPSCurrentCache(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		sys := e.SystemKey
 		dev := create(t, e, "/v1/devices", sys, map[string]any{"name": "van"})["id"].(string)
@@ -320,6 +326,7 @@ func TestGPSCurrentCache(t *testing.T) {
 }
 
 func TestGPSDeviceFromAPIKey(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		admin := e.Admin(t)
 		key, keyID := e.NewAPIKey(t, admin.ID, "gps:write", "gps:read")
@@ -335,6 +342,7 @@ func TestGPSDeviceFromAPIKey(t *testing.T) {
 // buckets, equals the same slice of the full newest-first order, also after
 // deletions and for points that arrive out of order.
 func TestGPSListPagesAcrossHours(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		sys := e.SystemKey
 		base := apptest.Start.Unix()
@@ -384,6 +392,7 @@ func TestGPSListPagesAcrossHours(t *testing.T) {
 // TestGPSConcurrentIngest posts points at once, one of them for an unknown
 // device: batched writes still answer each request on its own.
 func TestGPSConcurrentIngest(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		dev := create(t, e, "/v1/devices", e.SystemKey, map[string]any{"name": "d"})["id"].(string)
 		admin := e.Admin(t)

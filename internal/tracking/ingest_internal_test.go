@@ -16,6 +16,7 @@ import (
 // TestWriteBatchFallsBackPerPoint gives the writer a batch in which one point
 // names an unknown device: the others are written, that one alone fails.
 func TestWriteBatchFallsBackPerPoint(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
 		ctx := context.Background()
 		d, s, fc := ingestService(t, eng)
@@ -51,6 +52,7 @@ func TestWriteBatchFallsBackPerPoint(t *testing.T) {
 // and without dilution values: each point gets its own trip link, every
 // optional value survives, and the counters add up per slot and hour.
 func TestWriteBatchLinksTripsAndCounts(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
 		ctx := context.Background()
 		d, s, fc := ingestService(t, eng)

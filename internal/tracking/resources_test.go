@@ -12,6 +12,7 @@ import (
 )
 
 func TestDevices(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		sys := e.SystemKey
 		op := operator(t, e, "devices:read", "devices:write", "devices:delete")
@@ -76,6 +77,7 @@ func TestDevices(t *testing.T) {
 }
 
 func TestLocationsAndContacts(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		sys := e.SystemKey
 		op := operator(t, e, "locations:read", "locations:write")
@@ -154,6 +156,7 @@ func TestLocationsAndContacts(t *testing.T) {
 }
 
 func TestGeofences(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		sys := e.SystemKey
 		reader := operator(t, e, "geofences:read")
@@ -209,6 +212,7 @@ func TestGeofences(t *testing.T) {
 }
 
 func TestTripCategories(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		sys := e.SystemKey
 		reader := operator(t, e, "trip_categories:read")
@@ -266,6 +270,7 @@ func TestTripCategories(t *testing.T) {
 }
 
 func TestTripTemplates(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		sys := e.SystemKey
 		op := operator(t, e, "trips:read", "trips:write")
@@ -317,6 +322,7 @@ func TestTripTemplates(t *testing.T) {
 
 // TestNameOrderIgnoresCase lists mixed-case names the same way on both engines.
 func TestNameOrderIgnoresCase(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		for _, n := range []string{"beta", "Alpha", "gamma", "Delta"} {
 			create(t, e, "/v1/locations", e.SystemKey, map[string]any{"name": n})

@@ -13,6 +13,7 @@ import (
 )
 
 func TestDistance(t *testing.T) {
+	t.Parallel()
 	// A degree of latitude is EarthRadius·π/180 on the sphere.
 	if d := tracking.Distance(0, 0, 1, 0); math.Abs(d-111195.08) > 0.01 {
 		t.Errorf("one degree of latitude: %.2f m", d)
@@ -29,6 +30,7 @@ func TestDistance(t *testing.T) {
 // TestTripTrack: the whole track is summed up in one pass, and its path is
 // thinned to the size asked for, keeping the first and the last point.
 func TestTripTrack(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		s := &tracking.Service{DB: e.Server.DB, Clock: e.Clock}
 		trip := create(t, e, "/v1/trips", e.SystemKey, map[string]any{"name": "loop"})["id"].(string)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestTripLifecycleWithGPS(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		sys := e.SystemKey
 		op := operator(t, e, "trips:read", "trips:write", "trips:delete", "gps:write", "gps:read", "gps:delete")
@@ -120,6 +121,7 @@ func TestTripLifecycleWithGPS(t *testing.T) {
 }
 
 func TestTripCRUDAndValidation(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		sys := e.SystemKey
 		cat := create(t, e, "/v1/trip-categories", sys, map[string]any{"name": "Freight"})["id"].(string)
@@ -187,6 +189,7 @@ func TestTripCRUDAndValidation(t *testing.T) {
 // TestTripTransitionTable moves a trip in every status to every status: only
 // the five moves of the table succeed.
 func TestTripTransitionTable(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		sys := e.SystemKey
 		path := map[string][]string{
@@ -231,6 +234,7 @@ func TestTripTransitionTable(t *testing.T) {
 }
 
 func TestTripGPSLoggingConflict(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		sys := e.SystemKey
 		dev := create(t, e, "/v1/devices", sys, map[string]any{"name": "d"})["id"].(string)
@@ -261,6 +265,7 @@ func TestTripGPSLoggingConflict(t *testing.T) {
 // TestTripConcurrentActivation races two activations of GPS-logging trips on
 // one device: exactly one wins, the other gets 409, every round.
 func TestTripConcurrentActivation(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		sys := e.SystemKey
 		dev := create(t, e, "/v1/devices", sys, map[string]any{"name": "d"})["id"].(string)

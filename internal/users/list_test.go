@@ -24,6 +24,7 @@ import (
 // on broader ones that list the newest MaxSearchMatches, with soft-deleted users
 // and ties on created_at, for every page.
 func TestListPagesEveryWay(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
 		ctx := context.Background()
 		d := eng.Open(t)
@@ -116,6 +117,7 @@ func TestListPagesEveryWay(t *testing.T) {
 }
 
 func TestParseListQuery(t *testing.T) {
+	t.Parallel()
 	lq := ParseListQuery(map[string][]string{"search": {"  ada "}, "include_deleted": {"true"}, "page": {"3"}, "limit": {"500"}})
 	if lq.Search != "ada" || !lq.IncludeDeleted || lq.Page.Page != 3 || lq.Page.Limit != 100 {
 		t.Errorf("ParseListQuery = %+v", lq)
@@ -129,6 +131,7 @@ func TestParseListQuery(t *testing.T) {
 // and without a search, and the status, two-factor and role filters,
 // against a plain reading of them.
 func TestListSortsAndFilters(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
 		ctx := context.Background()
 		d := eng.Open(t)
@@ -250,6 +253,7 @@ func TestListSortsAndFilters(t *testing.T) {
 }
 
 func TestListQueryCheck(t *testing.T) {
+	t.Parallel()
 	for _, q := range []string{"sort_field=name", "sort_direction=up", "status=gone", "two_factor=maybe"} {
 		v, _ := url.ParseQuery(q)
 		if err := ParseListQuery(v).Check(v); apperr.KindOf(err) != apperr.Validation || apperr.FieldOf(err) == "" {
@@ -265,6 +269,7 @@ func TestListQueryCheck(t *testing.T) {
 // TestSearchFollowsChanges checks that the search index follows a user's
 // rename, a new address and a purge (the FTS5 triggers on SQLite).
 func TestSearchFollowsChanges(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
 		ctx := context.Background()
 		d := eng.Open(t)

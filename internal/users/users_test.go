@@ -14,6 +14,7 @@ import (
 )
 
 func TestValidUsername(t *testing.T) {
+	t.Parallel()
 	for name, ok := range map[string]bool{
 		"abc": true, "A_b_9": true, strings.Repeat("x", 30): true,
 		"ab": false, strings.Repeat("x", 31): false, "a-b": false, "a b": false, "äbc": false, "": false, "abc\n": false,
@@ -25,6 +26,7 @@ func TestValidUsername(t *testing.T) {
 }
 
 func TestUsernameFromIsAlwaysValid(t *testing.T) {
+	t.Parallel()
 	for _, in := range []string{"", "a", "Jane Doe", "jane.doe@example.com", "😀😀😀", strings.Repeat("long-name ", 10), "--", "x@"} {
 		if got := UsernameFrom(in); ValidUsername(got) != nil {
 			t.Errorf("UsernameFrom(%q) = %q, not a valid username", in, got)
@@ -36,12 +38,14 @@ func TestUsernameFromIsAlwaysValid(t *testing.T) {
 }
 
 func TestLocales(t *testing.T) {
+	t.Parallel()
 	if !slices.Equal(SupportedLocales, []string{"en", "de"}) {
 		t.Fatal("supported locales are en and de")
 	}
 }
 
 func TestCreateAndFreeUsername(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
 		ctx := context.Background()
 		d := eng.Open(t)
@@ -94,6 +98,7 @@ func TestCreateAndFreeUsername(t *testing.T) {
 }
 
 func TestLocalesHook(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := &Service{}
 	if got, _ := s.SupportedLocales(ctx); strings.Join(got, ",") != "en,de" {
@@ -110,6 +115,7 @@ func TestLocalesHook(t *testing.T) {
 // returned, every later Get outside a transaction shows it, cache or not, and
 // a caller changing what Get returned changes nothing for the next one.
 func TestGetNeverServesAStaleRow(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
 		ctx := context.Background()
 		d := eng.Open(t)
