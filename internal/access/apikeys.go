@@ -419,6 +419,21 @@ func (s *Service) DeleteKey(ctx context.Context, p *authn.Principal, id string, 
 	return s.bump(ctx)
 }
 
+// DeleteUserKeys deletes every API key of userID inside tx (a user's
+// deletion) and returns how many; once tx commits the epoch is bumped, so
+// the keys fail on every instance at once.
+func DeleteUserKeys(ctx context.Context, tx *db.Tx, ep authn.Epoch, userID string) (int64, error) {
+	res, err := tx.ExecContext(ctx, `DELETE FROM api_keys WHERE user_id = $1`, userID)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	if n > 0 {
+		authn.BumpAfterCommit(ctx, tx, ep, httpx.Logger(ctx))
+	}
+	return n, err
+}
+
 // DeleteKey serves DELETE /v1/api-keys/{id}; system keys answer 403.
 func (h *Handler) DeleteKey(w http.ResponseWriter, r *http.Request) {
 	httpx.RespondEmpty(w, r, h.S.DeleteKey(r.Context(), authn.From(r.Context()), chi.URLParam(r, "id"), audit.FromRequest(r, audit.Event{})))

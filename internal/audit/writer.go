@@ -224,7 +224,7 @@ func (w *Writer) Record(ctx context.Context, q db.Querier, e Event) (string, err
 		// Inside a transaction the event exists only once it commits: tell
 		// subscribers then, and never about an operation that rolled back.
 		if tx, ok := q.(*db.Tx); ok && w.DB != nil {
-			w.DB.AfterCommit(tx, notify)
+			tx.AfterCommit(notify)
 		} else {
 			notify()
 		}

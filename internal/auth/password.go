@@ -114,10 +114,6 @@ func (s *Service) ChangePassword(ctx context.Context, p *authn.Principal, in Pas
 	if err != nil {
 		return PasswordChanged{}, err
 	}
-	// Cached principals of the revoked sessions die on every instance.
-	if err := s.Epoch.Bump(ctx); err != nil {
-		return PasswordChanged{}, err
-	}
 	s.mailPasswordChanged(ctx, a, now)
 	return out, nil
 }
@@ -169,7 +165,7 @@ func (s *Service) storeNewPassword(ctx context.Context, p *authn.Principal, a pa
 		} else if n == 0 {
 			return apperr.Conflictf("the password was changed by another request; sign in again if this was not you")
 		}
-		if out.RevokedSessions, err = sessions.RevokeUser(ctx, tx, p.UserID, p.SessionID, now); err != nil {
+		if out.RevokedSessions, err = sessions.EndAll(ctx, tx, s.Epoch, p.UserID, p.SessionID, now); err != nil {
 			return err
 		}
 		// Every OAuth grant of the user ends, offline ones too.

@@ -15,6 +15,7 @@ import (
 	"hmid/internal/db"
 	"hmid/internal/mail"
 	"hmid/internal/oauth"
+	"hmid/internal/sessions"
 	"hmid/internal/token"
 	"hmid/internal/users"
 )
@@ -139,7 +140,7 @@ func (s *Service) ConfirmReset(ctx context.Context, tok, newPassword string, m M
 		return err
 	}
 	now := s.now()
-	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
+	return s.DB.Tx(ctx, func(tx *db.Tx) error {
 		var userID string
 		// The conditional UPDATE makes the token single use even when two
 		// requests race: only one of them gets the row back.
@@ -160,7 +161,7 @@ func (s *Service) ConfirmReset(ctx context.Context, tok, newPassword string, m M
 		if n, _ := res.RowsAffected(); n == 0 {
 			return invalid
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL`, db.TS(now), userID); err != nil {
+		if _, err := sessions.EndAll(ctx, tx, s.Epoch, userID, "", now); err != nil {
 			return err
 		}
 		// Every OAuth grant of the user ends, offline ones too.
@@ -178,8 +179,4 @@ func (s *Service) ConfirmReset(ctx context.Context, tok, newPassword string, m M
 		})
 		return err
 	})
-	if err != nil {
-		return err
-	}
-	return s.Epoch.Bump(ctx)
 }

@@ -739,14 +739,11 @@ func (s *Service) Session(ctx context.Context, tok string) (*authn.Principal, er
 // Logout revokes the session and audits logout (reason user_initiated).
 func (s *Service) Logout(ctx context.Context, p *authn.Principal, m Meta) error {
 	now := s.now()
-	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL`, db.TS(now), p.SessionID)
-		if err != nil {
+	return s.DB.Tx(ctx, func(tx *db.Tx) error {
+		ended, err := sessions.End(ctx, tx, s.Epoch, p.UserID, p.SessionID, now)
+		if err != nil || !ended {
+			// Not ended: revoked by a concurrent request, which audited it.
 			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			// Revoked by a concurrent request: that one audited it.
-			return nil
 		}
 		_, err = s.Audit.Record(ctx, tx, audit.Event{
 			UserID: p.UserID, EventType: audit.Logout, ResourceType: "session", ResourceID: p.SessionID,
@@ -755,10 +752,6 @@ func (s *Service) Logout(ctx context.Context, p *authn.Principal, m Meta) error 
 		})
 		return err
 	})
-	if err != nil {
-		return err
-	}
-	return s.Epoch.Bump(ctx)
 }
 
 // RegistrationOpen reports whether the email platform accepts registrations.

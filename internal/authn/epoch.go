@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -113,6 +114,25 @@ func (e DBEpoch) Current(ctx context.Context) (int64, error) {
 func (e DBEpoch) Bump(ctx context.Context) error {
 	_, err := e.DB.ExecContext(ctx, `UPDATE auth_epoch SET epoch = epoch + 1 WHERE id = 1`)
 	return err
+}
+
+// BumpAfterCommit bumps ep once tx commits, for the owners of credentials
+// (sessions, API keys) that end them inside a transaction: a rolled-back
+// transaction bumps nothing, and no caller has to remember the bump. The
+// credentials have ended by then whatever the bump does: a failure only
+// lets other instances serve their cached principal until cacheTTL runs out
+// (CacheEpoch even makes a missed bump up on recovery), so it goes to log,
+// not to the caller. A nil ep is a process that caches no principals (a
+// command-line run).
+func BumpAfterCommit(ctx context.Context, tx *db.Tx, ep Epoch, log *slog.Logger) {
+	if ep == nil {
+		return
+	}
+	tx.AfterCommit(func() {
+		if err := ep.Bump(context.WithoutCancel(ctx)); err != nil {
+			log.WarnContext(ctx, "authentication epoch not bumped after credentials ended", slog.String("error", err.Error()))
+		}
+	})
 }
 
 var (

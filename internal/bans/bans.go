@@ -27,6 +27,7 @@ import (
 	"hmid/internal/clock"
 	"hmid/internal/db"
 	"hmid/internal/httpx"
+	"hmid/internal/sessions"
 )
 
 // TokenRevoker revokes every OAuth token of a user. The OAuth area implements
@@ -212,7 +213,7 @@ func (s *Service) Create(ctx context.Context, ev audit.Event, userID string, in 
 			id, userID, nullable(reason), nullable(p.UserID), db.TS(now), exp, duration == 0); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL`, db.TS(now), userID); err != nil {
+		if _, err := sessions.EndAll(ctx, tx, s.Epoch, userID, "", now); err != nil {
 			return err
 		}
 		meta := map[string]any{"ban_id": id, "reason": reason, "permanent": duration == 0}
@@ -234,6 +235,8 @@ func (s *Service) Create(ctx context.Context, ev audit.Event, userID string, in 
 			s.Log.ErrorContext(ctx, "revoke OAuth tokens of banned user", slog.String("user_id", userID), slog.String("error", err.Error()))
 		}
 	}
+	// API keys and OAuth tokens of a banned user are refused too: their
+	// cached principals must die on every instance, sessions or not.
 	if err := s.Epoch.Bump(ctx); err != nil {
 		return Ban{}, err
 	}

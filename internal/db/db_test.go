@@ -32,7 +32,7 @@ func TestMigrateTxAndHooks(t *testing.T) {
 		}
 		ran := 0
 		err = d.Tx(ctx, func(tx *db.Tx) error {
-			d.AfterCommit(tx, func() { ran++ })
+			tx.AfterCommit(func() { ran++ })
 			_, err := tx.ExecContext(ctx, `INSERT INTO settings (key, value, created_at, updated_at) VALUES ('a', '1', 1, 1)`)
 			return err
 		})
@@ -41,7 +41,7 @@ func TestMigrateTxAndHooks(t *testing.T) {
 		}
 		boom := errors.New("boom")
 		err = d.Tx(ctx, func(tx *db.Tx) error {
-			d.AfterCommit(tx, func() { ran++ })
+			tx.AfterCommit(func() { ran++ })
 			if _, err := tx.ExecContext(ctx, `INSERT INTO settings (key, value, created_at, updated_at) VALUES ('b', '1', 1, 1)`); err != nil {
 				return err
 			}

@@ -154,10 +154,11 @@ func (d *DB) tx(ctx context.Context, fn func(tx *Tx) error) error {
 	return nil
 }
 
-// AfterCommit registers f to run once tx commits; it is dropped when the
-// transaction rolls back. Side effects that must not be seen for a
-// rolled-back operation (notifications) use it.
-func (d *DB) AfterCommit(tx *Tx, f func()) {
+// AfterCommit registers f to run once tx commits, in the caller of DB.Tx
+// before Tx returns; it is dropped when the transaction rolls back. Side
+// effects that must not be seen for a rolled-back operation (notifications,
+// the authentication epoch) use it.
+func (tx *Tx) AfterCommit(f func()) {
 	tx.hooks = append(tx.hooks, f)
 }
 

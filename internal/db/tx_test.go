@@ -31,7 +31,7 @@ func TestConcurrentTxIsolatesFailures(t *testing.T) {
 			wg.Go(func() {
 				defer func() { panics[i] = recover() }()
 				errs[i] = d.Tx(ctx, func(tx *db.Tx) error {
-					d.AfterCommit(tx, func() { hooks.Add(1) })
+					tx.AfterCommit(func() { hooks.Add(1) })
 					if _, err := tx.ExecContext(ctx, `INSERT INTO settings (key, value, created_at, updated_at) VALUES ($1, '1', 1, 1)`, fmt.Sprintf("k%03d", i)); err != nil {
 						return err
 					}

@@ -79,18 +79,3 @@ func truncate(s string, n int) string {
 	}
 	return s
 }
-
-// RevokeUser revokes every active (unexpired, unrevoked) session of userID except exceptID ("" for
-// none) through q, at now, and returns how many it revoked. Revoked rows are
-// kept (revoked_at set) for the audit trail. The caller bumps the
-// authentication epoch after committing, so cached tokens die on every
-// instance; password changes, bans and deletions use it as well as the
-// session endpoints.
-func RevokeUser(ctx context.Context, q db.Querier, userID, exceptID string, now time.Time) (int64, error) {
-	res, err := q.ExecContext(ctx, `UPDATE sessions SET revoked_at = $1 WHERE user_id = $2 AND id <> $3 AND revoked_at IS NULL AND expires_at > $1`,
-		db.TS(now), userID, exceptID)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
-}

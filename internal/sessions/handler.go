@@ -216,12 +216,8 @@ func (h *Handler) DeleteInternal(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL`, db.TS(now), rec.ID)
-		if err != nil {
+		if err := endOne(ctx, tx, h.S.Epoch, rec.UserID, rec.ID, now); err != nil {
 			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return apperr.NotFoundf("session not found")
 		}
 		_, err = h.S.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{
 			UserID: rec.UserID, EventType: audit.Logout, ResourceType: "session", ResourceID: rec.ID,
@@ -230,11 +226,7 @@ func (h *Handler) DeleteInternal(w http.ResponseWriter, r *http.Request) {
 		}))
 		return err
 	})
-	if err != nil {
-		httpx.Error(w, r, err)
-		return
-	}
-	httpx.RespondEmpty(w, r, h.S.Epoch.Bump(ctx))
+	httpx.RespondEmpty(w, r, err)
 }
 
 func validReason(s string) bool {

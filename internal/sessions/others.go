@@ -50,11 +50,11 @@ func (s *Service) RevokeOf(ctx context.Context, p *authn.Principal, userID, id s
 		return ErrCurrent
 	}
 	now := s.Clock.Now()
-	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
+	return s.DB.Tx(ctx, func(tx *db.Tx) error {
 		if err := mayRevokeFor(ctx, tx, p, userID); err != nil {
 			return err
 		}
-		if err := revokeOne(ctx, tx, userID, id, now); err != nil {
+		if err := endOne(ctx, tx, s.Epoch, userID, id, now); err != nil {
 			return err
 		}
 		ev.UserID, ev.ActorID, ev.EventType, ev.ResourceType, ev.ResourceID = userID, actorOf(p, userID), audit.SessionRevoked, "session", id
@@ -62,10 +62,6 @@ func (s *Service) RevokeOf(ctx context.Context, p *authn.Principal, userID, id s
 		_, err := s.Audit.Record(ctx, tx, ev)
 		return err
 	})
-	if err != nil {
-		return err
-	}
-	return s.Epoch.Bump(ctx)
 }
 
 // RevokeAllOf revokes every active session of userID on behalf of p (but
@@ -79,7 +75,7 @@ func (s *Service) RevokeAllOf(ctx context.Context, p *authn.Principal, userID st
 			return err
 		}
 		var err error
-		if n, err = RevokeUser(ctx, tx, userID, p.SessionID, now); err != nil || n == 0 {
+		if n, err = EndAll(ctx, tx, s.Epoch, userID, p.SessionID, now); err != nil || n == 0 {
 			return err
 		}
 		ev.UserID, ev.ActorID, ev.EventType, ev.ResourceType, ev.ResourceID = userID, actorOf(p, userID), audit.SessionRevoked, "session", ""
@@ -87,10 +83,7 @@ func (s *Service) RevokeAllOf(ctx context.Context, p *authn.Principal, userID st
 		_, err = s.Audit.Record(ctx, tx, ev)
 		return err
 	})
-	if err != nil || n == 0 {
-		return n, err
-	}
-	return n, s.Epoch.Bump(ctx)
+	return n, err
 }
 
 // actorOf is the audit actor when p acts on userID: "" for the user

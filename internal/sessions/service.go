@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"hmid/internal/apperr"
 	"hmid/internal/audit"
 	"hmid/internal/authn"
 	"hmid/internal/clock"
@@ -82,8 +83,8 @@ func (s *Service) Revoke(ctx context.Context, p *authn.Principal, id string, ev 
 		return ErrCurrent
 	}
 	now := s.Clock.Now()
-	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
-		if err := revokeOne(ctx, tx, p.UserID, id, now); err != nil {
+	return s.DB.Tx(ctx, func(tx *db.Tx) error {
+		if err := endOne(ctx, tx, s.Epoch, p.UserID, id, now); err != nil {
 			return err
 		}
 		ev.UserID, ev.EventType, ev.ResourceType, ev.ResourceID = p.UserID, audit.SessionRevoked, "session", id
@@ -91,17 +92,16 @@ func (s *Service) Revoke(ctx context.Context, p *authn.Principal, id string, ev 
 		_, err := s.Audit.Record(ctx, tx, ev)
 		return err
 	})
-	if err != nil {
-		return err
-	}
-	return s.Epoch.Bump(ctx)
 }
 
-// revokeOne ends the active session id of userID; an unknown, ended or
+// endOne ends the active session id of userID; an unknown, ended or
 // other user's session is NotFound.
-func revokeOne(ctx context.Context, tx *db.Tx, userID, id string, now time.Time) error {
-	return db.ExecOne(ctx, tx, "session", `UPDATE sessions SET revoked_at = $1 WHERE id = $2 AND user_id = $3 AND revoked_at IS NULL AND expires_at > $1`,
-		db.TS(now), id, userID)
+func endOne(ctx context.Context, tx *db.Tx, ep authn.Epoch, userID, id string, now time.Time) error {
+	ended, err := End(ctx, tx, ep, userID, id, now)
+	if err == nil && !ended {
+		err = apperr.NotFoundf("session not found")
+	}
+	return err
 }
 
 // RevokeOthers revokes every active session of p except the current one
@@ -111,7 +111,7 @@ func (s *Service) RevokeOthers(ctx context.Context, p *authn.Principal, ev audit
 	var n int64
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
 		var err error
-		if n, err = RevokeUser(ctx, tx, p.UserID, p.SessionID, now); err != nil || n == 0 {
+		if n, err = EndAll(ctx, tx, s.Epoch, p.UserID, p.SessionID, now); err != nil || n == 0 {
 			return err
 		}
 		ev.UserID, ev.EventType, ev.ResourceType, ev.ResourceID = p.UserID, audit.SessionRevoked, "session", p.SessionID
@@ -119,8 +119,5 @@ func (s *Service) RevokeOthers(ctx context.Context, p *authn.Principal, ev audit
 		_, err = s.Audit.Record(ctx, tx, ev)
 		return err
 	})
-	if err != nil || n == 0 {
-		return n, err
-	}
-	return n, s.Epoch.Bump(ctx)
+	return n, err
 }

@@ -2,14 +2,21 @@ package sessions
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"hmid/internal/authn"
+	"hmid/internal/db"
 	"hmid/internal/dbtest"
 	"hmid/internal/token"
 )
 
-func TestCreateAndRevokeUser(t *testing.T) {
+// TestCreateAndEnd: a session stores only its token's hash; EndAll ends
+// the active sessions but the one kept, End one session of its own user
+// once; each bumps the epoch after the commit, and a rolled-back
+// transaction or a session that did not end bumps nothing.
+func TestCreateAndEnd(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
 		ctx := context.Background()
 		d := eng.Open(t)
@@ -35,12 +42,57 @@ func TestCreateAndRevokeUser(t *testing.T) {
 		b, _ := Create(ctx, d, now, New{UserID: "u1"})
 		_, _ = Create(ctx, d, now, New{UserID: "u1", ExpiresAt: now.Add(time.Minute)})
 		later := now.Add(time.Hour)
-		n, err := RevokeUser(ctx, d, "u1", b.ID, later)
-		if err != nil || n != 1 {
-			t.Fatalf("RevokeUser = %d, %v (the expired session does not count)", n, err)
+		ep := &authn.MemoryEpoch{}
+		epoch := func() int64 { n, _ := ep.Current(ctx); return n }
+
+		rollback := errors.New("roll back")
+		if err := d.Tx(ctx, func(tx *db.Tx) error {
+			if n, err := EndAll(ctx, tx, ep, "u1", "", later); err != nil || n != 2 {
+				t.Fatalf("EndAll in a rolled-back tx = %d, %v", n, err)
+			}
+			return rollback
+		}); !errors.Is(err, rollback) || epoch() != 0 {
+			t.Fatalf("rolled back: %v, epoch %d", err, epoch())
 		}
-		if n, _ := RevokeUser(ctx, d, "u1", "", later); n != 1 {
-			t.Fatalf("second RevokeUser = %d", n)
+
+		var n int64
+		if err := d.Tx(ctx, func(tx *db.Tx) (err error) {
+			n, err = EndAll(ctx, tx, ep, "u1", b.ID, later)
+			if epoch() != 0 {
+				t.Fatal("the epoch was bumped before the commit")
+			}
+			return err
+		}); err != nil || n != 1 || epoch() != 1 {
+			t.Fatalf("EndAll = %d, %v, epoch %d (the expired session does not count)", n, err, epoch())
+		}
+
+		end := func(userID, id string) bool {
+			var ended bool
+			if err := d.Tx(ctx, func(tx *db.Tx) (err error) {
+				ended, err = End(ctx, tx, ep, userID, id, later)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			return ended
+		}
+		if end("u2", b.ID) || epoch() != 1 {
+			t.Fatalf("another user's session ended (epoch %d)", epoch())
+		}
+		if !end("u1", b.ID) || epoch() != 2 {
+			t.Fatalf("End of the kept session: epoch %d", epoch())
+		}
+		if end("u1", b.ID) || epoch() != 2 {
+			t.Fatalf("End twice: epoch %d", epoch())
+		}
+		if err := d.Tx(ctx, func(tx *db.Tx) error {
+			n, err := EndAll(ctx, tx, ep, "u1", "", later)
+			if n != 0 {
+				t.Fatalf("EndAll with none left = %d", n)
+			}
+			return err
+		}); err != nil || epoch() != 2 {
+			t.Fatalf("EndAll with none left: %v, epoch %d", err, epoch())
 		}
 	})
 }

@@ -34,6 +34,7 @@ import (
 	"hmid/internal/db"
 	"hmid/internal/oauth"
 	"hmid/internal/password"
+	"hmid/internal/sessions"
 	"hmid/internal/token"
 	"hmid/internal/users"
 )
@@ -264,9 +265,6 @@ func (s *Service) CreateOrPromote(ctx context.Context, email, pw string, ev audi
 		a, err = s.promote(ctx, tx, id, email, hash, now, ev)
 		return err
 	})
-	if err == nil && !a.Created && hash != "" && s.Epoch != nil {
-		err = s.Epoch.Bump(ctx)
-	}
 	return a, err
 }
 
@@ -283,7 +281,7 @@ func (s *Service) promote(ctx context.Context, tx *db.Tx, id, email, hash string
 	}
 	md := map[string]any{"field": "is_super_admin", "super_admin": true}
 	if hash != "" {
-		if err := setPassword(ctx, tx, id, email, hash, now); err != nil {
+		if err := setPassword(ctx, tx, s.Epoch, id, email, hash, now); err != nil {
 			return Admin{}, err
 		}
 		md["password_set"] = true
@@ -296,7 +294,7 @@ func (s *Service) promote(ctx context.Context, tx *db.Tx, id, email, hash string
 
 // setPassword sets the password of user id's email sign-in, adding one for
 // email when they have none, and ends their sessions and tokens.
-func setPassword(ctx context.Context, tx *db.Tx, id, email, hash string, now time.Time) error {
+func setPassword(ctx context.Context, tx *db.Tx, ep authn.Epoch, id, email, hash string, now time.Time) error {
 	res, err := tx.ExecContext(ctx, `UPDATE platform_accounts SET password_hash = $1, updated_at = $2 WHERE user_id = $3 AND platform_id = $4`,
 		hash, db.TS(now), id, users.PlatformID("email"))
 	if err != nil {
@@ -312,7 +310,7 @@ func setPassword(ctx context.Context, tx *db.Tx, id, email, hash string, now tim
 			return err
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL`, db.TS(now), id); err != nil {
+	if _, err := sessions.EndAll(ctx, tx, ep, id, "", now); err != nil {
 		return err
 	}
 	return oauth.EndUserTokens(ctx, tx, id, now)

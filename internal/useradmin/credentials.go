@@ -11,6 +11,7 @@ import (
 	"hmid/internal/db"
 	hmail "hmid/internal/mail"
 	"hmid/internal/oauth"
+	"hmid/internal/sessions"
 	"hmid/internal/users"
 )
 
@@ -26,7 +27,7 @@ func (s *Service) SetPassword(ctx context.Context, p *authn.Principal, id, pw st
 	if err != nil {
 		return err
 	}
-	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
+	return s.DB.Tx(ctx, func(tx *db.Tx) error {
 		if _, err := s.Users.Manageable(ctx, tx, p, id); err != nil {
 			return err
 		}
@@ -39,22 +40,18 @@ func (s *Service) SetPassword(ctx context.Context, p *authn.Principal, id, pw st
 		if n, _ := res.RowsAffected(); n == 0 {
 			return apperr.OnField("password", errNoEmailLogin)
 		}
-		if err := endEverything(ctx, tx, id, now); err != nil {
+		if err := s.endEverything(ctx, tx, id, now); err != nil {
 			return err
 		}
 		ev.EventType, ev.Description = audit.PasswordChanged, "Password set by an administrator; every session was signed out"
 		ev.Metadata = map[string]any{"method": "administrator"}
 		return s.record(ctx, tx, p, id, ev)
 	})
-	if err != nil {
-		return err
-	}
-	return s.Epoch.Bump(ctx)
 }
 
 // endEverything ends every session and OAuth token of user id.
-func endEverything(ctx context.Context, tx *db.Tx, id string, now time.Time) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL`, db.TS(now), id); err != nil {
+func (s *Service) endEverything(ctx context.Context, tx *db.Tx, id string, now time.Time) error {
+	if _, err := sessions.EndAll(ctx, tx, s.Epoch, id, "", now); err != nil {
 		return err
 	}
 	return oauth.EndUserTokens(ctx, tx, id, now)

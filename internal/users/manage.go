@@ -111,21 +111,22 @@ func (s *Service) Delete(ctx context.Context, p *authn.Principal, id string, ev 
 		if n, _ := res.RowsAffected(); n == 0 {
 			return apperr.NotFoundf("user not found")
 		}
-		if revoked, err = sessions.RevokeUser(ctx, tx, id, "", now); err != nil {
+		if revoked, err = sessions.EndAll(ctx, tx, s.Epoch, id, "", now); err != nil {
 			return err
 		}
 		if err := oauth.EndUserTokens(ctx, tx, id, now); err != nil {
 			return err
 		}
-		if res, err = tx.ExecContext(ctx, `DELETE FROM api_keys WHERE user_id = $1`, id); err != nil {
+		if keys, err = access.DeleteUserKeys(ctx, tx, s.Epoch, id); err != nil {
 			return err
 		}
-		keys, _ = res.RowsAffected()
 		return s.recordUserEvent(ctx, tx, p, id, audit.UserDeleted, "user deleted; permanent deletion scheduled",
 			map[string]any{"scheduled_deletion_at": now.Add(DeletionGrace), "sessions_revoked": revoked, "api_keys_deleted": keys}, ev)
 	})
 	if err != nil {
 		return err
 	}
+	// The deletion itself takes access away (OAuth tokens of a deleted user
+	// are refused), sessions and keys or not.
 	return s.Epoch.Bump(ctx)
 }

@@ -155,7 +155,7 @@ func (s *Service) afterCommit(q db.Querier) {
 		return
 	}
 	if tx, ok := q.(*db.Tx); ok {
-		s.DB.AfterCommit(tx, s.Kick)
+		tx.AfterCommit(s.Kick)
 		return
 	}
 	s.Kick()
