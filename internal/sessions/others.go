@@ -14,7 +14,7 @@ import (
 // An operator's view of another user's sessions: the admin console lists
 // them and signs them out. The REST API has only the caller's own session
 // routes and the system key's by-token ones, so these are the operations
-// bans and deletions do (RevokeUser) for one session or all, each audited
+// bans and deletions do (EndAll, End) for one session or all, each audited
 // as session_revoked with the operator as actor.
 
 // mayRevokeFor returns NotFound for an unknown user and Forbidden when p,
