@@ -17,6 +17,7 @@ import (
 	"hmid/internal/db"
 	"hmid/internal/httpx"
 	hmail "hmid/internal/mail"
+	"hmid/internal/users"
 )
 
 // Handler serves the endpoints of this package.
@@ -94,7 +95,7 @@ func (s *Service) VerifyEmailChange(ctx context.Context, r *http.Request, tok st
 			return err
 		}
 		ts := db.TS(now)
-		if _, err := tx.ExecContext(ctx, `UPDATE users SET email = $1, updated_at = $2 WHERE id = $3`, addr, ts, userID); err != nil {
+		if err := users.SetEmail(ctx, tx, userID, addr, now); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE platform_accounts SET platform_user_id = $1, email = $1, email_verified = TRUE, updated_at = $2

@@ -17,6 +17,7 @@ import (
 	"hmid/internal/httpx"
 	hmail "hmid/internal/mail"
 	"hmid/internal/password"
+	"hmid/internal/users"
 )
 
 // The password refusals of RequestEmailLink; values, so a page can put them
@@ -113,7 +114,7 @@ func (s *Service) VerifyEmailLink(ctx context.Context, r *http.Request, tok stri
 			}
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE users SET email = $1, updated_at = $2 WHERE id = $3 AND (email IS NULL OR email = '')`, addr, ts, userID); err != nil {
+		if err := users.FillEmail(ctx, tx, userID, addr, now); err != nil {
 			return err
 		}
 		_, err = s.Audit.Record(ctx, tx, audit.FromRequest(r, audit.Event{

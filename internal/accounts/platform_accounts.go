@@ -13,6 +13,7 @@ import (
 	"hmid/internal/authn"
 	"hmid/internal/db"
 	"hmid/internal/httpx"
+	"hmid/internal/users"
 )
 
 // PlatformAccount is a login account of a user on one platform.
@@ -78,11 +79,11 @@ func (s *Service) SetPrimary(ctx context.Context, userID, accountID string, ev a
 			return err
 		}
 		if !a.IsPrimary {
-			ts := db.TS(s.Clock.Now())
-			if _, err := tx.ExecContext(ctx, `UPDATE platform_accounts SET is_primary = (id = $2), updated_at = $3 WHERE user_id = $1`, userID, accountID, ts); err != nil {
+			now := s.Clock.Now()
+			if _, err := tx.ExecContext(ctx, `UPDATE platform_accounts SET is_primary = (id = $2), updated_at = $3 WHERE user_id = $1`, userID, accountID, db.TS(now)); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE users SET primary_platform_account_id = $2, updated_at = $3 WHERE id = $1`, userID, accountID, ts); err != nil {
+			if err := users.SetPrimaryAccount(ctx, tx, userID, accountID, now); err != nil {
 				return err
 			}
 			ev.UserID, ev.ActorID, ev.EventType, ev.ResourceType, ev.ResourceID = userID, actor(p, userID), audit.UserUpdated, "platform_account", accountID

@@ -545,7 +545,7 @@ func (s *Service) startSessionAMR(ctx context.Context, tx *db.Tx, userID, provid
 	if err != nil {
 		return c, err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE users SET last_login_at = $1, last_login_provider = $2 WHERE id = $3`, db.TS(now), provider, userID); err != nil {
+	if err := users.RecordLogin(ctx, tx, userID, provider, now); err != nil {
 		return c, err
 	}
 	how := "email and password"

@@ -28,6 +28,7 @@ import (
 	"hmid/internal/db"
 	"hmid/internal/httpx"
 	"hmid/internal/sessions"
+	"hmid/internal/users"
 )
 
 // TokenRevoker revokes every OAuth token of a user. The OAuth area implements
@@ -184,14 +185,9 @@ func (s *Service) Create(ctx context.Context, ev audit.Event, userID string, in 
 	now := s.Clock.Now()
 	id := uuid.NewString()
 	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
-		// Touch the user row first: on PostgreSQL it locks the row, so two
-		// racing bans of one user serialize and the second sees the first.
-		res, err := tx.ExecContext(ctx, `UPDATE users SET updated_at = updated_at WHERE id = $1 AND deleted_at IS NULL`, userID)
-		if err != nil {
+		// Two racing bans of one user serialize: the second sees the first.
+		if err := users.LockActive(ctx, tx, userID); err != nil {
 			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return apperr.NotFoundf("user not found")
 		}
 		super, err := userExists(ctx, tx, userID)
 		if err != nil {

@@ -206,7 +206,7 @@ func (s *Service) create(ctx context.Context, tx *db.Tx, email, hash string, now
 // grantAdmin makes user id a super admin holding the Admin and the default
 // User roles.
 func grantAdmin(ctx context.Context, tx *db.Tx, id string, now time.Time) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE users SET is_super_admin = TRUE, updated_at = $2 WHERE id = $1`, id, db.TS(now)); err != nil {
+	if err := users.MarkSuperAdmin(ctx, tx, id, now); err != nil {
 		return err
 	}
 	for _, role := range []string{"role_admin", access.DefaultUserRole} {

@@ -225,7 +225,7 @@ func (s *Service) Create(ctx context.Context, p *authn.Principal, n NewUser, ev 
 			return err
 		}
 		if n.Locale != "" {
-			if _, err := tx.ExecContext(ctx, `UPDATE users SET preferred_locale = $1 WHERE id = $2`, n.Locale, id); err != nil {
+			if err := users.SetPreferredLocale(ctx, tx, id, n.Locale, now); err != nil {
 				return err
 			}
 		}
@@ -370,13 +370,13 @@ func (s *Service) SetProfile(ctx context.Context, p *authn.Principal, id string,
 		if err != nil {
 			return err
 		}
-		now := db.TS(s.Clock.Now())
+		now := s.Clock.Now()
 		var fields []string
 		if c.Username != nil && *c.Username != u.Username {
 			if err := usernameFree(ctx, tx, *c.Username, id); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE users SET username = $1, updated_at = $2 WHERE id = $3`, *c.Username, now, id); err != nil {
+			if err := users.SetUsername(ctx, tx, id, *c.Username, now); err != nil {
 				return err
 			}
 			fields = append(fields, "username")
@@ -388,7 +388,7 @@ func (s *Service) SetProfile(ctx context.Context, p *authn.Principal, id string,
 			fields = append(fields, "email")
 		}
 		if c.Locale != nil && *c.Locale != deref(u.PreferredLocale) {
-			if _, err := tx.ExecContext(ctx, `UPDATE users SET preferred_locale = $1, updated_at = $2 WHERE id = $3`, nullable(*c.Locale), now, id); err != nil {
+			if err := users.SetPreferredLocale(ctx, tx, id, *c.Locale, now); err != nil {
 				return err
 			}
 			fields = append(fields, "preferred_locale")
@@ -411,14 +411,14 @@ func (s *Service) SetProfile(ctx context.Context, p *authn.Principal, id string,
 
 // setEmail makes addr user id's address and the login of their email
 // sign-in, unverified.
-func (s *Service) setEmail(ctx context.Context, tx *db.Tx, id, addr string, now int64) error {
+func (s *Service) setEmail(ctx context.Context, tx *db.Tx, id, addr string, now time.Time) error {
 	if err := users.LockAddress(ctx, tx, addr); err != nil {
 		return err
 	}
 	if err := emailInUse(ctx, tx, addr, id); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE users SET email = $1, updated_at = $2 WHERE id = $3`, addr, now, id); err != nil {
+	if err := users.SetEmail(ctx, tx, id, addr, now); err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE platform_accounts SET platform_user_id = $1, email = $1, email_verified = FALSE, updated_at = $2
@@ -434,11 +434,4 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }
