@@ -33,6 +33,7 @@ import (
 // than a phone. With HMID_SCREENSHOTS set it saves each page at desktop and
 // phone width (the README's pictures).
 func TestBrowserConsoleA11y(t *testing.T) {
+	t.Parallel()
 	ctx := webtest.Chromium(t)
 	github := upstreamtest.NewGitHub(t)
 	github.SetPerson(upstreamtest.Person{Subject: "7007", Username: "ada-codes", Email: "ada@github.example", EmailVerified: true})

@@ -71,6 +71,7 @@ func activityFakePlatform(t *testing.T) *httptest.Server {
 // its statistics on the integrations page. With HMID_SCREENSHOTS set it
 // saves both pages at desktop and phone width there.
 func TestBrowserConsoleActivity(t *testing.T) {
+	t.Parallel()
 	fake := activityFakePlatform(t)
 	webtest.Each(t, func(t *testing.T, e *apptest.Env, ctx context.Context) {
 		u := e.NewUser(t, apptest.UserSpec{Password: pw})

@@ -25,6 +25,7 @@ import (
 // password and cancels it. With HMID_SCREENSHOTS=<dir> it saves the pages at
 // desktop and phone width.
 func TestBrowserConsoleAppsAndData(t *testing.T) {
+	t.Parallel()
 	webtest.Each(t, func(t *testing.T, e *apptest.Env, ctx context.Context) {
 		u := e.NewUser(t, apptest.UserSpec{Password: pw})
 		clientID, accessToken := consentedClient(t, e, u, "Harbour Planner")

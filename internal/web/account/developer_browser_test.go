@@ -19,6 +19,7 @@ import (
 // use it on the API. With HMID_SCREENSHOTS set it saves the pages there at
 // desktop and phone width.
 func TestBrowserConsoleDeveloper(t *testing.T) {
+	t.Parallel()
 	webtest.Each(t, func(t *testing.T, e *apptest.Env, ctx context.Context) {
 		dev := e.NewUser(t, apptest.UserSpec{Password: pw, Roles: []string{"role_user", "role_developer"}})
 

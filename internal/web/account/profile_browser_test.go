@@ -25,6 +25,7 @@ import (
 // an email change, and sign up with Discord to be offered an email login.
 // With HMID_SCREENSHOTS=<dir> it saves the pages at desktop and phone width.
 func TestBrowserConsoleProfile(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
 		ctx := webtest.Chromium(t)
 		github := upstreamtest.NewGitHub(t)
@@ -136,6 +137,7 @@ func TestBrowserConsoleProfile(t *testing.T) {
 // dark theme, in English and in German; with HMID_SCREENSHOTS set the
 // notices are saved at desktop and phone width, light and dark.
 func TestBrowserAccountState(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		u := e.NewUser(t, apptest.UserSpec{Username: "new_nina", Email: "nina@example.test", Password: pw})
 		exec := func(q string, args ...any) {

@@ -27,6 +27,7 @@ import (
 // the setup, during it and with the backup codes is saved at desktop and
 // phone width.
 func TestBrowserConsoleSecurity(t *testing.T) {
+	t.Parallel()
 	webtest.Each(t, func(t *testing.T, e *apptest.Env, ctx context.Context) {
 		if _, err := e.Server.DB.ExecContext(t.Context(), `UPDATE roles SET requires_two_factor = TRUE WHERE id = 'role_moderator'`); err != nil {
 			t.Fatal(err)
@@ -184,6 +185,7 @@ func TestBrowserConsoleSecurity(t *testing.T) {
 // then on while the others still work; "Sign out everywhere else" asks
 // first and ends every session but the browser's own.
 func TestBrowserConsoleSessions(t *testing.T) {
+	t.Parallel()
 	webtest.Each(t, func(t *testing.T, e *apptest.Env, ctx context.Context) {
 		u := e.NewUser(t, apptest.UserSpec{Password: pw})
 		phoneToken, phoneID := e.NewSession(t, u.ID)

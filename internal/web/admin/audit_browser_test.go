@@ -58,6 +58,7 @@ func waitFor(t *testing.T, ctx context.Context, part string) {
 // HMID_SCREENSHOTS set the log and the queue are saved at desktop and phone
 // width.
 func TestBrowserAdminAudit(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
 		admin := e.Admin(t)

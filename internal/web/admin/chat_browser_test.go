@@ -110,6 +110,7 @@ func harbourGuild(at time.Time) chat.BotGuild {
 // page passes axe-core; with HMID_SCREENSHOTS set the list and a guild's
 // page are saved.
 func TestBrowserAdminChat(t *testing.T) {
+	t.Parallel()
 	ctx, e := webtest.OnSQLite(t)
 	op := permittedOperator(t, e, "chat_operator", "chatplatform:read", "chatplatform:sync", "chatplatform:edit", "chatplatform:guild.sync")
 	webtest.Login(t, ctx, e.URL, op.Email, pw)

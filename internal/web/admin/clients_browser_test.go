@@ -27,6 +27,7 @@ import (
 // and uses it on the API. Every page is checked with axe-core in the light
 // and the dark theme; with HMID_SCREENSHOTS set the two lists are saved.
 func TestBrowserAdminClients(t *testing.T) {
+	t.Parallel()
 	webtest.Each(t, func(t *testing.T, e *apptest.Env, ctx context.Context) {
 		css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
 		dev := e.NewUser(t, apptest.UserSpec{Username: "dana_dev", Email: "dana@example.test", Password: pw, Roles: []string{"role_user", "role_developer"}})
@@ -118,6 +119,7 @@ func TestBrowserAdminClients(t *testing.T) {
 // is shown, and the page names the method. Pages are checked with axe-core;
 // with HMID_SCREENSHOTS set the list and the form are saved.
 func TestBrowserAdminDynamicAndKeyClients(t *testing.T) {
+	t.Parallel()
 	webtest.Each(t, func(t *testing.T, e *apptest.Env, ctx context.Context) {
 		css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
 		admin := e.NewUser(t, apptest.UserSpec{Username: "ops_admin", Email: "ops@example.test", Password: pw, SuperAdmin: true, Roles: []string{"role_admin", "role_user"}})

@@ -29,6 +29,7 @@ import (
 // set the platforms and configuration pages are saved at desktop and phone
 // width.
 func TestBrowserAdminConfig(t *testing.T) {
+	t.Parallel()
 	webtest.Each(t, func(t *testing.T, e *apptest.Env, ctx context.Context) {
 		role := "role_settings"
 		now := db.TS(e.Clock.Now())
@@ -171,6 +172,7 @@ func TestBrowserAdminConfig(t *testing.T) {
 // the backend. The page is checked by axe in both themes, in English and in
 // German, and with HMID_SCREENSHOTS saved at desktop and phone width.
 func TestBrowserAdminPolicies(t *testing.T) {
+	t.Parallel()
 	webtest.Each(t, func(t *testing.T, e *apptest.Env, ctx context.Context) {
 		admin := e.NewUser(t, apptest.UserSpec{Username: "ada_admin", Email: "ada@example.test", Password: pw, SuperAdmin: true})
 		css := func(s string) chromedp.CSS { return chromedp.CSS(s) }

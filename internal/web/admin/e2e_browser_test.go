@@ -61,6 +61,7 @@ func statusOf(t *testing.T, ctx context.Context, path string) int {
 // the user's page under the ban and the refused sign-in pass axe-core; with
 // HMID_SCREENSHOTS set they are saved at desktop and phone width.
 func TestBrowserAdminBanEndToEnd(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		mod := auditOperator(t, e, "mod_mia", "users:read", "users:ban")
 		grace := e.NewUser(t, apptest.UserSpec{Username: "Grace_Hopper", Email: "grace@example.test", Password: pw})
@@ -156,6 +157,7 @@ func TestBrowserAdminBanEndToEnd(t *testing.T) {
 // overview and the audit pages and 403 on every other area, and the
 // navigation lists only the overview and the audit log.
 func TestBrowserAdminForbidden(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
 		areas := []string{"/admin/users", "/admin/roles", "/admin/clients", "/admin/api-keys", "/admin/platforms", "/admin/config",

@@ -26,6 +26,7 @@ import (
 // pass axe-core, light and dark; with HMID_SCREENSHOTS set they are saved
 // at desktop and phone width.
 func TestBrowserFirstRun(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and starts the binary")
 	}

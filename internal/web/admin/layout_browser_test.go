@@ -37,6 +37,7 @@ var layoutViewports = []struct {
 // With HMID_SCREENSHOTS set it saves both pages in every combination as
 // layout-admin-{overview,users}-{desktop,phone}-{light,dark}.png.
 func TestBrowserAdminLayout(t *testing.T) {
+	t.Parallel()
 	webtest.Each(t, func(t *testing.T, e *apptest.Env, ctx context.Context) {
 		bg := context.Background()
 		admin := e.NewUser(t, apptest.UserSpec{Username: "operator", Email: "operator@example.test", Password: pw, SuperAdmin: true,

@@ -22,6 +22,7 @@ import (
 // checked with axe-core; with HMID_SCREENSHOTS set both are saved at
 // desktop and phone width.
 func TestBrowserAdminOverview(t *testing.T) {
+	t.Parallel()
 	webtest.Each(t, func(t *testing.T, e *apptest.Env, ctx context.Context) {
 		bg := context.Background()
 		// A month of sign-ins, busier on weekdays, with a burst of failed

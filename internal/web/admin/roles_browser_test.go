@@ -22,6 +22,7 @@ import (
 // Every page passes axe-core; with HMID_SCREENSHOTS set the list and the
 // role's page are saved at desktop and phone width.
 func TestBrowserAdminRoles(t *testing.T) {
+	t.Parallel()
 	ctx := webtest.Chromium(t)
 	// The forms' data-confirm asks before a removal or deletion: accept
 	// every dialog, and count them.

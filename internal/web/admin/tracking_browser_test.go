@@ -20,6 +20,7 @@ import (
 // and end markers; both pages pass axe-core, and with HMID_SCREENSHOTS set
 // they are saved.
 func TestBrowserAdminTracking(t *testing.T) {
+	t.Parallel()
 	ctx, e := webtest.OnSQLite(t)
 	op := permittedOperator(t, e, "fleet_operator", "devices:read", "trips:read")
 	sys := e.SystemKey

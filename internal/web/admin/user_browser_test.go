@@ -43,6 +43,7 @@ func wantAsked(t *testing.T, asked <-chan string, want string) {
 // the audit log are saved at desktop and phone width (the user's page
 // while the ban is on).
 func TestBrowserAdminUser(t *testing.T) {
+	t.Parallel()
 	webtest.Each(t, func(t *testing.T, e *apptest.Env, ctx context.Context) {
 		asked := webtest.AskedDialogs(ctx)
 		exec := func(q string, args ...any) {
@@ -167,6 +168,7 @@ func TestBrowserAdminUser(t *testing.T) {
 // HMID_SCREENSHOTS set the list, the form and the user's page are saved at
 // desktop and phone width, light and dark.
 func TestBrowserAdminUserManagement(t *testing.T) {
+	t.Parallel()
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		op := auditOperator(t, e, "ops_olga", "users:read", "users:write", "roles:read", "two_factor:manage")
 		ada := e.NewUser(t, apptest.UserSpec{Username: "ada_lovelace", Email: "ada.lovelace@example.test", Password: pw})
@@ -282,6 +284,7 @@ func TestBrowserAdminUserManagement(t *testing.T) {
 // in with it; no invitation is mailed. The form passes axe-core; with
 // HMID_SCREENSHOTS set it is saved filled in, at desktop and phone width.
 func TestBrowserAdminNewUserTypedPassword(t *testing.T) {
+	t.Parallel()
 	webtest.Each(t, func(t *testing.T, e *apptest.Env, ctx context.Context) {
 		op := e.NewUser(t, apptest.UserSpec{Username: "ops_olga", Email: "olga@example.test", Password: pw, Roles: []string{"role_user", "role_admin"}})
 		css := func(s string) chromedp.CSS { return chromedp.CSS(s) }

@@ -24,6 +24,7 @@ import (
 // axe-core in both themes, and in German; with HMID_SCREENSHOTS set they
 // are saved.
 func TestBrowserAdminWebhooks(t *testing.T) {
+	t.Parallel()
 	ctx := webtest.Chromium(t)
 	e := apptest.New(t, dbtest.Engine{Name: "sqlite", URL: dbtest.SQLite(t)}, apptest.AllowLoopbackOutbound,
 		func(c *config.Config) { c.WebhooksAllowHTTP = true })

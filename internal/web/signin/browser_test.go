@@ -228,6 +228,7 @@ func (a *oauthApp) redeem(t *testing.T, e *apptest.Env, code string) map[string]
 // sends it to the consent page; approving lands on the client's redirect URI
 // with a code, which the client redeems at the token endpoint.
 func TestBrowserAuthorizationCodeFlow(t *testing.T) {
+	t.Parallel()
 	needChromium(t)
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		owner := e.NewUser(t, apptest.UserSpec{})

@@ -77,6 +77,7 @@ const params = new URLSearchParams(location.search);
 // UserInfo (preflighted), all allowed by CORS because its origin is that
 // of its registered redirect URI; a route hmid does not open stays blocked.
 func TestBrowserSPAAcrossOrigins(t *testing.T) {
+	t.Parallel()
 	needChromium(t)
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		owner := e.NewUser(t, apptest.UserSpec{})

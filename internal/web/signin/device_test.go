@@ -47,6 +47,7 @@ func devicePoll(t *testing.T, e *apptest.Env, clientID, deviceCode string) *appt
 // are checked with axe-core and, with HMID_SCREENSHOTS, saved in English
 // and German at desktop and phone width.
 func TestBrowserDeviceFlow(t *testing.T) {
+	t.Parallel()
 	needChromium(t)
 	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
 		owner := e.NewUser(t, apptest.UserSpec{})

@@ -146,6 +146,7 @@ func waitText(t *testing.T, ctx context.Context, sel, want, what string) {
 // refused as a clone, removes it and sees it fail. axe-core checks the
 // login page, the two-factor step and the security page in both themes.
 func TestBrowserPasskeys(t *testing.T) {
+	t.Parallel()
 	e := apptest.New(t, dbtest.Engine{Name: "sqlite", URL: dbtest.SQLite(t)}, func(c *config.Config) {
 		c.PublicURL = strings.Replace(c.PublicURL, "127.0.0.1", "localhost", 1)
 	})

@@ -19,6 +19,7 @@ import (
 // refusal: in English and in German, checked by axe in both themes, with
 // HMID_SCREENSHOTS saved at desktop and phone width and in the dark theme.
 func TestBrowserPasswordStrength(t *testing.T) {
+	t.Parallel()
 	ctx, e := webtest.OnSQLite(t)
 	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
 	hint := func(what, want string) {

@@ -99,6 +99,7 @@ func auditEvents(t *testing.T, e *apptest.Env, userID string) []map[string]any {
 // lists Acme SSO as connected and offers to connect the others. The user
 // has the provider's account and the audit trail of a first sign-in.
 func TestBrowserProviderSignIn(t *testing.T) {
+	t.Parallel()
 	needChromium(t)
 	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
 		rig := newProviderRig(t, eng)
@@ -167,6 +168,7 @@ func TestBrowserProviderSignIn(t *testing.T) {
 // consent page, and with the approval to the client's redirect URI with a
 // code the client redeems for the Discord user.
 func TestBrowserProviderResumesAuthorize(t *testing.T) {
+	t.Parallel()
 	needChromium(t)
 	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
 		rig := newProviderRig(t, eng)
@@ -226,6 +228,7 @@ func TestBrowserProviderResumesAuthorize(t *testing.T) {
 // round, GitHub in the second), and logging out. With HMID_SCREENSHOTS set
 // it saves each page for a person to look at.
 func TestBrowserProviderPages(t *testing.T) {
+	t.Parallel()
 	needChromium(t)
 	type round struct {
 		lang, login, cancelled, denied, back string
