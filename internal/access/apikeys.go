@@ -423,15 +423,7 @@ func (s *Service) DeleteKey(ctx context.Context, p *authn.Principal, id string, 
 // deletion) and returns how many; once tx commits the epoch is bumped, so
 // the keys fail on every instance at once.
 func DeleteUserKeys(ctx context.Context, tx *db.Tx, ep authn.Epoch, userID string) (int64, error) {
-	res, err := tx.ExecContext(ctx, `DELETE FROM api_keys WHERE user_id = $1`, userID)
-	if err != nil {
-		return 0, err
-	}
-	n, err := res.RowsAffected()
-	if n > 0 {
-		authn.BumpAfterCommit(ctx, tx, ep, httpx.Logger(ctx))
-	}
-	return n, err
+	return authn.EndCredentials(ctx, tx, ep, httpx.Logger(ctx), `DELETE FROM api_keys WHERE user_id = $1`, userID)
 }
 
 // DeleteKey serves DELETE /v1/api-keys/{id}; system keys answer 403.

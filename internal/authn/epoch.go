@@ -135,6 +135,22 @@ func BumpAfterCommit(ctx context.Context, tx *db.Tx, ep Epoch, log *slog.Logger)
 	})
 }
 
+// EndCredentials runs query (an UPDATE or DELETE that ends credentials)
+// inside tx and returns how many rows it changed; when any did, ep is bumped
+// once tx commits (BumpAfterCommit). The owners of sessions and API keys end
+// them through it.
+func EndCredentials(ctx context.Context, tx *db.Tx, ep Epoch, log *slog.Logger, query string, args ...any) (int64, error) {
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	if n > 0 {
+		BumpAfterCommit(ctx, tx, ep, log)
+	}
+	return n, err
+}
+
 var (
 	_ Epoch = (*MemoryEpoch)(nil)
 	_ Epoch = (*CacheEpoch)(nil)

@@ -22,16 +22,9 @@ import (
 // everywhere, password changes and resets, bans, deletions and the
 // administrator's "sign out everywhere" all use it.
 func EndAll(ctx context.Context, tx *db.Tx, ep authn.Epoch, userID, exceptID string, now time.Time) (int64, error) {
-	res, err := tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = $1 WHERE user_id = $2 AND id <> $3 AND revoked_at IS NULL AND expires_at > $1`,
+	return authn.EndCredentials(ctx, tx, ep, httpx.Logger(ctx),
+		`UPDATE sessions SET revoked_at = $1 WHERE user_id = $2 AND id <> $3 AND revoked_at IS NULL AND expires_at > $1`,
 		db.TS(now), userID, exceptID)
-	if err != nil {
-		return 0, err
-	}
-	n, err := res.RowsAffected()
-	if n > 0 {
-		authn.BumpAfterCommit(ctx, tx, ep, httpx.Logger(ctx))
-	}
-	return n, err
 }
 
 // End ends the active session id of userID inside tx and reports whether it
@@ -39,14 +32,8 @@ func EndAll(ctx context.Context, tx *db.Tx, ep authn.Epoch, userID, exceptID str
 // already ended (by a concurrent request, which then audited it). The
 // conditional UPDATE makes two racing ends change the row once.
 func End(ctx context.Context, tx *db.Tx, ep authn.Epoch, userID, id string, now time.Time) (bool, error) {
-	res, err := tx.ExecContext(ctx, `UPDATE sessions SET revoked_at = $1 WHERE id = $2 AND user_id = $3 AND revoked_at IS NULL AND expires_at > $1`,
+	n, err := authn.EndCredentials(ctx, tx, ep, httpx.Logger(ctx),
+		`UPDATE sessions SET revoked_at = $1 WHERE id = $2 AND user_id = $3 AND revoked_at IS NULL AND expires_at > $1`,
 		db.TS(now), id, userID)
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
-	if n > 0 {
-		authn.BumpAfterCommit(ctx, tx, ep, httpx.Logger(ctx))
-	}
 	return n > 0, err
 }
