@@ -67,10 +67,14 @@ type Row struct {
 	*sql.Row
 	done   func()
 	traced func(error) // ends the statement's span (tracing on)
+	err    error       // an argument refused before the statement ran
 }
 
 // Scan copies the row's columns into dest, as sql.Row.Scan does.
 func (r *Row) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
 	err := r.Row.Scan(dest...)
 	if r.traced != nil {
 		r.traced(spanError(err))
@@ -81,6 +85,14 @@ func (r *Row) Scan(dest ...any) error {
 		r.done = nil
 	}
 	return err
+}
+
+// Err reports the error of the row's statement, as sql.Row.Err does.
+func (r *Row) Err() error {
+	if r.err != nil {
+		return r.err
+	}
+	return r.Row.Err()
 }
 
 // DB is an open database with its flavor.
@@ -313,6 +325,9 @@ func (d *DB) Ping(ctx context.Context) error {
 
 // ExecContext runs a writing statement on the writer.
 func (d *DB) ExecContext(ctx context.Context, query string, args ...any) (res sql.Result, err error) {
+	if err := checkArgs(args); err != nil {
+		return nil, err
+	}
 	countStatement(ctx, query)
 	if end := d.traceStatement(ctx, query); end != nil {
 		defer func() { end(err) }()
@@ -332,6 +347,9 @@ func (d *DB) ExecContext(ctx context.Context, query string, args ...any) (res sq
 // is refused: its tables' Version could not advance when it completes, so
 // writes go through ExecContext, QueryRowContext or a transaction.
 func (d *DB) QueryContext(ctx context.Context, query string, args ...any) (rows *sql.Rows, err error) {
+	if err := checkArgs(args); err != nil {
+		return nil, err
+	}
 	countStatement(ctx, query)
 	if end := d.traceStatement(ctx, query); end != nil {
 		defer func() { end(err) }()
@@ -351,6 +369,9 @@ func (d *DB) QueryContext(ctx context.Context, query string, args ...any) (rows 
 // writing statement (INSERT/UPDATE/DELETE … RETURNING) on the writer, whose
 // tables' Version advances once the row is scanned.
 func (d *DB) QueryRowContext(ctx context.Context, query string, args ...any) (row *Row) {
+	if err := checkArgs(args); err != nil {
+		return &Row{err: err}
+	}
 	countStatement(ctx, query)
 	if end := d.traceStatement(ctx, query); end != nil {
 		defer func() { row.traced = end }()

@@ -68,6 +68,9 @@ func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.
 func txRun[T any](t *Tx, ctx context.Context, query string, args []any,
 	prepared func(*sql.Stmt, context.Context, ...any) (T, error),
 	direct func(*sql.Tx, context.Context, string, ...any) (T, error)) (res T, err error) {
+	if err := checkArgs(args); err != nil {
+		return res, err
+	}
 	countStatement(ctx, query)
 	if end := t.d.traceStatement(ctx, query); end != nil {
 		defer func() { end(err) }()
@@ -82,6 +85,9 @@ func txRun[T any](t *Tx, ctx context.Context, query string, args []any,
 
 // QueryRowContext runs a single-row query in the transaction.
 func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) (row *Row) {
+	if err := checkArgs(args); err != nil {
+		return &Row{err: err}
+	}
 	countStatement(ctx, query)
 	if end := t.d.traceStatement(ctx, query); end != nil {
 		defer func() { row.traced = end }()

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"hmid/internal/db"
 	"hmid/internal/dbtest"
@@ -148,6 +149,47 @@ func TestEveryWritePathAdvancesVersion(t *testing.T) {
 		var n int
 		if err := d.QueryRowContext(ctx, `SELECT COUNT(*) FROM settings WHERE key = $1`, "k-query").Scan(&n); err != nil || n != 0 {
 			t.Errorf("refused write left %d rows (%v)", n, err)
+		}
+	})
+}
+
+// TestTimeArgumentRefused: a time.Time bound where every timestamp column is
+// BIGINT microseconds is refused on every path and engine, before the
+// statement runs, so SQLite cannot silently store its text.
+func TestTimeArgumentRefused(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, eng dbtest.Engine) {
+		d := eng.Open(t)
+		ctx := context.Background()
+		if _, err := d.ExecContext(ctx, `CREATE TABLE args_probe (at BIGINT)`); err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		const ins = `INSERT INTO args_probe (at) VALUES ($1)`
+		if _, err := d.ExecContext(ctx, ins, now); err == nil {
+			t.Error("DB.ExecContext accepted a time.Time")
+		}
+		if _, err := d.QueryContext(ctx, `SELECT at FROM args_probe WHERE at = $1`, &now); err == nil {
+			t.Error("DB.QueryContext accepted a *time.Time")
+		}
+		var n int64
+		if err := d.QueryRowContext(ctx, `SELECT COUNT(*) FROM args_probe WHERE at < $1`, now).Scan(&n); err == nil {
+			t.Error("DB.QueryRowContext accepted a time.Time")
+		}
+		err := d.Tx(ctx, func(tx *db.Tx) error {
+			if _, err := tx.ExecContext(ctx, ins, now); err == nil {
+				t.Error("Tx.ExecContext accepted a time.Time")
+			}
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM args_probe WHERE at < $1`, now).Scan(&n); err == nil {
+				t.Error("Tx.QueryRowContext accepted a time.Time")
+			}
+			_, err := tx.ExecContext(ctx, ins, db.TS(now))
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.QueryRowContext(ctx, `SELECT COUNT(*) FROM args_probe`).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("rows = %d, %v; want only the one bound with db.TS", n, err)
 		}
 	})
 }

@@ -18,6 +18,21 @@ import (
 // TS encodes t for a BIGINT timestamp column (Unix microseconds, UTC).
 func TS(t time.Time) int64 { return t.UnixMicro() }
 
+// checkArgs refuses a time.Time bound as a statement argument. Every
+// timestamp column is BIGINT Unix microseconds (TS): PostgreSQL refuses a
+// time there, but SQLite's column affinity stores its text form and the
+// mistake would stay silent on one engine. Refusing it on both makes the
+// SQLite suite catch what only PostgreSQL would.
+func checkArgs(args []any) error {
+	for i, a := range args {
+		switch a.(type) {
+		case time.Time, *time.Time:
+			return fmt.Errorf("db: argument %d is a %T; bind timestamps with db.TS or db.NullTS", i+1, a)
+		}
+	}
+	return nil
+}
+
 // FromTS decodes a BIGINT timestamp column value.
 func FromTS(us int64) time.Time { return time.UnixMicro(us).UTC() }
 

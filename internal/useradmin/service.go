@@ -422,7 +422,7 @@ func (s *Service) setEmail(ctx context.Context, tx *db.Tx, id, addr string, now 
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE platform_accounts SET platform_user_id = $1, email = $1, email_verified = FALSE, updated_at = $2
-		WHERE user_id = $3 AND platform_id = $4`, addr, now, id, emailPlatform()); err != nil {
+		WHERE user_id = $3 AND platform_id = $4`, addr, db.TS(now), id, emailPlatform()); err != nil {
 		return err
 	}
 	_, err := tx.ExecContext(ctx, `DELETE FROM email_verification_tokens WHERE user_id = $1`, id)
