@@ -11,6 +11,7 @@ import (
 	"hmid/api"
 	. "hmid/internal/authn" //nolint:staticcheck // the rule names read as a table: Perm("roles:read"), PermOrSelf(…)
 	"hmid/internal/httpx"
+	"hmid/internal/oauth"
 	"hmid/internal/oauth/cors"
 	"hmid/internal/passkey"
 	"hmid/internal/web"
@@ -133,6 +134,10 @@ func (s *Server) routes() chi.Router {
 		route("HEAD", doc, Public(), anyOrigin(oa.AuthServerMetadata))
 		route("OPTIONS", doc, Public(), cors.AnyOriginPreflight("GET, HEAD"))
 	}
+	// RFC 9728: hmid's API as a protected resource; its 401s point here.
+	route("GET", oauth.ProtectedResourcePath, Public(), anyOrigin(oa.ProtectedResourceMetadata))
+	route("HEAD", oauth.ProtectedResourcePath, Public(), anyOrigin(oa.ProtectedResourceMetadata))
+	route("OPTIONS", oauth.ProtectedResourcePath, Public(), cors.AnyOriginPreflight("GET, HEAD"))
 	route("GET", "/v1/oauth/jwks", Public(), anyOrigin(oa.JWKS))
 	route("HEAD", "/v1/oauth/jwks", Public(), anyOrigin(oa.JWKS))
 	route("OPTIONS", "/v1/oauth/jwks", Public(), cors.AnyOriginPreflight("GET, HEAD"))

@@ -59,6 +59,7 @@ func (s *Server) buildOAuth(ctx context.Context) error {
 	s.OAuth = svc
 	s.oauthHandler = &oauth.Handler{S: svc}
 	s.Guard.Resolver.OAuth = svc
+	s.Guard.APIResource, s.Guard.ResourceMetadata = svc.APIResource(), svc.Issuer+oauth.ProtectedResourcePath
 	s.Consents = svc
 
 	s.Metrics.Registry.MustRegister(st.TableSizes())

@@ -2,6 +2,7 @@ package authn
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -118,6 +119,17 @@ type Guard struct {
 	// Pages answers the refusals of browser rules (InBrowser) as pages;
 	// nil answers them as JSON like the API.
 	Pages PageAnswers
+	// ResourceMetadata is the URL of the protected-resource metadata of
+	// hmid's API (RFC 9728 §3): every 401 names it in WWW-Authenticate
+	// (§5.1), so a client that knows nothing but the API finds the
+	// authorization server. "" names none.
+	ResourceMetadata string
+	// APIResource is the resource identifier of hmid's API (RFC 8707 §2,
+	// RFC 9728 §2). An OAuth token issued for resources that leave it out
+	// is for another server and is refused here (RFC 8707 §1: a resource
+	// server accepts only tokens meant for it); a token that names no
+	// resource is accepted, as before resource indicators. "" checks none.
+	APIResource string
 }
 
 // PageAnswers renders the outcomes of a browser rule that do not reach the
@@ -146,26 +158,83 @@ func (g *Guard) Require(rule Rule) func(http.Handler) http.Handler {
 					next.ServeHTTP(w, r)
 					return
 				}
+				g.challenge(w, "", "")
 				httpx.Error(w, r, apperr.Unauthorizedf("authentication required: send Authorization: Bearer <token>"))
 				return
 			}
 			tok, ok := ParseBearer(header)
 			if !ok {
+				g.challenge(w, "invalid_request", "")
 				httpx.Error(w, r, apperr.Unauthorizedf("malformed Authorization header: expected Bearer <token>"))
 				return
 			}
 			p, err := g.Resolver.Resolve(r.Context(), tok)
+			if err == nil && !g.forAPI(p) {
+				err = apperr.Unauthorizedf("the access token was issued for another resource: its audience does not name %s", g.APIResource)
+			}
 			if err != nil {
+				if apperr.KindOf(err) == apperr.Unauthorized {
+					g.challenge(w, "invalid_token", "")
+				}
 				httpx.Error(w, r, err)
 				return
 			}
 			if err := rule.check(p, r); err != nil {
+				if scope := rule.missingScope(p); scope != "" {
+					g.challenge(w, "insufficient_scope", scope)
+				}
 				httpx.Error(w, r, err)
 				return
 			}
 			next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
 		})
 	}
+}
+
+// challenge sets the WWW-Authenticate header of a refusal (RFC 6750 §3):
+// the error code (none when the request carried no credentials, §3.1), the
+// scope a token lacks (insufficient_scope), and where the API's
+// protected-resource metadata is (RFC 9728 §5.1).
+func (g *Guard) challenge(w http.ResponseWriter, code, scope string) {
+	v := `Bearer realm="hmid"`
+	if code != "" {
+		v += `, error="` + code + `"`
+	}
+	if scope != "" {
+		v += `, scope="` + scope + `"`
+	}
+	if g.ResourceMetadata != "" {
+		v += `, resource_metadata="` + g.ResourceMetadata + `"`
+	}
+	w.Header().Set("WWW-Authenticate", v)
+}
+
+// forAPI reports whether p may call hmid's API as far as its audience goes:
+// a credential that is no OAuth token, a token naming no resource, or one
+// whose audience names the API.
+func (g *Guard) forAPI(p *Principal) bool {
+	return g.APIResource == "" || len(p.OAuthAudience) == 0 || slices.Contains(p.OAuthAudience, g.APIResource)
+}
+
+// missingScope is the scope an OAuth token would need for rule, when that
+// is why the rule refuses it (RFC 6750 §3.1 insufficient_scope): the
+// route's OpenID Connect scope for a user's token, the permission for a
+// client credentials token, whose scopes are permissions. "" otherwise.
+func (rule Rule) missingScope(p *Principal) string {
+	switch p.Kind {
+	case KindOAuth:
+		if rule.oauth && rule.oauthScope != "" && !p.HasOAuthScope(rule.oauthScope) {
+			return rule.oauthScope
+		}
+	case KindClient:
+		if len(rule.anyPerm) > 0 {
+			return strings.Join(rule.anyPerm, " ")
+		}
+		if rule.perm != "" && !p.Can(rule.perm) {
+			return rule.perm
+		}
+	}
+	return ""
 }
 
 // page applies a browser rule: the session comes from the cookie.

@@ -50,6 +50,10 @@ type Principal struct {
 	OAuthClientID string
 	OAuthScopes   []string
 	OAuthTokenID  string
+	// OAuthAudience are the resources the token was issued for (RFC 8707);
+	// nil when it names none (its client is the audience). hmid's own API
+	// refuses a token whose audience leaves it out (Guard.APIResource).
+	OAuthAudience []string
 
 	perms   PermSet // the credential's own permissions
 	ceiling PermSet // for user API keys: the owner's permissions, which the key cannot exceed

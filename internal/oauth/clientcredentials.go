@@ -108,7 +108,7 @@ func (s *Service) resolveClientToken(ctx context.Context, tok string) (*authn.Pr
 		return nil, authn.ErrInvalidToken
 	}
 	return authn.NewPrincipal(authn.Principal{
-		Kind: authn.KindClient, OAuthClientID: row.ClientID, OAuthScopes: row.Scopes, OAuthTokenID: row.ID,
+		Kind: authn.KindClient, OAuthClientID: row.ClientID, OAuthScopes: row.Scopes, OAuthTokenID: row.ID, OAuthAudience: row.Audience,
 		ExpiresAt: row.Expires, AuthTime: row.Created,
 	}, authn.NewPermSet(row.Scopes...)), nil
 }
@@ -128,6 +128,6 @@ func (s *Service) introspectClientToken(ctx context.Context, tok, clientID strin
 	}
 	return Introspection{
 		Active: true, Scope: strings.Join(row.Scopes, " "), ClientID: row.ClientID, TokenType: "Bearer",
-		Exp: row.Expires.Unix(), Iat: row.Created.Unix(), Aud: row.ClientID, Iss: s.Issuer, JTI: row.ID,
+		Exp: row.Expires.Unix(), Iat: row.Created.Unix(), Aud: audienceClaim(row.Audience, row.ClientID), Iss: s.Issuer, JTI: row.ID,
 	}, nil
 }

@@ -130,15 +130,20 @@ func (h *Handler) DeviceAuthorization(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	oe := checkGrant(c, GrantDeviceCode)
-	var scopes []string
+	var scopes, resources []string
 	if oe == nil {
 		scopes, oe = deviceScopes(c, form)
+	}
+	if oe == nil {
+		// RFC 8707 §2: a device authorization request names resources as
+		// an authorization request does; the poll may only narrow them.
+		resources, oe = requestedResources(c, form)
 	}
 	if oe != nil {
 		writeOAuthError(w, logged(r, oe))
 		return
 	}
-	resp, err := s.startDevice(r.Context(), c, scopes)
+	resp, err := s.startDevice(r.Context(), c, scopes, resources)
 	respondOAuth(w, r, resp, err)
 }
 
@@ -163,13 +168,13 @@ func deviceScopes(c Client, form url.Values) ([]string, *Error) {
 
 // startDevice stores a new device authorization and returns its codes. A
 // user code that happens to equal a stored one is drawn again.
-func (s *Service) startDevice(ctx context.Context, c Client, scopes []string) (DeviceAuthorizationResponse, error) {
+func (s *Service) startDevice(ctx context.Context, c Client, scopes, resources []string) (DeviceAuthorizationResponse, error) {
 	now := s.Clock.Now()
 	deviceCode := token.New(PrefixDeviceCode)
 	for attempt := 0; ; attempt++ {
 		userCode := newUserCode()
 		err := s.Store.StartDevice(ctx, store.DeviceAuthorization{ID: db.NewID(), DeviceCodeHash: token.Hash(deviceCode),
-			UserCodeHash: token.Hash(userCode), ClientID: c.ID, Scopes: scopes, Interval: DeviceInterval, Created: now, Expires: now.Add(DeviceCodeTTL)})
+			UserCodeHash: token.Hash(userCode), ClientID: c.ID, Scopes: scopes, Resources: resources, Interval: DeviceInterval, Created: now, Expires: now.Add(DeviceCodeTTL)})
 		if err != nil && db.IsUniqueViolation(err) && attempt < 3 {
 			continue
 		}

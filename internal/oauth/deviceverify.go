@@ -146,7 +146,7 @@ func (s *Service) DecideDevice(ctx context.Context, who authflow.Approver, userC
 			}
 		}
 		won, err := s.Store.DecideDevice(ctx, tx, store.DeviceDecision{ID: d.ID, Approved: approved, UserID: who.UserID, AuthTime: who.AuthTime,
-			Context: db.JSON(approverContext(who)), Now: now})
+			Context: db.JSON(approverContext(who, d.Resources)), Now: now})
 		if err != nil {
 			return err
 		}
@@ -162,9 +162,11 @@ func (s *Service) DecideDevice(ctx context.Context, who authflow.Approver, userC
 }
 
 // approverContext is the authentication context the device's tokens carry:
-// that of the session the person approved in.
-func approverContext(who authflow.Approver) authContext {
-	ac := authContext{ACR: ACRSingleFactor, AMR: who.AMR}
+// that of the session the person approved in, and the resources the
+// device's request named (RFC 8707 §2.1), which bound their audience as an
+// authorization request's do.
+func approverContext(who authflow.Approver, resources []string) authContext {
+	ac := authContext{ACR: ACRSingleFactor, AMR: who.AMR, Resources: resources}
 	for _, m := range who.AMR {
 		if m == "otp" {
 			ac.ACR = ACRTwoFactor

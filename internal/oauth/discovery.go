@@ -25,6 +25,37 @@ func (h *Handler) AuthServerMetadata(w http.ResponseWriter, r *http.Request) {
 	h.Discovery(w, r)
 }
 
+// hmid's own API as an OAuth protected resource (RFC 9728): its resource
+// identifier is the issuer's /v1, where every API route lives, and its
+// metadata stands at the well-known URI with that path inserted (§3.1), the
+// URL every 401 of the API names (authn.Guard.ResourceMetadata). A client
+// that knows only the API (an MCP host, say) follows it to the issuer.
+const (
+	APIResourcePath       = "/v1"
+	ProtectedResourcePath = "/.well-known/oauth-protected-resource" + APIResourcePath
+)
+
+// APIResource is the resource identifier of hmid's API (RFC 8707 §2): the
+// audience a token asked for with it carries.
+func (s *Service) APIResource() string { return s.Issuer + APIResourcePath }
+
+// ProtectedResourceMetadata serves GET ProtectedResourcePath (RFC 9728 §3.2):
+// the API's resource identifier, the issuer as its one authorization server,
+// the scopes a token for it is asked with, and the bearer methods it takes
+// (the Authorization header only: RFC 6750 §2.1).
+func (h *Handler) ProtectedResourceMetadata(w http.ResponseWriter, r *http.Request) {
+	s := h.S
+	w.Header().Set("Cache-Control", "public, max-age=3600")
+	httpx.JSON(w, http.StatusOK, map[string]any{
+		"resource":                 s.APIResource(),
+		"authorization_servers":    []string{s.Issuer},
+		"scopes_supported":         ScopeNames(),
+		"bearer_methods_supported": []string{"header"},
+		"resource_name":            "hmid API",
+		"resource_documentation":   s.Issuer + "/v1/openapi.yaml",
+	})
+}
+
 // Metadata is the provider's metadata, the one document behind OpenID
 // Connect discovery and RFC 8414 authorization server metadata.
 func (s *Service) Metadata() map[string]any {

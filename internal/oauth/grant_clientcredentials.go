@@ -31,15 +31,17 @@ func (g *clientGrant) ready(tr *tokenRequest) *Error {
 
 // redeem decides the token's scopes and stores it. Client credentials
 // tokens are opaque and live in their own table, so the one-character
-// longer prefix tells them apart at lookup (clientTokenMark).
+// longer prefix tells them apart at lookup (clientTokenMark). Their
+// audience is the resources the request names (RFC 8707 §2, checked
+// against the client's by the shared phase), else the client itself.
 func (g *clientGrant) redeem(ctx context.Context, tr *tokenRequest) (*issuance, *Error) {
 	scopes, oe := g.scopes(ctx, tr)
 	if oe != nil {
 		return nil, oe
 	}
-	t := issuedTokens{access: token.New(token.PrefixAccessToken + clientTokenMark), accessScopes: scopes, accessTTL: tr.accessTTL}
+	t := issuedTokens{access: token.New(token.PrefixAccessToken + clientTokenMark), accessScopes: scopes, audience: tr.resources, accessTTL: tr.accessTTL}
 	err := g.store.StoreClientToken(ctx, store.ClientToken{ID: db.NewID(), Hash: token.Hash(t.access), ClientID: tr.client.ID, Scopes: scopes,
-		Created: tr.now, Expires: tr.now.Add(t.accessTTL)})
+		Audience: t.audience, Created: tr.now, Expires: tr.now.Add(t.accessTTL)})
 	if err != nil {
 		return nil, asOAuthErr(err)
 	}

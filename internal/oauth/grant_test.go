@@ -357,7 +357,7 @@ func testDeviceGrant(t *testing.T, g *grantEnv) {
 	ctx := context.Background()
 	u := g.user(t)
 	c := g.client(t, func(c *Client) { c.AccessTokenFormat, c.IDTokenSignedResponseAlg = FormatJWT, AlgES256 })
-	start, err := g.s.startDevice(ctx, c.Client, []string{"openid", "offline_access"})
+	start, err := g.s.startDevice(ctx, c.Client, []string{"openid", "offline_access"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,7 +123,7 @@ func (s *Service) introspect(ctx context.Context, tok, clientID string) (Introsp
 	out := Introspection{
 		Active: true, Scope: strings.Join(t.Scopes, " "), ClientID: t.ClientID, Username: t.Username,
 		TokenType: "Bearer", Exp: t.Expires.Unix(), Iat: t.Created.Unix(),
-		Sub: t.UserID, Aud: audienceClaim(decodeAudience(t.Audience), t.ClientID), Iss: s.Issuer, JTI: t.ID,
+		Sub: t.UserID, Aud: audienceClaim(store.DecodeResources(t.Audience), t.ClientID), Iss: s.Issuer, JTI: t.ID,
 	}
 	if kind == "refresh" {
 		out.TokenType = "refresh_token"

@@ -1,7 +1,6 @@
 package oauth
 
 import (
-	"encoding/json"
 	"net/url"
 	"slices"
 	"strings"
@@ -153,16 +152,6 @@ func audienceClaim(audience []string, clientID string) any {
 		return audience[0]
 	}
 	return audience
-}
-
-// decodeAudience reads a token's stored audience column.
-func decodeAudience(raw *string) []string {
-	if raw == nil || *raw == "" {
-		return nil
-	}
-	var out []string
-	_ = json.Unmarshal([]byte(*raw), &out)
-	return out
 }
 
 // accessJWT makes the RFC 9068 JWT access token of t, issued by issuer to

@@ -46,7 +46,7 @@ func (s *Service) resolveAccess(ctx context.Context, tok string, cr *claims.Row)
 	}
 	return authn.NewPrincipal(authn.Principal{
 		Kind: authn.KindOAuth, UserID: row.UserID, OAuthClientID: row.ClientID, OAuthScopes: row.Scopes,
-		OAuthTokenID: row.ID, ExpiresAt: expiresAt, AuthTime: db.FromTS(row.AuthTime),
+		OAuthTokenID: row.ID, OAuthAudience: store.DecodeResources(row.Audience), ExpiresAt: expiresAt, AuthTime: db.FromTS(row.AuthTime),
 	}, nil), row, nil
 }
 

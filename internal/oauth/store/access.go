@@ -15,10 +15,11 @@ import (
 // invalid_token either way) and the row carries six columns, not ten: every
 // column is work for the driver on each request. Expiry is checked by the
 // caller, against the same clock, since the principal needs the time anyway.
-// resolveClaimsSQL adds the token's authentication context and the user's
+// The audience, NULL for most tokens, lets hmid's own API refuse a token
+// issued for another resource (RFC 8707). resolveClaimsSQL adds the token's authentication context and the user's
 // claim columns, so UserInfo needs one query.
 const (
-	resolveCols = `t.id, t.user_id, t.client_id, t.scopes, t.expires_at, t.auth_time`
+	resolveCols = `t.id, t.user_id, t.client_id, t.scopes, t.expires_at, t.auth_time, t.audience`
 	resolveFrom = ` FROM oauth_tokens t JOIN oauth_clients c ON c.id = t.client_id JOIN users u ON u.id = t.user_id
 		WHERE t.token_hash = $1 AND t.kind = 'access' AND t.revoked_at IS NULL AND c.is_active
 		AND u.deleted_at IS NULL AND NOT ` + db.UserBannedSQL
@@ -33,8 +34,9 @@ type AccessToken struct {
 	ID, UserID, ClientID string
 	Scopes               db.Strings
 	Expires, AuthTime    int64  // as stored (db.FromTS)
-	Context              string // the authentication context, as JSON; read only with claims
-	dest                 [6]any
+	Audience             *string // the resources it was issued for, as JSON (DecodeResources); nil: none
+	Context              string  // the authentication context, as JSON; read only with claims
+	dest                 [7]any
 }
 
 // ResolveAccess reads the usable access token whose hash is hash (see
@@ -45,7 +47,7 @@ type AccessToken struct {
 // check.
 func (s *Store) ResolveAccess(ctx context.Context, hash string, now time.Time, cr *claims.Row) (*AccessToken, error) {
 	row := &AccessToken{}
-	row.dest = [6]any{&row.ID, &row.UserID, &row.ClientID, &row.Scopes, &row.Expires, &row.AuthTime}
+	row.dest = [7]any{&row.ID, &row.UserID, &row.ClientID, &row.Scopes, &row.Expires, &row.AuthTime, &row.Audience}
 	query, dest := resolveSQL, row.dest[:]
 	if cr != nil {
 		cd := cr.Dest()

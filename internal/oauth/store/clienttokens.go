@@ -16,14 +16,17 @@ type ClientToken struct {
 	Hash     string
 	ClientID string
 	Scopes   []string
+	// Audience are the resources (RFC 8707) the token was issued for; nil:
+	// none named, the client is the audience.
+	Audience []string
 	Created  time.Time
 	Expires  time.Time
 }
 
 // StoreClientToken stores t, hashed.
 func (s *Store) StoreClientToken(ctx context.Context, t ClientToken) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO oauth_client_tokens (id, token_hash, client_id, scopes, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`, t.ID, t.Hash, t.ClientID, db.JSON(t.Scopes), db.TS(t.Created), db.TS(t.Expires))
+	_, err := s.db.ExecContext(ctx, `INSERT INTO oauth_client_tokens (id, token_hash, client_id, scopes, audience, created_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, t.ID, t.Hash, t.ClientID, db.JSON(t.Scopes), resourcesColumn(t.Audience), db.TS(t.Created), db.TS(t.Expires))
 	return err
 }
 
@@ -52,12 +55,14 @@ func (s *Store) ClientToken(ctx context.Context, hash string) (ClientTokenState,
 	var t ClientTokenState
 	var scopes, grants, allowed db.Strings
 	var created, expires int64
-	err := s.db.QueryRowContext(ctx, `SELECT t.id, t.client_id, t.scopes, t.created_at, t.expires_at, t.revoked_at, c.is_active, c.grant_types, c.allowed_scopes
+	var audience *string
+	err := s.db.QueryRowContext(ctx, `SELECT t.id, t.client_id, t.scopes, t.audience, t.created_at, t.expires_at, t.revoked_at, c.is_active, c.grant_types, c.allowed_scopes
 		FROM oauth_client_tokens t JOIN oauth_clients c ON c.id = t.client_id WHERE t.token_hash = $1`, hash).
-		Scan(&t.ID, &t.ClientID, &scopes, &created, &expires, &t.Revoked, &t.Active, &grants, &allowed)
+		Scan(&t.ID, &t.ClientID, &scopes, &audience, &created, &expires, &t.Revoked, &t.Active, &grants, &allowed)
 	if err != nil {
 		return t, err
 	}
+	t.Audience = DecodeResources(audience)
 	t.Hash, t.Created, t.Expires, t.GrantTypes, t.ClientScope = hash, db.FromTS(created), db.FromTS(expires), grants, allowed
 	t.Scopes = slices.DeleteFunc(scopes, func(sc string) bool { return !slices.Contains(allowed, sc) })
 	return t, nil

@@ -16,7 +16,10 @@ type DeviceAuthorization struct {
 	UserCodeHash   string
 	ClientID       string
 	Scopes         []string
-	Interval       time.Duration // the polling interval it starts with
+	// Resources are the resource indicators the request named (RFC 8707
+	// §2): the most the tokens issued for it may be for. nil: none.
+	Resources []string
+	Interval  time.Duration // the polling interval it starts with
 	Created        time.Time
 	Expires        time.Time
 }
@@ -25,8 +28,8 @@ type DeviceAuthorization struct {
 // violation (db.IsUniqueViolation): the caller draws another code.
 func (s *Store) StartDevice(ctx context.Context, d DeviceAuthorization) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO oauth_device_authorizations (id, device_code_hash, user_code_hash, client_id, scopes,
-			interval_seconds, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		d.ID, d.DeviceCodeHash, d.UserCodeHash, d.ClientID, db.JSON(d.Scopes), int(d.Interval/time.Second),
+			resources, interval_seconds, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		d.ID, d.DeviceCodeHash, d.UserCodeHash, d.ClientID, db.JSON(d.Scopes), resourcesColumn(d.Resources), int(d.Interval/time.Second),
 		db.TS(d.Created), db.TS(d.Expires))
 	return err
 }
@@ -102,6 +105,7 @@ func (s *Store) RedeemDevice(ctx context.Context, tx db.Querier, id string) (boo
 type PendingDevice struct {
 	ID, ClientID string
 	Scopes       []string
+	Resources    []string // the request's resource indicators; nil: none
 	Expires      time.Time
 }
 
@@ -111,11 +115,15 @@ func (s *Store) PendingDevice(ctx context.Context, userCodeHash string, now time
 	var d PendingDevice
 	var scopes db.Strings
 	var expires int64
-	err := s.db.QueryRowContext(ctx, `SELECT id, client_id, scopes, expires_at FROM oauth_device_authorizations
+	var resources *string
+	err := s.db.QueryRowContext(ctx, `SELECT id, client_id, scopes, resources, expires_at FROM oauth_device_authorizations
 		WHERE user_code_hash = $1 AND status = 'pending' AND expires_at > $2`, userCodeHash, db.TS(now)).
-		Scan(&d.ID, &d.ClientID, &scopes, &expires)
-	d.Scopes, d.Expires = scopes, db.FromTS(expires)
-	return d, err
+		Scan(&d.ID, &d.ClientID, &scopes, &resources, &expires)
+	if err != nil {
+		return d, err
+	}
+	d.Scopes, d.Expires, d.Resources = scopes, db.FromTS(expires), DecodeResources(resources)
+	return d, nil
 }
 
 // DeviceDecision is a person's approval or denial of a device authorization.

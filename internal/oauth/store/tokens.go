@@ -43,11 +43,28 @@ type TokenPair struct {
 }
 
 // audienceJSON is the stored audience column of the access token.
-func (p TokenPair) audienceJSON() any {
-	if len(p.Audience) == 0 {
+func (p TokenPair) audienceJSON() any { return resourcesColumn(p.Audience) }
+
+// resourcesColumn is a list of resource indicators as an audience or
+// resources column stores it: NULL for none.
+func resourcesColumn(r []string) any {
+	if len(r) == 0 {
 		return nil
 	}
-	return db.JSON(p.Audience)
+	return db.JSON(r)
+}
+
+// DecodeResources reads an audience or resources column (resourcesColumn
+// wrote it): nil for NULL. What hmid stored is always a JSON array.
+func DecodeResources(raw *string) []string {
+	if raw == nil || *raw == "" {
+		return nil
+	}
+	var out db.Strings
+	if err := out.Scan(*raw); err != nil {
+		return nil
+	}
+	return out
 }
 
 // storeTokensSQL inserts an access and a refresh token of one pair.
