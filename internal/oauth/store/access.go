@@ -33,7 +33,7 @@ const (
 type AccessToken struct {
 	ID, UserID, ClientID string
 	Scopes               db.Strings
-	Expires, AuthTime    int64  // as stored (db.FromTS)
+	Expires, AuthTime    int64   // as stored (db.FromTS)
 	Audience             *string // the resources it was issued for, as JSON (DecodeResources); nil: none
 	Context              string  // the authentication context, as JSON; read only with claims
 	dest                 [7]any

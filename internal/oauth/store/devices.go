@@ -20,8 +20,8 @@ type DeviceAuthorization struct {
 	// §2): the most the tokens issued for it may be for. nil: none.
 	Resources []string
 	Interval  time.Duration // the polling interval it starts with
-	Created        time.Time
-	Expires        time.Time
+	Created   time.Time
+	Expires   time.Time
 }
 
 // StartDevice stores d. A user code hash that is taken already is a unique
