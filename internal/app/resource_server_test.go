@@ -152,3 +152,45 @@ func TestDeviceGrantResource(t *testing.T) {
 		}
 	})
 }
+
+// TestMachineClientsWithoutRedirect: a client whose grants need no redirect
+// (client credentials, device) may be made without redirect URIs, through
+// the REST API and through dynamic registration; one registered for the
+// authorization code grant still needs one, and cannot lose its last. The
+// registration endpoint answers a CORS preflight from any origin.
+func TestMachineClientsWithoutRedirect(t *testing.T) {
+	t.Parallel()
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		admin := e.Admin(t)
+		for _, grants := range [][]string{{"client_credentials"}, {deviceGrant}, {deviceGrant, "refresh_token"}} {
+			body := map[string]any{"name": "Machine", "grant_types": grants, "allowed_scopes": []string{"openid", "devices:read"}}
+			if grants[0] == deviceGrant {
+				body["client_type"] = "public"
+			}
+			d := e.Call(t, "POST", "/v1/oauth/clients", admin.Token, body, http.StatusCreated).JSON()["data"].(map[string]any)
+			if uris, _ := d["redirect_uris"].([]any); len(uris) != 0 {
+				t.Fatalf("%v: redirect_uris %v", grants, d["redirect_uris"])
+			}
+			// Adding the code grant without a redirect URI is refused and changes nothing.
+			e.Call(t, "PATCH", "/v1/oauth/clients/"+d["id"].(string), admin.Token, map[string]any{"grant_types": append(grants, "authorization_code")}, http.StatusBadRequest)
+		}
+		e.Call(t, "POST", "/v1/oauth/clients", admin.Token, map[string]any{"name": "Web", "redirect_uris": []string{}}, http.StatusBadRequest)
+		c := mkClient(t, e, admin.Token, nil)
+		e.Call(t, "PATCH", "/v1/oauth/clients/"+c.ID, admin.Token, map[string]any{"redirect_uris": []string{}}, http.StatusBadRequest)
+
+		pre := e.Do(t, apptest.Req{Method: "OPTIONS", Path: "/v1/oauth/register", Header: map[string]string{
+			"Origin": "https://mcp-host.example", "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type"}})
+		if pre.Status != http.StatusNoContent || pre.Header.Get("Access-Control-Allow-Origin") != "*" {
+			t.Fatalf("preflight: %d %v", pre.Status, pre.Header)
+		}
+		r := e.Do(t, apptest.Req{Method: "POST", Path: "/v1/oauth/register", Header: map[string]string{"Origin": "https://mcp-host.example"},
+			Body: map[string]any{"client_name": "TV agent", "grant_types": []string{deviceGrant}, "token_endpoint_auth_method": "none", "scope": "openid"}})
+		if r.Status != http.StatusCreated || r.Header.Get("Access-Control-Allow-Origin") != "*" {
+			t.Fatalf("register a device client: %d %s", r.Status, r.Body)
+		}
+		r = register(t, e, "", map[string]any{"client_name": "Web agent", "grant_types": []string{"authorization_code"}, "token_endpoint_auth_method": "none"})
+		if r.Status != http.StatusBadRequest || r.JSON()["error"] != "invalid_redirect_uri" {
+			t.Fatalf("a code client without redirect URIs: %d %s", r.Status, r.Body)
+		}
+	}, registrationMode("open"))
+}

@@ -181,7 +181,10 @@ func (s *Server) routes() chi.Router {
 	// off), the management endpoints the client's registration access
 	// token. Initial access tokens are for super admins and system keys
 	// (Perm("*:*") admits only them and holders of the wildcard).
-	route("POST", "/v1/oauth/register", Public(), oa.Register)
+	// Browser-based MCP hosts register from their own origin; registration
+	// takes no cookie (an initial access token at most), so any origin may.
+	route("POST", "/v1/oauth/register", Public(), anyOrigin(oa.Register))
+	route("OPTIONS", "/v1/oauth/register", Public(), cors.AnyOriginPreflight("POST"))
 	route("GET", "/v1/oauth/register/{id}", Public(), oa.ReadRegistration)
 	route("PUT", "/v1/oauth/register/{id}", Public(), oa.UpdateRegistration)
 	route("DELETE", "/v1/oauth/register/{id}", Public(), oa.DeleteRegistration)

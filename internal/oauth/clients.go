@@ -212,6 +212,9 @@ func applyInput(c *Client, in ClientInput, creating bool) error {
 	if err := applyGrantTypes(c, in, creating); err != nil {
 		return err
 	}
+	if err := requireRedirect(c); err != nil {
+		return err
+	}
 	if err := applyLifetimeInput(c, in); err != nil {
 		return err
 	}
@@ -220,6 +223,17 @@ func applyInput(c *Client, in ClientInput, creating bool) error {
 			return apperr.OnField("is_active", apperr.Invalid("is_active must be true or false"))
 		}
 		c.IsActive = in.IsActive.Value
+	}
+	return nil
+}
+
+// requireRedirect refuses a client registered for the authorization code
+// grant without a redirect URI (RFC 6749 §3.1.2: the code goes there). A
+// client whose grants need no redirect (client credentials, device) may
+// have none (RFC 7591 §2: redirect_uris is for redirect-based flows).
+func requireRedirect(c *Client) error {
+	if len(c.RedirectURIs) == 0 && c.AllowsGrant(GrantAuthorizationCode) {
+		return apperr.OnField("redirect_uris", apperr.Invalid("redirect_uris needs at least one URI for the authorization_code grant (up to 20)"))
 	}
 	return nil
 }
@@ -270,15 +284,16 @@ func applyURLs(c *Client, in ClientInput, _ bool) error {
 	return nil
 }
 
-// applyRedirectURIs applies 1 to 20 redirect URIs, normalized and without
-// duplicates (required on creation).
+// applyRedirectURIs applies up to 20 redirect URIs, normalized and without
+// duplicates. Whether the client may have none depends on its grants, which
+// are applied after: requireRedirect checks that once both are in place.
 func applyRedirectURIs(c *Client, in ClientInput, creating bool) error {
 	if !in.RedirectURIs.Set && !creating {
 		return nil
 	}
 	uris := in.RedirectURIs.Value
-	if len(uris) == 0 || len(uris) > 20 {
-		return apperr.OnField("redirect_uris", apperr.Invalid("redirect_uris needs at least one and at most 20 URIs"))
+	if len(uris) > 20 {
+		return apperr.OnField("redirect_uris", apperr.Invalid("redirect_uris holds at most 20 URIs"))
 	}
 	clean, err := normalizeURIs("redirect_uris", uris)
 	if err != nil {
