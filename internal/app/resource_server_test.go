@@ -6,8 +6,10 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"hmid/internal/apptest"
+	"hmid/internal/oauth"
 )
 
 // TestProtectedResourceMetadata: hmid's API publishes its RFC 9728
@@ -191,6 +193,33 @@ func TestMachineClientsWithoutRedirect(t *testing.T) {
 		r = register(t, e, "", map[string]any{"client_name": "Web agent", "grant_types": []string{"authorization_code"}, "token_endpoint_auth_method": "none"})
 		if r.Status != http.StatusBadRequest || r.JSON()["error"] != "invalid_redirect_uri" {
 			t.Fatalf("a code client without redirect URIs: %d %s", r.Status, r.Body)
+		}
+	}, registrationMode("open"))
+}
+
+// TestOpenRegistrationThrottled: in open mode one address gets
+// OpenRegistrationLimit's burst of registrations, then 429 with
+// Retry-After, which stores nothing; the allowance comes back with time.
+func TestOpenRegistrationThrottled(t *testing.T) {
+	t.Parallel()
+	apptest.Each(t, func(t *testing.T, e *apptest.Env) {
+		body := mcpRegistration()
+		for i := 0; i < oauth.OpenRegistrationLimit.Burst; i++ {
+			if r := register(t, e, "", body); r.Status != http.StatusCreated {
+				t.Fatalf("registration %d: %d %s", i+1, r.Status, r.Body)
+			}
+		}
+		before := dynamicCount(t, e)
+		r := register(t, e, "", body)
+		if r.Status != http.StatusTooManyRequests || r.JSON()["error"] != "temporarily_unavailable" || r.Header.Get("Retry-After") == "" {
+			t.Fatalf("over the limit: %d %v %s", r.Status, r.Header, r.Body)
+		}
+		if n := dynamicCount(t, e); n != before {
+			t.Fatalf("a refused registration stored %d clients", n-before)
+		}
+		e.Advance(t, time.Hour)
+		if r := register(t, e, "", body); r.Status != http.StatusCreated {
+			t.Fatalf("after an hour: %d %s", r.Status, r.Body)
 		}
 	}, registrationMode("open"))
 }

@@ -1,8 +1,11 @@
 package oauth
 
 import (
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
+	"time"
 
 	"hmid/internal/apperr"
 	"hmid/internal/httpx"
@@ -34,8 +37,9 @@ type Error struct {
 	Code        string
 	Description string
 	Status      int
-	basic       bool  // the client authenticated with HTTP Basic: answer with WWW-Authenticate (RFC 6749 §5.2)
-	cause       error // the internal error behind a server_error or temporarily_unavailable, logged, never shown
+	basic       bool          // the client authenticated with HTTP Basic: answer with WWW-Authenticate (RFC 6749 §5.2)
+	cause       error         // the internal error behind a server_error or temporarily_unavailable, logged, never shown
+	retryAfter  time.Duration // a 429's wait, sent as Retry-After
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Description }
@@ -62,6 +66,9 @@ func writeOAuthError(w http.ResponseWriter, e *Error) {
 	}
 	if e.Status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", retryAfterSeconds)
+	}
+	if e.Status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.retryAfter.Seconds()))))
 	}
 	httpx.JSON(w, e.Status, map[string]string{"error": e.Code, "error_description": e.Description})
 }

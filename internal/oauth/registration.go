@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"hmid/internal/apperr"
 	"hmid/internal/audit"
 	"hmid/internal/authn"
+	"hmid/internal/cache"
 	"hmid/internal/db"
 	"hmid/internal/httpx"
 	"hmid/internal/oauth/store"
@@ -200,6 +202,32 @@ func (s *Service) registrationResponse(c Client, rat string) RegistrationRespons
 	return r
 }
 
+// OpenRegistrationLimit is how many clients one address may register in
+// open mode: a burst of ten, then one every six minutes; a request refused
+// for its metadata is not counted. Open registration
+// needs no credential, so without it one address could fill the clients
+// table (the expiry of unused open registrations clears them only after
+// 30 days). Token mode is bounded by its initial access tokens' uses.
+var OpenRegistrationLimit = cache.PerPeriod(10, time.Hour)
+
+// throttleOpenRegistration counts an open registration against its
+// address, across instances; 429 temporarily_unavailable with Retry-After
+// when the address is over OpenRegistrationLimit.
+func (s *Service) throttleOpenRegistration(ctx context.Context, mode, ip string) *Error {
+	if mode != RegistrationOpen || s.Limiter == nil {
+		return nil
+	}
+	d, err := cache.Allow(ctx, s.Limiter, "oauth:register:ip:"+ip, OpenRegistrationLimit)
+	if err != nil {
+		return asOAuthErr(err)
+	}
+	if !d.Allowed {
+		return &Error{Code: ErrTemporarilyUnavailable, Status: http.StatusTooManyRequests, retryAfter: d.RetryAfter,
+			Description: "too many client registrations from this address; try again later"}
+	}
+	return nil
+}
+
 // Register registers a client (RFC 7591 §3). In token mode iat must be a
 // live initial access token with room for another client, whose scopes
 // bound the client's; in open mode anyone may register. A registered
@@ -224,6 +252,10 @@ func (s *Service) Register(ctx context.Context, iat string, md RegistrationMetad
 	}
 	if err := s.checkOutboundTargets(c); err != nil {
 		return RegistrationResponse{}, asRegistrationError(err)
+	}
+	// Counted once the metadata is valid: a refused request stores nothing.
+	if oe := s.throttleOpenRegistration(ctx, mode, m.IP); oe != nil {
+		return RegistrationResponse{}, oe
 	}
 	c.ID, c.DynamicRegistration = uuid.NewString(), &mode
 	newSecret(&c)
