@@ -492,7 +492,7 @@ func testResolveAccess(t *testing.T, en *env) {
 	if err := claims.Fill(ctx, en.d, u, &row, []string{"profile"}, false, &set); err != nil || set.ToMap()["preferred_username"] != "u"+u {
 		t.Fatalf("claims read with the token: %v %v", set.ToMap(), err)
 	}
-	if at, err = en.st.ResolveAccess(ctx, p.AccessHash, t0, nil); err != nil || at.Context != "" {
+	if at, err = en.st.ResolveAccess(ctx, p.AccessHash, t0, nil); err != nil || at.Context != "" || store.DecodeResources(at.Audience) != nil {
 		t.Fatalf("without claims: %+v %v", at, err)
 	}
 	if _, err := en.d.ExecContext(ctx, `UPDATE users SET deleted_at = $1 WHERE id = $2`, db.TS(t0), u); err != nil {
@@ -717,6 +717,19 @@ func testClientTokens(t *testing.T, en *env) {
 	if _, err := en.st.ClientToken(ctx, token.Hash("none")); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown: %v", err)
 	}
+	// The audience is kept as issued: nil stays nil (the client is the audience).
+	aud := []string{"https://api.example/", "https://files.example/v1"}
+	forAPI := store.ClientToken{ID: db.NewID(), Hash: token.Hash("hm_at_ctoken_aud"), ClientID: c.ID, Scopes: []string{"gps:read"},
+		Audience: aud, Created: t0, Expires: t0.Add(time.Hour)}
+	if err := en.st.StoreClientToken(ctx, forAPI); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := en.st.ClientToken(ctx, forAPI.Hash); err != nil || !slices.Equal(got.Audience, aud) {
+		t.Fatalf("audience %v, %v; want %v", got.Audience, err, aud)
+	}
+	if got, _ := en.st.ClientToken(ctx, tok.Hash); got.Audience != nil {
+		t.Fatalf("a token issued without resources has audience %v", got.Audience)
+	}
 }
 
 // startDevice starts a device authorization of c and returns its device
@@ -778,8 +791,18 @@ func testDevices(t *testing.T, en *env) {
 		t.Fatal("a poll fifteen seconds after the last keeps the grown interval")
 	}
 	p, err := en.st.PendingDevice(ctx, userHash, t0)
-	if err != nil || p.ID != id || p.ClientID != c.ID || !slices.Equal(p.Scopes, []string{"openid"}) {
+	if err != nil || p.ID != id || p.ClientID != c.ID || !slices.Equal(p.Scopes, []string{"openid"}) || p.Resources != nil {
 		t.Fatalf("PendingDevice: %+v %v", p, err)
+	}
+	// The resources a device request named come back with it.
+	resHash := token.Hash(db.NewID())
+	if err := en.st.StartDevice(ctx, store.DeviceAuthorization{ID: db.NewID(), DeviceCodeHash: token.Hash(token.New("hm_dc_")), UserCodeHash: resHash,
+		ClientID: c.ID, Scopes: []string{"openid"}, Resources: []string{"https://api.example/"}, Interval: 5 * time.Second, Created: t0,
+		Expires: t0.Add(10 * time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if rp, err := en.st.PendingDevice(ctx, resHash, t0); err != nil || !slices.Equal(rp.Resources, []string{"https://api.example/"}) {
+		t.Fatalf("PendingDevice with resources: %+v %v", rp, err)
 	}
 	decisions := race(t, 4, func() (bool, error) {
 		var won bool
