@@ -27,6 +27,15 @@ func TestProtectedResourceMetadata(t *testing.T) {
 		if sc, _ := md["scopes_supported"].([]any); len(sc) == 0 {
 			t.Fatalf("scopes_supported %v", md["scopes_supported"])
 		}
+		// Any origin may read it: its preflight, and HEAD without a body.
+		pre := e.Do(t, apptest.Req{Method: "OPTIONS", Path: "/.well-known/oauth-protected-resource/v1", Header: map[string]string{
+			"Origin": "https://mcp-host.example", "Access-Control-Request-Method": "GET"}})
+		if pre.Status != http.StatusNoContent || pre.Header.Get("Access-Control-Allow-Origin") != "*" {
+			t.Fatalf("preflight: %d %v", pre.Status, pre.Header)
+		}
+		if h := e.Do(t, apptest.Req{Method: "HEAD", Path: "/.well-known/oauth-protected-resource/v1"}); h.Status != http.StatusOK || len(h.Body) != 0 {
+			t.Fatalf("HEAD: %d %q", h.Status, h.Body)
+		}
 		// The issuer's metadata names the same issuer the document points to.
 		if as := e.Call(t, "GET", "/.well-known/oauth-authorization-server", "", nil, http.StatusOK).JSON(); as["issuer"] != e.URL {
 			t.Fatalf("authorization server metadata issuer %v", as["issuer"])

@@ -44,6 +44,9 @@ func TestBrowserConsoleDeveloper(t *testing.T) {
 		// A bad redirect URI: the field says so and nothing is registered.
 		webtest.Do(t, ctx, "open the registration form", chromedp.Click(css(`a[href="/account/developer/clients/new"]`)), chromedp.WaitVisible(css(`#redirect_uris`)))
 		webtest.Screenshots(t, ctx, "developer-client-new")
+		// The redirect URIs and their help, which says when to leave them empty.
+		webtest.Do(t, ctx, "scroll to the redirect URIs", chromedp.ScrollIntoView(css(`#redirect_uris-help`)))
+		webtest.Screenshots(t, ctx, "developer-client-new-redirects")
 		webtest.Do(t, ctx, "fill in the form", chromedp.SendKeys(css(`#name`), "Browser App"), chromedp.SendKeys(css(`#redirect_uris`), "not a uri"))
 		submit("register with a bad redirect URI", `#redirect_uris-error`)
 		webtest.Screenshots(t, ctx, "developer-client-error")
